@@ -1,0 +1,237 @@
+"""Exact CPU reference of HMMER 3.4's filters: MSV, Viterbi filter, bias filter.
+
+This is the arithmetic of ``impl_sse/msvfilter.c``, ``impl_sse/vitfilter.c``
+and ``p7_bg.c`` written out in node order instead of Farrar's striped SIMD
+layout (see ``../shared/notes/hmmer-filters.md``).  It reproduces HMMER's
+scores bit for bit (tested against HMMER's own C functions), and it is what
+the CUDA kernels are tested against on machines without a GPU.
+
+MSV and Viterbi filter are vectorized across sequences of similar length: a
+batch is processed one residue position at a time, with the DP row of every
+sequence of the batch in one (n, M) array.  The bias filter (a two-state
+float Forward) is a compiled numba loop per sequence, because its result
+depends on the exact order of float operations and on the C library's log().
+
+Overflow: like HMMER, a sequence whose MSV row maximum plus the bias reaches
+255, or whose Viterbi row maximum reaches 32767, gets score +inf (it passes).
+
+Contents:
+    1. Batching sequences by length.
+    2. MSV filter (unsigned 8-bit, saturating).
+    3. Viterbi filter (signed 16-bit, saturating; full D->D instead of Lazy-F).
+    4. Bias filter (p7_bg_FilterScore).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .profile import BM, DD, DM, II, IM, MD, MI, MM, FilterProfile
+from .scores import null_p1
+from .profile import _logf
+
+NEG_INF_W = -32768  # -infinity of the 16-bit Viterbi filter
+
+# --- 1. Batching -------------------------------------------------------------------
+
+
+def length_batches(lengths: np.ndarray, max_batch: int = 2048, max_cells: int = 1 << 24):
+    """Yield index arrays of sequences, longest first, in batches of similar length.
+
+    Within a batch the sequences are sorted by decreasing length, so the ones
+    still active at position i are always a prefix of the batch.
+    """
+    order = np.argsort(-lengths, kind="stable")
+    start = 0
+    while start < len(order):
+        longest = max(int(lengths[order[start]]), 1)
+        size = max(1, min(max_batch, max_cells // longest))
+        yield order[start : start + size]
+        start += size
+
+
+def padded_residues(residues, offsets, lengths, batch) -> np.ndarray:
+    """(n, Lmax) uint8 matrix of the batch's residues, zero padded."""
+    L = lengths[batch].astype(np.int64)
+    out = np.zeros((len(batch), int(L.max()) if len(L) else 0), dtype=np.uint8)
+    row = np.repeat(np.arange(len(batch)), L)
+    col = np.arange(int(L.sum())) - np.repeat(np.cumsum(L) - L, L)
+    out[row, col] = residues[np.repeat(offsets[batch].astype(np.int64), L) + col]
+    return out
+
+
+# --- 2. MSV filter -------------------------------------------------------------------
+
+
+def msv_filter(prof: FilterProfile, residues, offsets, lengths, idx=None):
+    """MSV filter states for sequences ``idx`` of a packed database.
+
+    Returns:
+        (xJ, overflow): uint8 final J state and bool overflow flag per sequence,
+        in the order of ``idx``.  Convert with :func:`scores.msv_score`.
+    """
+    idx = np.arange(len(lengths)) if idx is None else np.asarray(idx)
+    lens = lengths[idx]
+    xJ_out = np.zeros(len(idx), dtype=np.uint8)
+    ovf_out = np.zeros(len(idx), dtype=bool)
+    cost = prof.msv_cost.astype(np.int16)
+    bias, base, tec = prof.bias_b, prof.base_b, prof.tec
+
+    for local in length_batches(lens):
+        batch = idx[local]
+        dsq = padded_residues(residues, offsets, lengths, batch)
+        L = lengths[batch]
+        n_all = len(batch)
+        tjbm = (prof.tjb_b(L).astype(np.int16) + prof.tbm) % 256  # byte wrap, as (int8)tjb+(int8)tbm
+        xB = np.maximum(0, base - tjbm).astype(np.int16)
+        xJ = np.zeros(n_all, dtype=np.int16)
+        ovf = np.zeros(n_all, dtype=bool)
+        dp = np.zeros((n_all, prof.M), dtype=np.int16)
+        prev = np.zeros((n_all, prof.M), dtype=np.int16)
+        n = n_all
+        for i in range(dsq.shape[1]):
+            while n > 0 and L[n - 1] <= i:
+                n -= 1
+            # M(i,k) = max(M(i-1,k-1), xB) + bias, capped at 255, minus cost, floored at 0
+            prev[:n, 0] = 0
+            prev[:n, 1:] = dp[:n, :-1]
+            sv = np.maximum(prev[:n], xB[:n, None])
+            sv = np.minimum(sv + bias, 255) - cost[dsq[:n, i]]
+            np.maximum(sv, 0, out=sv)
+            dp[:n] = sv
+            xE = sv.max(axis=1)
+            ovf[:n] |= xE + bias >= 255
+            xJ[:n] = np.maximum(xJ[:n], np.maximum(0, xE - tec))
+            xB[:n] = np.maximum(0, np.maximum(base, xJ[:n]) - tjbm[:n])
+        xJ_out[local] = xJ
+        ovf_out[local] = ovf
+    return xJ_out, ovf_out
+
+
+# --- 3. Viterbi filter ------------------------------------------------------------------
+
+
+def _sat16(a):
+    return np.clip(a, -32768, 32767, out=a)
+
+
+def viterbi_filter(prof: FilterProfile, residues, offsets, lengths, idx=None):
+    """Viterbi filter states for sequences ``idx`` of a packed database.
+
+    D->D paths are always computed in full (a running maximum along k), which
+    gives HMMER's result: its Lazy-F skips them only when they provably
+    cannot change any M cell.  Since every D->D cost is <= 0, a chain of
+    saturating adds equals the saturated exact sum, so the running maximum of
+    ``dcv(j) - P(j)`` plus ``P(k)`` (P = prefix sums of DD) is exact.
+
+    Returns:
+        (xC, overflow): int16 final C state and bool overflow flag per
+        sequence, in the order of ``idx``.  Convert with :func:`scores.viterbi_score`.
+    """
+    idx = np.arange(len(lengths)) if idx is None else np.asarray(idx)
+    lens = lengths[idx]
+    xC_out = np.full(len(idx), NEG_INF_W, dtype=np.int16)
+    ovf_out = np.zeros(len(idx), dtype=bool)
+    M = prof.M
+    emit = prof.vit_emit.astype(np.int32)
+    t = prof.vit_trans.astype(np.int32)
+    # prefix sums of DD out of nodes 1..k (int64: -32768 entries may add up)
+    P = np.cumsum(t[DD].astype(np.int64))
+    e_move, e_loop, base_w = prof.e_move, prof.e_loop, prof.base_w
+
+    for local in length_batches(lens, max_cells=1 << 23):
+        batch = idx[local]
+        dsq = padded_residues(residues, offsets, lengths, batch)
+        L = lengths[batch]
+        nb = len(batch)
+        move = prof.move_w(L).astype(np.int64)   # N, C and J MOVE costs
+        xN = np.full(nb, base_w, dtype=np.int64)
+        xB = xN + move
+        xJ = np.full(nb, NEG_INF_W, dtype=np.int64)
+        xC = np.full(nb, NEG_INF_W, dtype=np.int64)
+        ovf = np.zeros(nb, dtype=bool)
+        Mx = np.full((nb, M), NEG_INF_W, dtype=np.int32)
+        Ix = np.full((nb, M), NEG_INF_W, dtype=np.int32)
+        Dx = np.full((nb, M), NEG_INF_W, dtype=np.int32)
+        n = nb
+        for i in range(dsq.shape[1]):
+            while n > 0 and L[n - 1] <= i:
+                n -= 1
+            Mp, Ip, Dp = Mx[:n], Ix[:n], Dx[:n]
+            # previous row shifted to node k-1 (node 0 is -inf)
+            Msh = np.empty_like(Mp); Msh[:, 0] = NEG_INF_W; Msh[:, 1:] = Mp[:, :-1]
+            Ish = np.empty_like(Ip); Ish[:, 0] = NEG_INF_W; Ish[:, 1:] = Ip[:, :-1]
+            Dsh = np.empty_like(Dp); Dsh[:, 0] = NEG_INF_W; Dsh[:, 1:] = Dp[:, :-1]
+
+            sv = _sat16(xB[:n, None].astype(np.int32) + t[BM])
+            np.maximum(sv, _sat16(Msh + t[MM]), out=sv)
+            np.maximum(sv, _sat16(Ish + t[IM]), out=sv)
+            np.maximum(sv, _sat16(Dsh + t[DM]), out=sv)
+            _sat16(np.add(sv, emit[dsq[:n, i]], out=sv))
+            xE = sv.max(axis=1).astype(np.int64)
+
+            Inew = np.maximum(_sat16(Mp + t[MI]), _sat16(Ip + t[II]))
+            dcv = _sat16(sv + t[MD]).astype(np.int64)      # M->D into node k+1
+            Dnext = np.maximum.accumulate(dcv - P, axis=1) + P  # D(k+1) with all D->D paths
+            Dx[:n, 0] = NEG_INF_W
+            Dx[:n, 1:] = np.clip(Dnext[:, :-1], -32768, 32767)
+            Mx[:n] = sv
+            Ix[:n] = Inew
+
+            ovf[:n] |= xE >= 32767
+            # special states (int16 in C; values stay in range)
+            xC[:n] = np.maximum(xC[:n], xE + e_move)
+            xJ[:n] = np.maximum(xJ[:n], xE + e_loop)
+            xB[:n] = np.maximum(xJ[:n] + move[:n], xN[:n] + move[:n])
+        xC_out[local] = xC.astype(np.int16)
+        ovf_out[local] = ovf
+    return xC_out, ovf_out
+
+
+# --- 4. Bias filter -----------------------------------------------------------------------
+
+
+def bias_filter_hmm(prof: FilterProfile, bg_freq: np.ndarray, degeneracy: np.ndarray):
+    """Emission odds ``eo`` (Kp, 2) and state-1 transitions of the filter HMM.
+
+    ``p7_bg_SetFilter`` + ``esl_hmm_Configure``: state 0 emits the background,
+    state 1 the model composition; degenerate residues get the summed
+    emissions over the summed frequencies of what they stand for; gap,
+    nonresidue and missing data get odds 1.
+    """
+    K = prof.K
+    Kp = degeneracy.shape[0]
+    f = np.asarray(bg_freq, dtype=np.float32)[:K]
+    e = np.stack([f, prof.compo.astype(np.float32)])  # e[k][x]
+    eo = np.zeros((Kp, 2), dtype=np.float32)
+    for x in range(K):
+        eo[x] = e[:, x] / f[x]
+    eo[K] = eo[Kp - 2] = eo[Kp - 1] = 1.0
+    for x in range(K + 1, Kp - 2):
+        for k in range(2):
+            num = np.float32(0.0)
+            den = np.float32(0.0)
+            for y in range(K):
+                if degeneracy[x, y]:
+                    num = np.float32(num + e[k, y])
+                    den = np.float32(den + f[y])
+            eo[x, k] = num / den if den > 0 else np.float32(0.0)
+    L1 = np.float32(prof.M / 8.0)
+    t10 = np.float32(1.0) / (L1 + np.float32(1.0))
+    t11 = L1 / (L1 + np.float32(1.0))
+    return eo, t10, t11
+
+
+def bias_filter(prof: FilterProfile, bg_freq, degeneracy, residues, offsets, lengths, idx=None):
+    """Bias-filter scores (``p7_bg_FilterScore``) in nats, float32, per sequence of ``idx``."""
+    from ._forward2 import filter_forward  # numba, compiled on first use
+
+    idx = np.arange(len(lengths)) if idx is None else np.asarray(idx)
+    eo, t10, t11 = bias_filter_hmm(prof, bg_freq, degeneracy)
+    L = lengths[idx].astype(np.int64)
+    p1 = null_p1(L)
+    one_minus = np.float32(1.0) - p1
+    fwd = filter_forward(residues, offsets.astype(np.int64), L, idx.astype(np.int64),
+                         eo, p1, one_minus, t10, t11)
+    # impose the length distribution: nullsc + (float)L*logf(p1) + logf(1.-p1)
+    return (fwd + L.astype(np.float32) * _logf(p1)) + _logf(one_minus)
