@@ -235,3 +235,22 @@ def bias_filter(prof: FilterProfile, bg_freq, degeneracy, residues, offsets, len
                          eo, p1, one_minus, t10, t11)
     # impose the length distribution: nullsc + (float)L*logf(p1) + logf(1.-p1)
     return (fwd + L.astype(np.float32) * _logf(p1)) + _logf(one_minus)
+
+
+class ReferenceBackend:
+    """Filter backend running the numpy reference (``--device reference``).
+
+    Exact but slow: meant for testing the cascade and the GPU kernels on
+    machines without a GPU.
+    """
+
+    name = "reference"
+
+    def __init__(self, db):
+        self.db = db
+
+    def msv(self, prof: FilterProfile, idx):
+        return msv_filter(prof, self.db.residues, self.db.offsets, self.db.lengths, idx)
+
+    def viterbi(self, prof: FilterProfile, idx):
+        return viterbi_filter(prof, self.db.residues, self.db.offsets, self.db.lengths, idx)

@@ -1,0 +1,90 @@
+"""Errors that reach the user as one line on stderr and a documented exit code.
+
+Every problem with the user's input or environment is raised as a subclass of
+:class:`GpuSearchError`; the command-line interface prints its message on one
+line (``gpu-search: error: ...``) and exits with the class's ``exit_code``.
+Anything else is a bug and still ends in one line, with exit code 1.
+"""
+
+from __future__ import annotations
+
+
+class GpuSearchError(Exception):
+    """Base class: a clear, one-line, user-facing error."""
+
+    exit_code = 1
+    kind = "error"
+
+
+class InputFileError(GpuSearchError):
+    """An input file is missing, unreadable or a directory."""
+
+    exit_code = 3
+
+
+class EmptyInputError(GpuSearchError):
+    """An input file holds nothing (no sequence, no model)."""
+
+    exit_code = 4
+
+
+class FormatError(GpuSearchError):
+    """An input file is not in the expected format (FASTA, HMM, .gsdb), or is truncated."""
+
+    exit_code = 5
+
+
+class AlphabetError(GpuSearchError):
+    """Nucleotide input where protein is expected (or the reverse)."""
+
+    exit_code = 6
+
+
+class SequenceError(GpuSearchError):
+    """A sequence is unusable: invalid residue letters, zero length, too long."""
+
+    exit_code = 7
+
+
+class DeviceError(GpuSearchError):
+    """A GPU was required (--device gpu) but none is usable."""
+
+    exit_code = 8
+
+
+class GpuMemoryError(GpuSearchError):
+    """The GPU ran out of memory even at the smallest batch size."""
+
+    exit_code = 9
+
+
+class OutputError(GpuSearchError):
+    """An output file cannot be written."""
+
+    exit_code = 10
+
+
+class OptionError(GpuSearchError):
+    """A combination of options is invalid or unsupported."""
+
+    exit_code = 2
+
+
+EXIT_CODES = [
+    (0, "success"),
+    (1, "internal error (a bug: please report it)"),
+    (2, "invalid command line or option value"),
+    (InputFileError.exit_code, "input file missing, unreadable or a directory"),
+    (EmptyInputError.exit_code, "input file empty (no sequence or no model)"),
+    (FormatError.exit_code, "input not in the expected format (FASTA, HMM, .gsdb) or truncated"),
+    (AlphabetError.exit_code, "nucleotide input where protein is expected (or the reverse)"),
+    (SequenceError.exit_code, "invalid sequence: bad residue letter, empty or too long"),
+    (DeviceError.exit_code, "--device gpu asked for but no usable GPU"),
+    (GpuMemoryError.exit_code, "GPU out of memory even in the smallest batches"),
+    (OutputError.exit_code, "an output file cannot be written"),
+]
+
+
+def exit_code_help() -> str:
+    """The exit-code table, for ``--help`` texts."""
+    return "\b\nExit codes:\n" + "\n".join(f"  {code:>2}  {text}" for code, text in EXIT_CODES)

@@ -1,0 +1,117 @@
+"""The filter cascade of p7_Pipeline(): MSV, bias filter, Viterbi filter.
+
+This is the seam where the GPU plugs in.  A *filter backend* computes the
+integer filter states of many sequences at once:
+
+    backend.msv(prof, idx)      -> (xJ, overflow)   MSV filter
+    backend.viterbi(prof, idx)  -> (xC, overflow)   Viterbi filter
+
+(``reference.ReferenceBackend`` in numpy, ``gpu.GpuBackend`` in CUDA).
+:func:`run_cascade` turns those into HMMER's scores and P-values on the host,
+runs the bias filter on the MSV survivors (CPU, numba) and applies HMMER's
+thresholds, stage by stage, exactly as p7_Pipeline does:
+
+    1. MSV:     P(usc - nullsc)            <= F1        (n_past_msv)
+    2. bias:    P(usc - filtersc)          <= F1        (n_past_bias; skipped with --nobias)
+    3. Viterbi: run only if that P > F2; P(vfsc - filtersc) <= F2   (n_past_vit)
+
+The survivors are then finished (Forward, domain definition, output) by
+pyhmmer with Z set to the size of the whole database.  Decisions are exact:
+P-values are computed in double as HMMER does, and the rare ones within a
+hair of a threshold are recomputed with the C library's exp().
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import scores
+from .profile import FilterProfile
+from .reference import bias_filter as _bias_filter_cpu
+
+
+@dataclass
+class CascadeResult:
+    """Survivors of the filters (database indices, increasing) and the stage counts."""
+
+    survivors: np.ndarray
+    n_past_msv: int
+    n_past_bias: int
+    n_past_vit: int
+
+
+def _gumbel_surv_c(x: float, mu: float, lam: float) -> float:
+    """esl_gumbel_surv() with the C library's exp (via math.exp)."""
+    y = lam * (x - mu)
+    try:
+        ey = -math.exp(-y)
+    except OverflowError:
+        ey = -math.inf
+    return -ey if abs(ey) < 5e-9 else 1.0 - math.exp(ey)
+
+
+def exact_pass(score_nats, null_nats, mu, lam, threshold: float) -> np.ndarray:
+    """``P <= threshold`` for each sequence, decided exactly as HMMER decides it."""
+    with np.errstate(invalid="ignore"):
+        bits = ((np.asarray(score_nats, np.float64) - np.asarray(null_nats, np.float64))
+                / scores.LOG2).astype(np.float32)
+    p = scores.gumbel_surv(bits, mu, lam)
+    ok = p <= threshold
+    # numpy's exp may differ from C's in the last bit: settle near-ties with C's
+    near = np.flatnonzero(np.abs(p - threshold) <= 1e-9 * threshold)
+    for j in near:
+        ok[j] = _gumbel_surv_c(float(bits[j]), float(mu), float(lam)) <= threshold
+    return ok
+
+
+def run_cascade(prof: FilterProfile, db, backend, *, F1: float, F2: float, bias_filter: bool,
+                bg_freq, degeneracy, searched: np.ndarray | None = None) -> CascadeResult:
+    """Run MSV, bias and Viterbi filters over ``searched`` sequences of ``db``.
+
+    Args:
+        prof: the model's integer filter profile.
+        db: the :class:`~gpu_search.seqdb.SequenceDB`.
+        backend: a filter backend (see module docstring).
+        F1, F2: HMMER's MSV and Viterbi P-value thresholds.
+        bias_filter: False for --nobias.
+        bg_freq, degeneracy: background frequencies and degeneracy table (bias filter).
+        searched: database indices to search (all by default).
+    """
+    searched = np.arange(db.n_seqs) if searched is None else np.asarray(searched)
+    m_mu, m_lambda, v_mu, v_lambda = (float(v) for v in prof.evparam[:4])
+    if F1 >= 1.0 and F2 >= 1.0 and not bias_filter:
+        # --max: every P-value is <= 1, nothing is filtered
+        n = len(searched)
+        return CascadeResult(np.sort(searched), n, n, n)
+
+    L = db.lengths[searched]
+    nullsc = scores.null_score(L)
+
+    # 1. MSV filter
+    xJ, ovf = backend.msv(prof, searched)
+    usc = scores.msv_score(prof, xJ, prof.tjb_b(L), ovf)
+    ok = exact_pass(usc, nullsc, m_mu, m_lambda, F1)
+    idx1, usc1, null1 = searched[ok], usc[ok], nullsc[ok]
+
+    # 2. bias filter: replaces the null score from here on
+    if bias_filter and len(idx1):
+        filtersc = _bias_filter_cpu(prof, bg_freq, degeneracy, db.residues, db.offsets,
+                                    db.lengths, idx1).astype(np.float32)
+        ok = exact_pass(usc1, filtersc, m_mu, m_lambda, F1)
+        idx2, usc2, filt2 = idx1[ok], usc1[ok], filtersc[ok]
+    else:
+        idx2, usc2, filt2 = idx1, usc1, null1
+
+    # 3. Viterbi filter, only for sequences not already at P <= F2
+    need_vit = ~exact_pass(usc2, filt2, m_mu, m_lambda, F2)
+    vit_idx = idx2[need_vit]
+    passed = [idx2[~need_vit]]
+    if len(vit_idx):
+        xC, vovf = backend.viterbi(prof, vit_idx)
+        vfsc = scores.viterbi_score(prof, xC, prof.move_w(db.lengths[vit_idx]), vovf)
+        passed.append(vit_idx[exact_pass(vfsc, filt2[need_vit], v_mu, v_lambda, F2)])
+    survivors = np.sort(np.concatenate(passed))
+    return CascadeResult(survivors, len(idx1), len(idx2), len(survivors))

@@ -1,0 +1,77 @@
+"""hmmsearch's reporting, inclusion, filter and search-space options.
+
+One object carries what the user set on the command line, with HMMER 3.4's
+defaults, and turns it into pyhmmer ``Pipeline`` keyword arguments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import OptionError
+
+CUTOFF_FLAGS = {"gathering": "--cut_ga", "noise": "--cut_nc", "trusted": "--cut_tc"}
+
+
+@dataclass
+class SearchOptions:
+    """HMMER's hmmsearch options (defaults as in p7_pipeline_Create)."""
+
+    E: float = 10.0
+    T: float | None = None
+    domE: float = 10.0
+    domT: float | None = None
+    incE: float = 0.01
+    incT: float | None = None
+    incdomE: float = 0.01
+    incdomT: float | None = None
+    bit_cutoffs: str | None = None      # "gathering", "noise" or "trusted"
+    Z: float | None = None
+    domZ: float | None = None
+    F1: float = 0.02
+    F2: float = 1e-3
+    F3: float = 1e-5
+    max: bool = False
+    nobias: bool = False
+    seed: int = 42
+    textw: int = 120
+    notextw: bool = False
+    noali: bool = False
+    acc: bool = False
+    # which options the user actually gave, in command-line order, for the report header
+    given: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        for name in ("E", "domE", "incE", "incdomE"):
+            if getattr(self, name) <= 0:
+                raise OptionError(f"-{name if name == 'E' else '-' + name} must be > 0")
+        for name in ("F1", "F2", "F3"):
+            if not 0 < getattr(self, name) <= 1 and not self.max:
+                raise OptionError(f"--{name} must be in (0, 1]")
+        if self.Z is not None and self.Z <= 0:
+            raise OptionError("-Z must be > 0")
+        if self.domZ is not None and self.domZ <= 0:
+            raise OptionError("--domZ must be > 0")
+        if self.bit_cutoffs not in (None, *CUTOFF_FLAGS):
+            raise OptionError(f"unknown bit cutoffs {self.bit_cutoffs!r}")
+        if self.max:
+            # p7_pipeline_Create: --max turns every filter off
+            self.F1 = self.F2 = self.F3 = 1.0
+            self.nobias = True
+
+    @property
+    def bias_filter(self) -> bool:
+        return not self.nobias
+
+    def pipeline_kwargs(self, Z: float | None) -> dict:
+        """Keyword arguments of ``pyhmmer.plan7.Pipeline`` / ``pyhmmer.hmmsearch``."""
+        kw = dict(
+            E=self.E, T=self.T, domE=self.domE, domT=self.domT,
+            incE=self.incE, incT=self.incT, incdomE=self.incdomE, incdomT=self.incdomT,
+            F1=self.F1, F2=self.F2, F3=self.F3,
+            bias_filter=self.bias_filter, seed=self.seed,
+            Z=Z, domZ=self.domZ,
+        )
+        if self.bit_cutoffs:
+            kw["bit_cutoffs"] = self.bit_cutoffs
+        return kw

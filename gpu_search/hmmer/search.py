@@ -1,0 +1,213 @@
+"""hmmsearch: search profile HMMs against a protein database.
+
+The staged pipeline (p7_Pipeline, split at the seam the GPU plugs into):
+
+    models ──> [filter stage] ──survivors──> [pyhmmer: Forward, domains] ──> hits
+
+* ``device="cpu"``: no separate filter stage; pyhmmer runs HMMER's whole
+  pipeline over the database on all cores (the reference for everything).
+* ``device="reference"``: MSV and Viterbi filters from the exact numpy
+  reference (:mod:`.reference`), bias filter in numba; survivors finished by
+  pyhmmer.  Slow; for testing the seam on machines without a GPU.
+* ``device="gpu"``: the same cascade with CUDA kernels (:mod:`.gpu`).
+
+Survivors are finished with ``Z`` fixed to the number of sequences of the
+whole database, so E-values, inclusion and domain definition are those of a
+full search (``../shared/notes/hmmer-filters.md``).  The stage counters of
+HMMER's statistics come from the cascade; the rest from pyhmmer.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator
+
+import numpy as np
+
+from ..seqdb import SequenceDB, amino_degeneracy
+from .cascade import run_cascade
+from .options import SearchOptions
+from .profile import FilterProfile
+
+
+@dataclass
+class PipelineStats:
+    """The numbers of HMMER's 'Internal pipeline statistics summary'."""
+
+    nmodels: int
+    nnodes: int
+    nseqs: int
+    nres: int
+    n_past_msv: int
+    n_past_bias: int
+    n_past_vit: int
+    n_past_fwd: int
+    Z: float
+    domZ: float
+    Z_from_option: bool
+    domZ_from_option: bool
+    F1: float
+    F2: float
+    F3: float
+    bias_filter: bool
+    do_max: bool
+
+
+@dataclass
+class SearchResult:
+    """The hits of one model (a pyhmmer ``TopHits``) and its pipeline statistics."""
+
+    hmm: object
+    hits: object
+    stats: PipelineStats
+
+
+def default_Z(db: SequenceDB, n_searched: int) -> float:
+    """Number of targets for E-values: the whole database's, even for a shard."""
+    return float(db.total_seqs if db.shard else n_searched)
+
+
+def _stats(hits, options: SearchOptions, *, nseqs=None, nres=None, cascade=None) -> PipelineStats:
+    pli = hits.__getstate__()["pipeline"]
+    return PipelineStats(
+        nmodels=1,
+        nnodes=int(pli["nnodes"]),
+        nseqs=int(nseqs if nseqs is not None else pli["nseqs"]),
+        nres=int(nres if nres is not None else pli["nres"]),
+        n_past_msv=cascade.n_past_msv if cascade else int(pli["n_past_msv"]),
+        n_past_bias=cascade.n_past_bias if cascade else int(pli["n_past_bias"]),
+        n_past_vit=cascade.n_past_vit if cascade else int(pli["n_past_vit"]),
+        n_past_fwd=int(pli["n_past_fwd"]),
+        Z=float(hits.Z),
+        domZ=float(hits.domZ),
+        Z_from_option=options.Z is not None,
+        domZ_from_option=options.domZ is not None,
+        F1=options.F1, F2=options.F2, F3=options.F3,
+        bias_filter=options.bias_filter,
+        do_max=options.max,
+    )
+
+
+def make_backend(device: str, db: SequenceDB, gpus=None):
+    """The filter backend of a device ('reference' or 'gpu')."""
+    if device == "reference":
+        from .reference import ReferenceBackend
+
+        return ReferenceBackend(db)
+    if device == "gpu":
+        from .gpu import GpuBackend
+
+        return GpuBackend(db, gpus=gpus)
+    raise ValueError(device)
+
+
+def hmmsearch(
+    hmms: Iterable,
+    db: SequenceDB,
+    options: SearchOptions | None = None,
+    *,
+    device: str = "cpu",
+    cpus: int | None = None,
+    skip_long: bool = False,
+    gpus=None,
+    callback: Callable[[object, int], None] | None = None,
+) -> Iterator[SearchResult]:
+    """Search every model of ``hmms`` against ``db``; yield results in model order.
+
+    Args:
+        hmms: pyhmmer ``HMM`` objects (protein).
+        db: the target database.
+        options: HMMER's options (defaults if None).
+        device: 'cpu', 'reference' or 'gpu' (already resolved, see :mod:`gpu_search.device`).
+        cpus: CPU threads (all cores by default).
+        skip_long: leave out sequences over HMMER's 100,000-residue limit
+            instead of refusing the database.
+        gpus: GPU ids for the 'gpu' device (all visible by default).
+        callback: called as ``callback(hmm, n_done)`` after each model.
+
+    Yields:
+        :class:`SearchResult` per model, in the order of ``hmms``.
+    """
+    options = options or SearchOptions()
+    cpus = cpus or os.cpu_count() or 1
+    skipped = db.check_for_hmmsearch(skip_long)
+    searched = np.arange(db.n_seqs)
+    if skipped is not None:
+        searched = np.setdiff1d(searched, skipped)
+    n_searched = len(searched)
+    nres = int(db.lengths[searched].sum())
+    Z = options.Z if options.Z is not None else default_Z(db, n_searched)
+    kwargs = options.pipeline_kwargs(Z)
+
+    if device == "cpu":
+        yield from _search_pyhmmer(hmms, db, searched, options, kwargs, cpus, callback)
+    else:
+        backend = make_backend(device, db, gpus)
+        yield from _search_filtered(hmms, db, searched, options, kwargs, cpus, backend,
+                                    n_searched, nres, callback)
+
+
+def _search_pyhmmer(hmms, db, searched, options, kwargs, cpus, callback):
+    """HMMER's whole pipeline in pyhmmer, over every searched sequence."""
+    import pyhmmer
+
+    block = db.digital_block(searched)
+    queries = list(hmms)
+    done = 0
+
+    def tick(hmm, total):
+        nonlocal done
+        done += 1
+        if callback:
+            callback(hmm, done)
+
+    for hmm, hits in zip(queries, pyhmmer.hmmsearch(queries, block, cpus=cpus, callback=tick, **kwargs)):
+        yield SearchResult(hmm, hits, _stats(hits, options))
+
+
+def _finish(hmm, db, survivors, kwargs):
+    """Forward, domain definition and thresholds on the survivors (pyhmmer, one thread)."""
+    import pyhmmer
+
+    block = db.digital_block(survivors)
+    return next(pyhmmer.hmmsearch([hmm], block, cpus=1, **kwargs))
+
+
+def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searched, nres, callback):
+    """Filter cascade on the backend; survivors finished by pyhmmer on CPU threads.
+
+    While pyhmmer finishes model i on a worker thread, the backend already
+    filters model i+1 (the CPU/GPU overlap of cuBLASTP and CUDAMPF).
+    """
+    from pyhmmer.plan7 import Background, Profile
+
+    bg = None
+    degeneracy = amino_degeneracy()
+    pending = []
+    with ThreadPoolExecutor(max_workers=max(1, cpus)) as pool:
+        for n, hmm in enumerate(hmms, start=1):
+            if bg is None:
+                bg = Background(hmm.alphabet)
+                bg_freq = np.asarray(bg.residue_frequencies, dtype=np.float32)
+            gm = Profile(hmm.M, hmm.alphabet)
+            gm.configure(hmm, bg, 100)
+            prof = FilterProfile.from_optimized(gm.to_optimized())
+            cascade = run_cascade(prof, db, backend, F1=options.F1, F2=options.F2,
+                                  bias_filter=options.bias_filter, bg_freq=bg_freq,
+                                  degeneracy=degeneracy, searched=searched)
+            pending.append((hmm, cascade, pool.submit(_finish, hmm, db, cascade.survivors, kwargs)))
+            # hand back finished results in order, without stalling the filters
+            while pending and (pending[0][2].done() or len(pending) > 2 * cpus):
+                h, c, fut = pending.pop(0)
+                hits = fut.result()
+                yield SearchResult(h, hits, _stats(hits, options, nseqs=n_searched, nres=nres, cascade=c))
+                if callback:
+                    callback(h, n - len(pending))
+        while pending:
+            h, c, fut = pending.pop(0)
+            hits = fut.result()
+            yield SearchResult(h, hits, _stats(hits, options, nseqs=n_searched, nres=nres, cascade=c))
+            if callback:
+                callback(h, n - len(pending))

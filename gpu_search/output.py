@@ -1,0 +1,87 @@
+"""Writing outputs safely: a temporary file renamed into place only on success.
+
+A search that fails half way (bad input found late, GPU error, Ctrl-C) must
+never leave a half-written table behind that a pipeline would take for a
+result.  Every output goes to a temporary file in the destination directory
+and is renamed over the final name once the whole command has succeeded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from .errors import OutputError
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike):
+    """Yield a temporary path next to ``path``; rename it to ``path`` on success."""
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise OutputError(f"{path}: directory {directory} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=directory)
+        os.close(fd)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write ({exc.strerror})") from None
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class OutputSet:
+    """Several output files opened together and committed together.
+
+    ``open(path)`` returns a text handle on a temporary file (or stdout for
+    ``-``); ``commit()`` renames them all; leaving the ``with`` block on an
+    exception removes them all.
+    """
+
+    def __init__(self):
+        self._files: list[tuple[object, str, Path]] = []
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self):
+        return self
+
+    def open(self, path: str | os.PathLike | None):
+        if path is None:
+            return None
+        if str(path) == "-":
+            return sys.stdout
+        path = Path(path)
+        directory = path.parent if str(path.parent) else Path(".")
+        if not directory.is_dir():
+            raise OutputError(f"{path}: directory {directory} does not exist")
+        if path.is_dir():
+            raise OutputError(f"{path}: is a directory")
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=directory)
+        except OSError as exc:
+            raise OutputError(f"{path}: cannot write ({exc.strerror})") from None
+        fh = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+        self._files.append((fh, tmp, path))
+        return fh
+
+    def commit(self) -> None:
+        for fh, tmp, path in self._files:
+            fh.close()
+            os.replace(tmp, path)
+        self._files.clear()
+
+    def __exit__(self, exc_type, exc, tb):
+        for fh, tmp, _ in self._files:
+            with contextlib.suppress(OSError):
+                fh.close()
+                os.unlink(tmp)
+        self._files.clear()
+        return False
