@@ -1,0 +1,266 @@
+"""The ``gpu-search`` command line: it parses options and calls the library.
+
+Subcommands: ``hmmsearch`` (HMMER's command-line shape), ``makedb``, ``info``.
+Every user error ends as one line on stderr and a documented exit code;
+outputs are written to temporary files and renamed only on success.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shlex
+import sys
+import time
+
+import click
+
+from . import __version__, HMMER_DATE, HMMER_VERSION
+from .errors import GpuSearchError, OptionError, exit_code_help
+
+CONTEXT = dict(help_option_names=["-h", "--help"], max_content_width=100)
+
+
+def _fail(exc: GpuSearchError) -> None:
+    click.echo(f"gpu-search: error: {exc}", err=True)
+    sys.exit(exc.exit_code)
+
+
+def main(argv=None) -> None:
+    """Entry point of the console script: runs the click group, maps errors to exit codes."""
+    try:
+        cli.main(args=argv, prog_name="gpu-search", standalone_mode=False)
+    except GpuSearchError as exc:
+        _fail(exc)
+    except click.exceptions.Abort:
+        click.echo("gpu-search: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2)
+    except KeyboardInterrupt:
+        click.echo("gpu-search: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:  # a bug: still one line, unless asked for the traceback
+        if os.environ.get("GPU_SEARCH_DEBUG"):
+            raise
+        msg = " ".join(str(exc).split())[:300]
+        click.echo(f"gpu-search: internal error: {type(exc).__name__}: {msg} "
+                   f"(set GPU_SEARCH_DEBUG=1 for details)", err=True)
+        sys.exit(1)
+
+
+@click.group(context_settings=CONTEXT, epilog=exit_code_help())
+@click.version_option(__version__, prog_name="gpu-search")
+def cli():
+    """GPU-accelerated protein homology search with HMMER's and BLAST's numbers."""
+
+
+# --- hmmsearch -----------------------------------------------------------------------
+
+
+def _device_option(f):
+    f = click.option("--gpus", default=None, metavar="LIST",
+                     help="GPU ids to use, e.g. 0,1 (default: all visible).")(f)
+    f = click.option("--device", type=click.Choice(["auto", "cpu", "gpu", "reference"]), default="auto",
+                     show_default=True,
+                     help="Where the filters run: auto (GPU if usable, else CPU), cpu (pyhmmer), "
+                          "gpu (CUDA, error if none), reference (exact numpy filters, slow; for testing).")(f)
+    f = click.option("--quiet", "-q", is_flag=True, help="No progress or notes on stderr.")(f)
+    return f
+
+
+@cli.command(context_settings=CONTEXT, epilog=exit_code_help())
+@click.argument("hmmfile", type=click.Path(dir_okay=True))
+@click.argument("seqdb", type=click.Path(dir_okay=True))
+@click.option("-o", "output", metavar="FILE", help="Direct the main report to FILE, not stdout.")
+@click.option("--tblout", metavar="FILE", help="Save per-sequence hits in a table.")
+@click.option("--domtblout", metavar="FILE", help="Save per-domain hits in a table.")
+@click.option("--pfamtblout", metavar="FILE", help="Save hits in Pfam's table format.")
+@click.option("--acc", is_flag=True, help="Prefer accessions over names in the main report.")
+@click.option("--noali", is_flag=True, help="Leave alignments out of the main report.")
+@click.option("--notextw", is_flag=True, help="Unlimited line width in the main report.")
+@click.option("--textw", type=click.IntRange(min=120), default=120, show_default=True,
+              help="Line width of the main report.")
+@click.option("-E", "E", type=float, default=10.0, show_default=True, help="Report sequences with E-value <= E.")
+@click.option("-T", "T", type=float, default=None, help="Report sequences with score >= T (bits).")
+@click.option("--domE", "domE", type=float, default=10.0, show_default=True, help="Report domains with c-E-value <= this.")
+@click.option("--domT", "domT", type=float, default=None, help="Report domains with score >= this.")
+@click.option("--incE", "incE", type=float, default=0.01, show_default=True, help="Include sequences with E-value <= this.")
+@click.option("--incT", "incT", type=float, default=None, help="Include sequences with score >= this.")
+@click.option("--incdomE", "incdomE", type=float, default=0.01, show_default=True, help="Include domains with c-E-value <= this.")
+@click.option("--incdomT", "incdomT", type=float, default=None, help="Include domains with score >= this.")
+@click.option("--cut_ga", is_flag=True, help="Use the models' GA gathering cutoffs.")
+@click.option("--cut_nc", is_flag=True, help="Use the models' NC noise cutoffs.")
+@click.option("--cut_tc", is_flag=True, help="Use the models' TC trusted cutoffs.")
+@click.option("--max", "max_", is_flag=True, help="Turn all heuristic filters off (less speed, more power).")
+@click.option("--F1", "F1", type=float, default=0.02, show_default=True, help="MSV filter P-value threshold.")
+@click.option("--F2", "F2", type=float, default=1e-3, show_default=True, help="Viterbi filter P-value threshold.")
+@click.option("--F3", "F3", type=float, default=1e-5, show_default=True, help="Forward filter P-value threshold.")
+@click.option("--nobias", is_flag=True, help="Turn off the composition bias filter.")
+@click.option("-Z", "Z", type=float, default=None,
+              help="Number of comparisons for E-values (default: sequences in the whole database; "
+                   "a .gsdb shard knows the whole database's count).")
+@click.option("--domZ", "domZ", type=float, default=None, help="Number of significant sequences for domain E-values.")
+@click.option("--seed", type=int, default=42, show_default=True, help="Random seed (0: a different one each run).")
+@click.option("--cpu", type=click.IntRange(min=1), default=None, help="CPU threads (default: all cores).")
+@click.option("--skip-long", is_flag=True,
+              help="Leave out sequences over HMMER's 100,000-residue limit instead of stopping.")
+@_device_option
+def hmmsearch(hmmfile, seqdb, output, tblout, domtblout, pfamtblout, acc, noali, notextw, textw,
+              E, T, domE, domT, incE, incT, incdomE, incdomT, cut_ga, cut_nc, cut_tc, max_,
+              F1, F2, F3, nobias, Z, domZ, seed, cpu, skip_long, device, gpus, quiet):
+    """Search profile HMM(s) in HMMFILE against the protein sequences of SEQDB.
+
+    HMMFILE holds one or more HMMER3 profiles (text or binary, may be gzipped);
+    SEQDB is a protein FASTA file (may be gzipped) or a .gsdb from `gpu-search makedb`.
+    Scores, E-values, hits and domains are those of HMMER 3.4's hmmsearch.
+    """
+    from . import device as dev
+    from .hmmer.models import read_hmms
+    from .hmmer.options import SearchOptions
+    from .seqdb import open_database
+
+    cutoffs = [name for flag, name in ((cut_ga, "gathering"), (cut_nc, "noise"), (cut_tc, "trusted")) if flag]
+    if len(cutoffs) > 1:
+        raise OptionError("use only one of --cut_ga, --cut_nc, --cut_tc")
+    options = SearchOptions(E=E, T=T, domE=domE, domT=domT, incE=incE, incT=incT, incdomE=incdomE,
+                            incdomT=incdomT, bit_cutoffs=cutoffs[0] if cutoffs else None, Z=Z,
+                            domZ=domZ, F1=F1, F2=F2, F3=F3, max=max_, nobias=nobias, seed=seed,
+                            textw=textw, notextw=notextw, noali=noali, acc=acc)
+    gpu_ids = _parse_gpus(gpus)
+    used = dev.resolve(device, quiet)
+    hmms = read_hmms(hmmfile)
+    db = open_database(seqdb)
+    if db.shard and Z is None and not quiet:
+        dev.note(f"{seqdb} is shard {db.shard[0]} of {db.shard[1]}: E-values use the whole "
+                 f"database's {db.total_seqs:,} sequences (-Z to change)")
+    _check_cutoffs(hmms, options)
+    run_search(hmms, db, options, hmmfile=hmmfile, seqfile=seqdb, output=output, tblout=tblout,
+               domtblout=domtblout, pfamtblout=pfamtblout, device=used, cpus=cpu,
+               skip_long=skip_long, gpus=gpu_ids, quiet=quiet)
+
+
+def _parse_gpus(gpus: str | None):
+    if gpus is None:
+        return None
+    try:
+        ids = [int(x) for x in gpus.split(",") if x.strip() != ""]
+    except ValueError:
+        raise OptionError(f"--gpus {gpus!r}: expected GPU ids like 0,1") from None
+    if not ids or min(ids) < 0:
+        raise OptionError(f"--gpus {gpus!r}: expected GPU ids like 0,1")
+    return ids
+
+
+def _check_cutoffs(hmms, options) -> None:
+    """--cut_ga/nc/tc need every model to carry that cutoff (HMMER refuses otherwise)."""
+    if not options.bit_cutoffs:
+        return
+    for hmm in hmms:
+        if getattr(hmm.cutoffs, options.bit_cutoffs) is None:
+            flag = {"gathering": "GA", "noise": "NC", "trusted": "TC"}[options.bit_cutoffs]
+            raise OptionError(f"model '{hmm.name}' has no {flag} cutoff, needed by --cut_{flag.lower()}")
+
+
+def run_search(hmms, db, options, *, hmmfile, seqfile, output, tblout, domtblout, pfamtblout,
+               device, cpus, skip_long, gpus, quiet) -> None:
+    """Run hmmsearch and write every output atomically."""
+    from .hmmer import report
+    from .hmmer.search import hmmsearch as run
+    from .output import OutputSet
+    from .progress import Progress
+
+    argv_line = " ".join(shlex.quote(a) for a in sys.argv[1:]) or "hmmsearch"
+    progress = Progress("hmmsearch", len(hmms), "models", quiet)
+    with OutputSet() as outs:
+        main_fh = outs.open(output) if output else io.StringIO()
+        tbl = outs.open(tblout)
+        dom = outs.open(domtblout)
+        pfam = outs.open(pfamtblout)
+        report.write_header(main_fh, hmmfile, seqfile, options,
+                            {"o": output, "tblout": tblout, "domtblout": domtblout, "pfamtblout": pfamtblout})
+        first = True
+        for result in run(hmms, db, options, device=device, cpus=cpus, skip_long=skip_long, gpus=gpus,
+                          callback=lambda h, n: progress.update(n)):
+            report.write_query(main_fh, result, options)
+            for fh, fmt in ((tbl, "targets"), (dom, "domains"), (pfam, "pfam")):
+                if fh is not None:
+                    buf = io.BytesIO()
+                    result.hits.write(buf, format=fmt, header=first)
+                    fh.write(buf.getvalue().decode())
+            first = False
+        progress.close()
+        report.write_footer(main_fh)
+        for fh in (tbl, dom, pfam):
+            if fh is not None:
+                report.write_tabular_tail(fh, hmmfile, seqfile, argv_line)
+        if not output:
+            sys.stdout.write(main_fh.getvalue())
+            sys.stdout.flush()
+        outs.commit()
+
+
+# --- makedb -------------------------------------------------------------------------------
+
+
+@cli.command(context_settings=CONTEXT, epilog=exit_code_help())
+@click.argument("fasta", type=click.Path(dir_okay=True))
+@click.option("-o", "out", required=True, metavar="DB.gsdb", help="Output database file.")
+@click.option("--shards", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Also cut the database into N shards of balanced residue counts "
+                   "(written as DB.shardIofN.gsdb; each knows the whole database's size).")
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing on success.")
+def makedb(fasta, out, shards, quiet):
+    """Pre-digitize a protein FASTA (may be gzipped) into a memory-mappable .gsdb."""
+    from .seqdb import makedb as build
+
+    t0 = time.monotonic()
+    paths = build(fasta, out, shards)
+    if not quiet:
+        from .seqdb import open_database
+
+        for p in paths:
+            d = open_database(p)
+            part = f" (shard {d.shard[0]}/{d.shard[1]} of {d.total_seqs:,} sequences)" if d.shard else ""
+            click.echo(f"{p}\t{d.n_seqs:,} sequences\t{d.n_residues:,} residues{part}", err=True)
+        click.echo(f"gpu-search makedb: done in {time.monotonic() - t0:.1f} s", err=True)
+
+
+# --- info -----------------------------------------------------------------------------------
+
+
+@cli.command(context_settings=CONTEXT)
+def info():
+    """Versions, and whether a GPU and CuPy are usable here."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from .device import gpu_status
+
+    def ver(pkg):
+        try:
+            return version(pkg)
+        except PackageNotFoundError:
+            return "not installed"
+
+    cupy = "not installed"
+    for name in ("cupy-cuda12x", "cupy-cuda13x", "cupy-cuda11x", "cupy"):
+        if ver(name) != "not installed":
+            cupy = f"{ver(name)} ({name})"
+            break
+    ok, reason, names = gpu_status()
+    lines = [
+        f"gpu-search   {__version__}",
+        f"HMMER        {HMMER_VERSION} ({HMMER_DATE}), through pyhmmer {ver('pyhmmer')}",
+        f"python       {sys.version.split()[0]}",
+        f"numpy        {ver('numpy')}",
+        f"numba        {ver('numba')}",
+        f"click        {ver('click')}",
+        f"cupy         {cupy}",
+        f"CPU cores    {os.cpu_count()}",
+        f"GPU          {'yes: ' + ', '.join(names) if ok else 'no: ' + reason}",
+        f"device auto  {'gpu' if ok else 'cpu (same results, slower)'}",
+    ]
+    click.echo("\n".join(lines))

@@ -1,0 +1,33 @@
+"""Progress on stderr for long runs: only on a terminal, never with --quiet."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+class Progress:
+    """A one-line counter redrawn in place, e.g. ``hmmsearch: 12/20 models``."""
+
+    def __init__(self, label: str, total: int | None, unit: str, quiet: bool = False, stream=None):
+        self.stream = stream or sys.stderr
+        self.enabled = not quiet and self.stream.isatty()
+        self.label, self.total, self.unit = label, total, unit
+        self.start = time.monotonic()
+        self._last = 0.0
+
+    def update(self, done: int) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self._last < 0.2 and done != self.total:
+            return
+        self._last = now
+        of = f"/{self.total}" if self.total else ""
+        self.stream.write(f"\r{self.label}: {done}{of} {self.unit} ({now - self.start:.0f} s)")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\r\033[K")
+            self.stream.flush()

@@ -1,0 +1,67 @@
+"""Shared fixtures: the real data shipped in pyhmmer's wheel and in test-data/."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TEST_DATA = ROOT / "test-data"
+
+
+def pyhmmer_data() -> Path:
+    import pyhmmer
+
+    return Path(pyhmmer.__file__).parent / "tests" / "data"
+
+
+PROTEIN_MODELS = ["Thioesterase", "PF02826", "LuxC", "KR", "RREFam"]
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    return pyhmmer_data()
+
+
+@pytest.fixture(scope="session")
+def proteome_path(data_dir) -> Path:
+    return data_dir / "seqs" / "938293.PRJEB85.HG003687.faa"
+
+
+@pytest.fixture(scope="session")
+def proteome(proteome_path):
+    from gpu_search.seqdb import open_database
+
+    return open_database(proteome_path)
+
+
+@pytest.fixture(scope="session")
+def filters_oracle():
+    """HMMER's own filters (tests/oracle/filters_oracle.c built against pyhmmer's libhmmer)."""
+    from oracle.build import build
+
+    exe = build("filters_oracle")
+    if exe is None:
+        pytest.skip("no C compiler or no HMMER headers in the pyhmmer wheel: cannot build the HMMER oracle")
+    return exe
+
+
+def run_filters_oracle(exe, hmm_path, fasta_path):
+    """Per (model, sequence): HMMER's msv, null, bias-filter and Viterbi-filter scores (float32)."""
+    out = subprocess.run([str(exe), str(hmm_path), str(fasta_path)], capture_output=True,
+                         text=True, check=True).stdout
+    rows = [line.split("\t") for line in out.splitlines()]
+    by_model = {}
+    for r in rows:
+        by_model.setdefault(r[0], []).append(r)
+    result = {}
+    for model, rs in by_model.items():
+        cols = {name: np.array([float.fromhex(r[i]) for r in rs], dtype=np.float32)
+                for name, i in (("msv", 3), ("null", 4), ("bias", 5), ("vit", 6))}
+        cols["names"] = [r[1] for r in rs]
+        cols["L"] = np.array([int(r[2]) for r in rs])
+        result[model] = cols
+    return result
