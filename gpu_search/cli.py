@@ -106,12 +106,14 @@ def _device_option(f):
 @click.option("--domZ", "domZ", type=float, default=None, help="Number of significant sequences for domain E-values.")
 @click.option("--seed", type=int, default=42, show_default=True, help="Random seed (0: a different one each run).")
 @click.option("--cpu", type=click.IntRange(min=1), default=None, help="CPU threads (default: all cores).")
+@click.option("--hits-out", metavar="FILE",
+              help="Also save the complete hits (.gshits) for `gpu-search merge` of database shards.")
 @click.option("--skip-long", is_flag=True,
               help="Leave out sequences over HMMER's 100,000-residue limit instead of stopping.")
 @_device_option
 def hmmsearch(hmmfile, seqdb, output, tblout, domtblout, pfamtblout, acc, noali, notextw, textw,
               E, T, domE, domT, incE, incT, incdomE, incdomT, cut_ga, cut_nc, cut_tc, max_,
-              F1, F2, F3, nobias, Z, domZ, seed, cpu, skip_long, device, gpus, quiet):
+              F1, F2, F3, nobias, Z, domZ, seed, cpu, hits_out, skip_long, device, gpus, quiet):
     """Search profile HMM(s) in HMMFILE against the protein sequences of SEQDB.
 
     HMMFILE holds one or more HMMER3 profiles (text or binary, may be gzipped);
@@ -140,7 +142,7 @@ def hmmsearch(hmmfile, seqdb, output, tblout, domtblout, pfamtblout, acc, noali,
     _check_cutoffs(hmms, options)
     run_search(hmms, db, options, hmmfile=hmmfile, seqfile=seqdb, output=output, tblout=tblout,
                domtblout=domtblout, pfamtblout=pfamtblout, device=used, cpus=cpu,
-               skip_long=skip_long, gpus=gpu_ids, quiet=quiet)
+               skip_long=skip_long, gpus=gpu_ids, quiet=quiet, hits_out=hits_out)
 
 
 def _parse_gpus(gpus: str | None):
@@ -166,41 +168,78 @@ def _check_cutoffs(hmms, options) -> None:
 
 
 def run_search(hmms, db, options, *, hmmfile, seqfile, output, tblout, domtblout, pfamtblout,
-               device, cpus, skip_long, gpus, quiet) -> None:
+               device, cpus, skip_long, gpus, quiet, hits_out=None) -> None:
     """Run hmmsearch and write every output atomically."""
-    from .hmmer import report
     from .hmmer.search import hmmsearch as run
-    from .output import OutputSet
     from .progress import Progress
 
-    argv_line = " ".join(shlex.quote(a) for a in sys.argv[1:]) or "hmmsearch"
     progress = Progress("hmmsearch", len(hmms), "models", quiet)
+    results = run(hmms, db, options, device=device, cpus=cpus, skip_long=skip_long, gpus=gpus,
+                  callback=lambda h, n: progress.update(n))
+    if hits_out:
+        from .hmmer.merge import save_results
+
+        results = list(results)
+        save_results(hits_out, results, hmmfile=hmmfile, seqfile=seqfile, options=options)
+    write_outputs(results, options, hmmfile=hmmfile, seqfile=seqfile, output=output, tblout=tblout,
+                  domtblout=domtblout, pfamtblout=pfamtblout, progress=progress)
+
+
+def write_outputs(results, options, *, hmmfile, seqfile, output, tblout, domtblout, pfamtblout,
+                  progress=None) -> None:
+    """HMMER's main report and tables from per-model results; all files or none."""
+    from .hmmer import report
+    from .output import OutputSet
+
+    argv_line = " ".join(shlex.quote(a) for a in sys.argv[1:]) or "hmmsearch"
     with OutputSet() as outs:
         main_fh = outs.open(output) if output else io.StringIO()
-        tbl = outs.open(tblout)
-        dom = outs.open(domtblout)
-        pfam = outs.open(pfamtblout)
+        tables = [(outs.open(path), fmt) for path, fmt in
+                  ((tblout, "targets"), (domtblout, "domains"), (pfamtblout, "pfam"))]
         report.write_header(main_fh, hmmfile, seqfile, options,
                             {"o": output, "tblout": tblout, "domtblout": domtblout, "pfamtblout": pfamtblout})
         first = True
-        for result in run(hmms, db, options, device=device, cpus=cpus, skip_long=skip_long, gpus=gpus,
-                          callback=lambda h, n: progress.update(n)):
+        for result in results:
             report.write_query(main_fh, result, options)
-            for fh, fmt in ((tbl, "targets"), (dom, "domains"), (pfam, "pfam")):
+            for fh, fmt in tables:
                 if fh is not None:
                     buf = io.BytesIO()
                     result.hits.write(buf, format=fmt, header=first)
                     fh.write(buf.getvalue().decode())
             first = False
-        progress.close()
+        if progress:
+            progress.close()
         report.write_footer(main_fh)
-        for fh in (tbl, dom, pfam):
+        for fh, _ in tables:
             if fh is not None:
                 report.write_tabular_tail(fh, hmmfile, seqfile, argv_line)
         if not output:
             sys.stdout.write(main_fh.getvalue())
             sys.stdout.flush()
         outs.commit()
+
+
+# --- merge ----------------------------------------------------------------------------------
+
+
+@cli.command(context_settings=CONTEXT, epilog=exit_code_help())
+@click.argument("shards", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "output", metavar="FILE", help="Main report to FILE, not stdout.")
+@click.option("--tblout", metavar="FILE", help="Save per-sequence hits in a table.")
+@click.option("--domtblout", metavar="FILE", help="Save per-domain hits in a table.")
+@click.option("--pfamtblout", metavar="FILE", help="Save hits in Pfam's table format.")
+def merge(shards, output, tblout, domtblout, pfamtblout):
+    """Merge hmmsearch results of database shards (.gshits from --hits-out).
+
+    Each shard must have been searched with the whole database's -Z (a .gsdb
+    shard does this by itself). The merged outputs are those of one search of
+    the whole database: hits re-sorted, domZ recounted, thresholds re-applied.
+    """
+    from .hmmer.merge import read_shards
+
+    results, meta = read_shards(shards)
+    write_outputs(results, meta["options"], hmmfile=meta["hmmfile"], seqfile=meta["seqfile"],
+                  output=output, tblout=tblout, domtblout=domtblout, pfamtblout=pfamtblout)
 
 
 # --- makedb -------------------------------------------------------------------------------

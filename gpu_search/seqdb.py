@@ -296,12 +296,14 @@ def parse_fasta(data: bytes, source: str = "<fasta>") -> SequenceDB:
 
     names, descs = [], []
     for a, b in zip(hstart.tolist(), hend.tolist()):
-        parts = data[a + 1 : b].strip().split(maxsplit=1)
+        # as Easel: name up to the first whitespace, description the rest with
+        # leading whitespace removed (trailing whitespace is kept, the CR of CRLF is not)
+        parts = data[a + 1 : b].rstrip(b"\r").lstrip().split(maxsplit=1)
         if not parts:
             line = int(np.searchsorted(newlines, a)) + 1
             raise FormatError(f"{source}: FASTA header without a sequence name (line {line})")
         names.append(parts[0])
-        descs.append(parts[1].strip() if len(parts) > 1 else b"")
+        descs.append(parts[1] if len(parts) > 1 else b"")
     name_blob, name_offs = _pack(names)
     desc_blob, desc_offs = _pack(descs)
     db = SequenceDB(residues, offsets, name_blob, name_offs, desc_blob, desc_offs, source=source)

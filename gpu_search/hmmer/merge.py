@@ -1,0 +1,98 @@
+"""Merging the hmmsearch results of database shards into the unsharded result.
+
+A shard searched with ``Z`` = the number of sequences of the whole database
+gives every hit the E-value it has in a full search.  What a shard cannot
+know is ``domZ``, the number of sequences reported over the *whole*
+database, which scales the domains' conditional E-values and decides which
+domains are reported.  So shards save their complete hits (``--hits-out``, a
+``.gshits`` file: pyhmmer's ``TopHits`` at full precision), and merging them
+with pyhmmer's ``TopHits.merge`` re-sorts the hits, recounts ``domZ`` and
+re-applies every threshold, giving exactly the output of one search of the
+whole database (tested).
+
+A ``.gshits`` file is a Python pickle: load only files your own runs wrote.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from dataclasses import replace
+from pathlib import Path
+
+from ..errors import FormatError, InputFileError, OptionError
+from ..output import atomic_path
+from .search import PipelineStats, SearchResult
+
+MAGIC = b"GSHITS\x00\x01"
+
+
+def save_results(path, results: list[SearchResult], *, hmmfile: str, seqfile: str, options) -> None:
+    """Write one shard's results (every model, in order) to a .gshits file."""
+    payload = {
+        "hmmfile": hmmfile,
+        "seqfile": seqfile,
+        "options": options,
+        "results": [(r.hits, r.stats) for r in results],
+    }
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            fh.write(MAGIC)
+            pickle.dump(payload, fh, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def load_results(path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise InputFileError(f"{path}: no such file")
+    with open(path, "rb") as fh:
+        if fh.read(len(MAGIC)) != MAGIC:
+            raise FormatError(f"{path}: not a .gshits file written by gpu-search hmmsearch --hits-out")
+        try:
+            return pickle.load(fh)
+        except Exception:
+            raise FormatError(f"{path}: corrupt or truncated .gshits file") from None
+
+
+def _sum_stats(stats: list[PipelineStats], hits) -> PipelineStats:
+    first = stats[0]
+    return replace(
+        first,
+        nseqs=sum(s.nseqs for s in stats),
+        nres=sum(s.nres for s in stats),
+        n_past_msv=sum(s.n_past_msv for s in stats),
+        n_past_bias=sum(s.n_past_bias for s in stats),
+        n_past_vit=sum(s.n_past_vit for s in stats),
+        n_past_fwd=sum(s.n_past_fwd for s in stats),
+        Z=float(hits.Z),
+        domZ=float(hits.domZ),
+    )
+
+
+def merge_results(shards: list[list[SearchResult]]) -> list[SearchResult]:
+    """Merge per-model results of several shards (same models, same order)."""
+    n_models = {len(s) for s in shards}
+    if len(n_models) != 1:
+        raise OptionError("the shard results hold different numbers of models")
+    merged = []
+    for per_model in zip(*shards):
+        names = {r.hits.query.name for r in per_model}
+        if len(names) != 1:
+            raise OptionError(f"shard results are for different models: {', '.join(sorted(names))}")
+        Zs = {r.hits.Z for r in per_model}
+        if len(Zs) != 1:
+            raise OptionError("shards were searched with different -Z; give each the whole database's -Z")
+        hits = per_model[0].hits.merge(*[r.hits for r in per_model[1:]])
+        merged.append(SearchResult(per_model[0].hmm, hits, _sum_stats([r.stats for r in per_model], hits)))
+    return merged
+
+
+def read_shards(paths) -> tuple[list[SearchResult], dict]:
+    """Load .gshits files and merge them; also returns the first file's metadata."""
+    if not paths:
+        raise OptionError("no .gshits files to merge")
+    loaded = [load_results(p) for p in paths]
+    shards = [[SearchResult(h.query, h, s) for h, s in d["results"]] for d in loaded]
+    meta = loaded[0]
+    meta["seqfile"] = ",".join(os.path.basename(d["seqfile"]) for d in loaded)
+    return merge_results(shards), meta

@@ -1,0 +1,111 @@
+"""The sequence database: parsing like Easel, .gsdb round trips, shards, bad input."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pytest
+
+from gpu_search import errors, seqdb
+
+
+def test_fasta_parse_equals_pyhmmer(proteome_path, proteome):
+    from pyhmmer.easel import Alphabet, SequenceFile
+
+    seqs = list(SequenceFile(str(proteome_path), digital=True, alphabet=Alphabet.amino()))
+    assert proteome.n_seqs == len(seqs) == 2100
+    assert proteome.n_residues == sum(len(s) for s in seqs)
+    for i, s in enumerate(seqs):
+        assert proteome.name(i) == s.name
+        assert proteome.description(i) == s.description
+        assert np.array_equal(proteome.sequence(i), np.asarray(s.sequence))
+
+
+def test_odd_but_legal_fasta_equals_pyhmmer(tmp_path):
+    """Lower case, '.'/'_' gaps, '*', '~', blank lines, CRLF, tabs, no final newline."""
+    from pyhmmer.easel import Alphabet, SequenceFile
+
+    text = (">a first one\r\nacdefGHIK\r\nLM.NP_Q*\r\n\r\n>b\tdesc with\ttabs  \n"
+            "BJZOUX~W\n>c\nWWWW")
+    path = tmp_path / "odd.faa"
+    path.write_text(text)
+    db = seqdb.open_database(path)
+    seqs = list(SequenceFile(str(path), digital=True, alphabet=Alphabet.amino()))
+    assert db.n_seqs == len(seqs)
+    for i, s in enumerate(seqs):
+        assert db.name(i) == s.name
+        assert db.description(i) == s.description
+        assert np.array_equal(db.sequence(i), np.asarray(s.sequence))
+
+
+def test_gzip_and_gsdb_round_trip(tmp_path, proteome_path, proteome):
+    gz = tmp_path / "p.faa.gz"
+    gz.write_bytes(gzip.compress(proteome_path.read_bytes()))
+    a = seqdb.open_database(gz)
+    seqdb.write_gsdb(a, tmp_path / "p.gsdb")
+    b = seqdb.open_database(tmp_path / "p.gsdb")
+    for db in (a, b):
+        assert np.array_equal(db.residues, proteome.residues)
+        assert np.array_equal(db.offsets, proteome.offsets)
+        assert [db.name(i) for i in range(0, 2100, 97)] == [proteome.name(i) for i in range(0, 2100, 97)]
+    assert b.total_seqs == 2100 and b.total_residues == proteome.n_residues
+    assert np.array_equal(b.length_order, np.argsort(-proteome.lengths, kind="stable"))
+
+
+def test_shards_balance_and_cover(tmp_path, proteome_path, proteome):
+    paths = seqdb.makedb(proteome_path, tmp_path / "db.gsdb", shards=3)
+    assert [p.name for p in paths] == [f"db.shard{i}of3.gsdb" for i in (1, 2, 3)]
+    shards = [seqdb.open_database(p) for p in paths]
+    assert sum(s.n_seqs for s in shards) == proteome.n_seqs
+    assert np.array_equal(np.concatenate([s.residues for s in shards]), proteome.residues)
+    for i, s in enumerate(shards, start=1):
+        assert s.shard == (i, 3)
+        assert (s.total_seqs, s.total_residues) == (proteome.n_seqs, proteome.n_residues)
+        assert abs(s.n_residues - proteome.n_residues / 3) <= proteome.lengths.max()
+
+
+@pytest.mark.parametrize("content, error, words", [
+    (b"", errors.EmptyInputError, "empty"),
+    (b"   \n\n", errors.EmptyInputError, "empty"),
+    (b"this is not fasta\n", errors.FormatError, "not FASTA"),
+    (b"HMMER3/f [3.1b2 | February 2015]\nNAME x\n", errors.FormatError, "HMM"),
+    (b">s1\nACDE1FG\n", errors.SequenceError, "invalid residue '1'"),
+    (b">s1\nACDE-FG\n", errors.SequenceError, "invalid residue '-'"),
+    (b">s1\nACDEFG\n>s2 empty one\n>s3\nWW\n", errors.SequenceError, "'s2' is empty"),
+    (b">\nACDEFG\n", errors.FormatError, "without a sequence name"),
+    (b">dna\nACGTACGTACGGATCGATCGATCGTTAGCATGCANNACGT\n", errors.AlphabetError, "nucleotide"),
+])
+def test_bad_fasta(tmp_path, content, error, words):
+    path = tmp_path / "bad.faa"
+    path.write_bytes(content)
+    with pytest.raises(error, match=words):
+        seqdb.open_database(path)
+
+
+def test_missing_and_directory(tmp_path):
+    with pytest.raises(errors.InputFileError, match="no such file"):
+        seqdb.open_database(tmp_path / "nope.faa")
+    with pytest.raises(errors.InputFileError, match="directory"):
+        seqdb.open_database(tmp_path)
+
+
+def test_truncated_gsdb_and_gzip(tmp_path, proteome):
+    seqdb.write_gsdb(proteome, tmp_path / "p.gsdb")
+    data = (tmp_path / "p.gsdb").read_bytes()
+    (tmp_path / "t.gsdb").write_bytes(data[: len(data) // 2])
+    with pytest.raises(errors.FormatError, match="truncated"):
+        seqdb.open_database(tmp_path / "t.gsdb")
+    gz = gzip.compress(b">a\nACDEFGHIKLMNPQ\n" * 100)
+    (tmp_path / "t.faa.gz").write_bytes(gz[: len(gz) // 2])
+    with pytest.raises(errors.FormatError, match="gzip"):
+        seqdb.open_database(tmp_path / "t.faa.gz")
+
+
+def test_long_sequences_refused_or_skipped(tmp_path):
+    path = tmp_path / "long.faa"
+    path.write_text(">ok\nACDEFGHIKL\n>huge\n" + "ACDEFGHIKLMNPQRSTVWY" * 5001 + "\n")
+    db = seqdb.open_database(path)
+    with pytest.raises(errors.SequenceError, match="'huge' .* over HMMER's limit"):
+        db.check_for_hmmsearch()
+    assert list(db.check_for_hmmsearch(skip_long=True)) == [1]
