@@ -132,6 +132,7 @@ def hmmsearch(hmmfile, seqdb, output, tblout, domtblout, pfamtblout, acc, noali,
                             incdomT=incdomT, bit_cutoffs=cutoffs[0] if cutoffs else None, Z=Z,
                             domZ=domZ, F1=F1, F2=F2, F3=F3, max=max_, nobias=nobias, seed=seed,
                             textw=textw, notextw=notextw, noali=noali, acc=acc)
+    options.given = _typed_options(click.get_current_context())
     gpu_ids = _parse_gpus(gpus)
     used = dev.resolve(device, quiet)
     hmms = read_hmms(hmmfile)
@@ -143,6 +144,41 @@ def hmmsearch(hmmfile, seqdb, output, tblout, domtblout, pfamtblout, acc, noali,
     run_search(hmms, db, options, hmmfile=hmmfile, seqfile=seqdb, output=output, tblout=tblout,
                domtblout=domtblout, pfamtblout=pfamtblout, device=used, cpus=cpu,
                skip_long=skip_long, gpus=gpu_ids, quiet=quiet, hits_out=hits_out)
+
+
+def _typed_options(ctx) -> dict[str, str | bool]:
+    """The options given on the command line, as typed (HMMER echoes them so).
+
+    Keys are SearchOptions field names (``E``, ``domE``, ``cut_ga``, ``cpu``...);
+    values the text that followed the option, or True for a switch.
+    """
+    from click.core import ParameterSource
+
+    field = {"max_": "max", "output": "o"}
+    by_flag = {}
+    for param in ctx.command.params:
+        if isinstance(param, click.Option):
+            for opt in param.opts:
+                by_flag[opt] = param
+    given = {}
+    args = list(sys.argv[1:]) if ctx.parent is not None else []
+    i = 0
+    while i < len(args):
+        token, value = args[i], None
+        if "=" in token and token.startswith("--"):
+            token, value = token.split("=", 1)
+        param = by_flag.get(token)
+        if param is not None and ctx.get_parameter_source(param.name) == ParameterSource.COMMANDLINE:
+            name = field.get(param.name, param.name)
+            if param.is_flag:
+                given[name] = True
+            else:
+                if value is None and i + 1 < len(args):
+                    i += 1
+                    value = args[i]
+                given[name] = value
+        i += 1
+    return given
 
 
 def _parse_gpus(gpus: str | None):
@@ -199,8 +235,13 @@ def write_outputs(results, options, *, hmmfile, seqfile, output, tblout, domtblo
         report.write_header(main_fh, hmmfile, seqfile, options,
                             {"o": output, "tblout": tblout, "domtblout": domtblout, "pfamtblout": pfamtblout})
         first = True
+        clock = (time.monotonic(), os.times())
         for result in results:
-            report.write_query(main_fh, result, options)
+            now = (time.monotonic(), os.times())
+            timing = report.Timing(user=now[1].user - clock[1].user, sys=now[1].system - clock[1].system,
+                                   elapsed=now[0] - clock[0])
+            clock = now
+            report.write_query(main_fh, result, options, timing)
             for fh, fmt in tables:
                 if fh is not None:
                     buf = io.BytesIO()

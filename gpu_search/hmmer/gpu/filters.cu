@@ -1,0 +1,278 @@
+/* HMMER 3.4's MSV and Viterbi filters as CUDA kernels, bit-exact.
+ *
+ * What they compute
+ *   msv_filter:     the final J state xJ of p7_MSVFilter (impl_sse/msvfilter.c),
+ *                   or -1 where HMMER overflows (xE + bias >= 255: score +inf).
+ *   viterbi_filter: the final C state xC of p7_ViterbiFilter (impl_sse/vitfilter.c),
+ *                   or OVERFLOW_W where HMMER overflows (xE >= 32767: score +inf).
+ *   Floats, logs and P-values are computed on the host exactly as HMMER does.
+ *
+ * Design (seeds 000 and 001, re-judged on Hopper; see docs/gpu-design.md)
+ *   - A *group* of G lanes (G = 2..32, a power of two, G | 32) scores one
+ *     sequence; a warp holds 32/G groups working on neighbouring sequences of a
+ *     database sorted by length.  No block-level synchronisation after the
+ *     profile is loaded into shared memory: one warp-level persistent loop takes
+ *     work from a global counter.
+ *   - The model is striped across the group's lanes (CUDAMPF), W 32-bit words
+ *     per lane, unrolled at compile time (G and W are NVRTC constants).
+ *   - MSV: two 8-bit HMMER cells per 32-bit word as signed 16-bit lanes, updated
+ *     with Hopper DPX instructions (__viaddmax_s16x2_relu, __vimax3_s16x2):
+ *     HMMER's saturation at 0 is the relu; its saturation at 255 is never reached
+ *     before HMMER's own overflow test stops the sequence (max(M,xB) + bias
+ *     <= 210 + 20), so 16-bit lanes give HMMER's bytes exactly.
+ *   - Viterbi filter: one cell per 32-bit register, int32 arithmetic with DPX
+ *     add-max (__viaddmax_s32).  HMMER saturates 16-bit words at -32768; values
+ *     that saturate there are never the maximum against the always-finite
+ *     B->M path, so exact int32 sums give HMMER's xE, xC and overflow decisions
+ *     (tested against HMMER's own filter on real and random models).
+ *     Lazy-F (Farrar): the D->D chain is computed only when max D + ddbound > xB,
+ *     then exactly, with a max-plus scan across the group's lanes.
+ *
+ * Memory layout
+ *   residues  uint8, the whole database; offsets int64 [n+1]; order int32: the
+ *             sequences to score, longest first.
+ *   MSV profile (shared memory): emis[x][q][lane] = packed s16x2 (bias - cost) of
+ *             the nodes of segments lane (low half) and G+lane (high half),
+ *             word q; node k = s*W + q + 1 for segment s.
+ *   Viterbi profile (shared memory): vemis[x][q][lane] int16 emission,
+ *             vtrans[q][t][lane] int32, t in BM MM IM DM MD MI II DD;
+ *             node k = lane*W + q + 1.
+ *
+ * Contents
+ *   1. Work distribution.
+ *   2. msv_filter kernel.
+ *   3. viterbi_filter kernel.
+ */
+
+#ifndef G
+#error "G (lanes per sequence) must be defined"
+#endif
+#ifndef W
+#error "W (words per lane) must be defined"
+#endif
+#ifndef KP
+#define KP 29
+#endif
+#ifndef PROFILE_IN_SMEM
+#define PROFILE_IN_SMEM 1
+#endif
+
+#define FULL_MASK 0xffffffffu
+#define GROUPS_PER_WARP (32 / G)
+#define NEG_W (-32768)
+#define OVERFLOW_W 0x7fffffff
+
+typedef unsigned char uint8_t;
+
+/* --- 1. Work distribution ------------------------------------------------- */
+
+/* Next batch of GROUPS_PER_WARP sequences for this warp (persistent grid). */
+__device__ __forceinline__ int next_work(int *counter, int lane)
+{
+    int base = 0;
+    if (lane == 0) base = atomicAdd(counter, GROUPS_PER_WARP);
+    return __shfl_sync(FULL_MASK, base, 0);
+}
+
+__device__ __forceinline__ unsigned group_mask(int lane)
+{
+    return (G == 32) ? FULL_MASK : (((1u << G) - 1u) << ((lane / G) * G));
+}
+
+/* Maximum of a 32-bit value over the lanes of a group. */
+__device__ __forceinline__ int group_max(unsigned gmask, int v)
+{
+#pragma unroll
+    for (int d = G / 2; d >= 1; d /= 2) v = max(v, __shfl_xor_sync(gmask, v, d, G));
+    return v;
+}
+
+/* --- 2. MSV filter ----------------------------------------------------------- */
+
+extern "C" __global__ void __launch_bounds__(256)
+msv_filter(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
+           const int *__restrict__ order, int n,
+           const unsigned *__restrict__ emis_global,
+           const uint8_t *__restrict__ tjb_by_len,
+           int tbm, int tec, int base, int bias,
+           int *__restrict__ work_counter, short *__restrict__ out)
+{
+#if PROFILE_IN_SMEM
+    extern __shared__ unsigned emis[];           /* [KP][W][G] */
+    for (int i = threadIdx.x; i < KP * W * G; i += blockDim.x) emis[i] = emis_global[i];
+    __syncthreads();
+#else
+    const unsigned *emis = emis_global;          /* large models: through L1/L2 */
+#endif
+
+    const int lane = threadIdx.x & 31;
+    const int gl = lane & (G - 1);               /* lane within the group */
+    const unsigned gmask = group_mask(lane);
+
+    for (int first = next_work(work_counter, lane); first < n; first = next_work(work_counter, lane)) {
+        const int item = first + lane / G;
+        if (item >= n) continue;
+        const int s = order[item];
+        const long long off = offsets[s];
+        const int L = (int)(offsets[s + 1] - off);
+        const uint8_t *dsq = residues + off;
+
+        /* (int8)tjb + (int8)tbm in a byte, as HMMER builds tjbmv */
+        const int tjbm = (tjb_by_len[L] + tbm) & 255;
+        int xJ = 0;
+        int xB = max(0, base - tjbm);
+        int result = -1;                          /* -1: overflow */
+        unsigned dp[W];
+#pragma unroll
+        for (int q = 0; q < W; q++) dp[q] = 0u;
+
+        int i = 0;
+        for (; i < L; i++) {
+            const unsigned *e = emis + dsq[i] * (W * G) + gl;
+            const unsigned xBv = (unsigned)xB * 0x10001u;
+            /* M(i-1, k-1) for the first word: the last word of the previous
+               segment (lane gl-1); lane 0's high half continues from lane G-1's
+               low half, its low half starts the model (node 0: 0). */
+            const unsigned last = dp[W - 1];
+            const unsigned up = __shfl_up_sync(gmask, last, 1, G);
+            const unsigned wrap = __shfl_sync(gmask, last, G - 1, G);
+            const unsigned first_prev = (gl == 0) ? (wrap << 16) : up;
+
+            unsigned xE = 0u;
+#pragma unroll
+            for (int q = W - 1; q >= 0; q--) {
+                const unsigned prev = (q > 0) ? dp[q - 1] : first_prev;
+                /* M(i,k) = max(0, max(M(i-1,k-1), xB) + bias - cost) */
+                const unsigned t = __vimax_s16x2_relu(prev, xBv);
+                dp[q] = __viaddmax_s16x2_relu(t, e[q * G], 0u);
+                xE = __vimax_s16x2_relu(xE, dp[q]);
+            }
+            int xe = max((int)(xE & 0xffffu), (int)(xE >> 16));
+            xe = group_max(gmask, xe);
+            if (xe + bias >= 255) break;          /* HMMER's overflow: score +inf */
+            xJ = max(xJ, xe - tec);
+            xB = max(0, max(base, xJ) - tjbm);
+        }
+        if (i == L) result = xJ;
+        if (gl == 0) out[item] = (short)result;
+    }
+}
+
+/* --- 3. Viterbi filter -------------------------------------------------------- */
+
+enum { T_BM, T_MM, T_IM, T_DM, T_MD, T_MI, T_II, T_DD, NTRANS };
+
+extern "C" __global__ void __launch_bounds__(256)
+viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
+               const int *__restrict__ order, int n,
+               const short *__restrict__ vemis_global,   /* [KP][W][G]     */
+               const int *__restrict__ vtrans_global,    /* [W][NTRANS][G] */
+               const short *__restrict__ move_by_len,
+               int e_move, int e_loop, int base_w, int ddbound,
+               int *__restrict__ work_counter, int *__restrict__ out)
+{
+#if PROFILE_IN_SMEM
+    extern __shared__ int vsmem[];
+    int *vtrans = vsmem;                               /* W*NTRANS*G */
+    short *vemis = (short *)(vsmem + W * NTRANS * G);  /* KP*W*G */
+    for (int i = threadIdx.x; i < W * NTRANS * G; i += blockDim.x) vtrans[i] = vtrans_global[i];
+    for (int i = threadIdx.x; i < KP * W * G; i += blockDim.x) vemis[i] = vemis_global[i];
+    __syncthreads();
+#else
+    const int *vtrans = vtrans_global;
+    const short *vemis = vemis_global;
+#endif
+
+    const int lane = threadIdx.x & 31;
+    const int gl = lane & (G - 1);
+    const unsigned gmask = group_mask(lane);
+#define TR(q, t) vtrans[((q) * NTRANS + (t)) * G + gl]
+
+    for (int first = next_work(work_counter, lane); first < n; first = next_work(work_counter, lane)) {
+        const int item = first + lane / G;
+        if (item >= n) continue;
+        const int s = order[item];
+        const long long off = offsets[s];
+        const int L = (int)(offsets[s + 1] - off);
+        const uint8_t *dsq = residues + off;
+
+        const int move = move_by_len[L];
+        const int xN = base_w;
+        int xB = xN + move;
+        int xJ = NEG_W, xC = NEG_W;
+        bool overflow = false;
+        int M[W], I[W], D[W];
+#pragma unroll
+        for (int q = 0; q < W; q++) { M[q] = NEG_W; I[q] = NEG_W; D[q] = NEG_W; }
+
+        for (int i = 0; i < L; i++) {
+            const short *e = vemis + dsq[i] * (W * G) + gl;
+            /* row i-1 at node k-1 for this lane's first node */
+            const int m_in = __shfl_up_sync(gmask, M[W - 1], 1, G);
+            const int i_in = __shfl_up_sync(gmask, I[W - 1], 1, G);
+            const int d_in = __shfl_up_sync(gmask, D[W - 1], 1, G);
+            int xE = -(1 << 30);
+            int Dmax = -(1 << 30);
+            int d_last = 0;                            /* M->D out of this lane's last node */
+#pragma unroll
+            for (int q = W - 1; q >= 0; q--) {
+                const int mpv = (q > 0) ? M[q - 1] : (gl == 0 ? NEG_W : m_in);
+                const int ipv = (q > 0) ? I[q - 1] : (gl == 0 ? NEG_W : i_in);
+                const int dpv = (q > 0) ? D[q - 1] : (gl == 0 ? NEG_W : d_in);
+                int sv = xB + TR(q, T_BM);
+                sv = __viaddmax_s32(mpv, TR(q, T_MM), sv);
+                sv = __viaddmax_s32(ipv, TR(q, T_IM), sv);
+                sv = __viaddmax_s32(dpv, TR(q, T_DM), sv);
+                sv += e[q * G];
+                xE = max(xE, sv);
+                /* I(i,k) from row i-1 at node k (M[q], I[q] still hold row i-1) */
+                I[q] = __viaddmax_s32(I[q], TR(q, T_II), M[q] + TR(q, T_MI));
+                M[q] = sv;
+                /* M->D into node k+1: D[q+1] of row i-1 was used at step q+2 */
+                const int dcv = sv + TR(q, T_MD);
+                Dmax = max(Dmax, dcv);
+                if (q < W - 1) D[q + 1] = dcv; else d_last = dcv;
+            }
+            /* D(i,k) of this lane's first node: M->D from the previous lane's last node */
+            const int d_first = __shfl_up_sync(gmask, d_last, 1, G);
+            D[0] = (gl == 0) ? NEG_W : d_first;
+
+            xE = group_max(gmask, xE);
+            if (xE >= 32767) { overflow = true; break; }
+            xC = max(xC, xE + e_move);
+            xJ = max(xJ, xE + e_loop);
+            xB = max(xJ + move, xN + move);
+
+            /* Lazy-F: D->D paths can change the next row only if this holds */
+            Dmax = group_max(gmask, Dmax);
+            if (Dmax + ddbound > xB) {
+                /* within the lane: chain D->D over its W nodes, from -inf */
+                int local = NEG_W, run = 0;
+#pragma unroll
+                for (int q = 0; q < W; q++) {
+                    if (q > 0) local = max(D[q], local + TR(q - 1, T_DD));
+                    else local = D[0];
+                    run += TR(q, T_DD);
+                }
+                /* out of the lane: f(c) = max(a, c + s) with a = chain end + last DD */
+                int a = local + TR(W - 1, T_DD), sdd = run;
+#pragma unroll
+                for (int d = 1; d < G; d *= 2) {           /* inclusive max-plus scan */
+                    const int pa = __shfl_up_sync(gmask, a, d, G);
+                    const int ps = __shfl_up_sync(gmask, sdd, d, G);
+                    if (gl >= d) { a = max(a, pa + sdd); sdd += ps; }
+                }
+                int carry = __shfl_up_sync(gmask, a, 1, G);  /* D entering this lane */
+                if (gl == 0) carry = NEG_W;
+                int c = carry;
+#pragma unroll
+                for (int q = 0; q < W; q++) {
+                    D[q] = max(D[q], c);
+                    c = D[q] + TR(q, T_DD);
+                }
+            }
+        }
+        if (gl == 0) out[item] = overflow ? OVERFLOW_W : xC;
+    }
+#undef TR
+}

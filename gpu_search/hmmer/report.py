@@ -1,0 +1,524 @@
+"""HMMER 3.4's hmmsearch text reports, written in Python from pyhmmer results.
+
+hmmsearch's main output (``-o``) is built from a few HMMER functions; each
+has its Python counterpart here, line for line, so that our report is
+identical to HMMER's:
+
+    hmmsearch.c    p7_banner + output_header()   ->  write_header()
+    hmmsearch.c    "Query: ..." lines             ->  write_query()
+    p7_tophits.c   p7_tophits_Targets()           ->    _write_targets()
+    p7_tophits.c   p7_tophits_Domains()           ->    _write_domains()
+    p7_alidisplay.c p7_alidisplay_Print()         ->      _write_alignment()
+    p7_pipeline.c  p7_pli_Statistics()            ->    _write_statistics()
+    hmmsearch.c    "[ok]"                         ->  write_footer()
+    p7_tophits.c   p7_tophits_TabularTail()       ->  write_tabular_tail()
+
+The tabular tables themselves (--tblout, --domtblout, --pfamtblout) come
+from pyhmmer's ``TopHits.write``, which calls HMMER's own C functions.
+
+Numbers are formatted with Python's ``%`` operator, which follows C's
+printf (``%9.2g``, ``%6.1f``...) and rounds the same way.  Widths count
+characters; HMMER counts bytes, which is the same for ASCII names and
+descriptions.
+
+Two values HMMER prints have no pyhmmer property: a hit's expected number
+of domains (``exp``) and a domain's mean posterior probability (``acc``).
+They are read from pyhmmer's pickle state of the hit and the domain, which
+is HMMER's own serialization (``p7_hit_Serialize``, ``p7_domain_Serialize``:
+fixed fields in network byte order), see :func:`_expected_domains` and
+:func:`_domain_accuracy`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import struct
+import time
+from dataclasses import dataclass
+
+from .options import SearchOptions
+
+PROGRAM = "hmmsearch"
+PROGRAM_PURPOSE = "search profile(s) against a sequence database"
+HMMER_VERSION = "3.4"
+HMMER_DATE = "Aug 2023"
+HMMER_URL = "http://hmmer.org/"
+HMMER_COPYRIGHT = "Copyright (C) 2023 Howard Hughes Medical Institute."
+HMMER_LICENSE = "Freely distributed under the BSD open source license."
+
+DASHES = "# - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -"
+
+MIN_ALIGNMENT_WIDTH = 40    # p7_tophits_Domains() passes 40 to p7_alidisplay_Print()
+DEFAULTS = SearchOptions()
+
+
+# ---------------------------------------------------------------------------
+# Header and footer
+# ---------------------------------------------------------------------------
+
+# hmmsearch's option defaults as the text of its option table.  HMMER echoes
+# an option (esl_opt_IsUsed) when it is on and its text differs from this
+# text: "-E 10" is echoed, "-E 10.0" is not; options without a default text
+# (-T, -Z, the switches...) are echoed whenever given.
+HMMER_DEFAULT_TEXT = {
+    "E": "10.0", "domE": "10.0", "incE": "0.01", "incdomE": "0.01",
+    "F1": "0.02", "F2": "1e-3", "F3": "1e-5", "textw": "120", "seed": "42", "cpu": "2",
+}
+
+
+def _given(options: SearchOptions) -> dict[str, object]:
+    """``options.given`` with keys as field names (leading dashes dropped)."""
+    return {str(key).lstrip("-"): value for key, value in options.given.items()}
+
+
+def _as_typed(value) -> str:
+    """An option value as it would have been typed (the text HMMER compares)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float):
+        return "%g" % value
+    return str(value)
+
+
+def _is_used(options: SearchOptions, name: str) -> bool:
+    """Whether hmmsearch would echo option ``name`` (a SearchOptions field) in its header.
+
+    ``options.given`` may name the options given on the command line (keys
+    are field names, with or without leading dashes: ``"E"``, ``"--domE"``,
+    ``"cut_ga"``, ``"cpu"``; values best the text as typed).  A given
+    option is echoed unless its text is HMMER's default text (see
+    HMMER_DEFAULT_TEXT); an option not in ``given`` is echoed when its value
+    differs from the default.
+    """
+    given = _given(options)
+    if name in given:
+        default_text = HMMER_DEFAULT_TEXT.get(name)
+        return default_text is None or _as_typed(given[name]) != default_text
+    if name in ("cut_ga", "cut_nc", "cut_tc"):
+        flag = {"cut_ga": "gathering", "cut_nc": "noise", "cut_tc": "trusted"}[name]
+        return options.bit_cutoffs == flag
+    if name == "cpu":
+        return False                    # only known from options.given
+    if options.max and name in ("F1", "F2", "F3", "nobias"):
+        return False                    # set by --max itself, not by the user
+    if name == "textw" and options.notextw:
+        return False
+    return getattr(options, name) != getattr(DEFAULTS, name)
+
+
+def write_header(fh, hmmfile: str, seqfile: str, options: SearchOptions,
+                 outputs: dict[str, str | None] | None = None) -> None:
+    """Write hmmsearch's banner and option echo (hmmsearch.c ``output_header``).
+
+    Args:
+        fh: text stream.
+        hmmfile: the query HMM file as named on the command line.
+        seqfile: the target database as named on the command line.
+        options: the search options; those given are echoed, in hmmsearch's order.
+        outputs: output files, keys ``"o"``, ``"tblout"``, ``"domtblout"``,
+            ``"pfamtblout"`` (missing or None: not written).
+    """
+    outputs = outputs or {}
+    used = lambda name: _is_used(options, name)     # noqa: E731
+    lines = [
+        f"# {PROGRAM} :: {PROGRAM_PURPOSE}",
+        f"# HMMER {HMMER_VERSION} ({HMMER_DATE}); {HMMER_URL}",
+        f"# {HMMER_COPYRIGHT}",
+        f"# {HMMER_LICENSE}",
+        DASHES,
+        "# query HMM file:                  %s" % hmmfile,
+        "# target sequence database:        %s" % seqfile,
+    ]
+    if outputs.get("o"):
+        lines.append("# output directed to file:         %s" % outputs["o"])
+    if outputs.get("tblout"):
+        lines.append("# per-seq hits tabular output:     %s" % outputs["tblout"])
+    if outputs.get("domtblout"):
+        lines.append("# per-dom hits tabular output:     %s" % outputs["domtblout"])
+    if outputs.get("pfamtblout"):
+        lines.append("# pfam-style tabular hit output:   %s" % outputs["pfamtblout"])
+    if used("acc"):
+        lines.append("# prefer accessions over names:    yes")
+    if used("noali"):
+        lines.append("# show alignments in output:       no")
+    if used("notextw"):
+        lines.append("# max ASCII text line length:      unlimited")
+    if used("textw"):
+        lines.append("# max ASCII text line length:      %d" % options.textw)
+    if used("E"):
+        lines.append("# sequence reporting threshold:    E-value <= %g" % options.E)
+    if used("T"):
+        lines.append("# sequence reporting threshold:    score >= %g" % options.T)
+    if used("domE"):
+        lines.append("# domain reporting threshold:      E-value <= %g" % options.domE)
+    if used("domT"):
+        lines.append("# domain reporting threshold:      score >= %g" % options.domT)
+    if used("incE"):
+        lines.append("# sequence inclusion threshold:    E-value <= %g" % options.incE)
+    if used("incT"):
+        lines.append("# sequence inclusion threshold:    score >= %g" % options.incT)
+    if used("incdomE"):
+        lines.append("# domain inclusion threshold:      E-value <= %g" % options.incdomE)
+    if used("incdomT"):
+        lines.append("# domain inclusion threshold:      score >= %g" % options.incdomT)
+    if used("cut_ga"):
+        lines.append("# model-specific thresholding:     GA cutoffs")
+    if used("cut_nc"):
+        lines.append("# model-specific thresholding:     NC cutoffs")
+    if used("cut_tc"):
+        lines.append("# model-specific thresholding:     TC cutoffs")
+    if used("max"):
+        lines.append("# Max sensitivity mode:            on [all heuristic filters off]")
+    if used("F1"):
+        lines.append("# MSV filter P threshold:       <= %g" % options.F1)
+    if used("F2"):
+        lines.append("# Vit filter P threshold:       <= %g" % options.F2)
+    if used("F3"):
+        lines.append("# Fwd filter P threshold:       <= %g" % options.F3)
+    if used("nobias"):
+        lines.append("# biased composition HMM filter:   off")
+    if used("Z"):
+        lines.append("# sequence search space set to:    %.0f" % options.Z)
+    if used("domZ"):
+        lines.append("# domain search space set to:      %.0f" % options.domZ)
+    if used("seed"):
+        if options.seed == 0:
+            lines.append("# random number seed:              one-time arbitrary")
+        else:
+            lines.append("# random number seed set to:       %d" % options.seed)
+    if used("cpu"):
+        lines.append("# number of worker threads:        %d" % int(_given(options)["cpu"]))
+    lines.append(DASHES)
+    fh.write("\n".join(lines) + "\n\n")
+
+
+def write_footer(fh) -> None:
+    """Write the ``[ok]`` that ends a complete hmmsearch report."""
+    fh.write("[ok]\n")
+
+
+def write_tabular_tail(fh, qfile: str, tfile: str, options_line: str) -> None:
+    """Write the comment lines that end a tabular output (``p7_tophits_TabularTail``).
+
+    Args:
+        qfile: the query file as named on the command line.
+        tfile: the target file as named on the command line.
+        options_line: the command line as HMMER spoofs it
+            (``esl_opt_SpoofCmdline``: program, the options given, the
+            arguments, each followed by one space).
+    """
+    fh.write("#\n")
+    fh.write("# Program:         %s\n" % PROGRAM)
+    fh.write("# Version:         %s (%s)\n" % (HMMER_VERSION, HMMER_DATE))
+    fh.write("# Pipeline mode:   %s\n" % "SEARCH")
+    fh.write("# Query file:      %s\n" % (qfile if qfile is not None else "[none]"))
+    fh.write("# Target file:     %s\n" % (tfile if tfile is not None else "[none]"))
+    fh.write("# Option settings: %s\n" % options_line)
+    fh.write("# Current dir:     %s\n" % _current_dir())
+    fh.write("# Date:            %s\n" % time.ctime())   # same layout as C's ctime()
+    fh.write("# [ok]\n")
+
+
+def _current_dir() -> str:
+    try:
+        return os.getcwd()
+    except OSError:
+        return "[unknown]"
+
+
+# ---------------------------------------------------------------------------
+# One query's report
+# ---------------------------------------------------------------------------
+
+@dataclass
+class Timing:
+    """CPU and wall-clock seconds of one query, for the '# CPU time' line."""
+
+    user: float = 0.0
+    sys: float = 0.0
+    elapsed: float = 0.0
+
+
+def write_query(fh, result, options: SearchOptions, timing: Timing | None = None) -> None:
+    """Write one query's report: header lines, hit list, domains, statistics, ``//``.
+
+    As hmmsearch.c's loop over queries: the "Query:" lines, then
+    p7_tophits_Targets, two newlines, p7_tophits_Domains, two newlines,
+    p7_pli_Statistics and "//".
+
+    Args:
+        result: a ``SearchResult`` (``hmm``, thresholded and sorted pyhmmer
+            ``hits``, pipeline ``stats``).
+        options: the search options (--acc, --noali, --textw, --notextw).
+        timing: our own timings for the "# CPU time" and "# Mc/sec" lines
+            (zeros if not given).
+    """
+    hmm = result.hmm
+    textw = 0 if options.notextw else options.textw
+    fh.write("Query:       %s  [M=%d]\n" % (hmm.name, hmm.M))
+    if hmm.accession is not None:
+        fh.write("Accession:   %s\n" % hmm.accession)
+    if hmm.description is not None:
+        fh.write("Description: %s\n" % hmm.description)
+    _write_targets(fh, result.hits, textw, options.acc)
+    fh.write("\n\n")
+    _write_domains(fh, hmm, result.hits, textw, options.acc, not options.noali)
+    fh.write("\n\n")
+    _write_statistics(fh, result.stats, timing or Timing())
+    fh.write("//\n")
+
+
+def _shown_name(name: str, accession: str | None, show_accessions: bool) -> str:
+    """--acc shows the accession where there is a non-empty one, else the name."""
+    if show_accessions and accession:
+        return accession
+    return name
+
+
+def _clip(text: str | None, width: int) -> str:
+    """A description cut to ``width`` (``%-.*s``); unlimited when textw is 0."""
+    text = text or ""
+    return text[:width] if width > 0 else text
+
+
+# Leading fixed fields of HMMER's serialized P7_HIT and P7_DOMAIN (network order).
+_HIT_PREFIX = struct.Struct(">iidfffdddf")
+#   size, window_length, sortkey, score, pre_score, sum_score,
+#   lnP, pre_lnP, sum_lnP, nexpected
+_DOMAIN_PREFIX = struct.Struct(">iqqqqqqffff")
+#   size, ienv, jenv, iali, jali, iorf, jorf, envsc, domcorrection, dombias, oasc
+
+
+def _expected_domains(hit) -> float:
+    """``hit->nexpected``: the expected number of domains (the 'exp' column)."""
+    return _HIT_PREFIX.unpack_from(bytes(hit.__getstate__()))[9]
+
+
+def _domain_accuracy(domain) -> float:
+    """The 'acc' column: the domain's mean posterior probability per envelope residue.
+
+    ``oasc / (1 + |jenv - ienv|)`` as in p7_tophits_Domains().
+    """
+    oasc = _DOMAIN_PREFIX.unpack_from(bytes(domain.__getstate__()))[10]
+    return oasc / (1.0 + abs(float(domain.env_to - domain.env_from)))
+
+
+def _write_targets(fh, hits, textw: int, show_accessions: bool) -> None:
+    """The per-sequence hit list (p7_tophits_Targets, search mode).
+
+    The name column is as wide as the longest name of *all* hits in the
+    list, reported or not (p7_tophits_GetMaxNameLength), at least 8.
+    """
+    all_hits = list(hits)
+    if show_accessions:
+        namew = max([8] + [len(_shown_name(h.name, h.accession, True)) for h in all_hits])
+    else:
+        namew = max([8] + [len(h.name) for h in all_hits])
+    # 61 chars excluding desc is from the format: 2 + 22+2 +22+2 +8+2 +<name>+1
+    descw = max(32, textw - namew - 61) if textw > 0 else 0
+
+    fh.write("Scores for complete sequences (score includes all domains):\n")
+    fh.write("  %22s  %22s  %8s\n" % (" --- full sequence ---", " --- best 1 domain ---", "-#dom-"))
+    fh.write("  %9s %6s %5s  %9s %6s %5s  %5s %2s  %-*s %s\n" % (
+        "E-value", " score", " bias", "E-value", " score", " bias", "  exp", "N",
+        namew, "Sequence", "Description"))
+    fh.write("  %9s %6s %5s  %9s %6s %5s  %5s %2s  %-*s %s\n" % (
+        "-------", "------", "-----", "-------", "------", "-----", " ----", "--",
+        namew, "--------", "-----------"))
+
+    printed_threshold = False
+    nreported = 0
+    for hit in all_hits:
+        if not hit.reported:
+            continue
+        nreported += 1
+        if not hit.included and not printed_threshold:
+            fh.write("  ------ inclusion threshold ------\n")
+            printed_threshold = True
+        newness = "+" if hit.new else "-" if hit.dropped else " "
+        best = hit.best_domain
+        ndom_reported = sum(1 for d in hit.domains if d.reported)
+        fh.write("%c %9.2g %6.1f %5.1f  %9.2g %6.1f %5.1f  %5.1f %2d  %-*s " % (
+            newness,
+            hit.evalue, hit.score, hit.bias,
+            best.i_evalue, best.score, best.bias,
+            _expected_domains(hit), ndom_reported,
+            namew, _shown_name(hit.name, hit.accession, show_accessions)))
+        fh.write(" %s\n" % _clip(hit.description, descw))
+
+    if nreported == 0:
+        fh.write("\n   [No hits detected that satisfy reporting thresholds]\n")
+
+
+def _write_domains(fh, hmm, hits, textw: int, show_accessions: bool,
+                   show_alignments: bool) -> None:
+    """Domain table and alignments of every reported hit (p7_tophits_Domains, search mode)."""
+    fh.write("Domain annotation for each sequence%s:\n" % (" (and alignments)" if show_alignments else ""))
+
+    nreported = 0
+    for hit in hits:
+        if not hit.reported:
+            continue
+        nreported += 1
+        showname = _shown_name(hit.name, hit.accession, show_accessions)
+        if textw > 0:
+            descw = max(32, textw - len(showname) - 5)
+            fh.write(">> %s  %s\n" % (showname, _clip(hit.description, descw)))
+        else:
+            fh.write(">> %s  %s\n" % (showname, hit.description or ""))
+
+        domains = [d for d in hit.domains if d.reported]
+        if not domains:
+            fh.write("   [No individual domains that satisfy reporting thresholds (although complete target did)]\n\n")
+            continue
+
+        # the domain table is 101 characters wide
+        fh.write(" %3s   %6s %5s %9s %9s %7s %7s %2s %7s %7s %2s %7s %7s %2s %4s\n" % (
+            "#", "score", "bias", "c-Evalue", "i-Evalue", "hmmfrom", "hmm to", "  ",
+            "alifrom", "ali to", "  ", "envfrom", "env to", "  ", "acc"))
+        fh.write(" %3s   %6s %5s %9s %9s %7s %7s %2s %7s %7s %2s %7s %7s %2s %4s\n" % (
+            "---", "------", "-----", "---------", "---------", "-------", "-------", "  ",
+            "-------", "-------", "  ", "-------", "-------", "  ", "----"))
+        for n, dom in enumerate(domains, start=1):
+            ali = dom.alignment
+            fh.write(" %3d %c %6.1f %5.1f %9.2g %9.2g %7d %7d %c%c %7d %7d %c%c %7d %7d %c%c %4.2f\n" % (
+                n, "!" if dom.included else "?",
+                dom.score, dom.bias, dom.c_evalue, dom.i_evalue,
+                ali.hmm_from, ali.hmm_to,
+                "[" if ali.hmm_from == 1 else ".", "]" if ali.hmm_to == ali.hmm_length else ".",
+                ali.target_from, ali.target_to,
+                "[" if ali.target_from == 1 else ".", "]" if ali.target_to == ali.target_length else ".",
+                dom.env_from, dom.env_to,
+                "[" if dom.env_from == 1 else ".", "]" if dom.env_to == ali.target_length else ".",
+                _domain_accuracy(dom)))
+
+        if show_alignments:
+            fh.write("\n  Alignments for each domain:\n")
+            for n, dom in enumerate(domains, start=1):
+                fh.write("  == domain %d  score: %.1f bits;  conditional E-value: %.2g\n" % (
+                    n, dom.score, dom.c_evalue))
+                _write_alignment(fh, hmm, hit, dom.alignment, textw, show_accessions)
+                fh.write("\n")
+        else:
+            fh.write("\n")
+
+    if nreported == 0:
+        fh.write("\n   [No targets detected that satisfy reporting thresholds]\n")
+
+
+def _annotation_line(annotation: str | None, model_line: str, hmm_from: int) -> str | None:
+    """The HMM's CS or RF annotation laid along an alignment ('.' on insertions).
+
+    ``model_line`` has '.' at insert columns; every other column is the
+    next model position, starting at ``hmm_from``.
+    """
+    if annotation is None:
+        return None
+    out, k = [], hmm_from
+    for c in model_line:
+        if c == ".":
+            out.append(".")
+        else:
+            out.append(annotation[k - 1])
+            k += 1
+    return "".join(out)
+
+
+def _integer_textwidth(n: int) -> int:
+    """Digits of ``n`` (plus one for a minus sign); 0 for 0, as HMMER counts."""
+    w = 1 if n < 0 else 0
+    n = abs(n)
+    while n != 0:
+        n //= 10
+        w += 1
+    return w
+
+
+def _write_alignment(fh, hmm, hit, ali, textw: int, show_accessions: bool) -> None:
+    """One domain's alignment, wrapped in blocks (p7_alidisplay_Print).
+
+    Each block shows, in order, the optional consensus structure (CS) and
+    reference (RF) lines of the HMM, the model line with its first and last
+    model positions, the match line, the target line with its first and last
+    residue positions ('-' for both when the block has no residue), and the
+    posterior probability (PP) line.  Blocks are ``textw`` wide overall (at
+    least 40 alignment columns), or one block when textw is 0 (--notextw).
+    """
+    hmmname = _shown_name(ali.hmm_name, ali.hmm_accession, show_accessions)
+    seqname = _shown_name(ali.target_name, hit.accession, show_accessions)
+    model, mline, aseq, ppline = (ali.hmm_sequence, ali.identity_sequence,
+                                  ali.target_sequence, ali.posterior_probabilities)
+    csline = _annotation_line(hmm.consensus_structure, model, ali.hmm_from)
+    rfline = _annotation_line(hmm.reference, model, ali.hmm_from)
+    n_cols = len(model)
+
+    namewidth = max(len(hmmname), len(seqname))
+    coordwidth = max(_integer_textwidth(x) for x in
+                     (ali.hmm_from, ali.hmm_to, ali.target_from, ali.target_to))
+    aliwidth = textw - namewidth - 2 * coordwidth - 5 if textw > 0 else n_cols
+    if aliwidth < n_cols and aliwidth < MIN_ALIGNMENT_WIDTH:
+        aliwidth = MIN_ALIGNMENT_WIDTH
+    pad = namewidth + coordwidth + 1     # width of the name and start column
+
+    forward = ali.target_from < ali.target_to
+    k1, i1 = ali.hmm_from, ali.target_from
+    for pos in range(0, n_cols, aliwidth):
+        if pos > 0:
+            fh.write("\n")                  # blank line between blocks
+        block = slice(pos, pos + aliwidth)
+        nk = sum(1 for c in model[block] if c != ".")   # model advances except on inserts
+        ni = sum(1 for c in aseq[block] if c != "-")    # target advances except on deletions
+        k2 = k1 + nk - 1
+        i2 = i1 + ni - 1 if forward else i1 - ni + 1
+
+        if csline is not None:
+            fh.write("  %*s %s CS\n" % (pad, "", csline[block]))
+        if rfline is not None:
+            fh.write("  %*s %s RF\n" % (pad, "", rfline[block]))
+        fh.write("  %*s %*d %s %-*d\n" % (namewidth, hmmname, coordwidth, k1, model[block], coordwidth, k2))
+        fh.write("  %*s %s\n" % (pad, " ", mline[block]))
+        if ni > 0:
+            fh.write("  %*s %*d %s %-*d\n" % (namewidth, seqname, coordwidth, i1, aseq[block], coordwidth, i2))
+        else:
+            fh.write("  %*s %*s %s %*s\n" % (namewidth, seqname, coordwidth, "-", aseq[block], coordwidth, "-"))
+        fh.write("  %*s %s PP\n" % (pad, "", ppline[block]))
+
+        k1 += nk
+        i1 = i1 + ni if forward else i1 - ni
+
+
+def _write_statistics(fh, stats, timing: Timing) -> None:
+    """'Internal pipeline statistics summary' (p7_pli_Statistics, search mode)."""
+    ntargets = float(stats.nseqs)
+
+    def passed(label: str, n: int, F: float) -> str:
+        fraction = n / ntargets if ntargets else math.nan
+        return "%-29s%15d  (%.6g); expected %.1f (%.6g)\n" % (label, n, fraction, F * ntargets, F)
+
+    fh.write("Internal pipeline statistics summary:\n")
+    fh.write("-------------------------------------\n")
+    fh.write("Query model(s):              %15d  (%d nodes)\n" % (stats.nmodels, stats.nnodes))
+    fh.write("Target sequences:            %15d  (%d residues searched)\n" % (stats.nseqs, stats.nres))
+    fh.write(passed("Passed MSV filter:", stats.n_past_msv, stats.F1))
+    fh.write(passed("Passed bias filter:", stats.n_past_bias, stats.F1))
+    fh.write(passed("Passed Vit filter:", stats.n_past_vit, stats.F2))
+    fh.write(passed("Passed Fwd filter:", stats.n_past_fwd, stats.F3))
+    fh.write("Initial search space (Z):    %15.0f  %s\n" % (
+        stats.Z, "[as set by --Z on cmdline]" if stats.Z_from_option else "[actual number of targets]"))
+    fh.write("Domain search space  (domZ): %15.0f  %s\n" % (
+        stats.domZ, "[as set by --domZ on cmdline]" if stats.domZ_from_option
+        else "[number of targets reported over threshold]"))
+    fh.write("# CPU time: %.2fu %.2fs %s Elapsed: %s\n" % (
+        timing.user, timing.sys, _clock(timing.user + timing.sys), _clock(timing.elapsed)))
+    cells = float(stats.nres) * float(stats.nnodes)
+    fh.write("# Mc/sec: %.2f\n" % (cells / (timing.elapsed * 1.0e6) if timing.elapsed > 0 else math.inf))
+
+
+def _clock(seconds: float) -> str:
+    """hh:mm:ss.cc as Easel's stopwatch prints times (truncated, not rounded)."""
+    h = int(seconds / 3600.0)
+    m = int(seconds / 60.0) - h * 60
+    s = int(seconds) - h * 3600 - m * 60
+    cs = int(seconds * 100.0) - h * 360000 - m * 6000 - s * 100
+    return "%02d:%02d:%02d.%02d" % (h, m, s, cs)
