@@ -102,6 +102,16 @@ class FilterProfile:
         return self.msv_cost.shape[0]
 
     @classmethod
+    def from_hmm(cls, hmm, background=None) -> "FilterProfile":
+        """Configure ``hmm`` as p7_Pipeline does (local multihit) and build the profile."""
+        from pyhmmer.plan7 import Background, Profile
+
+        bg = background or Background(hmm.alphabet)
+        gm = Profile(hmm.M, hmm.alphabet)
+        gm.configure(hmm, bg, 100)
+        return cls.from_optimized(gm.to_optimized())
+
+    @classmethod
     def from_optimized(cls, om) -> "FilterProfile":
         """Build from a ``pyhmmer.plan7.OptimizedProfile`` (local multihit)."""
         M = om.M

@@ -112,6 +112,7 @@ def hmmsearch(
     cpus: int | None = None,
     skip_long: bool = False,
     gpus=None,
+    backend=None,
     callback: Callable[[object, int], None] | None = None,
 ) -> Iterator[SearchResult]:
     """Search every model of ``hmms`` against ``db``; yield results in model order.
@@ -125,6 +126,8 @@ def hmmsearch(
         skip_long: leave out sequences over HMMER's 100,000-residue limit
             instead of refusing the database.
         gpus: GPU ids for the 'gpu' device (all visible by default).
+        backend: an already built filter backend (database already on the GPU),
+            to search many model files against one loaded database.
         callback: called as ``callback(hmm, n_done)`` after each model.
 
     Yields:
@@ -144,7 +147,7 @@ def hmmsearch(
     if device == "cpu":
         yield from _search_pyhmmer(hmms, db, searched, options, kwargs, cpus, callback)
     else:
-        backend = make_backend(device, db, gpus)
+        backend = backend or make_backend(device, db, gpus)
         yield from _search_filtered(hmms, db, searched, options, kwargs, cpus, backend,
                                     n_searched, nres, callback)
 
@@ -181,7 +184,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
     While pyhmmer finishes model i on a worker thread, the backend already
     filters model i+1 (the CPU/GPU overlap of cuBLASTP and CUDAMPF).
     """
-    from pyhmmer.plan7 import Background, Profile
+    from pyhmmer.plan7 import Background
 
     bg = None
     degeneracy = amino_degeneracy()
@@ -191,9 +194,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
             if bg is None:
                 bg = Background(hmm.alphabet)
                 bg_freq = np.asarray(bg.residue_frequencies, dtype=np.float32)
-            gm = Profile(hmm.M, hmm.alphabet)
-            gm.configure(hmm, bg, 100)
-            prof = FilterProfile.from_optimized(gm.to_optimized())
+            prof = FilterProfile.from_hmm(hmm, bg)
             cascade = run_cascade(prof, db, backend, F1=options.F1, F2=options.F2,
                                   bias_filter=options.bias_filter, bg_freq=bg_freq,
                                   degeneracy=degeneracy, searched=searched)

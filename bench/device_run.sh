@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# One call on the GPU host: set up the carried wheels, run the GPU tests, run the benchmark.
+# Usage (from the repository root, on the device): bash bench/device_run.sh [tests|bench|all] [pytest args]
+set -uo pipefail
+what=${1:-all}; shift || true
+export PYTHONUNBUFFERED=1
+mkdir -p /tmp/site
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl 2>&1 | tail -2
+if ! python3 -c "import llvmlite" 2>/dev/null && [ -f .whl/llvmlite-stripped.tar.xz ]; then
+    tar -C /tmp/site -xJf .whl/llvmlite-stripped.tar.xz
+fi
+export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}
+if [ -d .whl/deb ]; then
+    for f in .whl/deb/*.deb; do dpkg -x "$f" /tmp/deb; done
+    export PATH=/tmp/deb/usr/bin:$PATH LD_LIBRARY_PATH=/tmp/deb/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+python3 -c "import cupy, numpy, numba, pyhmmer; print('cupy', cupy.__version__, 'numpy', numpy.__version__, 'numba', numba.__version__, 'pyhmmer', pyhmmer.__version__)"
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+rc=0
+if [ "$what" = tests ] || [ "$what" = all ]; then
+    timeout 420 python3 -m pytest -m gpu tests/test_gpu.py -q -x -p no:cacheprovider "$@" 2>&1 | tee "$OUT/gpu-tests.log" | tail -25
+    rc=${PIPESTATUS[0]}
+fi
+if [ "$what" = bench ] || [ "$what" = all ]; then
+    timeout 540 python3 bench/hmmsearch_bench.py --cpus "$(nproc)" --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -30
+fi
+exit $rc

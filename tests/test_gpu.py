@@ -1,0 +1,141 @@
+"""CUDA filters against the exact reference and against HMMER (marked gpu).
+
+Run on the GPU host: ``pytest -m gpu``.  Skipped where CuPy or a GPU is missing.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from conftest import PROTEIN_MODELS, TEST_DATA, run_filters_oracle
+from edge_cases import edge_fasta
+
+from gpu_search.device import gpu_status
+from gpu_search.hmmer import reference as R
+from gpu_search.hmmer import scores as S
+from gpu_search.hmmer import search
+from gpu_search.hmmer.models import read_hmms
+from gpu_search.hmmer.options import SearchOptions
+from gpu_search.hmmer.profile import FilterProfile
+from gpu_search.seqdb import open_database
+
+pytestmark = pytest.mark.gpu
+if not gpu_status()[0]:
+    pytest.skip(f"no usable GPU: {gpu_status()[1]}", allow_module_level=True)
+
+from gpu_search.hmmer.gpu import GpuBackend, msv_geometry, viterbi_geometry  # noqa: E402
+
+
+def profile_of(hmm):
+    from pyhmmer.plan7 import Background, Profile
+
+    gm = Profile(hmm.M, hmm.alphabet)
+    gm.configure(hmm, Background(hmm.alphabet), 100)
+    return FilterProfile.from_optimized(gm.to_optimized())
+
+
+def check_states(prof, db, backend, idx=None):
+    idx = np.arange(db.n_seqs) if idx is None else idx
+    gJ, gO = backend.msv(prof, idx)
+    rJ, rO = R.msv_filter(prof, db.residues, db.offsets, db.lengths, idx)
+    assert np.array_equal(gO, rO), f"{prof.name}: MSV overflow flags differ at {np.flatnonzero(gO != rO)[:10]}"
+    ok = ~rO
+    bad = np.flatnonzero(ok & (gJ != rJ))
+    assert len(bad) == 0, f"{prof.name} M={prof.M}: MSV xJ differs for {len(bad)} sequences, e.g. {idx[bad[:5]]}"
+    gC, gVO = backend.viterbi(prof, idx)
+    rC, rVO = R.viterbi_filter(prof, db.residues, db.offsets, db.lengths, idx)
+    assert np.array_equal(gVO, rVO), f"{prof.name}: Viterbi overflow flags differ"
+    bad = np.flatnonzero(~rVO & (gC != rC))
+    assert len(bad) == 0, f"{prof.name} M={prof.M}: Viterbi xC differs for {len(bad)}: gpu {gC[bad[:5]]} ref {rC[bad[:5]]}"
+
+
+@pytest.fixture(scope="module")
+def gpu_proteome(proteome):
+    return GpuBackend(proteome)
+
+
+@pytest.mark.parametrize("model", PROTEIN_MODELS)
+def test_gpu_filters_equal_hmmer(model, data_dir, proteome, proteome_path, gpu_proteome, filters_oracle):
+    """Every sequence's MSV and Viterbi-filter score equal to HMMER's own."""
+    path = data_dir / "hmms" / "txt" / f"{model}.hmm"
+    oracle = run_filters_oracle(filters_oracle, path, proteome_path)
+    for hmm in read_hmms(path):
+        prof = profile_of(hmm)
+        L = proteome.lengths
+        xJ, ovf = gpu_proteome.msv(prof, np.arange(proteome.n_seqs))
+        msv = S.msv_score(prof, xJ, prof.tjb_b(L), ovf)
+        xC, vovf = gpu_proteome.viterbi(prof, np.arange(proteome.n_seqs))
+        vit = S.viterbi_score(prof, xC, prof.move_w(L), vovf)
+        o = oracle[hmm.name]
+        assert np.array_equal(msv, o["msv"]), f"{hmm.name}: {np.sum(msv != o['msv'])} MSV scores differ"
+        assert np.array_equal(vit, o["vit"]), f"{hmm.name}: {np.sum(vit != o['vit'])} Viterbi scores differ"
+
+
+@pytest.mark.parametrize("M", [1, 2, 5, 16, 31, 33, 64, 65, 129, 300, 511, 700, 1024, 1500, 2500])
+def test_gpu_filters_equal_reference_random_models(M, proteome):
+    """Random models of every geometry (G, W) against the numpy reference."""
+    from pyhmmer.easel import Alphabet, Randomness
+    from pyhmmer.plan7 import HMM
+
+    hmm = HMM.sample(Alphabet.amino(), M, Randomness(M))
+    hmm.name = f"random{M}"
+    prof = profile_of(hmm)
+    sub = proteome.subset(np.arange(M % 7, proteome.n_seqs, 7 if M < 1000 else 29))
+    check_states(prof, sub, GpuBackend(sub))
+    assert msv_geometry(M).nodes >= M and viterbi_geometry(M).nodes >= M
+
+
+@pytest.mark.parametrize("model", ["Thioesterase", "PF02826", "LuxC"])
+def test_gpu_edge_cases(model, data_dir, tmp_path):
+    """Length 1, runs of X, '*' and gaps, overflowing scores, a 99,000-residue sequence."""
+    hmm = read_hmms(data_dir / "hmms" / "txt" / f"{model}.hmm")[0]
+    fasta = tmp_path / "edge.faa"
+    edge_fasta(fasta, hmm.consensus, long_length=99_000)
+    db = open_database(fasta)
+    check_states(profile_of(hmm), db, GpuBackend(db))
+
+
+def test_gpu_subset_and_order(proteome, gpu_proteome):
+    """Scoring any subset, in any order, gives each sequence its own score."""
+    hmm = read_hmms(TEST_DATA / "PF02826.hmm")[0]
+    prof = profile_of(hmm)
+    rng = np.random.default_rng(3)
+    idx = rng.permutation(proteome.n_seqs)[:333]
+    check_states(prof, proteome, gpu_proteome, idx)
+
+
+def tables(results):
+    out = []
+    for r in results:
+        for fmt in ("targets", "domains", "pfam"):
+            buf = io.BytesIO()
+            r.hits.write(buf, format=fmt, header=False)
+            out.append(buf.getvalue())
+    return out
+
+
+@pytest.mark.parametrize("opts", [{}, {"F3": 1.0}, {"F2": 1.0, "F3": 1.0, "E": 1e6}, {"nobias": True, "F3": 1.0}])
+def test_gpu_search_equals_cpu(opts, proteome):
+    hmms = read_hmms(TEST_DATA / "four-models.hmm")
+    options = SearchOptions(**opts)
+    cpu = list(search.hmmsearch(hmms, proteome, options, device="cpu"))
+    gpu = list(search.hmmsearch(hmms, proteome, options, device="gpu"))
+    assert tables(gpu) == tables(cpu)
+    assert [(r.stats.n_past_msv, r.stats.n_past_bias, r.stats.n_past_vit, r.stats.n_past_fwd) for r in gpu] == \
+           [(r.stats.n_past_msv, r.stats.n_past_bias, r.stats.n_past_vit, r.stats.n_past_fwd) for r in cpu]
+
+
+def test_cli_gpu_equals_cpu(tmp_path):
+    import subprocess
+    import sys
+
+    outs = {}
+    for dev in ("cpu", "gpu"):
+        tbl, dom = tmp_path / f"{dev}.tbl", tmp_path / f"{dev}.dom"
+        subprocess.run([sys.executable, "-m", "gpu_search", "hmmsearch", "--device", dev, "--tblout", str(tbl),
+                        "--domtblout", str(dom), "-o", str(tmp_path / f"{dev}.out"),
+                        str(TEST_DATA / "four-models.hmm"), str(TEST_DATA / "proteome.faa")], check=True)
+        outs[dev] = [l for f in (tbl, dom) for l in f.read_text().splitlines() if not l.startswith("#")]
+    assert outs["gpu"] == outs["cpu"] and len(outs["cpu"]) > 10
