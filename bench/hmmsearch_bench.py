@@ -154,18 +154,45 @@ def main():
     rows.append(("upload db to GPU (s)", f"{t_up:.2f}", "", ""))
     hmms20 = read_hmms(models)
     allidx = np.arange(db.n_seqs)
-    kernel_rows = []
+    kernel_rows, sweep = [], []
+    from gpu_search.hmmer.gpu import Geometry, msv_geometry, viterbi_geometry
+
+    def kernel_time(fn, kind, repeat=3):
+        best = None
+        for _ in range(repeat):
+            backend.kernel_seconds[kind] = 0.0
+            fn()
+            best = backend.kernel_seconds[kind] if best is None else min(best, backend.kernel_seconds[kind])
+        return best
+
     for hmm in [hmms20[i] for i in (1, 0, 2)] + [h for h in hmms20 if h.M > 1000][:1]:
         prof = FilterProfile.from_hmm(hmm)
-        backend.msv(prof, allidx[:1000])          # compile + warm up
-        backend.viterbi(prof, allidx[:1000])
-        t_msv, _ = timed(lambda: backend.msv(prof, allidx), repeat=3)
-        t_vit, _ = timed(lambda: backend.viterbi(prof, allidx), repeat=2)
         cells = prof.M * db.n_residues
-        kernel_rows.append((hmm.name, prof.M, cells / t_msv / 1e9, cells / t_vit / 1e9, t_msv, t_vit))
-        print(f"kernel {hmm.name} M={prof.M}: MSV {cells / t_msv / 1e9:.0f} GCUPS, "
+        # MSV: sweep the geometry (cells per lane) on the whole database
+        for cpl in (8, 16, 32, 64):
+            geo = msv_geometry(prof.M, cpl)
+            backend.msv(prof, allidx[:2000], geo)                       # compile
+            t = kernel_time(lambda: backend.msv(prof, allidx, geo), "msv")
+            sweep.append((hmm.name, prof.M, "msv", geo.G, geo.W, cells / t / 1e9))
+        for G in (8, 16, 32):
+            W = -(-prof.M // G)
+            if W > 40:
+                continue
+            geo = Geometry(G, W, 1)
+            backend.viterbi(prof, allidx[:2000], geo)
+            t = kernel_time(lambda: backend.viterbi(prof, allidx, geo), "viterbi", repeat=1)
+            sweep.append((hmm.name, prof.M, "viterbi", G, W, cells / t / 1e9))
+        t_msv = kernel_time(lambda: backend.msv(prof, allidx), "msv")
+        t_vit = kernel_time(lambda: backend.viterbi(prof, allidx), "viterbi", repeat=1)
+        t_call, _ = timed(lambda: backend.msv(prof, allidx), repeat=3)
+        kernel_rows.append((hmm.name, prof.M, cells / t_msv / 1e9, cells / t_vit / 1e9, t_msv, t_call))
+        print(f"kernel {hmm.name} M={prof.M}: MSV {cells / t_msv / 1e9:.0f} GCUPS "
+              f"(call {t_call * 1e3:.0f} ms, kernel {t_msv * 1e3:.0f} ms), "
               f"Viterbi {cells / t_vit / 1e9:.0f} GCUPS", flush=True)
     info["kernels"] = kernel_rows
+    info["sweep"] = sweep
+    for row in sweep:
+        print("sweep %-16s M=%-5d %-8s G=%-2d W=%-3d %7.0f GCUPS" % row)
 
     # --- end to end ---------------------------------------------------------------------
     opts = SearchOptions()
@@ -186,6 +213,12 @@ def main():
     rows.append(("  hits / identical", str(sum(len(r.hits) for r in r_g1)), str(sum(len(h) for h in r_c1)), str(same1)))
     ours(hmms20)
     t_g20, r_g20 = timed(lambda: ours(hmms20))
+    stage = {}
+    for r in r_g20:
+        for k, v in (r.seconds or {}).items():
+            stage[k] = stage.get(k, 0.0) + v
+    info["stages_20"] = stage
+    print("20 models, summed stage times (s): " + ", ".join(f"{k} {v:.2f}" for k, v in stage.items()), flush=True)
     t_c20, r_c20 = timed(lambda: theirs(hmms20))
     same20 = tables([r.hits for r in r_g20]) == tables(r_c20)
     rows.append(("20 models (s)", f"{t_g20:.2f}", f"{t_c20:.2f}", f"{t_c20 / t_g20:.1f}x"))
@@ -211,9 +244,9 @@ def main():
         json.dump({"rows": rows, **info}, fh, indent=1, default=str)
     print()
     print(f"device: {info['device']}; CPU threads for baselines: {args.cpus}")
-    print(f"{'kernel':28} {'M':>5} {'MSV GCUPS':>10} {'Vit GCUPS':>10}")
-    for name, M, g1, g2, _, _ in kernel_rows:
-        print(f"{name:28} {M:>5} {g1:>10.0f} {g2:>10.0f}")
+    print(f"{'kernel (GPU time)':28} {'M':>5} {'MSV GCUPS':>10} {'Vit GCUPS':>10} {'MSV call ms':>12}")
+    for name, M, g1, g2, _, tc in kernel_rows:
+        print(f"{name:28} {M:>5} {g1:>10.0f} {g2:>10.0f} {tc * 1e3:>12.0f}")
     print(f"{'measure':40} {'gpu-search':>11} {'pyhmmer':>9} {'ratio':>8}")
     for r in rows:
         print(f"{r[0]:40} {r[1]:>11} {r[2]:>9} {r[3]:>8}")

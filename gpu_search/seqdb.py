@@ -248,6 +248,8 @@ def read_fasta(path: str | os.PathLike) -> SequenceDB:
 
 def parse_fasta(data: bytes, source: str = "<fasta>") -> SequenceDB:
     """Parse FASTA bytes into a :class:`SequenceDB` (see module docstring for the rules)."""
+    from ._fasta import scan, split_headers
+
     buf = np.frombuffer(data, dtype=np.uint8)
     stripped = data.lstrip()
     if not stripped:
@@ -256,57 +258,28 @@ def parse_fasta(data: bytes, source: str = "<fasta>") -> SequenceDB:
         what = "an HMM file" if stripped.startswith(b"HMMER") else "not FASTA"
         raise FormatError(f"{source}: {what} (a FASTA file starts with '>' header lines)")
 
-    # header lines: a '>' at the start of a line, up to the end of that line
-    is_gt = buf == ord(">")
-    is_gt[1:] &= buf[:-1] == ord("\n")
-    hstart = np.flatnonzero(is_gt)
-    if len(hstart) == 0 or data[: hstart[0]].strip():
-        raise FormatError(f"{source}: not FASTA (a FASTA file starts with '>' header lines)")
-    newlines = np.flatnonzero(buf == ord("\n"))
-    nl_idx = np.searchsorted(newlines, hstart)
-    hend = np.where(nl_idx < len(newlines), newlines[np.minimum(nl_idx, len(newlines) - 1)], len(buf))
-    hend = np.where(nl_idx < len(newlines), hend, len(buf))
-
-    # digitize everything, then drop the header bytes and the ignored bytes
-    codes = AMINO_MAP[buf]
-    delta = np.zeros(len(buf) + 1, dtype=np.int8)
-    np.add.at(delta, hstart, 1)
-    np.add.at(delta, hend, -1)
-    in_header = np.cumsum(delta[:-1], dtype=np.int8).view(bool)
-    body_codes = np.where(in_header, IGNORED, codes)
-    bad = np.flatnonzero(body_codes == ILLEGAL)
-    if len(bad):
-        pos = int(bad[0])
-        line = int(np.searchsorted(newlines, pos)) + 1
-        seq = int(np.searchsorted(hstart, pos, side="right")) - 1
-        ch = chr(buf[pos]) if 32 < buf[pos] < 127 else f"\\x{buf[pos]:02x}"
-        name = data[hstart[seq] + 1 : hend[seq]].split(maxsplit=1)
+    max_headers = int(np.count_nonzero(buf == ord(">")))
+    residues, n_res, hstart, hend, lengths, k, bad = scan(buf, AMINO_MAP, max_headers)
+    if bad >= 0:
+        line = data.count(b"\n", 0, bad) + 1
+        ch = chr(buf[bad]) if 32 < buf[bad] < 127 else f"\\x{buf[bad]:02x}"
+        if k == 0:
+            raise FormatError(f"{source}: not FASTA (a FASTA file starts with '>' header lines)")
+        name = data[hstart[k - 1] + 1 : hend[k - 1]].split(maxsplit=1)
         name = name[0].decode("utf-8", "replace") if name else "?"
         raise SequenceError(
             f"{source}: invalid residue '{ch}' in sequence '{name}' (line {line}); "
             f"a protein sequence holds only letters, '*', '~', '.' or '_'"
         )
-    keep = body_codes != IGNORED
-    residues = body_codes[keep]
-    # residues of sequence i lie between the end of header i and the end of
-    # header i+1 (header bytes are IGNORED); a final False pads the last run
-    lengths = np.add.reduceat(np.append(keep, False).view(np.uint8), hend, dtype=np.int64)
-    offsets = np.zeros(len(hstart) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-
-    names, descs = [], []
-    for a, b in zip(hstart.tolist(), hend.tolist()):
-        # as Easel: name up to the first whitespace, description the rest with
-        # leading whitespace removed (trailing whitespace is kept, the CR of CRLF is not)
-        parts = data[a + 1 : b].rstrip(b"\r").lstrip().split(maxsplit=1)
-        if not parts:
-            line = int(np.searchsorted(newlines, a)) + 1
-            raise FormatError(f"{source}: FASTA header without a sequence name (line {line})")
-        names.append(parts[0])
-        descs.append(parts[1] if len(parts) > 1 else b"")
-    name_blob, name_offs = _pack(names)
-    desc_blob, desc_offs = _pack(descs)
-    db = SequenceDB(residues, offsets, name_blob, name_offs, desc_blob, desc_offs, source=source)
+    name_blob, name_offs, desc_blob, desc_offs = split_headers(buf, hstart, hend, k)
+    unnamed = np.flatnonzero(np.diff(name_offs) == 0)
+    if len(unnamed):
+        line = data.count(b"\n", 0, int(hstart[unnamed[0]])) + 1
+        raise FormatError(f"{source}: FASTA header without a sequence name (line {line})")
+    offsets = np.zeros(k + 1, dtype=np.int64)
+    np.cumsum(lengths[:k], out=offsets[1:])
+    db = SequenceDB(residues[:n_res], offsets, name_blob.tobytes(), name_offs,
+                    desc_blob.tobytes(), desc_offs, source=source)
     _validate(db)
     return db
 

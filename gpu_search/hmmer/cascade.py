@@ -24,13 +24,36 @@ hair of a threshold are recomputed with the C library's exp().
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import scores
 from .profile import FilterProfile
 from .reference import bias_filter as _bias_filter_cpu
+
+
+class LengthTables:
+    """Per-sequence values that depend only on the target length, computed once per search.
+
+    The null score, the MSV move cost tjb_b and the Viterbi move cost depend on
+    L and on scales that are the same for every HMMER profile (scale_b = 3/ln2,
+    scale_w = 500/ln2, nj = 1 in multihit mode); they are computed once for
+    the whole database instead of once per model.
+    """
+
+    def __init__(self, db, searched: np.ndarray, prof: FilterProfile):
+        self.key = (float(prof.scale_b), float(prof.scale_w), float(prof.nj))
+        L = db.lengths[searched]
+        self.null = scores.null_score(L)
+        self.tjb = prof.tjb_b(L)
+        self.move_db = np.zeros(db.n_seqs, dtype=np.int16)   # indexed by database index
+        self.move_db[searched] = prof.move_w(L)
+
+    def check(self, prof: FilterProfile) -> None:
+        if (float(prof.scale_b), float(prof.scale_w), float(prof.nj)) != self.key:
+            raise RuntimeError("profile scales differ between models: unsupported HMMER build")
 
 
 @dataclass
@@ -41,6 +64,7 @@ class CascadeResult:
     n_past_msv: int
     n_past_bias: int
     n_past_vit: int
+    seconds: dict = field(default_factory=dict)   # wall time per stage (benchmarks)
 
 
 def _gumbel_surv_c(x: float, mu: float, lam: float) -> float:
@@ -68,7 +92,8 @@ def exact_pass(score_nats, null_nats, mu, lam, threshold: float) -> np.ndarray:
 
 
 def run_cascade(prof: FilterProfile, db, backend, *, F1: float, F2: float, bias_filter: bool,
-                bg_freq, degeneracy, searched: np.ndarray | None = None) -> CascadeResult:
+                bg_freq, degeneracy, searched: np.ndarray | None = None,
+                tables: LengthTables | None = None) -> CascadeResult:
     """Run MSV, bias and Viterbi filters over ``searched`` sequences of ``db``.
 
     Args:
@@ -79,6 +104,7 @@ def run_cascade(prof: FilterProfile, db, backend, *, F1: float, F2: float, bias_
         bias_filter: False for --nobias.
         bg_freq, degeneracy: background frequencies and degeneracy table (bias filter).
         searched: database indices to search (all by default).
+        tables: length-dependent values for ``searched`` (computed if None).
     """
     searched = np.arange(db.n_seqs) if searched is None else np.asarray(searched)
     m_mu, m_lambda, v_mu, v_lambda = (float(v) for v in prof.evparam[:4])
@@ -87,14 +113,26 @@ def run_cascade(prof: FilterProfile, db, backend, *, F1: float, F2: float, bias_
         n = len(searched)
         return CascadeResult(np.sort(searched), n, n, n)
 
-    L = db.lengths[searched]
-    nullsc = scores.null_score(L)
+    if tables is None:
+        tables = LengthTables(db, searched, prof)
+    tables.check(prof)
+    nullsc = tables.null
+
+    clock = [time.perf_counter()]
+    seconds = {}
+
+    def lap(stage):
+        now = time.perf_counter()
+        seconds[stage] = now - clock[0]
+        clock[0] = now
 
     # 1. MSV filter
     xJ, ovf = backend.msv(prof, searched)
-    usc = scores.msv_score(prof, xJ, prof.tjb_b(L), ovf)
+    lap("msv")
+    usc = scores.msv_score(prof, xJ, tables.tjb, ovf)
     ok = exact_pass(usc, nullsc, m_mu, m_lambda, F1)
     idx1, usc1, null1 = searched[ok], usc[ok], nullsc[ok]
+    lap("msv P-values")
 
     # 2. bias filter: replaces the null score from here on
     if bias_filter and len(idx1):
@@ -104,6 +142,7 @@ def run_cascade(prof: FilterProfile, db, backend, *, F1: float, F2: float, bias_
         idx2, usc2, filt2 = idx1[ok], usc1[ok], filtersc[ok]
     else:
         idx2, usc2, filt2 = idx1, usc1, null1
+    lap("bias")
 
     # 3. Viterbi filter, only for sequences not already at P <= F2
     need_vit = ~exact_pass(usc2, filt2, m_mu, m_lambda, F2)
@@ -111,7 +150,8 @@ def run_cascade(prof: FilterProfile, db, backend, *, F1: float, F2: float, bias_
     passed = [idx2[~need_vit]]
     if len(vit_idx):
         xC, vovf = backend.viterbi(prof, vit_idx)
-        vfsc = scores.viterbi_score(prof, xC, prof.move_w(db.lengths[vit_idx]), vovf)
+        vfsc = scores.viterbi_score(prof, xC, tables.move_db[vit_idx], vovf)
         passed.append(vit_idx[exact_pass(vfsc, filt2[need_vit], v_mu, v_lambda, F2)])
     survivors = np.sort(np.concatenate(passed))
-    return CascadeResult(survivors, len(idx1), len(idx2), len(survivors))
+    lap("viterbi")
+    return CascadeResult(survivors, len(idx1), len(idx2), len(survivors), seconds)

@@ -27,7 +27,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from ..seqdb import SequenceDB, amino_degeneracy
-from .cascade import run_cascade
+from .cascade import LengthTables, run_cascade
 from .options import SearchOptions
 from .profile import FilterProfile
 
@@ -62,6 +62,7 @@ class SearchResult:
     hmm: object
     hits: object
     stats: PipelineStats
+    seconds: dict | None = None   # time per stage (filtered path), for benchmarks
 
 
 def default_Z(db: SequenceDB, n_searched: int) -> float:
@@ -172,10 +173,14 @@ def _search_pyhmmer(hmms, db, searched, options, kwargs, cpus, callback):
 
 def _finish(hmm, db, survivors, kwargs):
     """Forward, domain definition and thresholds on the survivors (pyhmmer, one thread)."""
+    import time
+
     import pyhmmer
 
+    t = time.perf_counter()
     block = db.digital_block(survivors)
-    return next(pyhmmer.hmmsearch([hmm], block, cpus=1, **kwargs))
+    hits = next(pyhmmer.hmmsearch([hmm], block, cpus=1, **kwargs))
+    return hits, time.perf_counter() - t
 
 
 def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searched, nres, callback):
@@ -187,28 +192,35 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
     from pyhmmer.plan7 import Background
 
     bg = None
+    tables = None
     degeneracy = amino_degeneracy()
     pending = []
+    done = 0
     with ThreadPoolExecutor(max_workers=max(1, cpus)) as pool:
         for n, hmm in enumerate(hmms, start=1):
             if bg is None:
                 bg = Background(hmm.alphabet)
                 bg_freq = np.asarray(bg.residue_frequencies, dtype=np.float32)
             prof = FilterProfile.from_hmm(hmm, bg)
+            if tables is None:
+                tables = LengthTables(db, searched, prof)
             cascade = run_cascade(prof, db, backend, F1=options.F1, F2=options.F2,
                                   bias_filter=options.bias_filter, bg_freq=bg_freq,
-                                  degeneracy=degeneracy, searched=searched)
+                                  degeneracy=degeneracy, searched=searched, tables=tables)
             pending.append((hmm, cascade, pool.submit(_finish, hmm, db, cascade.survivors, kwargs)))
             # hand back finished results in order, without stalling the filters
             while pending and (pending[0][2].done() or len(pending) > 2 * cpus):
-                h, c, fut = pending.pop(0)
-                hits = fut.result()
-                yield SearchResult(h, hits, _stats(hits, options, nseqs=n_searched, nres=nres, cascade=c))
-                if callback:
-                    callback(h, n - len(pending))
+                done += 1
+                yield _result(pending.pop(0), options, n_searched, nres, callback, done)
         while pending:
-            h, c, fut = pending.pop(0)
-            hits = fut.result()
-            yield SearchResult(h, hits, _stats(hits, options, nseqs=n_searched, nres=nres, cascade=c))
-            if callback:
-                callback(h, n - len(pending))
+            done += 1
+            yield _result(pending.pop(0), options, n_searched, nres, callback, done)
+
+
+def _result(item, options, n_searched, nres, callback, done) -> SearchResult:
+    hmm, cascade, fut = item
+    hits, finish_seconds = fut.result()
+    if callback:
+        callback(hmm, done)
+    seconds = dict(cascade.seconds, finish=finish_seconds)
+    return SearchResult(hmm, hits, _stats(hits, options, nseqs=n_searched, nres=nres, cascade=cascade), seconds)

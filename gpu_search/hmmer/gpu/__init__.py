@@ -59,11 +59,12 @@ def _pow2_at_least(x: int) -> int:
     return 1 << max(0, math.ceil(math.log2(max(1, x))))
 
 
-def msv_geometry(M: int) -> Geometry:
-    """About 32 cells (16 words) per lane: enough work per row to hide the
-    row's fixed cost (shuffles, reduction, special states), few registers."""
-    G = min(32, _pow2_at_least(math.ceil(M / 32)))
-    W = math.ceil(M / (2 * G))
+def msv_geometry(M: int, cells_per_lane: int = 32) -> Geometry:
+    """About ``cells_per_lane`` cells per lane: enough work per row to hide the
+    row's fixed cost (shuffles, reduction, special states), few registers.
+    W is a multiple of 4 (16-byte profile loads)."""
+    G = min(32, _pow2_at_least(math.ceil(M / cells_per_lane)))
+    W = 4 * math.ceil(M / (8 * G))
     return Geometry(G, W, 2)
 
 
@@ -97,7 +98,7 @@ def _set_smem(kernel, nbytes: int) -> None:
 
 
 def pack_msv_profile(prof: FilterProfile, geo: Geometry) -> np.ndarray:
-    """emis[x][q][lane] = (bias - cost) of segments lane (low half) and G+lane (high half).
+    """emis[x][q/4][lane][q%4] = (bias - cost) of segments lane (low half) and G+lane (high half).
 
     Node k = s*W + q + 1 in segment s; padding nodes cost 255 (cell value 0, as in HMMER).
     """
@@ -109,7 +110,8 @@ def pack_msv_profile(prof: FilterProfile, geo: Geometry) -> np.ndarray:
     lo = seg[:, :G, :].astype(np.uint16).astype(np.uint32)   # segments 0..G-1
     hi = seg[:, G:, :].astype(np.uint16).astype(np.uint32)   # segments G..2G-1
     words = lo | (hi << 16)                                   # [x, lane, q]
-    return np.ascontiguousarray(words.transpose(0, 2, 1))     # [x, q, lane]
+    words = words.reshape(KP, G, W // 4, 4)                   # [x, lane, q/4, q%4]
+    return np.ascontiguousarray(words.transpose(0, 2, 1, 3))  # [x, q/4, lane, q%4]
 
 
 def pack_viterbi_profile(prof: FilterProfile, geo: Geometry):
@@ -176,6 +178,8 @@ class GpuBackend:
         self.gpus = gpus
         self.max_len = int(db.lengths.max()) if db.n_seqs else 0
         self._tables = {}
+        self._whole = None
+        self.kernel_seconds = {"msv": 0.0, "viterbi": 0.0}   # GPU time, for benchmarks
         # split the database across GPUs: every k-th sequence in length order,
         # so each GPU gets the same mix of lengths and about the same residues
         order = db.length_order
@@ -217,28 +221,38 @@ class GpuBackend:
 
     # --- launching ---------------------------------------------------------------------------
     def _orders(self, idx):
-        """Per share: local sequence positions to score (longest first) and their slots in idx."""
+        """Per share: local sequence positions to score (longest first), their
+        slots in idx, and the positions already on the device (cached for a
+        search of the whole database, the usual MSV call)."""
+        cp = _cupy()
         idx = np.asarray(idx, dtype=np.int64)
+        whole = len(idx) == self.db.n_seqs and (len(idx) == 0 or (idx[0] == 0 and np.array_equal(idx, np.arange(len(idx)))))
+        if whole and self._whole is not None:
+            return self._whole
         per = []
         for k, share in enumerate(self.shares):
             sel = np.flatnonzero(self.share_of[idx] == k)
             local = self.local_index[idx[sel]]
             by_len = np.argsort(-share.lengths[local], kind="stable")
-            per.append((local[by_len].astype(np.int32), sel[by_len]))
+            local = local[by_len].astype(np.int32)
+            with cp.cuda.Device(share.device_id):
+                per.append((local, sel[by_len], cp.asarray(local)))
+        if whole:
+            self._whole = per
         return per
 
     def _grid(self, share, smem: int) -> int:
         blocks_per_sm = max(1, min(8, share.smem_per_sm // max(smem + 1024, 1)))
         return share.n_sm * blocks_per_sm
 
-    def msv(self, prof: FilterProfile, idx):
+    def msv(self, prof: FilterProfile, idx, geometry: Geometry | None = None):
         """(xJ uint8, overflow bool) per sequence of idx."""
         cp = _cupy()
-        geo = msv_geometry(prof.M)
+        geo = geometry or msv_geometry(prof.M)
         emis_host = pack_msv_profile(prof, geo)
         results = np.zeros(len(idx), dtype=np.int16)
         pending = []
-        for share, (local, slots) in zip(self.shares, self._orders(idx)):
+        for share, (local, slots, order) in zip(self.shares, self._orders(idx)):
             if len(local) == 0:
                 continue
             with cp.cuda.Device(share.device_id):
@@ -248,29 +262,39 @@ class GpuBackend:
                 smem = smem if in_smem else 0
                 _set_smem(msv_k, smem)
                 emis = cp.asarray(emis_host)
-                order = cp.asarray(local)
                 out = cp.empty(len(local), dtype=np.int16)
                 share.counter.fill(0)
+                start, stop = cp.cuda.Event(), cp.cuda.Event()
+                start.record()
                 msv_k((self._grid(share, smem),), (BLOCK,),
                       (share.residues, share.offsets, order, np.int32(len(local)), emis,
                        self._device_table("tjb", prof, share), np.int32(prof.tbm), np.int32(prof.tec),
                        np.int32(prof.base_b), np.int32(prof.bias_b), share.counter, out),
                       shared_mem=smem)
-                pending.append((share, out, slots))
-        for share, out, slots in pending:
-            with cp.cuda.Device(share.device_id):
-                results[slots] = out.get()
+                stop.record()
+                pending.append((share, out, slots, start, stop))
+        self._collect(pending, results, "msv")
         overflow = results < 0
         return np.where(overflow, 0, results).astype(np.uint8), overflow
 
-    def viterbi(self, prof: FilterProfile, idx):
+    def _collect(self, pending, results, kind) -> None:
+        """Wait for each GPU, copy its results into place, add up kernel time."""
+        cp = _cupy()
+        longest = 0.0
+        for share, out, slots, start, stop in pending:
+            with cp.cuda.Device(share.device_id):
+                results[slots] = out.get()
+                longest = max(longest, cp.cuda.get_elapsed_time(start, stop) / 1e3)
+        self.kernel_seconds[kind] += longest
+
+    def viterbi(self, prof: FilterProfile, idx, geometry: Geometry | None = None):
         """(xC int16, overflow bool) per sequence of idx."""
         cp = _cupy()
-        geo = viterbi_geometry(prof.M)
+        geo = geometry or viterbi_geometry(prof.M)
         vemis_host, vtrans_host = pack_viterbi_profile(prof, geo)
         results = np.zeros(len(idx), dtype=np.int64)
         pending = []
-        for share, (local, slots) in zip(self.shares, self._orders(idx)):
+        for share, (local, slots, order) in zip(self.shares, self._orders(idx)):
             if len(local) == 0:
                 continue
             with cp.cuda.Device(share.device_id):
@@ -282,19 +306,19 @@ class GpuBackend:
                 _set_smem(vit_k, smem)
                 vemis = cp.asarray(vemis_host)
                 vtrans = cp.asarray(vtrans_host)
-                order = cp.asarray(local)
                 out = cp.empty(len(local), dtype=np.int32)
                 share.counter.fill(0)
+                start, stop = cp.cuda.Event(), cp.cuda.Event()
+                start.record()
                 vit_k((self._grid(share, smem),), (BLOCK,),
                       (share.residues, share.offsets, order, np.int32(len(local)), vemis, vtrans,
                        self._device_table("move", prof, share), np.int32(prof.e_move),
                        np.int32(prof.e_loop), np.int32(prof.base_w), np.int32(prof.ddbound_w),
                        share.counter, out),
                       shared_mem=smem)
-                pending.append((share, out, slots))
-        for share, out, slots in pending:
-            with cp.cuda.Device(share.device_id):
-                results[slots] = out.get()
+                stop.record()
+                pending.append((share, out, slots, start, stop))
+        self._collect(pending, results, "viterbi")
         overflow = results == OVERFLOW_W
         xC = np.where(overflow, -32768, np.maximum(results, -32768))
         return xC.astype(np.int16), overflow

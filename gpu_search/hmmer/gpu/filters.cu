@@ -31,9 +31,9 @@
  * Memory layout
  *   residues  uint8, the whole database; offsets int64 [n+1]; order int32: the
  *             sequences to score, longest first.
- *   MSV profile (shared memory): emis[x][q][lane] = packed s16x2 (bias - cost) of
- *             the nodes of segments lane (low half) and G+lane (high half),
- *             word q; node k = s*W + q + 1 for segment s.
+ *   MSV profile (shared memory): emis[x][q/4][lane][q%4] = packed s16x2
+ *             (bias - cost) of the nodes of segments lane (low half) and G+lane
+ *             (high half), word q; node k = s*W + q + 1 for segment s.
  *   Viterbi profile (shared memory): vemis[x][q][lane] int16 emission,
  *             vtrans[q][t][lane] int32, t in BM MM IM DM MD MI II DD;
  *             node k = lane*W + q + 1.
@@ -92,17 +92,19 @@ __device__ __forceinline__ int group_max(unsigned gmask, int v)
 extern "C" __global__ void __launch_bounds__(256)
 msv_filter(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
            const int *__restrict__ order, int n,
-           const unsigned *__restrict__ emis_global,
+           const uint4 *__restrict__ emis_global,
            const uint8_t *__restrict__ tjb_by_len,
            int tbm, int tec, int base, int bias,
            int *__restrict__ work_counter, short *__restrict__ out)
 {
+    /* W is a multiple of 4: each lane reads its emission words 4 at a time
+       (16-byte shared-memory loads, layout [x][q/4][lane][4], conflict-free) */
 #if PROFILE_IN_SMEM
-    extern __shared__ unsigned emis[];           /* [KP][W][G] */
-    for (int i = threadIdx.x; i < KP * W * G; i += blockDim.x) emis[i] = emis_global[i];
+    extern __shared__ uint4 emis[];              /* [KP][W/4][G] x uint4 */
+    for (int i = threadIdx.x; i < KP * (W / 4) * G; i += blockDim.x) emis[i] = emis_global[i];
     __syncthreads();
 #else
-    const unsigned *emis = emis_global;          /* large models: through L1/L2 */
+    const uint4 *emis = emis_global;             /* large models: through L1/L2 */
 #endif
 
     const int lane = threadIdx.x & 31;
@@ -126,9 +128,12 @@ msv_filter(const uint8_t *__restrict__ residues, const long long *__restrict__ o
 #pragma unroll
         for (int q = 0; q < W; q++) dp[q] = 0u;
 
+        int chunk = 0;                            /* residues i..i+G-1, one per lane */
         int i = 0;
         for (; i < L; i++) {
-            const unsigned *e = emis + dsq[i] * (W * G) + gl;
+            if ((i & (G - 1)) == 0) chunk = (i + gl < L) ? dsq[i + gl] : 0;
+            const int x = (G == 1) ? chunk : __shfl_sync(gmask, chunk, i & (G - 1), G);
+            const uint4 *e = emis + x * ((W / 4) * G) + gl;
             const unsigned xBv = (unsigned)xB * 0x10001u;
             /* M(i-1, k-1) for the first word: the last word of the previous
                segment (lane gl-1); lane 0's high half continues from lane G-1's
@@ -140,12 +145,18 @@ msv_filter(const uint8_t *__restrict__ residues, const long long *__restrict__ o
 
             unsigned xE = 0u;
 #pragma unroll
-            for (int q = W - 1; q >= 0; q--) {
-                const unsigned prev = (q > 0) ? dp[q - 1] : first_prev;
-                /* M(i,k) = max(0, max(M(i-1,k-1), xB) + bias - cost) */
-                const unsigned t = __vimax_s16x2_relu(prev, xBv);
-                dp[q] = __viaddmax_s16x2_relu(t, e[q * G], 0u);
-                xE = __vimax_s16x2_relu(xE, dp[q]);
+            for (int q4 = W / 4 - 1; q4 >= 0; q4--) {
+                const uint4 ev = e[q4 * G];
+                const unsigned ew[4] = {ev.x, ev.y, ev.z, ev.w};
+#pragma unroll
+                for (int r = 3; r >= 0; r--) {
+                    const int q = 4 * q4 + r;
+                    const unsigned prev = (q > 0) ? dp[q - 1] : first_prev;
+                    /* M(i,k) = max(0, max(M(i-1,k-1), xB) + bias - cost) */
+                    const unsigned t = __vimax_s16x2_relu(prev, xBv);
+                    dp[q] = __viaddmax_s16x2_relu(t, ew[r], 0u);
+                    xE = __vimax_s16x2_relu(xE, dp[q]);
+                }
             }
             int xe = max((int)(xE & 0xffffu), (int)(xE >> 16));
             xe = group_max(gmask, xe);
