@@ -93,3 +93,27 @@ def test_sharded_then_merged_equals_unsharded(device, tmp_path, proteome_path):
                                       device="cpu", cpus=2))
         assert tables(wrong) != tables(list(search.hmmsearch(hmms, seqdb.open_database(paths[0]), options,
                                                              device="cpu", cpus=2)))
+
+
+@pytest.mark.parametrize("F1", [0.02, 0.2, 1e-4])
+def test_msv_floor_keeps_every_passing_sequence(F1, data_dir, proteome):
+    """The xJ floor that spares exact P-values never drops a sequence that passes."""
+    import numpy as np
+
+    from gpu_search.hmmer import reference, scores
+    from gpu_search.hmmer.cascade import LengthTables, exact_pass
+    from gpu_search.hmmer.profile import FilterProfile
+
+    for hmm in read_hmms(data_dir / "hmms" / "txt" / "RREFam.hmm")[:3]:
+        prof = FilterProfile.from_hmm(hmm)
+        searched = np.arange(proteome.n_seqs)
+        tables = LengthTables(proteome, searched, prof)
+        xJ, ovf = reference.msv_filter(prof, proteome.residues, proteome.offsets, proteome.lengths)
+        usc = scores.msv_score(prof, xJ, tables.tjb, ovf)
+        mu, lam = float(prof.evparam[0]), float(prof.evparam[1])
+        passing = exact_pass(usc, tables.null, mu, lam, F1)
+        floor = tables.msv_floor(prof, mu, lam, F1)
+        assert passing.sum() > 0
+        assert np.all((xJ >= floor) | ovf | ~passing)
+        # and the floor really spares work: most sequences fall below it
+        assert (xJ < floor).mean() > 0.5

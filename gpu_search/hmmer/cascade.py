@@ -46,10 +46,29 @@ class LengthTables:
     def __init__(self, db, searched: np.ndarray, prof: FilterProfile):
         self.key = (float(prof.scale_b), float(prof.scale_w), float(prof.nj))
         L = db.lengths[searched]
-        self.null = scores.null_score(L)
-        self.tjb = prof.tjb_b(L)
+        self.uniq, self.inv = np.unique(L, return_inverse=True)
+        self.null_u = scores.null_score(self.uniq)
+        self.tjb_u = prof.tjb_b(self.uniq)
+        self.null = self.null_u[self.inv]
+        self.tjb = self.tjb_u[self.inv]
         self.move_db = np.zeros(db.n_seqs, dtype=np.int16)   # indexed by database index
-        self.move_db[searched] = prof.move_w(L)
+        self.move_db[searched] = prof.move_w(self.uniq)[self.inv]
+
+    def msv_floor(self, prof: FilterProfile, mu: float, lam: float, threshold: float) -> np.ndarray:
+        """Per sequence, an xJ below which the MSV P-value certainly exceeds ``threshold``.
+
+        P <= threshold  <=>  bits >= x* = mu - log(-log(1 - threshold)) / lambda;
+        bits = ((xJ - tjb - base) / scale_b - 3 - nullsc) / ln 2 inverted for xJ,
+        less one unit for safety.  Only sequences at or above the floor get
+        their exact P-value computed.
+        """
+        if threshold >= 1.0:
+            return np.zeros(len(self.inv), dtype=np.int16)
+        x_star = mu - math.log(-math.log1p(-threshold)) / lam
+        need = (self.tjb_u.astype(np.float64) + prof.base_b
+                + float(prof.scale_b) * (3.0 + self.null_u.astype(np.float64) + x_star * scores.LOG2))
+        floor_u = np.clip(np.floor(need) - 1, 0, 256).astype(np.int16)
+        return floor_u[self.inv]
 
     def check(self, prof: FilterProfile) -> None:
         if (float(prof.scale_b), float(prof.scale_w), float(prof.nj)) != self.key:
@@ -79,9 +98,7 @@ def _gumbel_surv_c(x: float, mu: float, lam: float) -> float:
 
 def exact_pass(score_nats, null_nats, mu, lam, threshold: float) -> np.ndarray:
     """``P <= threshold`` for each sequence, decided exactly as HMMER decides it."""
-    with np.errstate(invalid="ignore"):
-        bits = ((np.asarray(score_nats, np.float64) - np.asarray(null_nats, np.float64))
-                / scores.LOG2).astype(np.float32)
+    bits = scores.seq_score_bits(score_nats, null_nats)
     p = scores.gumbel_surv(bits, mu, lam)
     ok = p <= threshold
     # numpy's exp may differ from C's in the last bit: settle near-ties with C's
@@ -129,9 +146,10 @@ def run_cascade(prof: FilterProfile, db, backend, *, F1: float, F2: float, bias_
     # 1. MSV filter
     xJ, ovf = backend.msv(prof, searched)
     lap("msv")
-    usc = scores.msv_score(prof, xJ, tables.tjb, ovf)
-    ok = exact_pass(usc, nullsc, m_mu, m_lambda, F1)
-    idx1, usc1, null1 = searched[ok], usc[ok], nullsc[ok]
+    cand = np.flatnonzero(ovf | (xJ >= tables.msv_floor(prof, m_mu, m_lambda, F1)))
+    usc = scores.msv_score(prof, xJ[cand], tables.tjb[cand], ovf[cand])
+    ok = exact_pass(usc, nullsc[cand], m_mu, m_lambda, F1)
+    idx1, usc1, null1 = searched[cand[ok]], usc[ok], nullsc[cand[ok]]
     lap("msv P-values")
 
     # 2. bias filter: replaces the null score from here on

@@ -190,6 +190,36 @@ def viterbi_filter(prof: FilterProfile, residues, offsets, lengths, idx=None):
 
 # --- 4. Bias filter -----------------------------------------------------------------------
 
+_POOL = None
+
+
+def _workers() -> int:
+    import os
+
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+def _pool():
+    """A thread pool of its own for bias-filter chunks (callers may be pool threads too)."""
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(max_workers=_workers(), thread_name_prefix="bias")
+    return _POOL
+
+
+def _chunks(lengths: np.ndarray, parts: int):
+    """Contiguous (start, stop) ranges of about equal residue counts."""
+    n = len(lengths)
+    if n == 0:
+        return []
+    cum = np.cumsum(lengths)
+    cuts = np.searchsorted(cum, cum[-1] * np.arange(1, parts) / parts)
+    edges = np.unique(np.concatenate([[0], cuts, [n]]))
+    return list(zip(edges[:-1], edges[1:]))
+
+
 
 def bias_filter_hmm(prof: FilterProfile, bg_freq: np.ndarray, degeneracy: np.ndarray):
     """Emission odds ``eo`` (Kp, 2) and state-1 transitions of the filter HMM.
@@ -231,8 +261,15 @@ def bias_filter(prof: FilterProfile, bg_freq, degeneracy, residues, offsets, len
     L = lengths[idx].astype(np.int64)
     p1 = null_p1(L)
     one_minus = np.float32(1.0) - p1
-    fwd = filter_forward(residues, offsets.astype(np.int64), L, idx.astype(np.int64),
-                         eo, p1, one_minus, t10, t11)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    idx = idx.astype(np.int64)
+    # the compiled loop releases the GIL: score chunks of sequences on all cores
+    bounds = _chunks(L, parts=4 * _workers())
+    parts = list(_pool().map(
+        lambda ab: filter_forward(residues, offsets, L[ab[0]:ab[1]], idx[ab[0]:ab[1]], eo,
+                                  p1[ab[0]:ab[1]], one_minus[ab[0]:ab[1]], t10, t11),
+        bounds))
+    fwd = np.concatenate(parts) if parts else np.zeros(0, np.float32)
     # impose the length distribution: nullsc + (float)L*logf(p1) + logf(1.-p1)
     return (fwd + L.astype(np.float32) * _logf(p1)) + _logf(one_minus)
 

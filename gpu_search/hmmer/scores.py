@@ -86,14 +86,21 @@ def gumbel_surv(x, mu, lam) -> np.ndarray:
     return np.where(np.abs(ey) < 5e-9, -ey, 1.0 - np.exp(ey))
 
 
-def pvalue(score_nats, null_nats, mu, lam) -> np.ndarray:
-    """P-value of a filter score against a null score, as p7_Pipeline computes it.
+def seq_score_bits(score_nats, null_nats) -> np.ndarray:
+    """``seq_score = (usc - nullsc) / eslCONST_LOG2`` as C evaluates it.
 
-    ``seq_score = (usc - nullsc) / eslCONST_LOG2`` is stored in a float.
+    usc and nullsc are floats: their difference is a float subtraction; the
+    division by the double constant is done in double; the result is stored
+    in a float.
     """
     with np.errstate(invalid="ignore"):
-        bits = ((np.asarray(score_nats, np.float64) - np.asarray(null_nats, np.float64)) / LOG2).astype(F32)
-    return gumbel_surv(bits, mu, lam)
+        diff = np.asarray(score_nats, F32) - np.asarray(null_nats, F32)
+        return (diff.astype(np.float64) / LOG2).astype(F32)
+
+
+def pvalue(score_nats, null_nats, mu, lam) -> np.ndarray:
+    """P-value of a filter score against a null score, as p7_Pipeline computes it."""
+    return gumbel_surv(seq_score_bits(score_nats, null_nats), mu, lam)
 
 
 # Survivors are a superset of HMMER's: a threshold is widened by this relative

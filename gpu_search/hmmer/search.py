@@ -184,43 +184,50 @@ def _finish(hmm, db, survivors, kwargs):
 
 
 def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searched, nres, callback):
-    """Filter cascade on the backend; survivors finished by pyhmmer on CPU threads.
+    """Filter cascade on the backend, survivors finished by pyhmmer; models overlap.
 
-    While pyhmmer finishes model i on a worker thread, the backend already
-    filters model i+1 (the CPU/GPU overlap of cuBLASTP and CUDAMPF).
+    Each model is one task on a pool of CPU threads: its cascade (GPU kernels,
+    host P-values, bias filter) then its finishing in pyhmmer.  While one
+    model's survivors are finished on the CPU, the GPU already filters the
+    next models (the CPU/GPU overlap of cuBLASTP and CUDAMPF).  Results are
+    yielded in model order.
     """
     from pyhmmer.plan7 import Background
 
-    bg = None
-    tables = None
+    hmms = iter(hmms)
+    first = next(hmms, None)
+    if first is None:
+        return
+    # shared by all models: background, degeneracy, length-dependent tables
+    bg = Background(first.alphabet)
+    bg_freq = np.asarray(bg.residue_frequencies, dtype=np.float32)
     degeneracy = amino_degeneracy()
-    pending = []
+    tables = LengthTables(db, searched, FilterProfile.from_hmm(first, bg))
+
+    def task(hmm):
+        prof = FilterProfile.from_hmm(hmm, bg)
+        cascade = run_cascade(prof, db, backend, F1=options.F1, F2=options.F2,
+                              bias_filter=options.bias_filter, bg_freq=bg_freq,
+                              degeneracy=degeneracy, searched=searched, tables=tables)
+        hits, finish_seconds = _finish(hmm, db, cascade.survivors, kwargs)
+        seconds = dict(cascade.seconds, finish=finish_seconds)
+        return SearchResult(hmm, hits, _stats(hits, options, nseqs=n_searched, nres=nres, cascade=cascade),
+                            seconds)
+
     done = 0
-    with ThreadPoolExecutor(max_workers=max(1, cpus)) as pool:
-        for n, hmm in enumerate(hmms, start=1):
-            if bg is None:
-                bg = Background(hmm.alphabet)
-                bg_freq = np.asarray(bg.residue_frequencies, dtype=np.float32)
-            prof = FilterProfile.from_hmm(hmm, bg)
-            if tables is None:
-                tables = LengthTables(db, searched, prof)
-            cascade = run_cascade(prof, db, backend, F1=options.F1, F2=options.F2,
-                                  bias_filter=options.bias_filter, bg_freq=bg_freq,
-                                  degeneracy=degeneracy, searched=searched, tables=tables)
-            pending.append((hmm, cascade, pool.submit(_finish, hmm, db, cascade.survivors, kwargs)))
-            # hand back finished results in order, without stalling the filters
-            while pending and (pending[0][2].done() or len(pending) > 2 * cpus):
+    with ThreadPoolExecutor(max_workers=max(1, cpus), thread_name_prefix="model") as pool:
+        pending = [pool.submit(task, first)]
+        for hmm in hmms:
+            pending.append(pool.submit(task, hmm))
+            while pending and (pending[0].done() or len(pending) >= 2 * cpus):
+                r = pending.pop(0).result()
                 done += 1
-                yield _result(pending.pop(0), options, n_searched, nres, callback, done)
+                if callback:
+                    callback(r.hmm, done)
+                yield r
         while pending:
+            r = pending.pop(0).result()
             done += 1
-            yield _result(pending.pop(0), options, n_searched, nres, callback, done)
-
-
-def _result(item, options, n_searched, nres, callback, done) -> SearchResult:
-    hmm, cascade, fut = item
-    hits, finish_seconds = fut.result()
-    if callback:
-        callback(hmm, done)
-    seconds = dict(cascade.seconds, finish=finish_seconds)
-    return SearchResult(hmm, hits, _stats(hits, options, nseqs=n_searched, nres=nres, cascade=cascade), seconds)
+            if callback:
+                callback(r.hmm, done)
+            yield r

@@ -59,7 +59,7 @@ def _pow2_at_least(x: int) -> int:
     return 1 << max(0, math.ceil(math.log2(max(1, x))))
 
 
-def msv_geometry(M: int, cells_per_lane: int = 32) -> Geometry:
+def msv_geometry(M: int, cells_per_lane: int = 64) -> Geometry:
     """About ``cells_per_lane`` cells per lane: enough work per row to hide the
     row's fixed cost (shuffles, reduction, special states), few registers.
     W is a multiple of 4 (16-byte profile loads)."""
@@ -68,9 +68,13 @@ def msv_geometry(M: int, cells_per_lane: int = 32) -> Geometry:
     return Geometry(G, W, 2)
 
 
-def viterbi_geometry(M: int) -> Geometry:
-    """About 8 cells per lane (three int32 states each, in registers)."""
-    G = min(32, _pow2_at_least(math.ceil(M / 8)))
+def viterbi_geometry(M: int, cells_per_lane: int = 32) -> Geometry:
+    """About 32 cells per lane (three int32 states each, in registers).
+
+    Chosen by measurement on an H200 (docs/benchmarks.md): fewer lanes per
+    sequence and more cells per lane beat the reverse for both filters.
+    """
+    G = min(32, _pow2_at_least(math.ceil(M / cells_per_lane)))
     W = math.ceil(M / G)
     return Geometry(G, W, 1)
 
@@ -115,7 +119,7 @@ def pack_msv_profile(prof: FilterProfile, geo: Geometry) -> np.ndarray:
 
 
 def pack_viterbi_profile(prof: FilterProfile, geo: Geometry):
-    """vemis[x][q][lane] (int16) and vtrans[q][t][lane] (int32), node k = lane*W + q + 1."""
+    """vemis[x][q][lane] (int16) and vtrans[q][t/4][lane][t%4] (int32), node k = lane*W + q + 1."""
     G, W = geo.G, geo.W
     n = G * W
     emit = np.full((KP, n), PAD_EMIT_W, dtype=np.int16)
@@ -123,7 +127,8 @@ def pack_viterbi_profile(prof: FilterProfile, geo: Geometry):
     trans = np.full((8, n), PAD_TRANS, dtype=np.int32)
     trans[:, : prof.M] = prof.vit_trans
     vemis = np.ascontiguousarray(emit.reshape(KP, G, W).transpose(0, 2, 1))
-    vtrans = np.ascontiguousarray(trans.reshape(8, G, W).transpose(2, 0, 1))
+    qtl = trans.reshape(8, G, W).transpose(2, 0, 1)                  # [q, t, lane]
+    vtrans = np.ascontiguousarray(qtl.reshape(W, 2, 4, G).transpose(0, 1, 3, 2))  # [q, t/4, lane, t%4]
     return vemis, vtrans
 
 
@@ -146,7 +151,6 @@ class _DeviceShare:
             residues = _gather(db.residues, db.offsets[seq_ids], lens)
             self.residues = cp.asarray(residues)
             self.offsets = cp.asarray(offsets)
-            self.counter = cp.zeros(1, dtype=np.int32)
             props = cp.cuda.runtime.getDeviceProperties(device_id)
             self.n_sm = props["multiProcessorCount"]
             self.smem_per_sm = props.get("sharedMemPerMultiprocessor", 228 * 1024)
@@ -263,13 +267,13 @@ class GpuBackend:
                 _set_smem(msv_k, smem)
                 emis = cp.asarray(emis_host)
                 out = cp.empty(len(local), dtype=np.int16)
-                share.counter.fill(0)
+                counter = cp.zeros(1, dtype=np.int32)   # one per launch: callers may be concurrent
                 start, stop = cp.cuda.Event(), cp.cuda.Event()
                 start.record()
                 msv_k((self._grid(share, smem),), (BLOCK,),
                       (share.residues, share.offsets, order, np.int32(len(local)), emis,
                        self._device_table("tjb", prof, share), np.int32(prof.tbm), np.int32(prof.tec),
-                       np.int32(prof.base_b), np.int32(prof.bias_b), share.counter, out),
+                       np.int32(prof.base_b), np.int32(prof.bias_b), counter, out),
                       shared_mem=smem)
                 stop.record()
                 pending.append((share, out, slots, start, stop))
@@ -307,14 +311,14 @@ class GpuBackend:
                 vemis = cp.asarray(vemis_host)
                 vtrans = cp.asarray(vtrans_host)
                 out = cp.empty(len(local), dtype=np.int32)
-                share.counter.fill(0)
+                counter = cp.zeros(1, dtype=np.int32)
                 start, stop = cp.cuda.Event(), cp.cuda.Event()
                 start.record()
                 vit_k((self._grid(share, smem),), (BLOCK,),
                       (share.residues, share.offsets, order, np.int32(len(local)), vemis, vtrans,
                        self._device_table("move", prof, share), np.int32(prof.e_move),
                        np.int32(prof.e_loop), np.int32(prof.base_w), np.int32(prof.ddbound_w),
-                       share.counter, out),
+                       counter, out),
                       shared_mem=smem)
                 stop.record()
                 pending.append((share, out, slots, start, stop))
