@@ -207,6 +207,18 @@ def main():
     one = [hmms20[0]]
     ours(one)                                    # warm up (compiles the kernels)
     t_g1, r_g1 = timed(lambda: ours(one), repeat=2)
+    print("1 model stage times (s): " + ", ".join(f"{k} {v:.3f}" for k, v in r_g1[0].seconds.items()))
+    import cProfile
+    import pstats
+
+    prof_1 = cProfile.Profile()
+    prof_1.enable()
+    ours(one)
+    prof_1.disable()
+    buf = io.StringIO()
+    pstats.Stats(prof_1, stream=buf).sort_stats("cumulative").print_stats(25)
+    (Path(args.out) / "profile_one_model.txt").write_text(buf.getvalue())
+    print("\n".join(buf.getvalue().splitlines()[:45]), flush=True)
     t_c1, r_c1 = timed(lambda: theirs(one))
     same1 = tables([r.hits for r in r_g1]) == tables(r_c1)
     rows.append((f"1 model ({one[0].name}, M={one[0].M}) (s)", f"{t_g1:.2f}", f"{t_c1:.2f}", f"{t_c1 / t_g1:.1f}x"))

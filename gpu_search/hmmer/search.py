@@ -171,15 +171,21 @@ def _search_pyhmmer(hmms, db, searched, options, kwargs, cpus, callback):
         yield SearchResult(hmm, hits, _stats(hits, options))
 
 
-def _finish(hmm, db, survivors, kwargs):
-    """Forward, domain definition and thresholds on the survivors (pyhmmer, one thread)."""
+def _finish(hmm, db, survivors, kwargs, cpus: int = 1):
+    """Forward, domain definition and thresholds on the survivors (pyhmmer).
+
+    With ``cpus`` > 1 pyhmmer splits the survivors across threads; with Z
+    fixed the merged hits are the same.  A long model's Forward is then not
+    the last thing the whole search waits for.
+    """
     import time
 
     import pyhmmer
 
     t = time.perf_counter()
     block = db.digital_block(survivors)
-    hits = next(pyhmmer.hmmsearch([hmm], block, cpus=1, **kwargs))
+    cpus = max(1, min(cpus, len(block) // 64))
+    hits = next(pyhmmer.hmmsearch([hmm], block, cpus=cpus, **kwargs))
     return hits, time.perf_counter() - t
 
 
@@ -209,7 +215,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
         cascade = run_cascade(prof, db, backend, F1=options.F1, F2=options.F2,
                               bias_filter=options.bias_filter, bg_freq=bg_freq,
                               degeneracy=degeneracy, searched=searched, tables=tables)
-        hits, finish_seconds = _finish(hmm, db, cascade.survivors, kwargs)
+        hits, finish_seconds = _finish(hmm, db, cascade.survivors, kwargs, cpus=min(cpus, 4))
         seconds = dict(cascade.seconds, finish=finish_seconds)
         return SearchResult(hmm, hits, _stats(hits, options, nseqs=n_searched, nres=nres, cascade=cascade),
                             seconds)

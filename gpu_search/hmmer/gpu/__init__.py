@@ -119,7 +119,7 @@ def pack_msv_profile(prof: FilterProfile, geo: Geometry) -> np.ndarray:
 
 
 def pack_viterbi_profile(prof: FilterProfile, geo: Geometry):
-    """vemis[x][q][lane] (int16) and vtrans[q][t/4][lane][t%4] (int32), node k = lane*W + q + 1."""
+    """vemis[x][q][lane] (int16) and vtrans[q][t][lane] (int32), node k = lane*W + q + 1."""
     G, W = geo.G, geo.W
     n = G * W
     emit = np.full((KP, n), PAD_EMIT_W, dtype=np.int16)
@@ -127,8 +127,7 @@ def pack_viterbi_profile(prof: FilterProfile, geo: Geometry):
     trans = np.full((8, n), PAD_TRANS, dtype=np.int32)
     trans[:, : prof.M] = prof.vit_trans
     vemis = np.ascontiguousarray(emit.reshape(KP, G, W).transpose(0, 2, 1))
-    qtl = trans.reshape(8, G, W).transpose(2, 0, 1)                  # [q, t, lane]
-    vtrans = np.ascontiguousarray(qtl.reshape(W, 2, 4, G).transpose(0, 1, 3, 2))  # [q, t/4, lane, t%4]
+    vtrans = np.ascontiguousarray(trans.reshape(8, G, W).transpose(2, 0, 1))   # [q, t, lane]
     return vemis, vtrans
 
 

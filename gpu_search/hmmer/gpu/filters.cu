@@ -35,7 +35,7 @@
  *             (bias - cost) of the nodes of segments lane (low half) and G+lane
  *             (high half), word q; node k = s*W + q + 1 for segment s.
  *   Viterbi profile (shared memory): vemis[x][q][lane] int16 emission,
- *             vtrans[q][t/4][lane][t%4] int32, t in BM MM IM DM MD MI II DD;
+ *             vtrans[q][t][lane] int32, t in BM MM IM DM MD MI II DD;
  *             node k = lane*W + q + 1.
  *
  * Contents
@@ -177,29 +177,28 @@ extern "C" __global__ void __launch_bounds__(256)
 viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
                const int *__restrict__ order, int n,
                const short *__restrict__ vemis_global,   /* [KP][W][G]     */
-               const int4 *__restrict__ vtrans_global,   /* [W][2][G] x int4 */
+               const int *__restrict__ vtrans_global,    /* [W][NTRANS][G] */
                const short *__restrict__ move_by_len,
                int e_move, int e_loop, int base_w, int ddbound,
                int *__restrict__ work_counter, int *__restrict__ out)
 {
-    /* transitions of a node in two 16-byte loads: {BM MM IM DM}, {MD MI II DD} */
+    /* (16-byte loads of {BM MM IM DM} and {MD MI II DD} measured slower: scalar loads) */
 #if PROFILE_IN_SMEM
-    extern __shared__ int4 vsmem[];
-    int4 *vtrans = vsmem;                              /* [W][2][G] */
-    short *vemis = (short *)(vsmem + W * 2 * G);       /* [KP][W][G] */
-    for (int i = threadIdx.x; i < W * 2 * G; i += blockDim.x) vtrans[i] = vtrans_global[i];
+    extern __shared__ int vsmem[];
+    int *vtrans = vsmem;                               /* [W][NTRANS][G] */
+    short *vemis = (short *)(vsmem + W * NTRANS * G);  /* [KP][W][G] */
+    for (int i = threadIdx.x; i < W * NTRANS * G; i += blockDim.x) vtrans[i] = vtrans_global[i];
     for (int i = threadIdx.x; i < KP * W * G; i += blockDim.x) vemis[i] = vemis_global[i];
     __syncthreads();
 #else
-    const int4 *vtrans = vtrans_global;
+    const int *vtrans = vtrans_global;
     const short *vemis = vemis_global;
 #endif
 
     const int lane = threadIdx.x & 31;
     const int gl = lane & (G - 1);
     const unsigned gmask = group_mask(lane);
-#define TRA(q) vtrans[((q) * 2) * G + gl]          /* BM MM IM DM into node k */
-#define TRB(q) vtrans[((q) * 2 + 1) * G + gl]      /* MD MI II DD out of node k */
+#define TR(q, t) vtrans[((q) * NTRANS + (t)) * G + gl]
 
     for (int first = next_work(work_counter, lane); first < n; first = next_work(work_counter, lane)) {
         const int item = first + lane / G;
@@ -232,18 +231,17 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
                 const int mpv = (q > 0) ? M[q - 1] : (gl == 0 ? NEG_W : m_in);
                 const int ipv = (q > 0) ? I[q - 1] : (gl == 0 ? NEG_W : i_in);
                 const int dpv = (q > 0) ? D[q - 1] : (gl == 0 ? NEG_W : d_in);
-                const int4 ta = TRA(q), tb = TRB(q);
-                int sv = xB + ta.x;
-                sv = __viaddmax_s32(mpv, ta.y, sv);
-                sv = __viaddmax_s32(ipv, ta.z, sv);
-                sv = __viaddmax_s32(dpv, ta.w, sv);
+                int sv = xB + TR(q, T_BM);
+                sv = __viaddmax_s32(mpv, TR(q, T_MM), sv);
+                sv = __viaddmax_s32(ipv, TR(q, T_IM), sv);
+                sv = __viaddmax_s32(dpv, TR(q, T_DM), sv);
                 sv += e[q * G];
                 xE = max(xE, sv);
                 /* I(i,k) from row i-1 at node k (M[q], I[q] still hold row i-1) */
-                I[q] = __viaddmax_s32(I[q], tb.z, M[q] + tb.y);
+                I[q] = __viaddmax_s32(I[q], TR(q, T_II), M[q] + TR(q, T_MI));
                 M[q] = sv;
                 /* M->D into node k+1: D[q+1] of row i-1 was used at step q+2 */
-                const int dcv = sv + tb.x;
+                const int dcv = sv + TR(q, T_MD);
                 Dmax = max(Dmax, dcv);
                 if (q < W - 1) D[q + 1] = dcv; else d_last = dcv;
             }
@@ -264,12 +262,12 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
                 int local = NEG_W, run = 0;
 #pragma unroll
                 for (int q = 0; q < W; q++) {
-                    if (q > 0) local = max(D[q], local + TRB(q - 1).w);
+                    if (q > 0) local = max(D[q], local + TR(q - 1, T_DD));
                     else local = D[0];
-                    run += TRB(q).w;
+                    run += TR(q, T_DD);
                 }
                 /* out of the lane: f(c) = max(a, c + s) with a = chain end + last DD */
-                int a = local + TRB(W - 1).w, sdd = run;
+                int a = local + TR(W - 1, T_DD), sdd = run;
 #pragma unroll
                 for (int d = 1; d < G; d *= 2) {           /* inclusive max-plus scan */
                     const int pa = __shfl_up_sync(gmask, a, d, G);
@@ -282,12 +280,11 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
 #pragma unroll
                 for (int q = 0; q < W; q++) {
                     D[q] = max(D[q], c);
-                    c = D[q] + TRB(q).w;
+                    c = D[q] + TR(q, T_DD);
                 }
             }
         }
         if (gl == 0) out[item] = overflow ? OVERFLOW_W : xC;
     }
-#undef TRA
-#undef TRB
+#undef TR
 }
