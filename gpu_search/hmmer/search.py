@@ -171,32 +171,41 @@ def _search_pyhmmer(hmms, db, searched, options, kwargs, cpus, callback):
         yield SearchResult(hmm, hits, _stats(hits, options))
 
 
-def _finish(hmm, db, survivors, kwargs, cpus: int = 1):
-    """Forward, domain definition and thresholds on the survivors (pyhmmer).
-
-    With ``cpus`` > 1 pyhmmer splits the survivors across threads; with Z
-    fixed the merged hits are the same.  A long model's Forward is then not
-    the last thing the whole search waits for.
-    """
+def _finish(hmm, db, survivors, kwargs):
+    """Forward, domain definition and thresholds on some survivors (pyhmmer, one thread)."""
     import time
 
     import pyhmmer
 
     t = time.perf_counter()
     block = db.digital_block(survivors)
-    cpus = max(1, min(cpus, len(block) // 64))
-    hits = next(pyhmmer.hmmsearch([hmm], block, cpus=cpus, **kwargs))
+    hits = next(pyhmmer.hmmsearch([hmm], block, cpus=1, **kwargs))
     return hits, time.perf_counter() - t
+
+
+def _chunks_by_cells(survivors: np.ndarray, lengths: np.ndarray, M: int,
+                     cells: float = 3e7, min_size: int = 32) -> list[np.ndarray]:
+    """Split survivors into pieces of about ``cells`` DP cells for the CPU threads."""
+    if len(survivors) <= min_size:
+        return [survivors]
+    work = np.cumsum(lengths[survivors].astype(np.float64) * M)
+    n = int(min(len(survivors) // min_size, max(1, work[-1] // cells)))
+    if n <= 1:
+        return [survivors]
+    cuts = np.searchsorted(work, work[-1] * np.arange(1, n) / n)
+    return [c for c in np.split(survivors, cuts) if len(c)]
 
 
 def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searched, nres, callback):
     """Filter cascade on the backend, survivors finished by pyhmmer; models overlap.
 
-    Each model is one task on a pool of CPU threads: its cascade (GPU kernels,
-    host P-values, bias filter) then its finishing in pyhmmer.  While one
-    model's survivors are finished on the CPU, the GPU already filters the
-    next models (the CPU/GPU overlap of cuBLASTP and CUDAMPF).  Results are
-    yielded in model order.
+    Two pools: a few threads run the models' cascades (GPU kernels, host
+    P-values, bias filter), and every CPU thread finishes survivors in pieces
+    of about equal work (Forward, domain definition in pyhmmer).  So while the
+    CPUs finish one model the GPU already filters the next ones (the CPU/GPU
+    overlap of cuBLASTP and CUDAMPF), and a long model's Forward is spread over
+    all cores.  Pieces of one model are merged with ``TopHits.merge``, exact
+    with Z fixed.  Results are yielded in model order.
     """
     from pyhmmer.plan7 import Background
 
@@ -210,29 +219,39 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
     degeneracy = amino_degeneracy()
     tables = LengthTables(db, searched, FilterProfile.from_hmm(first, bg))
 
-    def task(hmm):
-        prof = FilterProfile.from_hmm(hmm, bg)
-        cascade = run_cascade(prof, db, backend, F1=options.F1, F2=options.F2,
-                              bias_filter=options.bias_filter, bg_freq=bg_freq,
-                              degeneracy=degeneracy, searched=searched, tables=tables)
-        hits, finish_seconds = _finish(hmm, db, cascade.survivors, kwargs, cpus=min(cpus, 4))
-        seconds = dict(cascade.seconds, finish=finish_seconds)
-        return SearchResult(hmm, hits, _stats(hits, options, nseqs=n_searched, nres=nres, cascade=cascade),
-                            seconds)
+    with ThreadPoolExecutor(max_workers=max(1, cpus), thread_name_prefix="finish") as finish_pool, \
+            ThreadPoolExecutor(max_workers=min(4, max(1, cpus)), thread_name_prefix="filter") as filter_pool:
 
-    done = 0
-    with ThreadPoolExecutor(max_workers=max(1, cpus), thread_name_prefix="model") as pool:
-        pending = [pool.submit(task, first)]
+        def cascade_task(hmm):
+            prof = FilterProfile.from_hmm(hmm, bg)
+            cascade = run_cascade(prof, db, backend, F1=options.F1, F2=options.F2,
+                                  bias_filter=options.bias_filter, bg_freq=bg_freq,
+                                  degeneracy=degeneracy, searched=searched, tables=tables)
+            pieces = _chunks_by_cells(cascade.survivors, db.lengths, hmm.M)
+            return cascade, [finish_pool.submit(_finish, hmm, db, piece, kwargs) for piece in pieces]
+
+        def collect(hmm, fut):
+            cascade, pieces = fut.result()
+            parts = [f.result() for f in pieces]
+            hits = parts[0][0]
+            if len(parts) > 1:
+                hits = hits.merge(*[h for h, _ in parts[1:]])
+            seconds = dict(cascade.seconds, finish=sum(t for _, t in parts))
+            return SearchResult(hmm, hits, _stats(hits, options, nseqs=n_searched, nres=nres, cascade=cascade),
+                                seconds)
+
+        done = 0
+        pending = [(first, filter_pool.submit(cascade_task, first))]
         for hmm in hmms:
-            pending.append(pool.submit(task, hmm))
-            while pending and (pending[0].done() or len(pending) >= 2 * cpus):
-                r = pending.pop(0).result()
+            pending.append((hmm, filter_pool.submit(cascade_task, hmm)))
+            while pending and (pending[0][1].done() and len(pending) > 1 or len(pending) >= 2 * cpus):
+                r = collect(*pending.pop(0))
                 done += 1
                 if callback:
                     callback(r.hmm, done)
                 yield r
         while pending:
-            r = pending.pop(0).result()
+            r = collect(*pending.pop(0))
             done += 1
             if callback:
                 callback(r.hmm, done)
