@@ -184,7 +184,7 @@ def _finish(hmm, db, survivors, kwargs):
 
 
 def _chunks_by_cells(survivors: np.ndarray, lengths: np.ndarray, M: int,
-                     cells: float = 3e7, min_size: int = 32) -> list[np.ndarray]:
+                     cells: float = 1e7, min_size: int = 16) -> list[np.ndarray]:
     """Split survivors into pieces of about ``cells`` DP cells for the CPU threads."""
     if len(survivors) <= min_size:
         return [survivors]
@@ -218,6 +218,10 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
     bg_freq = np.asarray(bg.residue_frequencies, dtype=np.float32)
     degeneracy = amino_degeneracy()
     tables = LengthTables(db, searched, FilterProfile.from_hmm(first, bg))
+    # The survivors already passed MSV, bias and Viterbi filters: pyhmmer need
+    # not run the Viterbi filter again (F2 = 1 skips it; F1 = 1 lets all
+    # through MSV).  The bias filter stays on: Forward's P-value uses its score.
+    finish_kwargs = dict(kwargs, F1=1.0, F2=1.0)
 
     with ThreadPoolExecutor(max_workers=max(1, cpus), thread_name_prefix="finish") as finish_pool, \
             ThreadPoolExecutor(max_workers=min(4, max(1, cpus)), thread_name_prefix="filter") as filter_pool:
@@ -228,7 +232,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
                                   bias_filter=options.bias_filter, bg_freq=bg_freq,
                                   degeneracy=degeneracy, searched=searched, tables=tables)
             pieces = _chunks_by_cells(cascade.survivors, db.lengths, hmm.M)
-            return cascade, [finish_pool.submit(_finish, hmm, db, piece, kwargs) for piece in pieces]
+            return cascade, [finish_pool.submit(_finish, hmm, db, piece, finish_kwargs) for piece in pieces]
 
         def collect(hmm, fut):
             cascade, pieces = fut.result()
