@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on the GPU host: set up the carried wheels, run the GPU tests, run the benchmark.
-# Usage (from the repository root, on the device): bash bench/device_run.sh [tests|bench|all] [pytest args]
+# Usage (from the repository root, on the device): bash bench/device_run.sh [tests|bench|all|multi] [pytest args]
 set -uo pipefail
 what=${1:-all}; shift || true
 export PYTHONUNBUFFERED=1
@@ -24,5 +24,8 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
     timeout 540 python3 bench/hmmsearch_bench.py --cpus "$(nproc)" --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -30
+fi
+if [ "$what" = multi ]; then
+    timeout 540 python3 bench/multi_gpu.py 2>&1 | tee "$OUT/multi_gpu.log" | tail -20
 fi
 exit $rc
