@@ -134,13 +134,14 @@ def hmmsearch(hmmfile, seqdb, output, tblout, domtblout, pfamtblout, acc, noali,
                             textw=textw, notextw=notextw, noali=noali, acc=acc)
     options.given = _typed_options(click.get_current_context())
     gpu_ids = _parse_gpus(gpus)
-    used = dev.resolve(device, quiet)
     hmms = read_hmms(hmmfile)
     db = open_database(seqdb)
+    db.check_for_hmmsearch(skip_long)       # report bad input before any note about the device
+    _check_cutoffs(hmms, options)
+    used = dev.resolve(device, quiet)
     if db.shard and Z is None and not quiet:
         dev.note(f"{seqdb} is shard {db.shard[0]} of {db.shard[1]}: E-values use the whole "
                  f"database's {db.total_seqs:,} sequences (-Z to change)")
-    _check_cutoffs(hmms, options)
     run_search(hmms, db, options, hmmfile=hmmfile, seqfile=seqdb, output=output, tblout=tblout,
                domtblout=domtblout, pfamtblout=pfamtblout, device=used, cpus=cpu,
                skip_long=skip_long, gpus=gpu_ids, quiet=quiet, hits_out=hits_out)

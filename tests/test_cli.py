@@ -1,0 +1,154 @@
+"""The gpu-search command line as a user meets it: outputs, bad input, exit codes."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, TEST_DATA
+
+# lines that carry paths, dates and timings: the only ones allowed to differ
+VARYING = ("# query HMM file", "# target sequence database", "# output directed", "# per-seq hits",
+           "# per-dom hits", "# pfam-style", "# CPU time", "# Mc/sec", "# Option settings",
+           "# Current dir", "# Date", "# Query file", "# Target file")
+
+
+def run(*args, cwd=None, env=None):
+    e = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "gpu_search", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, env=e)
+
+
+def stable(path) -> list[str]:
+    return [l for l in Path(path).read_text().splitlines() if not l.startswith(VARYING)]
+
+
+@pytest.mark.parametrize("device", ["cpu", "reference"])
+def test_readme_example_equals_hmmer(device, tmp_path):
+    """The README's example; every output identical to HMMER 3.4's (test-data/make.sh)."""
+    r = run("hmmsearch", "--device", device, "--tblout", tmp_path / "t", "--domtblout", tmp_path / "d",
+            "--pfamtblout", tmp_path / "p", "-o", tmp_path / "o", "--quiet",
+            TEST_DATA / "four-models.hmm", TEST_DATA / "proteome.faa")
+    assert r.returncode == 0, r.stderr
+    for ours, theirs in (("t", "tblout"), ("d", "domtblout"), ("p", "pfamtblout"), ("o", "out")):
+        assert stable(tmp_path / ours) == stable(TEST_DATA / f"four-models.{theirs}"), theirs
+
+
+def test_stdout_report_and_gzip_inputs(tmp_path):
+    hmm_gz = tmp_path / "m.hmm.gz"
+    hmm_gz.write_bytes(gzip.compress((TEST_DATA / "four-models.hmm").read_bytes()))
+    faa_gz = tmp_path / "p.faa.gz"
+    faa_gz.write_bytes(gzip.compress((TEST_DATA / "proteome.faa").read_bytes()))
+    r = run("hmmsearch", "--device", "cpu", hmm_gz, faa_gz)
+    assert r.returncode == 0, r.stderr
+    body = [l for l in r.stdout.splitlines() if not l.startswith(VARYING)]
+    expected = [l for l in stable(TEST_DATA / "four-models.out")]
+    assert body == expected
+
+
+def test_makedb_shards_and_merge_equal_unsharded(tmp_path):
+    r = run("makedb", TEST_DATA / "proteome.faa", "-o", tmp_path / "db.gsdb", "--shards", "3", "--quiet")
+    assert r.returncode == 0, r.stderr
+    shards = sorted(tmp_path.glob("db.shard*of3.gsdb"))
+    assert len(shards) == 3
+    hits = []
+    for s in shards:
+        out = tmp_path / f"{s.stem}.gshits"
+        r = run("hmmsearch", "--device", "cpu", "--quiet", "--hits-out", out, "-o", os.devnull,
+                TEST_DATA / "four-models.hmm", s)
+        assert r.returncode == 0, r.stderr
+        hits.append(out)
+    r = run("merge", *hits, "--tblout", tmp_path / "m.tbl", "--domtblout", tmp_path / "m.dom",
+            "-o", tmp_path / "m.out")
+    assert r.returncode == 0, r.stderr
+    assert stable(tmp_path / "m.tbl") == stable(TEST_DATA / "four-models.tblout")
+    assert stable(tmp_path / "m.dom") == stable(TEST_DATA / "four-models.domtblout")
+
+
+def test_gsdb_search_equals_fasta_search(tmp_path):
+    assert run("makedb", TEST_DATA / "proteome.faa", "-o", tmp_path / "p.gsdb", "-q").returncode == 0
+    r = run("hmmsearch", "--device", "cpu", "-q", "--tblout", tmp_path / "t", "-o", os.devnull,
+            TEST_DATA / "four-models.hmm", tmp_path / "p.gsdb")
+    assert r.returncode == 0, r.stderr
+    assert stable(tmp_path / "t") == stable(TEST_DATA / "four-models.tblout")
+
+
+def bad_inputs(tmp: Path):
+    """(name, hmmfile, seqfile, extra args, exit code, words in the message)."""
+    hmm, faa = TEST_DATA / "Thioesterase.hmm", TEST_DATA / "proteome.faa"
+    text = hmm.read_text()
+
+    def write(name, content, mode="w"):
+        p = tmp / name
+        (p.write_bytes if mode == "wb" else p.write_text)(content)
+        return p
+
+    dna_hmm = Path(__import__("pyhmmer").__file__).parent / "tests" / "data" / "hmms" / "txt" / "RF00001.hmm"
+    return [
+        ("missing hmm", tmp / "nope.hmm", faa, [], 3, "no such file"),
+        ("missing db", hmm, tmp / "nope.faa", [], 3, "no such file"),
+        ("hmm is a directory", tmp, faa, [], 3, "directory"),
+        ("empty hmm", write("e.hmm", ""), faa, [], 4, "empty"),
+        ("empty db", hmm, write("e.faa", ""), [], 4, "empty"),
+        ("db not fasta", hmm, write("x.faa", "hello world\n"), [], 5, "not FASTA"),
+        ("hmm not hmm", write("x.hmm", "hello\nworld\n"), faa, [], 5, "not a valid HMMER profile"),
+        ("fasta given as hmm", faa, faa, [], 5, "FASTA file, not a profile"),
+        ("truncated hmm", write("t.hmm", text[: len(text) // 2]), faa, [], 5, "HMM"),
+        ("corrupt hmm", write("c.hmm", text.replace("COMPO", "COMPX", 1).replace("LENG  243", "LENG  24x")), faa, [], 5, "HMM"),
+        ("nucleotide hmm", dna_hmm, faa, [], 6, "nucleotide"),
+        ("dna db", hmm, write("d.faa", ">a\n" + "ACGTTGCAACGTGGCATTAGC" * 5 + "\n"), [], 6, "nucleotide"),
+        ("invalid residue", hmm, write("i.faa", ">a\nACDEF9GH\n"), [], 7, "invalid residue '9'"),
+        ("empty sequence", hmm, write("z.faa", ">a\nACDEFGH\n>b\n>c\nWW\n"), [], 7, "'b' is empty"),
+        ("too long", hmm, write("l.faa", ">a\n" + "ACDEFGHIKLMNPQRSTVWY" * 5001 + "\n"), [], 7, "over HMMER's limit"),
+        ("bad option value", hmm, faa, ["-E", "-1"], 2, "-E must be > 0"),
+        ("cutoffs missing", hmm, faa, ["--cut_ga"], 2, "no GA cutoff"),
+        ("gpu asked, none", hmm, faa, ["--device", "gpu"], 8, "no usable GPU"),
+        ("bad gzip", hmm, write("b.faa.gz", gzip.compress(b">a\nACDEFGHIKL\n" * 1000)[:50], "wb"), [], 5, "gzip"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(19))
+def test_bad_input_one_line_exit_code_no_output(case, tmp_path):
+    name, hmmfile, seqfile, extra, code, words = bad_inputs(tmp_path)[case]
+    if name == "gpu asked, none":
+        from gpu_search.device import gpu_status
+
+        if gpu_status()[0]:
+            pytest.skip("a GPU is usable here")
+    out = tmp_path / "out"
+    out.mkdir()
+    r = run("hmmsearch", *extra, "--tblout", out / "t.tbl", "-o", out / "main.txt", hmmfile, seqfile)
+    assert r.returncode == code, (name, r.returncode, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gpu-search: error:"), (name, r.stderr)
+    assert words in lines[0], (name, lines[0])
+    assert "Traceback" not in r.stderr
+    assert list(out.iterdir()) == [], f"{name}: output left behind"
+
+
+def test_skip_long_sequences(tmp_path):
+    faa = tmp_path / "l.faa"
+    faa.write_text((TEST_DATA / "proteome.faa").read_text() + ">huge\n" + "ACDEFGHIKLMNPQRSTVWY" * 5001 + "\n")
+    r = run("hmmsearch", "--device", "cpu", "-q", "--skip-long", "--tblout", tmp_path / "t", "-Z", "300",
+            "-o", os.devnull, TEST_DATA / "four-models.hmm", faa)
+    assert r.returncode == 0, r.stderr
+    assert stable(tmp_path / "t") == stable(TEST_DATA / "four-models.tblout")
+
+
+def test_help_lists_exit_codes_and_info_runs():
+    r = run("hmmsearch", "--help")
+    assert r.returncode == 0 and "Exit codes" in r.stdout and "--domtblout" in r.stdout
+    r = run("info")
+    assert r.returncode == 0 and "HMMER        3.4" in r.stdout and "GPU" in r.stdout
+
+
+def test_bin_launcher(tmp_path):
+    launcher = ROOT / "bin" / "gpu-search"
+    r = subprocess.run([str(launcher), "--version"], capture_output=True, text=True)
+    assert r.returncode == 0 and "gpu-search" in r.stdout
