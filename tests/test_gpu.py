@@ -139,3 +139,38 @@ def test_cli_gpu_equals_cpu(tmp_path):
                         str(TEST_DATA / "four-models.hmm"), str(TEST_DATA / "proteome.faa")], check=True)
         outs[dev] = [l for f in (tbl, dom) for l in f.read_text().splitlines() if not l.startswith("#")]
     assert outs["gpu"] == outs["cpu"] and len(outs["cpu"]) > 10
+
+
+def test_streamed_database_gives_identical_results(proteome):
+    """A database larger than the memory budget streams through in parts, same results."""
+    hmm = read_hmms(TEST_DATA / "PF02826.hmm")[0]
+    small = GpuBackend(proteome, max_resident_residues=70_000)
+    assert len(small.parts) >= 9 and not any(p.resident for p in small.parts)
+    check_states(profile_of(hmm), proteome, small)
+    hmms = read_hmms(TEST_DATA / "four-models.hmm")
+    cpu = list(search.hmmsearch(hmms, proteome, SearchOptions(), device="cpu"))
+    gpu = list(search.hmmsearch(hmms, proteome, SearchOptions(), device="gpu", backend=small))
+    assert tables(gpu) == tables(cpu)
+
+
+def test_out_of_memory_retries_with_smaller_batches(proteome, monkeypatch):
+    """A GPU out-of-memory error halves the batches and the call still succeeds."""
+    import cupy
+
+    from gpu_search.hmmer import gpu as gpumod
+
+    backend = GpuBackend(proteome, max_resident_residues=400_000)
+    before = backend.budget
+    real_upload = gpumod._Part._upload
+    calls = {"n": 0}
+
+    def flaky(self):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise cupy.cuda.memory.OutOfMemoryError(1 << 40, 0)
+        return real_upload(self)
+
+    monkeypatch.setattr(gpumod._Part, "_upload", flaky)
+    prof = profile_of(read_hmms(TEST_DATA / "Thioesterase.hmm")[0])
+    check_states(prof, proteome, backend)
+    assert backend.budget == before // 2 and calls["n"] > 1

@@ -134,40 +134,68 @@ def pack_viterbi_profile(prof: FilterProfile, geo: Geometry):
 # --- the backend ---------------------------------------------------------------------------
 
 
-class _DeviceShare:
-    """The part of the database one GPU scores: arrays resident on that GPU."""
+class _Part:
+    """Sequences one GPU scores in one launch: resident on the GPU, or streamed.
 
-    def __init__(self, device_id: int, db, seq_ids: np.ndarray):
+    A part whose residues fit the memory budget is uploaded once and reused
+    for every model; otherwise the database is cut into several parts that are
+    uploaded in turn at every call (same results, more transfers).
+    """
+
+    def __init__(self, device_id: int, db, seq_ids: np.ndarray, resident: bool):
         cp = _cupy()
         self.device_id = device_id
-        self.seq_ids = seq_ids                      # database indices, any order
+        self.db = db
+        self.seq_ids = seq_ids                      # database indices, increasing
+        self.lengths = db.lengths[seq_ids].astype(np.int64)
+        self.n_residues = int(self.lengths.sum())
+        self.resident = resident
+        self._arrays = None
         with cp.cuda.Device(device_id):
-            lens = db.lengths[seq_ids].astype(np.int64)
-            offsets = np.zeros(len(seq_ids) + 1, dtype=np.int64)
-            np.cumsum(lens, out=offsets[1:])
-            from ...seqdb import _gather
-
-            residues = _gather(db.residues, db.offsets[seq_ids], lens)
-            self.residues = cp.asarray(residues)
-            self.offsets = cp.asarray(offsets)
             props = cp.cuda.runtime.getDeviceProperties(device_id)
             self.n_sm = props["multiProcessorCount"]
             self.smem_per_sm = props.get("sharedMemPerMultiprocessor", 228 * 1024)
             self.smem_optin = props.get("sharedMemPerBlockOptin", 227 * 1024)
-        self.lengths = lens
+            if resident:
+                self._arrays = self._upload()
+
+    def _upload(self):
+        from ...seqdb import _gather
+
+        cp = _cupy()
+        offsets = np.zeros(len(self.seq_ids) + 1, dtype=np.int64)
+        np.cumsum(self.lengths, out=offsets[1:])
+        residues = _gather(self.db.residues, self.db.offsets[self.seq_ids], self.lengths)
+        return cp.asarray(residues), cp.asarray(offsets)
+
+    def arrays(self):
+        """(residues, offsets) on the device; uploaded now for a streamed part."""
+        return self._arrays if self.resident else self._upload()
+
+
+def _is_oom(exc: BaseException) -> bool:
+    return "OutOfMemory" in type(exc).__name__ or "out of memory" in str(exc).lower()
 
 
 class GpuBackend:
     """Filter backend on CUDA GPUs (``--device gpu``).
 
+    The database is split across the GPUs (every k-th sequence in length
+    order, so each GPU gets the same mix) and, on each GPU, kept resident if
+    it fits half of the free memory, else cut into parts streamed at every
+    call.  An out-of-memory error halves the budget and retries.
+
     Args:
-        db: the database (uploaded now, once).
+        db: the database (uploaded now, once, when it fits).
         gpus: device ids (all visible GPUs by default).
+        max_resident_residues: memory budget per GPU in residues (default:
+            from the free memory); small values force streaming (tests).
     """
 
     name = "gpu"
+    MIN_BUDGET = 1 << 16
 
-    def __init__(self, db, gpus=None):
+    def __init__(self, db, gpus=None, max_resident_residues: int | None = None):
         cp = _cupy()
         try:
             n_visible = cp.cuda.runtime.getDeviceCount()
@@ -175,32 +203,67 @@ class GpuBackend:
             raise DeviceError(f"no usable GPU: {exc}") from None
         gpus = list(range(n_visible)) if gpus is None else list(gpus)
         bad = [g for g in gpus if g >= n_visible]
-        if bad:
-            raise DeviceError(f"--gpus {','.join(map(str, gpus))}: only {n_visible} GPU(s) visible")
+        if bad or not gpus:
+            raise DeviceError(f"--gpus {','.join(map(str, gpus))}: {n_visible} GPU(s) visible")
         self.db = db
         self.gpus = gpus
         self.max_len = int(db.lengths.max()) if db.n_seqs else 0
         self._tables = {}
         self._whole = None
         self.kernel_seconds = {"msv": 0.0, "viterbi": 0.0}   # GPU time, for benchmarks
-        # split the database across GPUs: every k-th sequence in length order,
-        # so each GPU gets the same mix of lengths and about the same residues
-        order = db.length_order
-        self.shares = []
-        for rank, dev in enumerate(gpus):
-            ids = np.sort(order[rank:: len(gpus)]).astype(np.int64)
+        if max_resident_residues is None:
+            free = min(cp.cuda.Device(d).mem_info[0] for d in gpus)
+            max_resident_residues = int(free * 0.5 / 1.1)   # residues + offsets + work space
+        self.budget = max(self.MIN_BUDGET, int(max_resident_residues))
+        self._build_parts()
+
+    def _build_parts(self) -> None:
+        """Cut the database into per-GPU parts within the memory budget (retrying on OOM)."""
+        db = self.db
+        while True:
             try:
-                self.shares.append(_DeviceShare(dev, db, ids))
+                self.parts = []
+                order = db.length_order
+                for rank, dev in enumerate(self.gpus):
+                    ids = np.sort(order[rank:: len(self.gpus)]).astype(np.int64)
+                    lens = db.lengths[ids].astype(np.int64)
+                    if lens.sum() <= self.budget:
+                        self.parts.append(_Part(dev, db, ids, resident=True))
+                        continue
+                    cum = np.cumsum(lens)
+                    cuts = np.searchsorted(cum, np.arange(self.budget, int(cum[-1]), self.budget), side="right")
+                    for piece in np.split(ids, np.unique(cuts)):
+                        if len(piece):
+                            self.parts.append(_Part(dev, db, piece, resident=False))
+                break
             except Exception as exc:
-                if "OutOfMemory" in type(exc).__name__:
-                    raise GpuMemoryError(f"GPU {dev}: out of memory loading {db.n_residues:,} residues") from None
-                raise
-        # position of each database sequence inside its share
-        self.share_of = np.zeros(db.n_seqs, dtype=np.int32)
+                if not _is_oom(exc):
+                    raise
+                self._shrink(exc)
+        self.part_of = np.zeros(db.n_seqs, dtype=np.int32)
         self.local_index = np.zeros(db.n_seqs, dtype=np.int64)
-        for k, share in enumerate(self.shares):
-            self.share_of[share.seq_ids] = k
-            self.local_index[share.seq_ids] = np.arange(len(share.seq_ids))
+        for k, part in enumerate(self.parts):
+            self.part_of[part.seq_ids] = k
+            self.local_index[part.seq_ids] = np.arange(len(part.seq_ids))
+        self._whole = None
+
+    def _shrink(self, exc) -> None:
+        self.parts = []
+        _cupy().get_default_memory_pool().free_all_blocks()
+        if self.budget <= self.MIN_BUDGET:
+            raise GpuMemoryError(f"GPU out of memory even with {self.budget:,}-residue batches") from None
+        self.budget = max(self.MIN_BUDGET, self.budget // 2)
+
+    def _retrying(self, fn):
+        """Run fn(); on a GPU out-of-memory error, halve the batches and run it again."""
+        while True:
+            try:
+                return fn()
+            except Exception as exc:
+                if not _is_oom(exc):
+                    raise
+                self._shrink(exc)
+                self._build_parts()
 
     # --- length-dependent tables (shared by all models) --------------------------------
     def _table(self, kind: str, prof: FilterProfile):
@@ -214,17 +277,17 @@ class GpuBackend:
         entry = self._tables[key]
         return entry
 
-    def _device_table(self, kind, prof, share):
+    def _device_table(self, kind, prof, part):
         cp = _cupy()
         entry = self._table(kind, prof)
-        if share.device_id not in entry:
-            with cp.cuda.Device(share.device_id):
-                entry[share.device_id] = cp.asarray(entry["host"])
-        return entry[share.device_id]
+        if part.device_id not in entry:
+            with cp.cuda.Device(part.device_id):
+                entry[part.device_id] = cp.asarray(entry["host"])
+        return entry[part.device_id]
 
     # --- launching ---------------------------------------------------------------------------
     def _orders(self, idx):
-        """Per share: local sequence positions to score (longest first), their
+        """Per part: local sequence positions to score (longest first), their
         slots in idx, and the positions already on the device (cached for a
         search of the whole database, the usual MSV call)."""
         cp = _cupy()
@@ -233,95 +296,116 @@ class GpuBackend:
         if whole and self._whole is not None:
             return self._whole
         per = []
-        for k, share in enumerate(self.shares):
-            sel = np.flatnonzero(self.share_of[idx] == k)
+        for k, part in enumerate(self.parts):
+            sel = np.flatnonzero(self.part_of[idx] == k)
             local = self.local_index[idx[sel]]
-            by_len = np.argsort(-share.lengths[local], kind="stable")
+            by_len = np.argsort(-part.lengths[local], kind="stable")
             local = local[by_len].astype(np.int32)
-            with cp.cuda.Device(share.device_id):
+            with cp.cuda.Device(part.device_id):
                 per.append((local, sel[by_len], cp.asarray(local)))
         if whole:
             self._whole = per
         return per
 
-    def _grid(self, share, smem: int) -> int:
-        blocks_per_sm = max(1, min(8, share.smem_per_sm // max(smem + 1024, 1)))
-        return share.n_sm * blocks_per_sm
+    def _grid(self, part, smem: int) -> int:
+        blocks_per_sm = max(1, min(8, part.smem_per_sm // max(smem + 1024, 1)))
+        return part.n_sm * blocks_per_sm
 
-    def msv(self, prof: FilterProfile, idx, geometry: Geometry | None = None):
-        """(xJ uint8, overflow bool) per sequence of idx."""
+    def _run(self, kind: str, idx, launch, out_dtype, results):
+        """Launch ``launch(part, residues, offsets, order, out)`` on every part; gather into results.
+
+        Resident parts run concurrently on their GPUs; a streamed part is
+        uploaded, run and collected before the next one, so that only one
+        streamed part at a time holds GPU memory.
+        """
         cp = _cupy()
-        geo = geometry or msv_geometry(prof.M)
-        emis_host = pack_msv_profile(prof, geo)
-        results = np.zeros(len(idx), dtype=np.int16)
         pending = []
-        for share, (local, slots, order) in zip(self.shares, self._orders(idx)):
+        for part, (local, slots, order) in zip(self.parts, self._orders(idx)):
             if len(local) == 0:
                 continue
-            with cp.cuda.Device(share.device_id):
-                smem = emis_host.nbytes
-                in_smem = smem <= share.smem_optin - 1024
-                msv_k, _ = load_kernels(geo.G, geo.W, in_smem, share.device_id)
-                smem = smem if in_smem else 0
-                _set_smem(msv_k, smem)
-                emis = cp.asarray(emis_host)
-                out = cp.empty(len(local), dtype=np.int16)
-                counter = cp.zeros(1, dtype=np.int32)   # one per launch: callers may be concurrent
+            with cp.cuda.Device(part.device_id):
+                residues, offsets = part.arrays()
+                out = cp.empty(len(local), dtype=out_dtype)
                 start, stop = cp.cuda.Event(), cp.cuda.Event()
                 start.record()
-                msv_k((self._grid(share, smem),), (BLOCK,),
-                      (share.residues, share.offsets, order, np.int32(len(local)), emis,
-                       self._device_table("tjb", prof, share), np.int32(prof.tbm), np.int32(prof.tec),
-                       np.int32(prof.base_b), np.int32(prof.bias_b), counter, out),
-                      shared_mem=smem)
+                launch(part, residues, offsets, order, out)
                 stop.record()
-                pending.append((share, out, slots, start, stop))
-        self._collect(pending, results, "msv")
-        overflow = results < 0
-        return np.where(overflow, 0, results).astype(np.uint8), overflow
+            pending.append((part, out, slots, start, stop))
+            if not part.resident:
+                self._collect(pending, results, kind)
+                pending = []
+        self._collect(pending, results, kind)
 
     def _collect(self, pending, results, kind) -> None:
         """Wait for each GPU, copy its results into place, add up kernel time."""
         cp = _cupy()
         longest = 0.0
-        for share, out, slots, start, stop in pending:
-            with cp.cuda.Device(share.device_id):
+        for part, out, slots, start, stop in pending:
+            with cp.cuda.Device(part.device_id):
                 results[slots] = out.get()
                 longest = max(longest, cp.cuda.get_elapsed_time(start, stop) / 1e3)
         self.kernel_seconds[kind] += longest
 
+    def msv(self, prof: FilterProfile, idx, geometry: Geometry | None = None):
+        """(xJ uint8, overflow bool) per sequence of idx."""
+        return self._retrying(lambda: self._msv(prof, idx, geometry))
+
+    def _msv(self, prof, idx, geometry):
+        cp = _cupy()
+        geo = geometry or msv_geometry(prof.M)
+        emis_host = pack_msv_profile(prof, geo)
+        results = np.zeros(len(idx), dtype=np.int16)
+        profiles = {}
+
+        def launch(part, residues, offsets, order, out):
+            smem = emis_host.nbytes
+            in_smem = smem <= part.smem_optin - 1024
+            kernel, _ = load_kernels(geo.G, geo.W, in_smem, part.device_id)
+            smem = smem if in_smem else 0
+            _set_smem(kernel, smem)
+            if part.device_id not in profiles:
+                profiles[part.device_id] = cp.asarray(emis_host)
+            counter = cp.zeros(1, dtype=np.int32)   # one per launch: callers may be concurrent
+            kernel((self._grid(part, smem),), (BLOCK,),
+                   (residues, offsets, order, np.int32(len(order)), profiles[part.device_id],
+                    self._device_table("tjb", prof, part), np.int32(prof.tbm), np.int32(prof.tec),
+                    np.int32(prof.base_b), np.int32(prof.bias_b), counter, out),
+                   shared_mem=smem)
+
+        self._run("msv", idx, launch, np.int16, results)
+        overflow = results < 0
+        return np.where(overflow, 0, results).astype(np.uint8), overflow
+
     def viterbi(self, prof: FilterProfile, idx, geometry: Geometry | None = None):
         """(xC int16, overflow bool) per sequence of idx."""
+        return self._retrying(lambda: self._viterbi(prof, idx, geometry))
+
+    def _viterbi(self, prof, idx, geometry):
         cp = _cupy()
         geo = geometry or viterbi_geometry(prof.M)
         vemis_host, vtrans_host = pack_viterbi_profile(prof, geo)
         results = np.zeros(len(idx), dtype=np.int64)
-        pending = []
-        for share, (local, slots, order) in zip(self.shares, self._orders(idx)):
-            if len(local) == 0:
-                continue
-            with cp.cuda.Device(share.device_id):
-                smem = vemis_host.nbytes + vtrans_host.nbytes
-                smem += (-smem) % 16
-                in_smem = smem <= share.smem_optin - 1024
-                _, vit_k = load_kernels(geo.G, geo.W, in_smem, share.device_id)
-                smem = smem if in_smem else 0
-                _set_smem(vit_k, smem)
-                vemis = cp.asarray(vemis_host)
-                vtrans = cp.asarray(vtrans_host)
-                out = cp.empty(len(local), dtype=np.int32)
-                counter = cp.zeros(1, dtype=np.int32)
-                start, stop = cp.cuda.Event(), cp.cuda.Event()
-                start.record()
-                vit_k((self._grid(share, smem),), (BLOCK,),
-                      (share.residues, share.offsets, order, np.int32(len(local)), vemis, vtrans,
-                       self._device_table("move", prof, share), np.int32(prof.e_move),
-                       np.int32(prof.e_loop), np.int32(prof.base_w), np.int32(prof.ddbound_w),
-                       counter, out),
-                      shared_mem=smem)
-                stop.record()
-                pending.append((share, out, slots, start, stop))
-        self._collect(pending, results, "viterbi")
+        profiles = {}
+
+        def launch(part, residues, offsets, order, out):
+            smem = vemis_host.nbytes + vtrans_host.nbytes
+            smem += (-smem) % 16
+            in_smem = smem <= part.smem_optin - 1024
+            _, kernel = load_kernels(geo.G, geo.W, in_smem, part.device_id)
+            smem = smem if in_smem else 0
+            _set_smem(kernel, smem)
+            if part.device_id not in profiles:
+                profiles[part.device_id] = (cp.asarray(vemis_host), cp.asarray(vtrans_host))
+            vemis, vtrans = profiles[part.device_id]
+            counter = cp.zeros(1, dtype=np.int32)
+            kernel((self._grid(part, smem),), (BLOCK,),
+                   (residues, offsets, order, np.int32(len(order)), vemis, vtrans,
+                    self._device_table("move", prof, part), np.int32(prof.e_move),
+                    np.int32(prof.e_loop), np.int32(prof.base_w), np.int32(prof.ddbound_w),
+                    counter, out),
+                   shared_mem=smem)
+
+        self._run("viterbi", idx, launch, np.int32, results)
         overflow = results == OVERFLOW_W
         xC = np.where(overflow, -32768, np.maximum(results, -32768))
         return xC.astype(np.int16), overflow
