@@ -60,7 +60,7 @@ def run_filters_oracle(exe, hmm_path, fasta_path):
     result = {}
     for model, rs in by_model.items():
         cols = {name: np.array([float.fromhex(r[i]) for r in rs], dtype=np.float32)
-                for name, i in (("msv", 3), ("null", 4), ("bias", 5), ("vit", 6))}
+                for name, i in (("msv", 3), ("null", 4), ("bias", 5), ("vit", 6), ("fwd", 7))}
         cols["names"] = [r[1] for r in rs]
         cols["L"] = np.array([int(r[2]) for r in rs])
         result[model] = cols

@@ -71,6 +71,10 @@ def test_gpu_filters_equal_hmmer(model, data_dir, proteome, proteome_path, gpu_p
         o = oracle[hmm.name]
         assert np.array_equal(msv, o["msv"]), f"{hmm.name}: {np.sum(msv != o['msv'])} MSV scores differ"
         assert np.array_equal(vit, o["vit"]), f"{hmm.name}: {np.sum(vit != o['vit'])} Viterbi scores differ"
+        # the float Forward prefilter: close to HMMER's, far inside its 1-bit margin
+        fwd = gpu_proteome.forward(prof, np.arange(proteome.n_seqs))
+        err = np.abs(fwd - o["fwd"])
+        assert np.all(np.isfinite(fwd)) and err.max() < 1e-3, f"{hmm.name}: Forward off by {err.max()}"
 
 
 @pytest.mark.parametrize("M", [1, 2, 5, 16, 31, 33, 64, 65, 129, 300, 511, 700, 1024, 1500, 2500])
@@ -94,7 +98,13 @@ def test_gpu_edge_cases(model, data_dir, tmp_path):
     fasta = tmp_path / "edge.faa"
     edge_fasta(fasta, hmm.consensus, long_length=99_000)
     db = open_database(fasta)
-    check_states(profile_of(hmm), db, GpuBackend(db))
+    prof = profile_of(hmm)
+    backend = GpuBackend(db)
+    check_states(prof, db, backend)
+    ok = ~np.isnan(R.forward_score(prof, db.residues, db.offsets, db.lengths))
+    fwd = backend.forward(prof, np.arange(db.n_seqs))
+    ref = R.forward_score(prof, db.residues, db.offsets, db.lengths)
+    assert np.allclose(fwd[ok], ref[ok], atol=1e-3, rtol=0)
 
 
 def test_gpu_subset_and_order(proteome, gpu_proteome):

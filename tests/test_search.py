@@ -17,6 +17,7 @@ from gpu_search import seqdb
 from gpu_search.hmmer import merge, search
 from gpu_search.hmmer.models import read_hmms
 from gpu_search.hmmer.options import SearchOptions
+from conftest import TEST_DATA
 
 OPTION_SETS = [
     {},
@@ -117,3 +118,45 @@ def test_msv_floor_keeps_every_passing_sequence(F1, data_dir, proteome):
         assert np.all((xJ >= floor) | ovf | ~passing)
         # and the floor really spares work: most sequences fall below it
         assert (xJ < floor).mean() > 0.5
+
+
+def test_forward_prefilter_keeps_results_exact(data_dir, proteome):
+    """The cascade's Forward prefilter (used with the GPU) changes no result.
+
+    Run here with the float64 reference Forward standing in for the GPU's.
+    """
+    import numpy as np
+
+    from gpu_search.hmmer import reference
+
+    class WithForward(reference.ReferenceBackend):
+        dropped = 0
+
+        def forward(self, prof, idx):
+            return reference.forward_score(prof, self.db.residues, self.db.offsets, self.db.lengths, idx)
+
+    hmms = read_hmms(data_dir / "hmms" / "txt" / "RREFam.hmm")[:4] + read_hmms(TEST_DATA / "four-models.hmm")
+    for opts in ({}, {"F3": 1e-3, "E": 100}):
+        options = SearchOptions(**opts)
+        cpu = list(search.hmmsearch(hmms, proteome, options, device="cpu", cpus=2))
+        pre = list(search.hmmsearch(hmms, proteome, options, device="reference", cpus=2,
+                                    backend=WithForward(proteome)))
+        assert tables(pre) == tables(cpu)
+        assert counters(pre) == counters(cpu)
+        # the prefilter did drop work: fewer sequences reached pyhmmer than passed Viterbi
+        assert any("forward" in (r.seconds or {}) for r in pre)
+
+
+def test_forward_reference_close_to_hmmer(data_dir, proteome, proteome_path, filters_oracle):
+    """The float64 Forward is within 1e-3 nats of HMMER's p7_ForwardParser everywhere."""
+    import numpy as np
+    from conftest import run_filters_oracle
+
+    from gpu_search.hmmer import reference
+    from gpu_search.hmmer.profile import FilterProfile
+
+    path = data_dir / "hmms" / "txt" / "PF02826.hmm"
+    hmm = read_hmms(path)[0]
+    o = run_filters_oracle(filters_oracle, path, proteome_path)[hmm.name]
+    f = reference.forward_score(FilterProfile.from_hmm(hmm), proteome.residues, proteome.offsets, proteome.lengths)
+    assert np.max(np.abs(f - o["fwd"])) < 1e-3

@@ -74,6 +74,8 @@ class FilterProfile:
         nj: expected number of J passes (1.0 multihit), for the move costs.
         evparam: float32 [m_mu, m_lambda, v_mu, v_lambda, f_tau, f_lambda].
         compo: float32 (K,), the model composition used by the bias filter.
+        fwd_emit, fwd_trans, fwd_e_move, fwd_e_loop: the Forward filter's float
+            profile (odds ratios, probabilities; ``rfv``, ``tfv``, ``xf``).
     """
 
     name: str
@@ -96,6 +98,10 @@ class FilterProfile:
     nj: np.float32
     evparam: np.ndarray
     compo: np.ndarray
+    fwd_emit: np.ndarray | None = None    # float32 (Kp, M) odds ratios (rfv)
+    fwd_trans: np.ndarray | None = None   # float32 (8, M) probabilities (tfv), rows as vit_trans
+    fwd_e_move: np.float32 = np.float32(0.5)
+    fwd_e_loop: np.float32 = np.float32(0.5)
 
     @property
     def Kp(self) -> int:
@@ -158,6 +164,10 @@ class FilterProfile:
             nj=rec["nj"],
             evparam=evparam,
             compo=np.asarray(om.compositions, dtype=np.float32)[:K].copy(),
+            fwd_emit=rec["rfv"][:, :M].copy(),
+            fwd_trans=rec["tfv"][:, :M].copy(),
+            fwd_e_move=np.float32(rec["xf"][_XE, _MOVE]),
+            fwd_e_loop=np.float32(rec["xf"][_XE, _LOOP]),
         )
 
     # --- 2. length-dependent costs ---------------------------------------
@@ -280,7 +290,17 @@ def _read_h3p_tail(om, Kp: int) -> dict:
     trans = striped.transpose(1, 2, 0).reshape(8, 8 * q8)  # [t, z*Q + q]
     rwv = np.frombuffer(raw["rwv"], dtype="<i2").reshape(Kp, q8, 8)
     emit = rwv.transpose(0, 2, 1).reshape(Kp, 8 * q8)
+    # Forward profile: the same striping with 4 float lanes per vector
+    tfv = np.frombuffer(raw["tfv"], dtype="<f4").reshape(8 * q4, 4)
+    fcore = tfv[: 7 * q4].reshape(q4, 7, 4)
+    fdd = tfv[7 * q4 :].reshape(q4, 1, 4)
+    ftrans = np.concatenate([fcore, fdd], axis=1).transpose(1, 2, 0).reshape(8, 4 * q4)
+    rfv = np.frombuffer(raw["rfv"], dtype="<f4").reshape(Kp, q4, 4)
+    femit = rfv.transpose(0, 2, 1).reshape(Kp, 4 * q4)
     return {
+        "tfv": ftrans.astype(np.float32),
+        "rfv": femit.astype(np.float32),
+        "xf": np.frombuffer(raw["xf"], dtype="<f4").reshape(_NXSTATES, _NXTRANS),
         "twv": trans.astype(np.int16),
         "rwv": emit.astype(np.int16),
         "xw": np.frombuffer(raw["xw"], dtype="<i2").reshape(_NXSTATES, _NXTRANS),

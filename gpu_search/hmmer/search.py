@@ -228,7 +228,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
 
         def cascade_task(hmm):
             prof = FilterProfile.from_hmm(hmm, bg)
-            cascade = run_cascade(prof, db, backend, F1=options.F1, F2=options.F2,
+            cascade = run_cascade(prof, db, backend, F1=options.F1, F2=options.F2, F3=options.F3,
                                   bias_filter=options.bias_filter, bg_freq=bg_freq,
                                   degeneracy=degeneracy, searched=searched, tables=tables)
             pieces = _chunks_by_cells(cascade.survivors, db.lengths, hmm.M)

@@ -26,6 +26,7 @@ from ...errors import DeviceError, GpuMemoryError
 from ..profile import FilterProfile
 
 KERNEL_FILE = Path(__file__).with_name("filters.cu")
+FORWARD_FILE = Path(__file__).with_name("forward.cu")
 KP = 29
 BLOCK = 256
 OVERFLOW_W = 0x7FFFFFFF
@@ -93,6 +94,16 @@ def load_kernels(G: int, W: int, profile_in_smem: bool, device_id: int):
         return module.get_function("msv_filter"), module.get_function("viterbi_filter")
 
 
+@lru_cache(maxsize=None)
+def load_forward_kernel(G: int, W: int, profile_in_smem: bool, device_id: int):
+    """Compile forward.cu for (G, W) on one device; cached per process."""
+    cp = _cupy()
+    source = f'#line 1 "{FORWARD_FILE.name}"\n' + FORWARD_FILE.read_text()
+    options = ("-std=c++17", f"-DG={G}", f"-DW={W}", f"-DPROFILE_IN_SMEM={int(profile_in_smem)}")
+    with cp.cuda.Device(device_id):
+        return cp.RawModule(code=source, options=options).get_function("forward_filter")
+
+
 def _set_smem(kernel, nbytes: int) -> None:
     if nbytes > 48 * 1024:
         kernel.max_dynamic_shared_size_bytes = nbytes
@@ -116,6 +127,19 @@ def pack_msv_profile(prof: FilterProfile, geo: Geometry) -> np.ndarray:
     words = lo | (hi << 16)                                   # [x, lane, q]
     words = words.reshape(KP, G, W // 4, 4)                   # [x, lane, q/4, q%4]
     return np.ascontiguousarray(words.transpose(0, 2, 1, 3))  # [x, q/4, lane, q%4]
+
+
+def pack_forward_profile(prof: FilterProfile, geo: Geometry):
+    """femis[x][q][lane] and ftrans[q][t][lane] (float32), node k = lane*W + q + 1; padding 0."""
+    G, W = geo.G, geo.W
+    n = G * W
+    emit = np.zeros((KP, n), dtype=np.float32)
+    emit[:, : prof.M] = prof.fwd_emit
+    trans = np.zeros((8, n), dtype=np.float32)
+    trans[:, : prof.M] = prof.fwd_trans
+    femis = np.ascontiguousarray(emit.reshape(KP, G, W).transpose(0, 2, 1))
+    ftrans = np.ascontiguousarray(trans.reshape(8, G, W).transpose(2, 0, 1))
+    return femis, ftrans
 
 
 def pack_viterbi_profile(prof: FilterProfile, geo: Geometry):
@@ -210,7 +234,7 @@ class GpuBackend:
         self.max_len = int(db.lengths.max()) if db.n_seqs else 0
         self._tables = {}
         self._whole = None
-        self.kernel_seconds = {"msv": 0.0, "viterbi": 0.0}   # GPU time, for benchmarks
+        self.kernel_seconds = {"msv": 0.0, "viterbi": 0.0, "forward": 0.0}   # GPU time, for benchmarks
         if max_resident_residues is None:
             free = min(cp.cuda.Device(d).mem_info[0] for d in gpus)
             max_resident_residues = int(free * 0.5 / 1.1)   # residues + offsets + work space
@@ -409,3 +433,36 @@ class GpuBackend:
         overflow = results == OVERFLOW_W
         xC = np.where(overflow, -32768, np.maximum(results, -32768))
         return xC.astype(np.int16), overflow
+
+    def forward(self, prof: FilterProfile, idx, geometry: Geometry | None = None):
+        """Approximate Forward scores (nats, float64; NaN where not finite) per sequence of idx.
+
+        Not bit-exact (see forward.cu): use only with a safety margin.
+        """
+        return self._retrying(lambda: self._forward(prof, idx, geometry))
+
+    def _forward(self, prof, idx, geometry):
+        cp = _cupy()
+        geo = geometry or viterbi_geometry(prof.M, cells_per_lane=16)
+        femis_host, ftrans_host = pack_forward_profile(prof, geo)
+        results = np.zeros(len(idx), dtype=np.float64)
+        profiles = {}
+
+        def launch(part, residues, offsets, order, out):
+            smem = femis_host.nbytes + ftrans_host.nbytes
+            in_smem = smem <= part.smem_optin - 1024
+            kernel = load_forward_kernel(geo.G, geo.W, in_smem, part.device_id)
+            smem = smem if in_smem else 0
+            _set_smem(kernel, smem)
+            if part.device_id not in profiles:
+                profiles[part.device_id] = (cp.asarray(femis_host), cp.asarray(ftrans_host))
+            femis, ftrans = profiles[part.device_id]
+            counter = cp.zeros(1, dtype=np.int32)
+            kernel((self._grid(part, smem),), (BLOCK,),
+                   (residues, offsets, order, np.int32(len(order)), femis, ftrans,
+                    np.float32(prof.fwd_e_move), np.float32(prof.fwd_e_loop), np.float32(prof.nj),
+                    counter, out),
+                   shared_mem=smem)
+
+        self._run("forward", idx, launch, np.float64, results)
+        return results
