@@ -101,10 +101,11 @@ def test_gpu_edge_cases(model, data_dir, tmp_path):
     prof = profile_of(hmm)
     backend = GpuBackend(db)
     check_states(prof, db, backend)
-    ok = ~np.isnan(R.forward_score(prof, db.residues, db.offsets, db.lengths))
-    fwd = backend.forward(prof, np.arange(db.n_seqs))
-    ref = R.forward_score(prof, db.residues, db.offsets, db.lengths)
-    assert np.allclose(fwd[ok], ref[ok], atol=1e-3, rtol=0)
+    short = np.flatnonzero(db.lengths < 5000)   # the float64 reference is slow on long ones
+    ref = R.forward_score(prof, db.residues, db.offsets, db.lengths, short)
+    fwd = backend.forward(prof, short)
+    ok = np.isfinite(ref)
+    assert ok.sum() > 10 and np.allclose(fwd[ok], ref[ok], atol=1e-3, rtol=0)
 
 
 def test_gpu_subset_and_order(proteome, gpu_proteome):
