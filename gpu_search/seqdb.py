@@ -211,7 +211,7 @@ def _gather_blob(blob, offs, idx):
 def open_database(path: str | os.PathLike) -> SequenceDB:
     """Load a protein database from FASTA (plain or .gz) or a .gsdb file."""
     path = Path(path)
-    _check_readable(path)
+    check_readable(path)
     with open(path, "rb") as fh:
         head = fh.read(len(GSDB_MAGIC))
     if head == GSDB_MAGIC:
@@ -219,7 +219,8 @@ def open_database(path: str | os.PathLike) -> SequenceDB:
     return read_fasta(path)
 
 
-def _check_readable(path: Path) -> None:
+def check_readable(path: Path) -> None:
+    """Raise InputFileError unless ``path`` is a readable file."""
     if not path.exists():
         raise InputFileError(f"{path}: no such file")
     if path.is_dir():
@@ -228,7 +229,8 @@ def _check_readable(path: Path) -> None:
         raise InputFileError(f"{path}: permission denied")
 
 
-def _read_bytes(path: Path) -> bytes:
+def read_bytes(path: Path) -> bytes:
+    """The file's bytes, gunzipped if it is gzip-compressed."""
     with open(path, "rb") as fh:
         data = fh.read()
     if data[:2] == b"\x1f\x8b":
@@ -242,7 +244,7 @@ def _read_bytes(path: Path) -> bytes:
 def read_fasta(path: str | os.PathLike) -> SequenceDB:
     """Parse a protein FASTA file (vectorized: a few passes of numpy over the bytes)."""
     path = Path(path)
-    data = _read_bytes(path)
+    data = read_bytes(path)
     return parse_fasta(data, source=str(path))
 
 

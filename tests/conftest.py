@@ -65,3 +65,22 @@ def run_filters_oracle(exe, hmm_path, fasta_path):
         cols["L"] = np.array([int(r[2]) for r in rs])
         result[model] = cols
     return result
+
+
+def tables(results) -> list[str]:
+    """tblout, domtblout and pfamtblout rows of search results (no headers)."""
+    import io
+
+    out = []
+    for r in results:
+        for fmt in ("targets", "domains", "pfam"):
+            buf = io.BytesIO()
+            r.hits.write(buf, format=fmt, header=False)
+            out.append(buf.getvalue().decode())
+    return out
+
+
+def counters(results) -> list[tuple]:
+    """HMMER's pipeline statistics of search results."""
+    return [(r.stats.nseqs, r.stats.nres, r.stats.n_past_msv, r.stats.n_past_bias, r.stats.n_past_vit,
+             r.stats.n_past_fwd, r.stats.Z, r.stats.domZ) for r in results]

@@ -9,7 +9,7 @@ import io
 
 import numpy as np
 import pytest
-from conftest import PROTEIN_MODELS, TEST_DATA, run_filters_oracle
+from conftest import PROTEIN_MODELS, TEST_DATA, run_filters_oracle, tables
 from edge_cases import edge_fasta
 
 from gpu_search.device import gpu_status
@@ -117,14 +117,6 @@ def test_gpu_subset_and_order(proteome, gpu_proteome):
     check_states(prof, proteome, gpu_proteome, idx)
 
 
-def tables(results):
-    out = []
-    for r in results:
-        for fmt in ("targets", "domains", "pfam"):
-            buf = io.BytesIO()
-            r.hits.write(buf, format=fmt, header=False)
-            out.append(buf.getvalue())
-    return out
 
 
 @pytest.mark.parametrize("opts", [{}, {"F3": 1.0}, {"F2": 1.0, "F3": 1.0, "E": 1e6}, {"nobias": True, "F3": 1.0}])

@@ -17,7 +17,7 @@ from gpu_search import seqdb
 from gpu_search.hmmer import merge, search
 from gpu_search.hmmer.models import read_hmms
 from gpu_search.hmmer.options import SearchOptions
-from conftest import TEST_DATA
+from conftest import TEST_DATA, counters, tables
 
 OPTION_SETS = [
     {},
@@ -28,21 +28,6 @@ OPTION_SETS = [
     {"Z": 5e6, "domZ": 3, "incE": 1e-3},
     {"T": 15.0, "domT": 10.0},
 ]
-
-
-def tables(results):
-    out = []
-    for r in results:
-        for fmt in ("targets", "domains", "pfam"):
-            buf = io.BytesIO()
-            r.hits.write(buf, format=fmt, header=False)
-            out.append(buf.getvalue().decode())
-    return out
-
-
-def counters(results):
-    return [(r.stats.nseqs, r.stats.nres, r.stats.n_past_msv, r.stats.n_past_bias, r.stats.n_past_vit,
-             r.stats.n_past_fwd, r.stats.Z, r.stats.domZ) for r in results]
 
 
 @pytest.mark.parametrize("opts", OPTION_SETS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "defaults")

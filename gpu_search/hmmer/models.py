@@ -2,31 +2,12 @@
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
 from pathlib import Path
 
-from ..errors import AlphabetError, EmptyInputError, FormatError, InputFileError
-
-
-def _open_bytes(path: Path):
-    if not path.exists():
-        raise InputFileError(f"{path}: no such file")
-    if path.is_dir():
-        raise InputFileError(f"{path}: is a directory, not a file")
-    if not os.access(path, os.R_OK):
-        raise InputFileError(f"{path}: permission denied")
-    with open(path, "rb") as fh:
-        data = fh.read()
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise FormatError(f"{path}: corrupt or truncated gzip file ({exc})") from None
-    if not data.strip():
-        raise EmptyInputError(f"{path}: file is empty")
-    return data
+from ..errors import AlphabetError, EmptyInputError, FormatError
+from ..seqdb import check_readable, read_bytes
 
 
 def read_hmms(path: str | os.PathLike) -> list:
@@ -39,7 +20,10 @@ def read_hmms(path: str | os.PathLike) -> list:
     from pyhmmer.plan7 import HMMFile
 
     path = Path(path)
-    data = _open_bytes(path)
+    check_readable(path)
+    data = read_bytes(path)
+    if not data.strip():
+        raise EmptyInputError(f"{path}: file is empty")
     if data.lstrip().startswith(b">"):
         raise FormatError(f"{path}: this is a FASTA file, not a profile HMM file "
                           f"(the HMM file comes first: hmmsearch HMMFILE SEQDB)")

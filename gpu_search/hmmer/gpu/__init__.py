@@ -88,7 +88,8 @@ def load_kernels(G: int, W: int, profile_in_smem: bool, device_id: int):
     """Compile filters.cu for (G, W) on one device; cached per process."""
     cp = _cupy()
     source = f'#line 1 "{KERNEL_FILE.name}"\n' + KERNEL_FILE.read_text()
-    options = ("-std=c++17", f"-DG={G}", f"-DW={W}", f"-DPROFILE_IN_SMEM={int(profile_in_smem)}")
+    options = ("-std=c++17", f"-DG={G}", f"-DW={W}", f"-DPROFILE_IN_SMEM={int(profile_in_smem)}",
+               f"-I{KERNEL_FILE.parent}")
     with cp.cuda.Device(device_id):
         module = cp.RawModule(code=source, options=options, name_expressions=None)
         return module.get_function("msv_filter"), module.get_function("viterbi_filter")
@@ -99,7 +100,8 @@ def load_forward_kernel(G: int, W: int, profile_in_smem: bool, device_id: int):
     """Compile forward.cu for (G, W) on one device; cached per process."""
     cp = _cupy()
     source = f'#line 1 "{FORWARD_FILE.name}"\n' + FORWARD_FILE.read_text()
-    options = ("-std=c++17", f"-DG={G}", f"-DW={W}", f"-DPROFILE_IN_SMEM={int(profile_in_smem)}")
+    options = ("-std=c++17", f"-DG={G}", f"-DW={W}", f"-DPROFILE_IN_SMEM={int(profile_in_smem)}",
+               f"-I{FORWARD_FILE.parent}")
     with cp.cuda.Device(device_id):
         return cp.RawModule(code=source, options=options).get_function("forward_filter")
 

@@ -44,48 +44,12 @@
  *   3. viterbi_filter kernel.
  */
 
-#ifndef G
-#error "G (lanes per sequence) must be defined"
-#endif
-#ifndef W
-#error "W (words per lane) must be defined"
-#endif
-#ifndef KP
-#define KP 29
-#endif
-#ifndef PROFILE_IN_SMEM
-#define PROFILE_IN_SMEM 1
-#endif
+#include "groups.cuh"
 
-#define FULL_MASK 0xffffffffu
-#define GROUPS_PER_WARP (32 / G)
 #define NEG_W (-32768)
 #define OVERFLOW_W 0x7fffffff
 
-typedef unsigned char uint8_t;
-
-/* --- 1. Work distribution ------------------------------------------------- */
-
-/* Next batch of GROUPS_PER_WARP sequences for this warp (persistent grid). */
-__device__ __forceinline__ int next_work(int *counter, int lane)
-{
-    int base = 0;
-    if (lane == 0) base = atomicAdd(counter, GROUPS_PER_WARP);
-    return __shfl_sync(FULL_MASK, base, 0);
-}
-
-__device__ __forceinline__ unsigned group_mask(int lane)
-{
-    return (G == 32) ? FULL_MASK : (((1u << G) - 1u) << ((lane / G) * G));
-}
-
-/* Maximum of a 32-bit value over the lanes of a group. */
-__device__ __forceinline__ int group_max(unsigned gmask, int v)
-{
-#pragma unroll
-    for (int d = G / 2; d >= 1; d /= 2) v = max(v, __shfl_xor_sync(gmask, v, d, G));
-    return v;
-}
+/* --- 1. Work distribution: groups.cuh ----------------------------------------- */
 
 /* --- 2. MSV filter ----------------------------------------------------------- */
 

@@ -22,37 +22,9 @@
  *   out of node k); padding nodes have zero emission and transitions.
  */
 
-#ifndef G
-#error "G (lanes per sequence) must be defined"
-#endif
-#ifndef W
-#error "W (cells per lane) must be defined"
-#endif
-#ifndef KP
-#define KP 29
-#endif
-#ifndef PROFILE_IN_SMEM
-#define PROFILE_IN_SMEM 1
-#endif
-
-#define FULL_MASK 0xffffffffu
-#define GROUPS_PER_WARP (32 / G)
-
-typedef unsigned char uint8_t;
+#include "groups.cuh"
 
 enum { F_BM, F_MM, F_IM, F_DM, F_MD, F_MI, F_II, F_DD, F_NTRANS };
-
-__device__ __forceinline__ unsigned fwd_group_mask(int lane)
-{
-    return (G == 32) ? FULL_MASK : (((1u << G) - 1u) << ((lane / G) * G));
-}
-
-__device__ __forceinline__ float group_sum(unsigned gmask, float v)
-{
-#pragma unroll
-    for (int d = G / 2; d >= 1; d /= 2) v += __shfl_xor_sync(gmask, v, d, G);
-    return v;
-}
 
 extern "C" __global__ void __launch_bounds__(256)
 forward_filter(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
@@ -76,14 +48,10 @@ forward_filter(const uint8_t *__restrict__ residues, const long long *__restrict
 
     const int lane = threadIdx.x & 31;
     const int gl = lane & (G - 1);
-    const unsigned gmask = fwd_group_mask(lane);
+    const unsigned gmask = group_mask(lane);
 #define FT(q, t) ftrans[((q) * F_NTRANS + (t)) * G + gl]
 
-    for (;;) {
-        int first = 0;
-        if (lane == 0) first = atomicAdd(work_counter, GROUPS_PER_WARP);
-        first = __shfl_sync(FULL_MASK, first, 0);
-        if (first >= n) break;
+    for (int first = next_work(work_counter, lane); first < n; first = next_work(work_counter, lane)) {
         const int item = first + lane / G;
         if (item >= n) continue;
         const int s = order[item];
