@@ -284,6 +284,65 @@ def merge(shards, output, tblout, domtblout, pfamtblout):
                   output=output, tblout=tblout, domtblout=domtblout, pfamtblout=pfamtblout)
 
 
+# --- blastp ---------------------------------------------------------------------------------
+
+
+@cli.command(context_settings=CONTEXT, epilog=exit_code_help())
+@click.option("-query", "query", required=True, metavar="FILE", help="Query protein FASTA (many queries, may be gzipped).")
+@click.option("-db", "db", required=True, metavar="DB", help="Subject database: protein FASTA (may be gzipped) or .gsdb.")
+@click.option("-out", "out", metavar="FILE", help="Output file (default: stdout).")
+@click.option("-outfmt", "outfmt", default="6", show_default=True,
+              help='Tabular output: "6" or "7", optionally followed by columns, e.g. "6 std qlen slen".')
+@click.option("-evalue", "evalue", type=float, default=10.0, show_default=True, help="Expectation value threshold.")
+@click.option("-max_target_seqs", "max_target_seqs", type=int, default=500, show_default=True,
+              help="Maximum number of aligned sequences to keep per query.")
+@click.option("-max_hsps", "max_hsps", type=int, default=None, help="Maximum number of HSPs per subject.")
+@click.option("-dbsize", "dbsize", type=int, default=None,
+              help="Effective database length in residues (the whole database's when searching a shard).")
+@click.option("-matrix", "matrix", default="BLOSUM62", show_default=True, help="Scoring matrix.")
+@click.option("-gapopen", "gapopen", type=int, default=None, help="Cost to open a gap (matrix default).")
+@click.option("-gapextend", "gapextend", type=int, default=None, help="Cost to extend a gap (matrix default).")
+@click.option("-word_size", "word_size", type=int, default=3, show_default=True, help="Word size for the initial hits.")
+@click.option("-threshold", "threshold", type=float, default=None, help="Minimum word score for the lookup table (11 for BLOSUM62).")
+@click.option("-window_size", "window_size", type=int, default=40, show_default=True, help="Two-hit window (0: one-hit).")
+@click.option("-comp_based_stats", "comp_based_stats", default="0", show_default=True,
+              help="Composition-based statistics: only 0 (off) is implemented; BLAST+'s default is 2.")
+@click.option("-num_threads", "num_threads", type=click.IntRange(min=1), default=None,
+              help="CPU threads (default: all cores).")
+@_device_option
+def blastp(query, db, out, outfmt, evalue, max_target_seqs, max_hsps, dbsize, matrix, gapopen, gapextend,
+           word_size, threshold, window_size, comp_based_stats, num_threads, device, gpus, quiet):
+    """Protein BLAST: search protein queries against a protein database, as BLAST+ blastp.
+
+    Rows are those of NCBI BLAST+ 2.12 blastp with -comp_based_stats 0.
+    """
+    from .blast.engine import run_blastp
+    from .blast.options import BlastOptions
+    from .blast.output import parse_outfmt
+    from .output import OutputSet
+    from .seqdb import open_database, read_fasta
+
+    try:
+        cbs = int(str(comp_based_stats).strip().upper().replace("F", "0").replace("T", "2") or 0)
+    except ValueError:
+        raise OptionError(f"-comp_based_stats {comp_based_stats!r}: expected 0, 1, 2 or 3") from None
+    options = BlastOptions(evalue=evalue, max_target_seqs=max_target_seqs, max_hsps=max_hsps, dbsize=dbsize,
+                           matrix=matrix, gapopen=gapopen, gapextend=gapextend, word_size=word_size,
+                           threshold=threshold, window_size=window_size, comp_based_stats=cbs,
+                           num_threads=num_threads or os.cpu_count() or 1)
+    fmt, columns = parse_outfmt(outfmt)
+    queries = read_fasta(query)
+    subjects = open_database(db)
+    with OutputSet() as outs:
+        fh = outs.open(out) if out else io.StringIO()
+        run_blastp(queries, subjects, options, fh, fmt=fmt, columns=columns,
+                   db_name=os.path.basename(str(db)), quiet=quiet)
+        if not out:
+            sys.stdout.write(fh.getvalue())
+            sys.stdout.flush()
+        outs.commit()
+
+
 # --- makedb -------------------------------------------------------------------------------
 
 

@@ -1,0 +1,55 @@
+"""NCBIstdaa: BLAST's 28-letter protein alphabet, and the map from gpu-search's codes.
+
+BLAST+ works on proteins in NCBIstdaa (``AMINOACID_TO_NCBISTDAA`` in
+blast_encoding.c; ``kNCBIstdaa`` in util/tables/raw_scoremat.c): code 0 is the
+gap '-', which BLAST also writes as the sentinel byte before and after every
+sequence; 1..27 are the letters of ``NCBISTDAA`` below.  The substitution
+matrices of matrix.py are indexed by these codes.
+
+gpu-search's sequence database holds residues in Easel's amino alphabet
+(``gpu_search.seqdb.AMINO_SYMBOLS``); ``EASEL_TO_NCBISTDAA`` converts them with
+one ``take``.  Easel's '~' (missing data) has no NCBIstdaa letter and becomes X.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import SequenceError
+from ..seqdb import AMINO_SYMBOLS
+
+NCBISTDAA = "-ABCDEFGHIKLMNPQRSTVWXYZU*OJ"
+"""NCBIstdaa letters, code = index (AMINOACID_TO_NCBISTDAA in blast_encoding.c)."""
+
+ALPHABET_SIZE = len(NCBISTDAA)   # BLASTAA_SIZE in blast_encoding.h
+GAP = 0                          # '-': gap and sequence sentinel (NCBISTDAA gap)
+X = NCBISTDAA.index("X")         # 21: unknown residue
+STOP = NCBISTDAA.index("*")      # 25
+
+# Easel code -> NCBIstdaa code; Easel's '~' (missing residue) -> X.
+EASEL_TO_NCBISTDAA = np.array(
+    [NCBISTDAA.index("X" if sym == "~" else sym) for sym in AMINO_SYMBOLS], dtype=np.uint8)
+
+_LETTER_TO_CODE = np.full(256, 255, dtype=np.uint8)
+for _code, _sym in enumerate(NCBISTDAA):
+    _LETTER_TO_CODE[ord(_sym)] = _code
+    _LETTER_TO_CODE[ord(_sym.lower())] = _code
+
+
+def encode(text: str) -> np.ndarray:
+    """Protein letters (either case) -> NCBIstdaa codes (uint8), as AMINOACID_TO_NCBISTDAA.
+
+    For tests and small inputs; real sequences come from the database through
+    ``EASEL_TO_NCBISTDAA``.  Raises SequenceError on a letter outside the alphabet.
+    """
+    raw = np.frombuffer(text.encode("ascii", errors="replace"), dtype=np.uint8)
+    codes = _LETTER_TO_CODE[raw]
+    if (codes == 255).any():
+        bad = text[int(np.flatnonzero(codes == 255)[0])]
+        raise SequenceError(f"invalid protein letter {bad!r} for BLAST's alphabet")
+    return codes
+
+
+def decode(codes) -> str:
+    """NCBIstdaa codes -> letters (the inverse of ``encode``)."""
+    return "".join(NCBISTDAA[int(c)] for c in codes)
