@@ -25,6 +25,7 @@ ALPHABET_SIZE = len(NCBISTDAA)   # BLASTAA_SIZE in blast_encoding.h
 GAP = 0                          # '-': gap and sequence sentinel (NCBISTDAA gap)
 X = NCBISTDAA.index("X")         # 21: unknown residue
 STOP = NCBISTDAA.index("*")      # 25
+O = NCBISTDAA.index("O")         # 26: pyrrolysine
 
 # Easel code -> NCBIstdaa code; Easel's '~' (missing residue) -> X.
 EASEL_TO_NCBISTDAA = np.array(
@@ -53,3 +54,18 @@ def encode(text: str) -> np.ndarray:
 def decode(codes) -> str:
     """NCBIstdaa codes -> letters (the inverse of ``encode``)."""
     return "".join(NCBISTDAA[int(c)] for c in codes)
+
+
+def blast_query_codes(codes: np.ndarray) -> np.ndarray:
+    """A query as blastp searches it: O (pyrrolysine) replaced by X.
+
+    BLAST+ does this when it sets up the query (blast_setup_cxx.cpp; it warns
+    "One or more O characters replaced by X for alignment score calculations
+    at positions ...").  Scores do not change (O scores as X), but the query's
+    composition, hence its ungapped lambda and K, does.  Database sequences
+    keep their O.
+    """
+    codes = np.asarray(codes, dtype=np.uint8)
+    if (codes == O).any():
+        codes = np.where(codes == O, np.uint8(X), codes).astype(np.uint8)
+    return codes

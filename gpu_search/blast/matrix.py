@@ -10,9 +10,11 @@ blast_stat.c expands them to a 28 x 28 matrix indexed by NCBIstdaa codes:
   what stops an extension at a sequence boundary;
 * every other pair is ``NCBISM_GetScore`` (raw_scoremat.c): the table entry,
   or the table's default score for a letter not in it (none for proteins);
-* U (selenocysteine) and O (pyrrolysine) are not scored by the tables: their
-  rows and columns are copied from X's ("Use the X scores for the more exotic
-  ncbistdaa characters").
+* U (selenocysteine) and O (pyrrolysine) are not scored by the tables: U's
+  row and column are copied from C's, O's from X's ("Use the C scores for U
+  and X scores for the O characters").  (Older toolkits copied X for both;
+  BLAST+ 2.12 scores U as C: checked against the binary.)  blastp also turns
+  a query's O into X (alphabet.blast_query_codes).
 
 The tables below were dumped from the BLAST+ 2.12.0 libtables.so and checked
 against Biopython (``Bio.Align.substitution_matrices``): the 20 x 20 core of
@@ -38,8 +40,9 @@ from .alphabet import ALPHABET_SIZE, GAP, NCBISTDAA
 BLAST_SCORE_MIN = -32768   # INT2_MIN (blast_stat.h)
 BLAST_SCORE_MAX = 32767    # INT2_MAX
 
-# (default gap open, gap extend), default neighbourhood word threshold of blastp
-# (BLAST_GetSuggestedThreshold in blast_options.c, as blastp 2.12 reports it).
+# (default gap open, gap extend) and default neighbourhood word threshold of
+# blastp, as blastp 2.12 reports them ("Gap Penalties", "Neighboring words
+# threshold"; checked by the tests).
 _DEFAULTS = {
     "BLOSUM45": ((14, 2), 14),
     "BLOSUM50": ((13, 2), 11),
@@ -332,10 +335,10 @@ def _expand(table: dict[tuple[str, str], int]) -> np.ndarray:
         for j, b in enumerate(NCBISTDAA):
             if i not in skip and j not in skip:
                 scores[i, j] = table[a, b]
-    x, u, o = (NCBISTDAA.index(c) for c in "XUO")
-    for i in range(ALPHABET_SIZE):      # same loop order as BLAST: U/O copy X's row and column
-        scores[u, i] = scores[x, i]
-        scores[i, u] = scores[i, x]
+    x, u, o, c = (NCBISTDAA.index(ch) for ch in "XUOC")
+    for i in range(ALPHABET_SIZE):      # BLAST's loop order: U copies C, O copies X
+        scores[u, i] = scores[c, i]
+        scores[i, u] = scores[i, c]
         scores[o, i] = scores[x, i]
         scores[i, o] = scores[i, x]
     assert (scores[GAP] == BLAST_SCORE_MIN).all() and (scores[:, GAP] == BLAST_SCORE_MIN).all()

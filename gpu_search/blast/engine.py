@@ -1,0 +1,293 @@
+"""The blastp engine: the stages in BLAST+'s order, for every query (the CPU path).
+
+For a batch of queries (BLAST+ concatenates queries into batches of about
+10,000 residues, and two of its decisions are taken per batch) and the whole
+database:
+
+1. ungapped stage per query (``ungapped.py``): lookup table, word hits binned
+   by diagonal, two-hit rule, ungapped X-drop extension -> init HSPs;
+2. preliminary gapped stage per query and subject (``gapped.py``), restricted
+   first where BLAST decides so for the batch, exact where a restricted score
+   lands near the cutoff; E-values (Spouge), HSPs over the preliminary E
+   threshold dropped (``Blast_HSPListReapByEvalue``);
+3. preliminary hit list per query: the best ``prelim_hitlist_size`` subjects
+   (``Blast_HitListUpdate``, ``s_EvalueCompareHSPLists``);
+4. traceback per query and subject (``traceback.py``): ALIGN_EX, purging,
+   E-values, reap by -evalue; ``-max_hsps``;
+5. subjects sorted by best E-value, then best score, then later database
+   position first, cut to ``-max_target_seqs``; rows written.
+
+Queries are independent except inside a batch (step 2's restricted decision),
+so the per-query work of a batch runs on a thread pool (the compiled stages
+release the GIL).
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import OptionError
+from . import gapped, stats, traceback
+from .alphabet import EASEL_TO_NCBISTDAA, NCBISTDAA, blast_query_codes
+from .lookup import build_lookup
+from .matrix import load_matrix
+from .options import BlastOptions
+from .output import Hsp, write_footer, write_query
+from .ungapped import ungapped_extensions
+
+QUERY_BATCH_RESIDUES = 10_000      # GetQueryBatchSize(eBlastp) in blast_input_aux.cpp
+EVALUE_EPSILON = 1.0e-180          # s_EvalueComp: smaller E-values compare equal
+
+
+@dataclass
+class SearchSetup:
+    """Everything fixed for a whole run: matrix, gap costs, database in BLAST's alphabet."""
+
+    options: BlastOptions
+    matrix: object
+    gap_open: int
+    gap_extend: int
+    gapped: object
+    threshold: float
+    residues: np.ndarray          # the database, NCBIstdaa codes
+    offsets: np.ndarray
+    lengths: np.ndarray
+    db_length: int                # residues for statistics: -dbsize, or the whole database's
+    subjects: object              # the SequenceDB (names, titles)
+
+
+@dataclass
+class QueryWork:
+    """One query's state through the stages."""
+
+    index: int
+    codes: np.ndarray
+    kbp: object = None
+    cutoffs: object = None
+    init_by_subject: dict = field(default_factory=dict)   # subject -> INIT_HSP array
+    prelim: dict = field(default_factory=dict)            # subject -> PRELIM_HSP array (E-value reaped)
+    restarted: set = field(default_factory=set)
+
+
+def make_setup(subjects, options: BlastOptions) -> SearchSetup:
+    matrix = load_matrix(options.matrix)
+    go, ge = matrix.default_gap
+    go = options.gapopen if options.gapopen is not None else go
+    ge = options.gapextend if options.gapextend is not None else ge
+    if options.gapopen is not None and options.gapextend is None or \
+            options.gapopen is None and options.gapextend is not None:
+        raise OptionError("give both -gapopen and -gapextend, or neither")
+    gapped_params = stats.gapped_params(matrix.name, go, ge)
+    if options.dbsize is not None:
+        db_length = int(options.dbsize)
+    else:  # a .gsdb shard knows the whole database's size
+        db_length = int(subjects.total_residues)
+    return SearchSetup(
+        options=options, matrix=matrix, gap_open=go, gap_extend=ge, gapped=gapped_params,
+        threshold=options.threshold if options.threshold is not None else matrix.word_threshold,
+        residues=EASEL_TO_NCBISTDAA[np.asarray(subjects.residues)],
+        offsets=np.asarray(subjects.offsets, dtype=np.int64),
+        lengths=np.asarray(subjects.lengths, dtype=np.int64),
+        db_length=db_length, subjects=subjects,
+    )
+
+
+def query_batches(lengths) -> list[list[int]]:
+    """Queries in BLAST+'s batches: read until the batch holds >= 10,000 residues."""
+    batches, current, total = [], [], 0
+    for i, n in enumerate(lengths):
+        current.append(i)
+        total += int(n)
+        if total >= QUERY_BATCH_RESIDUES:
+            batches.append(current)
+            current, total = [], 0
+    if current:
+        batches.append(current)
+    return batches
+
+
+# --- 1. ungapped stage -------------------------------------------------------------------
+
+
+def ungapped_stage(work: QueryWork, setup: SearchSetup) -> None:
+    q = work.codes
+    work.kbp = stats.ungapped_params(q, setup.matrix)
+    if work.kbp is None:          # BLAST: no valid Karlin block for this query (e.g. all X)
+        return
+    work.cutoffs = stats.search_cutoffs(work.kbp, setup.gapped, len(q), stats.BLAST_SEQSRC_MINLENGTH,
+                                        setup.db_length, evalue=setup.options.evalue)
+    cut = work.cutoffs
+    lookup = build_lookup(q, setup.matrix.scores, setup.options.word_size, setup.threshold)
+    init = ungapped_extensions(
+        q, lookup, setup.residues, setup.offsets, np.arange(len(setup.lengths), dtype=np.int64),
+        setup.matrix.scores, x_drop=min(cut.x_drop_ungapped, cut.ungapped_cutoff),
+        cutoff=cut.ungapped_cutoff, window=setup.options.window_size, method="scan")
+    if len(init):
+        subj = init["subject"]
+        starts = np.flatnonzero(np.r_[True, subj[1:] != subj[:-1]])
+        for a, b in zip(starts, np.r_[starts[1:], len(init)]):
+            work.init_by_subject[int(subj[a])] = init[a:b]
+
+
+# --- 2. preliminary gapped stage -----------------------------------------------------------
+
+
+def _evalues(scores, work: QueryWork, setup: SearchSetup, subject_len: int) -> np.ndarray:
+    g = setup.gapped
+    return np.array([stats.spouge_evalue(int(s), g.kbp, g.gbp, len(work.codes), int(subject_len),
+                                         setup.db_length) for s in scores], dtype=np.float64)
+
+
+def prelim_stage(work: QueryWork, setup: SearchSetup, restricted_for: dict, subjects=None) -> None:
+    """Preliminary gapped HSPs for each subject with init HSPs (all, or ``subjects``)."""
+    if work.cutoffs is None:
+        return
+    cut = work.cutoffs
+    todo = work.init_by_subject if subjects is None else {s: work.init_by_subject[s]
+                                                         for s in subjects if s in work.init_by_subject}
+    for s, init in todo.items():
+        a, b = setup.offsets[s], setup.offsets[s + 1]
+        hsps, restarted = gapped.preliminary_gapped_hsps(
+            init, work.codes, setup.residues[a:b], setup.matrix.scores, setup.gap_open,
+            setup.gap_extend, cut.x_drop_gapped, cut.cutoff_score,
+            restricted=restricted_for.get(s, False))
+        if restarted:
+            work.restarted.add(s)
+        if len(hsps):
+            ev = _evalues(hsps["score"], work, setup, b - a)
+            hsps = hsps[ev <= cut.prelim_evalue]          # Blast_HSPListReapByEvalue, order kept
+        if len(hsps):
+            work.prelim[s] = hsps
+        else:
+            work.prelim.pop(s, None)
+
+
+def restricted_decisions(batch: list[QueryWork], setup: SearchSetup) -> dict:
+    """Per subject: does BLAST start with restricted extensions for this batch?
+
+    The subject's best init HSP over the whole batch against the smallest
+    cutoff score of the batch (BLAST_GetGappedScore, kRestrictedMult).
+    """
+    cutoffs = [w.cutoffs.cutoff_score for w in batch if w.cutoffs is not None]
+    if not cutoffs:
+        return {}
+    cutoff_min = min(cutoffs)
+    best: dict[int, int] = {}
+    for w in batch:
+        for s, init in w.init_by_subject.items():
+            best[s] = max(best.get(s, -(1 << 30)), int(init["score"].max()))
+    return {s: gapped.restricted_alignment_on(score, cutoff_min, setup.options.evalue)
+            for s, score in best.items()}
+
+
+# --- 3-5. hit list, traceback, ordering ------------------------------------------------------
+
+
+def _evalue_key(e: float) -> float:
+    return 0.0 if e < EVALUE_EPSILON else e
+
+
+def _list_order_key(best_evalue: float, best_score: int, oid: int):
+    """s_EvalueCompareHSPLists: E-value up, score down, ordinal id down."""
+    return (_evalue_key(best_evalue), -best_score, -oid)
+
+
+def final_stage(work: QueryWork, setup: SearchSetup) -> list[tuple[int, object]]:
+    """Traceback of the preliminary hit list; subjects in BLAST's order with their HSPs."""
+    opts = setup.options
+    if not work.prelim:
+        return []
+    # preliminary hit list: prelim_hitlist_size best subjects (SBlastHitsParametersNew)
+    hitlist_size = max(min(2 * opts.max_target_seqs, opts.max_target_seqs + 50), 10)
+    lists = []
+    for s, hsps in work.prelim.items():
+        ev = _evalues(hsps["score"], work, setup, setup.lengths[s])
+        lists.append((_list_order_key(float(ev.min()), int(hsps["score"].max()), s), s))
+    lists.sort()
+    kept = [s for _, s in lists[:hitlist_size]]
+
+    results = []
+    for s in kept:
+        a, b = setup.offsets[s], setup.offsets[s + 1]
+        subject = setup.residues[a:b]
+        res = traceback.traceback(
+            work.prelim[s], work.codes, subject, setup.matrix.scores, setup.gap_open, setup.gap_extend,
+            work.cutoffs.x_drop_final,
+            evalue=lambda scores, n=b - a: _evalues(scores, work, setup, n),
+            expect_value=opts.evalue)
+        if len(res) == 0:
+            continue
+        # Blast_HSPListSortByEvalue: E-value up, then score (ScoreCompareHSPs)
+        order = sorted(range(len(res)), key=lambda i: (_evalue_key(float(res.hsps["evalue"][i])), i))
+        if opts.max_hsps is not None:
+            order = order[: opts.max_hsps]
+        best_e = float(res.hsps["evalue"][order[0]])
+        best_score = int(res.hsps["score"][order[0]])
+        results.append((_list_order_key(best_e, best_score, s), s, res, order))
+    results.sort(key=lambda r: r[0])
+    return [(s, res, order) for _, s, res, order in results[: opts.max_target_seqs]]
+
+
+def to_hsps(work: QueryWork, setup: SearchSetup, queries, hits) -> list[Hsp]:
+    """Output rows of one query."""
+    rows = []
+    db = setup.subjects
+    qname = queries.name(work.index)
+    qdesc = queries.description(work.index)
+    qtitle = f"{qname} {qdesc}" if qdesc else qname
+    g = setup.gapped
+    for s, res, order in hits:
+        a, b = setup.offsets[s], setup.offsets[s + 1]
+        subject = setup.residues[a:b]
+        sname, sdesc = db.name(s), db.description(s)
+        strings = res.strings(work.codes, subject, NCBISTDAA)
+        for i in order:
+            h = res.hsps[i]
+            qseq, sseq = strings[i]
+            rows.append(Hsp(
+                query_id=qname, query_title=qtitle, query_length=len(work.codes),
+                subject_id=sname, subject_title=f"{sname} {sdesc}" if sdesc else sname,
+                subject_length=int(b - a), score=int(h["score"]),
+                bit_score=stats.bit_score(int(h["score"]), g.kbp), evalue=float(h["evalue"]),
+                q_start=int(h["q_start"]) + 1, q_end=int(h["q_end"]),
+                s_start=int(h["s_start"]) + 1, s_end=int(h["s_end"]),
+                qseq=qseq, sseq=sseq, nident=int(h["num_ident"]), positive=int(h["num_positives"]),
+                gaps=int(h["gaps"]), gapopen=int(h["gap_opens"])))
+    return rows
+
+
+def search_batch(batch_ids, queries, setup: SearchSetup, pool) -> list[list[Hsp]]:
+    """All stages for one batch of queries; rows per query, in query order."""
+    works = []
+    for i in batch_ids:
+        codes = blast_query_codes(EASEL_TO_NCBISTDAA[np.asarray(queries.sequence(i))])
+        works.append(QueryWork(index=i, codes=codes))
+    list(pool.map(lambda w: ungapped_stage(w, setup), works))
+    restricted = restricted_decisions(works, setup)
+    list(pool.map(lambda w: prelim_stage(w, setup, restricted), works))
+    # a restricted score near the cutoff makes BLAST redo the subject exactly for the whole batch
+    redo = set().union(*(w.restarted for w in works))
+    if redo:
+        exact = {s: False for s in redo}
+        list(pool.map(lambda w: prelim_stage(w, setup, exact, subjects=redo), works))
+    hits = list(pool.map(lambda w: final_stage(w, setup), works))
+    return [to_hsps(w, setup, queries, h) for w, h in zip(works, hits)]
+
+
+def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, columns: list[str],
+               db_name: str, quiet: bool = False) -> None:
+    """Search every query against the database and write the rows (CPU path)."""
+    setup = make_setup(subjects, options)
+    threads = options.num_threads or os.cpu_count() or 1
+    n_done = 0
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="blastp") as pool:
+        for batch in query_batches(queries.lengths):
+            for i, rows in zip(batch, search_batch(batch, queries, setup, pool)):
+                qname, qdesc = queries.name(i), queries.description(i)
+                write_query(fh, fmt, columns, f"{qname} {qdesc}" if qdesc else qname, db_name, rows)
+                n_done += 1
+    write_footer(fh, fmt, n_done)

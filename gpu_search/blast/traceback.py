@@ -1,0 +1,582 @@
+"""Traceback stage of blastp (``-comp_based_stats 0``), as BLAST+ 2.12 does it.
+
+For ONE query against ONE subject: the preliminary gapped HSPs (gapped.py,
+score order, E-value reaped) go in; the final HSPs with their alignments come
+out, in BLAST's order.  Mirrors (src/algo/blast/core/):
+
+* ``Blast_TracebackFromHSPList`` (blast_traceback.c): HSPs best first; one
+  contained in an already traced HSP (``BlastIntervalTreeContainsHSP``) is
+  dropped; the start point is the preliminary one unless it no longer lies in
+  a positive-scoring 11-letter window (``BLAST_CheckStartForGappedAlignment``),
+  then ``BlastGetOffsetsForGappedAlignment`` picks another (or drops the HSP);
+  ``AdjustSubjectRange`` windows subjects of 90000+ letters;
+  ``BLAST_GappedAlignmentWithTraceback`` realigns with the final X-drop;
+  identities and positives (``Blast_HSPGetNumIdentitiesAndPositives``), the
+  percent-identity / minimum-length test (``Blast_HSPTest``); the HSP joins the
+  containment tree.  Then ``Blast_HSPListPurgeHSPsWithCommonEndpoints``, sort by
+  score, a second containment pass over the score-sorted list, and
+  ``s_HSPListPostTracebackUpdate``: E-values, ``Blast_HSPListReapByEvalue``,
+  sort by score.
+* ``BLAST_GappedAlignmentWithTraceback`` (blast_gapalign.c): ``ALIGN_EX`` left of
+  the start point on the reversed sequences (the start pair included) and right
+  of it, the two edit blocks joined by ``Blast_PrelimEditBlockToGapEditScript``;
+  a leading or trailing gap is pruned (score and extents adjusted).
+* ``ALIGN_EX``: the X-drop DP of ``Blast_SemiGappedAlign`` recording, per cell,
+  the operation and whether the row/column gap was extended; the traceback walks
+  back from the best cell.
+
+Whether the loop drops an HSP whose traceback score falls below the cutoff
+(``gap_align->score >= cutoff``) changed between BLAST+ versions (recent
+versions keep it and let the E-value reap decide): ``cutoff=None`` keeps it.
+
+Edit scripts use BLAST's op codes (``EGapAlignOpType``, gapinfo.h):
+OP_DEL = 0 (gap in the query: consumes a subject letter), OP_SUB = 3
+(aligned pair), OP_INS = 6 (gap in the subject: consumes a query letter).
+
+Coordinates are 0-based, ends exclusive; ``tabular`` converts to BLAST's 1-based
+inclusive columns.
+
+Contents:
+    1. FINAL_HSP_DTYPE, op codes
+    2. ALIGN_EX kernel
+    3. BLAST_GappedAlignmentWithTraceback
+    4. start point checks (BLAST_CheckStartForGappedAlignment, BlastGetOffsetsForGappedAlignment)
+    5. alignment statistics, strings
+    6. traceback(): Blast_TracebackFromHSPList
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numba
+import numpy as np
+
+from .gapped import (HSP_MAX_WINDOW, MININT, adjust_subject_range, pad,
+                     purge_common_endpoints_index, score_order, tree_add, tree_contains)
+
+# --------------------------------------------------------------------------------------------
+# 1. Output type, op codes
+# --------------------------------------------------------------------------------------------
+
+OP_DEL = 0   # eGapAlignDel: gap in query (subject letter against '-')
+OP_SUB = 3   # eGapAlignSub
+OP_INS = 6   # eGapAlignIns: gap in subject (query letter against '-')
+
+_SCRIPT_OP_MASK = 0x07
+_SCRIPT_EXTEND_GAP_A = 0x10
+_SCRIPT_EXTEND_GAP_B = 0x40
+
+FINAL_HSP_DTYPE = np.dtype([('score', 'i4'),
+                            ('q_start', 'i4'), ('q_end', 'i4'),
+                            ('s_start', 'i4'), ('s_end', 'i4'),
+                            ('q_gapped_start', 'i4'), ('s_gapped_start', 'i4'),
+                            ('num_ident', 'i4'), ('num_positives', 'i4'),
+                            ('gaps', 'i4'), ('gap_opens', 'i4'), ('length', 'i4'),
+                            ('evalue', 'f8')])
+"""A final HSP: 0-based, ends exclusive; ``length`` counts alignment columns,
+``gaps`` gap letters, ``gap_opens`` gap runs; ``evalue`` is NaN unless an
+E-value function was given."""
+
+
+@dataclass
+class TracebackResult:
+    """Final HSPs of one query/subject pair and their edit scripts.
+
+    Attributes:
+        hsps: FINAL_HSP_DTYPE array, BLAST's order (score order).
+        ops, nums: per HSP, the edit script as two int arrays (op codes, run lengths).
+    """
+    hsps: np.ndarray
+    ops: list
+    nums: list
+
+    def __len__(self):
+        return len(self.hsps)
+
+    def strings(self, query, subject, letters: str | None = None) -> list[tuple[str, str]]:
+        """The aligned query and subject strings of every HSP ('-' for gaps)."""
+        return [alignment_strings(query, subject, int(h['q_start']), int(h['s_start']), o, n,
+                                  letters)
+                for h, o, n in zip(self.hsps, self.ops, self.nums)]
+
+
+# --------------------------------------------------------------------------------------------
+# 2. ALIGN_EX
+# --------------------------------------------------------------------------------------------
+
+@numba.njit(cache=True, nogil=True)
+def align_ex(qp, q_base, q_dir, sp, s_base, s_dir, M, N, matrix, gap_open, gap_extend,
+             x_dropoff):
+    """``ALIGN_EX`` (blast_gapalign.c): X-drop DP with traceback, one direction.
+
+    Letter addressing as ``gapped.semi_gapped_align``.
+
+    Returns:
+        (best_score, a_offset, b_offset, steps): steps are the op codes
+        (OP_SUB / OP_DEL / OP_INS, one per alignment column) in traceback order,
+        i.e. from the best cell back to the start point.
+    """
+    gap_open_extend = gap_open + gap_extend
+    if x_dropoff < gap_open_extend:
+        x_dropoff = gap_open_extend
+    if N <= 0 or M <= 0:
+        return 0, 0, 0, np.empty(0, dtype=np.uint8)
+
+    best = np.empty(N + 2, dtype=np.int64)
+    best_gap = np.empty(N + 2, dtype=np.int64)
+    row_start = np.empty(M + 1, dtype=np.int64)
+    row_first = np.empty(M + 1, dtype=np.int64)
+    cap = max(4 * (N + 2), 1024)
+    buf = np.zeros(cap, dtype=np.uint8)
+
+    row_start[0] = 0
+    row_first[0] = 0
+    score = -gap_open_extend
+    best[0] = 0
+    best_gap[0] = -gap_open_extend
+    i = 1
+    while i <= N:
+        if score < -x_dropoff:
+            break
+        best[i] = score
+        best_gap[i] = score - gap_open_extend
+        score -= gap_extend
+        buf[i] = OP_DEL
+        i += 1
+    cursor = i + 1
+    b_size = i
+    best_score = 0
+    a_offset = 0
+    b_offset = 0
+    first_b_index = 0
+
+    for a_index in range(1, M + 1):
+        need = cursor + (N + 2 - first_b_index) + 1
+        if need > cap:
+            new_cap = max(2 * cap, need)
+            nb = np.zeros(new_cap, dtype=np.uint8)
+            nb[:cursor] = buf[:cursor]
+            buf = nb
+            cap = new_cap
+        row_start[a_index] = cursor
+        row_first[a_index] = first_b_index
+        orig_b_index = first_b_index
+        row = matrix[qp[q_base + q_dir * a_index]]
+        score = MININT
+        score_gap_row = MININT
+        last_b_index = first_b_index
+        b_end = b_size
+        for b_index in range(first_b_index, b_end):
+            score_gap_col = best_gap[b_index]
+            next_score = best[b_index] + row[sp[s_base + s_dir * (b_index + 1)]]
+            script = OP_SUB
+            if score < score_gap_col:
+                script = OP_INS
+                score = score_gap_col
+            if score < score_gap_row:
+                script = OP_DEL
+                score = score_gap_row
+            if best_score - score > x_dropoff:
+                if first_b_index == b_index:
+                    first_b_index += 1
+                else:
+                    best[b_index] = MININT
+            else:
+                last_b_index = b_index
+                if score > best_score:
+                    best_score = score
+                    a_offset = a_index
+                    b_offset = b_index
+                score_gap_row -= gap_extend
+                score_gap_col -= gap_extend
+                if score_gap_col < score - gap_open_extend:
+                    best_gap[b_index] = score - gap_open_extend
+                else:
+                    best_gap[b_index] = score_gap_col
+                    script += _SCRIPT_EXTEND_GAP_B
+                if score_gap_row < score - gap_open_extend:
+                    score_gap_row = score - gap_open_extend
+                else:
+                    script += _SCRIPT_EXTEND_GAP_A
+                best[b_index] = score
+            score = next_score
+            buf[cursor + b_index - orig_b_index] = script
+
+        if first_b_index == b_size:
+            break
+
+        if last_b_index < b_size - 1:
+            b_size = last_b_index + 1
+        else:
+            while score_gap_row >= best_score - x_dropoff and b_size <= N:
+                best[b_size] = score_gap_row
+                best_gap[b_size] = score_gap_row - gap_open_extend
+                score_gap_row -= gap_extend
+                buf[cursor + b_size - orig_b_index] = OP_DEL
+                b_size += 1
+
+        cursor += max(b_end, b_size) - orig_b_index + 1
+
+        if b_size <= N:
+            best[b_size] = MININT
+            best_gap[b_size] = MININT
+            b_size += 1
+
+    steps = np.empty(a_offset + b_offset, dtype=np.uint8)
+    n = 0
+    a_index = a_offset
+    b_index = b_offset
+    script = OP_SUB
+    while a_index > 0 or b_index > 0:
+        next_script = buf[row_start[a_index] + b_index - row_first[a_index]]
+        if script == OP_DEL:
+            script = next_script & _SCRIPT_OP_MASK
+            if next_script & _SCRIPT_EXTEND_GAP_A:
+                script = OP_DEL
+        elif script == OP_INS:
+            script = next_script & _SCRIPT_OP_MASK
+            if next_script & _SCRIPT_EXTEND_GAP_B:
+                script = OP_INS
+        else:
+            script = next_script & _SCRIPT_OP_MASK
+        if script == OP_DEL:
+            b_index -= 1
+        elif script == OP_INS:
+            a_index -= 1
+        else:
+            a_index -= 1
+            b_index -= 1
+        steps[n] = script
+        n += 1
+    return best_score, a_offset, b_offset, steps[:n]
+
+
+# --------------------------------------------------------------------------------------------
+# 3. BLAST_GappedAlignmentWithTraceback
+# --------------------------------------------------------------------------------------------
+
+@numba.njit(cache=True, nogil=True)
+def _run_length(steps_left, steps_right):
+    """``Blast_PrelimEditBlockToGapEditScript``: the left block as it is (already
+    in alignment order), the right block reversed, runs of one op merged."""
+    n = len(steps_left) + len(steps_right)
+    ops = np.empty(n, dtype=np.int32)
+    nums = np.empty(n, dtype=np.int32)
+    k = -1
+    for i in range(n):
+        if i < len(steps_left):
+            op = steps_left[i]
+        else:
+            op = steps_right[len(steps_right) - 1 - (i - len(steps_left))]
+        if k >= 0 and ops[k] == op:
+            nums[k] += 1
+        else:
+            k += 1
+            ops[k] = op
+            nums[k] = 1
+    return ops[:k + 1], nums[:k + 1]
+
+
+@numba.njit(cache=True, nogil=True)
+def gapped_alignment_with_traceback(qp, query_length, sp, subject_length, q_start, s_start,
+                                    matrix, gap_open, gap_extend, x_dropoff):
+    """``BLAST_GappedAlignmentWithTraceback`` (in-frame) from the start point (q_start, s_start).
+
+    ``subject_length`` is the (adjusted) length available: s_start + 1 letters
+    to the left, subject_length - s_start - 1 to the right.  Subject
+    coordinates are those of ``sp`` (shift applied by the caller).
+
+    Returns:
+        (score, q_begin, q_end, s_begin, s_end, ops, nums), ends exclusive.
+    """
+    score_left, a_l, b_l, steps_l = align_ex(qp, q_start + 2, -1, sp, s_start + 2, -1,
+                                             q_start + 1, s_start + 1, matrix,
+                                             gap_open, gap_extend, x_dropoff)
+    q_begin = q_start - a_l + 1
+    s_begin = s_start - b_l + 1
+    score_right = 0
+    if q_start < query_length and s_start < subject_length:
+        score_right, a_r, b_r, steps_r = align_ex(qp, q_start + 1, 1, sp, s_start + 1, 1,
+                                                  query_length - q_start - 1,
+                                                  subject_length - s_start - 1, matrix,
+                                                  gap_open, gap_extend, x_dropoff)
+        q_end = q_start + a_r + 1
+        s_end = s_start + b_r + 1
+    else:
+        steps_r = np.empty(0, dtype=np.uint8)
+        q_end = q_start - 1
+        s_end = s_start - 1
+    ops, nums = _run_length(steps_l, steps_r)
+
+    # prune a leading or trailing gap (only possible when scoring changed)
+    lo = 0
+    hi = len(ops)
+    if hi > 0 and ops[0] != OP_SUB:
+        score_left += gap_open + nums[0] * gap_extend
+        if ops[0] == OP_DEL:
+            s_begin += nums[0]
+        else:
+            q_begin += nums[0]
+        lo = 1
+    if hi - lo > 0 and ops[hi - 1] != OP_SUB:
+        score_right += gap_open + nums[hi - 1] * gap_extend
+        if ops[hi - 1] == OP_DEL:
+            s_end -= nums[hi - 1]
+        else:
+            q_end -= nums[hi - 1]
+        hi -= 1
+    return (score_left + score_right, q_begin, q_end, s_begin, s_end,
+            ops[lo:hi].copy(), nums[lo:hi].copy())
+
+
+# --------------------------------------------------------------------------------------------
+# 4. Start point checks
+# --------------------------------------------------------------------------------------------
+
+@numba.njit(cache=True, nogil=True)
+def check_start_for_gapped_alignment(qp, sp, matrix, q_off, q_end, s_off, s_end, q_gs, s_gs):
+    """``BLAST_CheckStartForGappedAlignment`` (blast_traceback.c).
+
+    True if the window of up to 5 letters left and 5 right of the start point
+    (clipped to the HSP) scores above 0.
+    """
+    left = -(HSP_MAX_WINDOW // 2)
+    if left < q_off - q_gs:
+        left = q_off - q_gs
+    if left < s_off - s_gs:
+        left = s_off - s_gs
+    right = HSP_MAX_WINDOW // 2 + 1
+    if right > q_end - q_gs:
+        right = q_end - q_gs
+    if right > s_end - s_gs:
+        right = s_end - s_gs
+    score = 0
+    for k in range(left, right):
+        score += matrix[qp[q_gs + k + 1], sp[s_gs + k + 1]]
+    return score > 0
+
+
+@numba.njit(cache=True, nogil=True)
+def get_offsets_for_gapped_alignment(qp, sp, matrix, q_off, q_end, s_off, s_end):
+    """``BlastGetOffsetsForGappedAlignment`` (blast_gapalign.c).
+
+    Returns (found, q, s): the centre of the best 11-letter window along the
+    HSP's start diagonal, else the window at its end if that scores above 0.
+    """
+    q_length = q_end - q_off
+    s_length = s_end - s_off
+    if q_length <= HSP_MAX_WINDOW:
+        return True, q_off + q_length // 2, s_off + q_length // 2
+    score = 0
+    for k in range(HSP_MAX_WINDOW):
+        score += matrix[qp[q_off + k + 1], sp[s_off + k + 1]]
+    max_score = score
+    max_offset = q_off + HSP_MAX_WINDOW - 1
+    hsp_end = q_off + min(q_length, s_length)
+    d = s_off - q_off
+    for index1 in range(q_off + HSP_MAX_WINDOW, hsp_end):
+        score -= matrix[qp[index1 - HSP_MAX_WINDOW + 1], sp[index1 - HSP_MAX_WINDOW + d + 1]]
+        score += matrix[qp[index1 + 1], sp[index1 + d + 1]]
+        if score > max_score:
+            max_score = score
+            max_offset = index1
+    if max_score > 0:
+        return True, max_offset, max_offset - q_off + s_off
+    score = 0
+    qv = q_off + q_length - HSP_MAX_WINDOW
+    sv = s_off + s_length - HSP_MAX_WINDOW
+    for k in range(HSP_MAX_WINDOW):
+        score += matrix[qp[qv + k + 1], sp[sv + k + 1]]
+    if score > 0:
+        return True, q_end - HSP_MAX_WINDOW // 2, s_end - HSP_MAX_WINDOW // 2
+    return False, 0, 0
+
+
+# --------------------------------------------------------------------------------------------
+# 5. Alignment statistics and strings
+# --------------------------------------------------------------------------------------------
+
+@numba.njit(cache=True, nogil=True)
+def alignment_stats(qp, sp, matrix, q_start, s_start, ops, nums):
+    """``Blast_HSPGetNumIdentitiesAndPositives`` and ``Blast_HSPCalcLengthAndGaps``.
+
+    Returns (num_ident, num_positives, align_length, gaps, gap_opens): positives
+    are identities plus pairs scoring above 0.
+    """
+    q = q_start
+    s = s_start
+    ident = 0
+    pos = 0
+    length = 0
+    gaps = 0
+    opens = 0
+    for k in range(len(ops)):
+        n = nums[k]
+        length += n
+        if ops[k] == OP_SUB:
+            for _ in range(n):
+                a = qp[q + 1]
+                b = sp[s + 1]
+                if a == b:
+                    ident += 1
+                elif matrix[a, b] > 0:
+                    pos += 1
+                q += 1
+                s += 1
+        elif ops[k] == OP_DEL:
+            s += n
+            gaps += n
+            opens += 1
+        else:
+            q += n
+            gaps += n
+            opens += 1
+    return ident, ident + pos, length, gaps, opens
+
+
+def alignment_strings(query, subject, q_start: int, s_start: int, ops, nums,
+                      letters: str | None = None) -> tuple[str, str]:
+    """Aligned query and subject strings (BLAST's qseq / sseq) of an edit script."""
+    if letters is None:
+        from .alphabet import NCBISTDAA as letters
+    q = q_start
+    s = s_start
+    qs = []
+    ss = []
+    for op, n in zip(np.asarray(ops).tolist(), np.asarray(nums).tolist()):
+        if op == OP_SUB:
+            qs.extend(letters[c] for c in query[q:q + n])
+            ss.extend(letters[c] for c in subject[s:s + n])
+            q += n
+            s += n
+        elif op == OP_DEL:
+            qs.append("-" * n)
+            ss.extend(letters[c] for c in subject[s:s + n])
+            s += n
+        else:
+            qs.extend(letters[c] for c in query[q:q + n])
+            ss.append("-" * n)
+            q += n
+    return "".join(qs), "".join(ss)
+
+
+# --------------------------------------------------------------------------------------------
+# 6. Blast_TracebackFromHSPList
+# --------------------------------------------------------------------------------------------
+
+def traceback(prelim_hsps: np.ndarray, query, subject, matrix, gap_open: int, gap_extend: int,
+              x_dropoff_final: int, cutoff: int | None = None, *,
+              evalue: Callable[[np.ndarray], np.ndarray] | None = None,
+              expect_value: float | None = None, percent_identity: float = 0.0,
+              min_hit_length: int = 0) -> TracebackResult:
+    """``Blast_TracebackFromHSPList`` for one query and one subject (blastp, no
+    composition statistics).
+
+    Args:
+        prelim_hsps: gapped.PRELIM_HSP_DTYPE array in score order, E-value reaped
+            (``gapped.preliminary_gapped_hsps`` then the caller's reap).
+        query, subject: NCBIstdaa codes (uint8), unpadded.
+        matrix: int32 (28, 28).
+        gap_open, gap_extend: gap costs.
+        x_dropoff_final: final X-drop, raw (``ext_params->gap_x_dropoff_final``).
+        cutoff: drop an HSP whose traceback score is below it; None: keep it
+            (the E-value reap decides), see the module docstring.
+        evalue: maps an int array of raw scores to E-values
+            (``Blast_HSPListGetEvalues``); with ``expect_value``, HSPs with
+            E > expect_value are dropped (``Blast_HSPListReapByEvalue``).
+        percent_identity, min_hit_length: ``Blast_HSPTest`` (-perc_identity,
+            min_hit_length), 0 by default.
+
+    Returns:
+        TracebackResult in BLAST's order.
+    """
+    query = np.asarray(query, dtype=np.uint8)
+    subject = np.asarray(subject, dtype=np.uint8)
+    qp = pad(query)
+    sp = pad(subject)
+    mat = np.ascontiguousarray(matrix, dtype=np.int32)
+    qlen = len(query)
+    slen = len(subject)
+    n = len(prelim_hsps)
+    tree = np.zeros((max(n, 1), 6), dtype=np.int64)
+    n_tree = 0
+    rows = []      # kept, FINAL_HSP_DTYPE order: score .. s_gapped_start, ident, pos, gaps, opens, length
+    scripts = []
+    for h in prelim_hsps:
+        if tree_contains(tree, n_tree, int(h['q_start']), int(h['q_end']), int(h['s_start']),
+                         int(h['s_end']), int(h['score'])):
+            continue
+        q_gs = int(h['q_gapped_start'])
+        s_gs = int(h['s_gapped_start'])
+        if (q_gs == 0 and s_gs == 0) or not check_start_for_gapped_alignment(
+                qp, sp, mat, int(h['q_start']), int(h['q_end']), int(h['s_start']),
+                int(h['s_end']), q_gs, s_gs):
+            found, q_gs, s_gs = get_offsets_for_gapped_alignment(
+                qp, sp, mat, int(h['q_start']), int(h['q_end']), int(h['s_start']),
+                int(h['s_end']))
+            if not found:
+                continue
+        s_adj, s_len_adj, shift = adjust_subject_range(s_gs, slen, q_gs, qlen)
+        if shift:
+            sub = pad(subject[shift:shift + s_len_adj])
+        else:
+            sub = sp
+        score, q0, q1, s0, s1, ops, nums = gapped_alignment_with_traceback(
+            qp, qlen, sub, s_len_adj, q_gs, s_adj, mat, int(gap_open), int(gap_extend),
+            int(x_dropoff_final))
+        if cutoff is not None and score < cutoff:
+            continue
+        ident, pos, length, gaps, opens = alignment_stats(qp, sub, mat, q0, s0, ops, nums)
+        if ident * 100.0 < length * percent_identity or length < min_hit_length:
+            continue
+        s0 += shift
+        s1 += shift
+        rows.append([score, q0, q1, s0, s1, q_gs, s_gs + shift, ident, pos, gaps, opens, length])
+        scripts.append((ops, nums))
+        n_tree = tree_add(tree, n_tree, q0, q1, s0, s1, score)
+
+    arr = np.array(rows, dtype=np.int64).reshape(-1, 12)
+    if len(arr):
+        keep = purge_common_endpoints_index(arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3], arr[:, 4])
+        arr = arr[keep]
+        scripts = [scripts[i] for i in keep]
+        order = score_order(arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3], arr[:, 4])
+        arr = arr[order]
+        scripts = [scripts[i] for i in order]
+        # containment pass over the score-sorted list
+        tree = np.zeros((len(arr), 6), dtype=np.int64)
+        n_tree = 0
+        kept = []
+        for i, r in enumerate(arr.tolist()):
+            if tree_contains(tree, n_tree, r[1], r[2], r[3], r[4], r[0]):
+                continue
+            n_tree = tree_add(tree, n_tree, r[1], r[2], r[3], r[4], r[0])
+            kept.append(i)
+        arr = arr[kept]
+        scripts = [scripts[i] for i in kept]
+
+    out = np.zeros(len(arr), dtype=FINAL_HSP_DTYPE)
+    for k, name in enumerate(FINAL_HSP_DTYPE.names[:12]):
+        out[name] = arr[:, k] if len(arr) else []
+    out['evalue'] = np.nan
+    if evalue is not None and len(out):
+        out['evalue'] = np.asarray(evalue(out['score'].copy()), dtype=np.float64)
+        if expect_value is not None:
+            keep = np.flatnonzero(~(out['evalue'] > expect_value))
+            out = out[keep]
+            scripts = [scripts[i] for i in keep]
+    return TracebackResult(out, [s[0] for s in scripts], [s[1] for s in scripts])
+
+
+def tabular_rows(result: TracebackResult, query, subject, letters: str | None = None):
+    """BLAST's outfmt-6 columns of each HSP, 1-based inclusive:
+    (qstart, qend, sstart, send, score, nident, positive, gaps, gapopen, length, qseq, sseq)."""
+    out = []
+    for h, (qs, ss) in zip(result.hsps, result.strings(query, subject, letters)):
+        out.append((int(h['q_start']) + 1, int(h['q_end']), int(h['s_start']) + 1,
+                    int(h['s_end']), int(h['score']), int(h['num_ident']),
+                    int(h['num_positives']), int(h['gaps']), int(h['gap_opens']),
+                    int(h['length']), qs, ss))
+    return out
