@@ -95,6 +95,7 @@ class SequenceDB:
     total_seqs: int | None = None       # of the whole database, when this is a shard
     total_residues: int | None = None
     shard: tuple[int, int] | None = None  # (i, n): shard i of n, 1-based
+    first_index: int = 0                  # index of this file's first sequence in the whole database
     lengths: np.ndarray = field(init=False)
     _order: np.ndarray | None = field(default=None, repr=False)
 
@@ -318,7 +319,7 @@ _SECTIONS = ("residues", "offsets", "name_blob", "name_offsets", "desc_blob", "d
 
 
 def write_gsdb(db: SequenceDB, path: str | os.PathLike, *, total_seqs=None, total_residues=None,
-               shard=None) -> None:
+               shard=None, first_index: int = 0) -> None:
     """Write ``db`` as a .gsdb file (atomically: temp file, then rename)."""
     arrays = {
         "residues": np.ascontiguousarray(db.residues, dtype=np.uint8),
@@ -338,6 +339,7 @@ def write_gsdb(db: SequenceDB, path: str | os.PathLike, *, total_seqs=None, tota
         "total_seqs": int(total_seqs if total_seqs is not None else db.total_seqs),
         "total_residues": int(total_residues if total_residues is not None else db.total_residues),
         "shard": list(shard) if shard else None,
+        "first_index": int(first_index),
         "source": os.path.basename(db.source),
         "sections": {},
     }
@@ -390,6 +392,7 @@ def read_gsdb(path: str | os.PathLike) -> SequenceDB:
         source=str(path),
         total_seqs=header["total_seqs"], total_residues=header["total_residues"],
         shard=tuple(header["shard"]) if header.get("shard") else None,
+        first_index=int(header.get("first_index", 0)),
     )
     if db.n_seqs != header["n_seqs"] or db.n_residues != header["n_residues"]:
         raise FormatError(f"{path}: .gsdb counts do not match its contents; rebuild it")
@@ -434,6 +437,7 @@ def makedb(fasta: str | os.PathLike, out: str | os.PathLike, shards: int = 1) ->
     for i, (a, b) in enumerate(bounds, start=1):
         part = db.subset(np.arange(a, b))
         p = out.with_name(f"{stem}.shard{i}of{len(bounds)}.gsdb")
-        write_gsdb(part, p, total_seqs=db.n_seqs, total_residues=db.n_residues, shard=(i, len(bounds)))
+        write_gsdb(part, p, total_seqs=db.n_seqs, total_residues=db.n_residues, shard=(i, len(bounds)),
+                   first_index=a)
         written.append(p)
     return written

@@ -81,11 +81,13 @@ def proteome_seqs(proteome):
 # ---------------------------------------------------------------------------------------------
 
 def ours(query, subjects, matrix, gp, db_length, min_subject_len, *, evalue=10.0,
-         modes=None):
+         modes=None, batch=False):
     """Rows of ``COLUMNS`` per subject index: our blastp for one query.
 
     ``subjects`` is a list of NCBIstdaa code arrays (the database); E-values
-    are Spouge's with the given database length.
+    are Spouge's with the given database length.  ``batch``: the preliminary
+    stage of all subjects in one call (``preliminary_gapped_hsps_batch``)
+    instead of subject by subject (``preliminary_gapped_hsps``).
     """
     q = blast_query_codes(query)
     kbp_u = stats.ungapped_params(q, matrix)
@@ -95,18 +97,27 @@ def ours(query, subjects, matrix, gp, db_length, min_subject_len, *, evalue=10.0
     offsets = np.zeros(len(subjects) + 1, np.int64)
     offsets[1:] = np.cumsum([len(s) for s in subjects])
     residues = np.concatenate(subjects).astype(np.uint8)
-    init_all = sort_by_score(ungapped_extensions(
-        q, lut, residues, offsets, np.arange(len(subjects), dtype=np.int64), matrix.scores,
-        cut.x_drop_ungapped, cut.ungapped_cutoff))
+    init_all = ungapped_extensions(q, lut, residues, offsets,
+                                   np.arange(len(subjects), dtype=np.int64), matrix.scores,
+                                   cut.x_drop_ungapped, cut.ungapped_cutoff)
+    if batch:
+        prelim_all, restarted_all = gapped.preliminary_gapped_hsps_batch(
+            init_all, q, residues, offsets, matrix.scores, GAP_OPEN, GAP_EXTEND,
+            cut.x_drop_gapped, cut.cutoff_score, expect_value=evalue)
+    init_all = sort_by_score(init_all)
     out = {}
-    for sj in np.unique(init_all['subject']).tolist():
+    for g, sj in enumerate(dict.fromkeys(init_all['subject'].tolist())):
         s = subjects[sj]
         init = init_all[init_all['subject'] == sj]
         restricted = gapped.restricted_alignment_on(int(init['score'][0]), cut.cutoff_score,
                                                     evalue)
-        prelim, restarted = gapped.preliminary_gapped_hsps(
-            init, q, s, matrix.scores, GAP_OPEN, GAP_EXTEND, cut.x_drop_gapped,
-            cut.cutoff_score, restricted=restricted)
+        if batch:
+            prelim = prelim_all[prelim_all['subject'] == sj]
+            restarted = bool(restarted_all[g])
+        else:
+            prelim, restarted = gapped.preliminary_gapped_hsps(
+                init, q, s, matrix.scores, GAP_OPEN, GAP_EXTEND, cut.x_drop_gapped,
+                cut.cutoff_score, restricted=restricted)
         if modes is not None:
             modes[("restarted" if restarted else "restricted") if restricted else "exact"] += 1
 
@@ -157,7 +168,8 @@ def ours_pair(query: str, subject: str, matrix, gp):
 
 def forward(query: str, subject: str):
     """Padded sequences and the addressing of an extension from before the first letters."""
-    return gapped.pad(encode(query)), 0, 1, gapped.pad(encode(subject)), 0, 1, len(query), len(subject)
+    return (gapped.pad(encode(query)), 0, 1, gapped.pad(encode(subject)), 0, 1,
+            len(query), len(subject))
 
 
 XDROP_Q = "W" * 10 + "E" * 10 + "W" * 10
@@ -313,6 +325,26 @@ def test_purge_common_endpoints():
     assert sorted(keep.tolist()) == [1, 3]
 
 
+def test_purge_and_sort_numba_matches_numpy():
+    # the batch kernel's purge + score sort against the numpy versions, on rows
+    # with many shared endpoints and ties
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        n = int(rng.integers(1, 30))
+        rows = np.zeros((n, 7), dtype=np.int32)
+        rows[:, 0] = rng.integers(20, 26, n)
+        rows[:, 1] = rng.integers(0, 4, n)
+        rows[:, 2] = rows[:, 1] + rng.integers(1, 4, n)
+        rows[:, 3] = rng.integers(0, 4, n)
+        rows[:, 4] = rows[:, 3] + rng.integers(1, 4, n)
+        rows[:, 5] = np.arange(n)
+        keep = gapped.purge_common_endpoints_index(*rows[:, :5].T)
+        kept = rows[keep]
+        expected = kept[gapped.score_order(*kept[:, :5].T)]
+        got = gapped.purge_and_sort_rows(rows)
+        assert got[:, :5].tolist() == expected[:, :5].tolist()
+
+
 # ---------------------------------------------------------------------------------------------
 # end-to-end hand cases against blastp
 # ---------------------------------------------------------------------------------------------
@@ -437,6 +469,40 @@ def test_many_random_pairs_against_blastp(proteome_seqs, blast_db, tmp_path, blo
     assert diffs == [], f"{same}/{n_rows} rows identical; differences: {diffs[:10]}"
 
 
+def mutated(seq: str, rng: random.Random) -> str:
+    """A copy with ~15% substitutions, ~2% deletions and ~2% insertions."""
+    letters = "ACDEFGHIKLMNPQRSTVWY"
+    out = []
+    for c in seq:
+        r = rng.random()
+        if r < 0.15:
+            out.append(rng.choice(letters))
+        elif r < 0.17:
+            continue
+        elif r < 0.19:
+            out.append(c + rng.choice(letters))
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+@needs_blast
+@pytest.mark.parametrize("query_name, position", [(QUERIES[2], 60_000), (QUERIES[0], 5_000)])
+def test_long_subject(proteome_seqs, tmp_path, blosum62, gp, query_name, position):
+    # A subject of ~100000 letters (random, with a mutated copy of the query):
+    # AdjustSubjectRange windows subjects of 90000+ letters around the start
+    # point (query length + 3000 gaps either side) in both stages.
+    rng = random.Random(4)
+    letters = "ACDEFGHIKLMNPQRSTVWY"
+    q = {n: l for n, _, l in proteome_seqs}[query_name].rstrip("*")
+    s = ("".join(rng.choice(letters) for _ in range(position)) + mutated(q, rng)
+         + "".join(rng.choice(letters) for _ in range(100_000 - position)))
+    assert len(s) >= gapped.MAX_SUBJECT_OFFSET
+    rows = ours_pair(q, s, blosum62, gp)
+    assert rows and rows[0][2] > position - 10
+    assert rows == blastp_pair(tmp_path, q, s)
+
+
 # ---------------------------------------------------------------------------------------------
 # (c) database search, including the restricted alignment and its restart
 # ---------------------------------------------------------------------------------------------
@@ -450,7 +516,7 @@ def run_db(proteome_seqs, blast_db, tmp_path, blosum62, gp, query_indices, dbsiz
     for qi in query_indices:
         theirs = blastp_db(tmp_path / f"q{qi}", proteome_seqs[qi][2], blast_db, extra)
         mine = ours(proteome_seqs[qi][1], subjects, blosum62, gp, db_length,
-                    stats.BLAST_SEQSRC_MINLENGTH, modes=modes)
+                    stats.BLAST_SEQSRC_MINLENGTH, modes=modes, batch=True)
         for sj in set(theirs) | set(mine):
             out[(qi, sj)] = (theirs.get(sj, []), mine.get(sj, []))
     return out, modes
@@ -479,3 +545,40 @@ def test_database_search_many_queries(proteome_seqs, blast_db, tmp_path, blosum6
         result, _ = run_db(proteome_seqs, blast_db, tmp_path, blosum62, gp, queries, dbsize)
         n, same, diffs = compare(result)
         assert diffs == [], f"{same}/{n} rows identical; differences: {diffs[:10]}"
+
+
+# Two batches of proteome queries (database indices) searched in ONE blastp run.
+# In BLAST_GetGappedScore the restricted decision looks at the subject's best
+# init HSP of every query searched together; blastp 2.12 nevertheless behaves
+# as if each query were searched alone: in these batches the per-query
+# decision gives BLAST's result for query 291 / subject 807 and query 1366 /
+# subject 778, a batch-wide decision (best init HSP of the batch against the
+# batch's smallest cutoff) does not.
+MULTI_QUERY_BATCHES = [[309, 1290, 1902, 1782, 1695, 169, 580, 291, 1123, 1691, 988],
+                       [537, 1337, 1237, 322, 802, 2098, 1366, 1056, 1404, 1311, 178]]
+
+
+@needs_blast
+@pytest.mark.parametrize("batch", MULTI_QUERY_BATCHES)
+def test_several_queries_in_one_run(proteome_seqs, blast_db, tmp_path, blosum62, gp, batch):
+    dbsize = 10_000_000_000
+    (tmp_path / "q.fa").write_text("".join(f">q{qi}\n{proteome_seqs[qi][2]}\n" for qi in batch))
+    out = subprocess.run([BLASTP, "-query", str(tmp_path / "q.fa"), "-db", str(blast_db),
+                          "-comp_based_stats", "0", "-max_target_seqs", "5000",
+                          "-dbsize", str(dbsize), "-outfmt", "6 qseqid sseqid " + COLUMNS],
+                         capture_output=True, text=True, check=True).stdout
+    theirs = {}
+    for line in out.splitlines():
+        f = line.split("\t")
+        key = (int(f[0][1:]), int(f[1][1:]))
+        theirs.setdefault(key, []).append(tuple([int(x) for x in f[2:12]] + f[12:14]))
+    subjects = [c for _, c, _ in proteome_seqs]
+    result = {}
+    for qi in batch:
+        mine = ours(proteome_seqs[qi][1], subjects, blosum62, gp, dbsize,
+                    stats.BLAST_SEQSRC_MINLENGTH, batch=True)
+        for sj in set(mine) | {k[1] for k in theirs if k[0] == qi}:
+            result[(qi, sj)] = (theirs.get((qi, sj), []), mine.get(sj, []))
+    n, same, diffs = compare(result)
+    assert n > 100
+    assert diffs == [], f"{same}/{n} rows identical; differences: {diffs[:10]}"

@@ -1,15 +1,14 @@
 """The blastp engine: the stages in BLAST+'s order, for every query (the CPU path).
 
-For a batch of queries (BLAST+ concatenates queries into batches of about
-10,000 residues, and two of its decisions are taken per batch) and the whole
-database:
+For each query against the whole database (BLAST+ searches queries in
+batches, but every decision below is taken per query: checked against the binary):
 
 1. ungapped stage per query (``ungapped.py``): lookup table, word hits binned
    by diagonal, two-hit rule, ungapped X-drop extension -> init HSPs;
-2. preliminary gapped stage per query and subject (``gapped.py``), restricted
-   first where BLAST decides so for the batch, exact where a restricted score
-   lands near the cutoff; E-values (Spouge), HSPs over the preliminary E
-   threshold dropped (``Blast_HSPListReapByEvalue``);
+2. preliminary gapped stage per subject (``gapped.py``), restricted first where
+   BLAST decides so, exact where a restricted score lands near the cutoff;
+   E-values (Spouge), HSPs over the preliminary E threshold dropped
+   (``Blast_HSPListReapByEvalue``);
 3. preliminary hit list per query: the best ``prelim_hitlist_size`` subjects
    (``Blast_HitListUpdate``, ``s_EvalueCompareHSPLists``);
 4. traceback per query and subject (``traceback.py``): ALIGN_EX, purging,
@@ -17,9 +16,8 @@ database:
 5. subjects sorted by best E-value, then best score, then later database
    position first, cut to ``-max_target_seqs``; rows written.
 
-Queries are independent except inside a batch (step 2's restricted decision),
-so the per-query work of a batch runs on a thread pool (the compiled stages
-release the GIL).
+Queries run on a thread pool (the compiled stages release the GIL); rows are
+written in query order.
 """
 
 from __future__ import annotations
@@ -39,7 +37,6 @@ from .options import BlastOptions
 from .output import Hsp, write_footer, write_query
 from .ungapped import ungapped_extensions
 
-QUERY_BATCH_RESIDUES = 10_000      # GetQueryBatchSize(eBlastp) in blast_input_aux.cpp
 EVALUE_EPSILON = 1.0e-180          # s_EvalueComp: smaller E-values compare equal
 
 
@@ -68,9 +65,8 @@ class QueryWork:
     codes: np.ndarray
     kbp: object = None
     cutoffs: object = None
-    init_by_subject: dict = field(default_factory=dict)   # subject -> INIT_HSP array
-    prelim: dict = field(default_factory=dict)            # subject -> PRELIM_HSP array (E-value reaped)
-    restarted: set = field(default_factory=set)
+    init: np.ndarray = field(default_factory=lambda: np.zeros(0))  # INIT_HSP rows, subject by subject
+    prelim: dict = field(default_factory=dict)            # subject -> PRELIM_HSP rows (E-value reaped)
 
 
 def make_setup(subjects, options: BlastOptions) -> SearchSetup:
@@ -96,20 +92,6 @@ def make_setup(subjects, options: BlastOptions) -> SearchSetup:
     )
 
 
-def query_batches(lengths) -> list[list[int]]:
-    """Queries in BLAST+'s batches: read until the batch holds >= 10,000 residues."""
-    batches, current, total = [], [], 0
-    for i, n in enumerate(lengths):
-        current.append(i)
-        total += int(n)
-        if total >= QUERY_BATCH_RESIDUES:
-            batches.append(current)
-            current, total = [], 0
-    if current:
-        batches.append(current)
-    return batches
-
-
 # --- 1. ungapped stage -------------------------------------------------------------------
 
 
@@ -126,62 +108,44 @@ def ungapped_stage(work: QueryWork, setup: SearchSetup) -> None:
         q, lookup, setup.residues, setup.offsets, np.arange(len(setup.lengths), dtype=np.int64),
         setup.matrix.scores, x_drop=min(cut.x_drop_ungapped, cut.ungapped_cutoff),
         cutoff=cut.ungapped_cutoff, window=setup.options.window_size, method="scan")
-    if len(init):
-        subj = init["subject"]
-        starts = np.flatnonzero(np.r_[True, subj[1:] != subj[:-1]])
-        for a, b in zip(starts, np.r_[starts[1:], len(init)]):
-            work.init_by_subject[int(subj[a])] = init[a:b]
+    work.init = init
 
 
 # --- 2. preliminary gapped stage -----------------------------------------------------------
 
 
-def _evalues(scores, work: QueryWork, setup: SearchSetup, subject_len: int) -> np.ndarray:
+def _evalues(scores, work, setup, subject_len: int) -> np.ndarray:
     g = setup.gapped
     return np.array([stats.spouge_evalue(int(s), g.kbp, g.gbp, len(work.codes), int(subject_len),
                                          setup.db_length) for s in scores], dtype=np.float64)
 
 
-def prelim_stage(work: QueryWork, setup: SearchSetup, restricted_for: dict, subjects=None) -> None:
-    """Preliminary gapped HSPs for each subject with init HSPs (all, or ``subjects``)."""
-    if work.cutoffs is None:
+def prelim_stage(work: QueryWork, setup: SearchSetup) -> None:
+    """Preliminary gapped HSPs of every subject with init HSPs, E-value reaped.
+
+    BLAST_GetGappedScore per subject, restricted extensions first where the
+    query's best init HSP of the subject is below 0.68 x its cutoff (decided
+    per query: what BLAST+ 2.12 does even for queries searched together), then
+    Blast_HSPListReapByEvalue with the preliminary E-value.
+    """
+    if work.cutoffs is None or not len(work.init):
         return
     cut = work.cutoffs
-    todo = work.init_by_subject if subjects is None else {s: work.init_by_subject[s]
-                                                         for s in subjects if s in work.init_by_subject}
-    for s, init in todo.items():
-        a, b = setup.offsets[s], setup.offsets[s + 1]
-        hsps, restarted = gapped.preliminary_gapped_hsps(
-            init, work.codes, setup.residues[a:b], setup.matrix.scores, setup.gap_open,
-            setup.gap_extend, cut.x_drop_gapped, cut.cutoff_score,
-            restricted=restricted_for.get(s, False))
-        if restarted:
-            work.restarted.add(s)
-        if len(hsps):
-            ev = _evalues(hsps["score"], work, setup, b - a)
-            hsps = hsps[ev <= cut.prelim_evalue]          # Blast_HSPListReapByEvalue, order kept
-        if len(hsps):
-            work.prelim[s] = hsps
-        else:
-            work.prelim.pop(s, None)
-
-
-def restricted_decisions(batch: list[QueryWork], setup: SearchSetup) -> dict:
-    """Per subject: does BLAST start with restricted extensions for this batch?
-
-    The subject's best init HSP over the whole batch against the smallest
-    cutoff score of the batch (BLAST_GetGappedScore, kRestrictedMult).
-    """
-    cutoffs = [w.cutoffs.cutoff_score for w in batch if w.cutoffs is not None]
-    if not cutoffs:
-        return {}
-    cutoff_min = min(cutoffs)
-    best: dict[int, int] = {}
-    for w in batch:
-        for s, init in w.init_by_subject.items():
-            best[s] = max(best.get(s, -(1 << 30)), int(init["score"].max()))
-    return {s: gapped.restricted_alignment_on(score, cutoff_min, setup.options.evalue)
-            for s, score in best.items()}
+    hsps, _ = gapped.preliminary_gapped_hsps_batch(
+        work.init, work.codes, setup.residues, setup.offsets, setup.matrix.scores,
+        setup.gap_open, setup.gap_extend, cut.x_drop_gapped, cut.cutoff_score,
+        restricted=None, expect_value=setup.options.evalue)
+    if not len(hsps):
+        return
+    subj = hsps["subject"]
+    starts = np.flatnonzero(np.r_[True, subj[1:] != subj[:-1]])
+    for a, b in zip(starts, np.r_[starts[1:], len(hsps)]):
+        s = int(subj[a])
+        group = hsps[a:b]
+        ev = _evalues(group["score"], work, setup, setup.lengths[s])
+        keep = ev <= cut.prelim_evalue            # order kept
+        if keep.any():
+            work.prelim[s] = group[keep]
 
 
 # --- 3-5. hit list, traceback, ordering ------------------------------------------------------
@@ -260,22 +224,13 @@ def to_hsps(work: QueryWork, setup: SearchSetup, queries, hits) -> list[Hsp]:
     return rows
 
 
-def search_batch(batch_ids, queries, setup: SearchSetup, pool) -> list[list[Hsp]]:
-    """All stages for one batch of queries; rows per query, in query order."""
-    works = []
-    for i in batch_ids:
-        codes = blast_query_codes(EASEL_TO_NCBISTDAA[np.asarray(queries.sequence(i))])
-        works.append(QueryWork(index=i, codes=codes))
-    list(pool.map(lambda w: ungapped_stage(w, setup), works))
-    restricted = restricted_decisions(works, setup)
-    list(pool.map(lambda w: prelim_stage(w, setup, restricted), works))
-    # a restricted score near the cutoff makes BLAST redo the subject exactly for the whole batch
-    redo = set().union(*(w.restarted for w in works))
-    if redo:
-        exact = {s: False for s in redo}
-        list(pool.map(lambda w: prelim_stage(w, setup, exact, subjects=redo), works))
-    hits = list(pool.map(lambda w: final_stage(w, setup), works))
-    return [to_hsps(w, setup, queries, h) for w, h in zip(works, hits)]
+def search_query(i: int, queries, setup: SearchSetup) -> list[Hsp]:
+    """All stages for one query; its output rows."""
+    codes = blast_query_codes(EASEL_TO_NCBISTDAA[np.asarray(queries.sequence(i))])
+    work = QueryWork(index=i, codes=codes)
+    ungapped_stage(work, setup)
+    prelim_stage(work, setup)
+    return to_hsps(work, setup, queries, final_stage(work, setup))
 
 
 def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, columns: list[str],
@@ -285,9 +240,9 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
     threads = options.num_threads or os.cpu_count() or 1
     n_done = 0
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="blastp") as pool:
-        for batch in query_batches(queries.lengths):
-            for i, rows in zip(batch, search_batch(batch, queries, setup, pool)):
-                qname, qdesc = queries.name(i), queries.description(i)
-                write_query(fh, fmt, columns, f"{qname} {qdesc}" if qdesc else qname, db_name, rows)
-                n_done += 1
+        # queries are independent: several at a time, written in input order
+        for i, rows in enumerate(pool.map(lambda i: search_query(i, queries, setup), range(queries.n_seqs))):
+            qname, qdesc = queries.name(i), queries.description(i)
+            write_query(fh, fmt, columns, f"{qname} {qdesc}" if qdesc else qname, db_name, rows)
+            n_done += 1
     write_footer(fh, fmt, n_done)

@@ -29,13 +29,15 @@ E-value reaping and the traceback stage.  Mirrors (src/algo/blast/core/):
   (blast_engine.c) calls ``Blast_HSPListPurgeHSPsWithCommonEndpoints`` (purge;
   blast_hits.c) and ``Blast_HSPListSortByScore`` (``ScoreCompareHSPs``).
 
-Several queries searched together (BLAST concatenates a batch of queries) share
-two things per subject: the restricted decision uses the best init HSP of the
-whole batch against the smallest cutoff of the batch, and a restart recomputes
-every query of the batch exactly.  Both are per-query computable: pass
-``restricted`` as decided for the batch (``restricted_alignment_on``), and if
-any query of the batch reports ``restarted``, run all of them again with
-``restricted=False``.
+In BLAST's code the restricted decision and the restart are per subject over
+everything in the init HSP list, which holds the hits of all queries searched
+together (best init HSP of the batch against ``cutoff_score_min``, the smallest
+cutoff of the batch).  blastp 2.12 does not behave that way with several
+queries in one run: with batches of 8 to 11 proteome queries (``-dbsize 1e10``)
+the per-query decision below reproduced BLAST on every pair where the two
+models differ, the batch-wide one on none.  So: decide per query
+(``restricted_alignment_on`` with the query's own best init HSP of the subject
+and its own cutoff), which is what the functions below do by default.
 
 Coordinates are 0-based, ends exclusive (BLAST's ``query.offset``/``query.end``).
 Scores, gap costs and X-drops are raw score units (arguments; stats.py computes
@@ -48,7 +50,9 @@ Contents:
     4. containment set (BlastIntervalTreeContainsHSP / BlastIntervalTreeAddHSP)
     5. BLAST_GetGappedScore kernel
     6. HSP list helpers: ScoreCompareHSPs sort, Blast_HSPListPurgeHSPsWithCommonEndpoints
-    7. public API: get_gapped_score(), preliminary_gapped_hsps(), restricted_alignment_on()
+       (numpy and numba versions), the batch kernel (one query, many subjects)
+    7. public API: get_gapped_score(), preliminary_gapped_hsps(),
+       preliminary_gapped_hsps_batch(), restricted_alignment_on()
 """
 
 from __future__ import annotations
@@ -631,7 +635,8 @@ def purge_common_endpoints_index(score, q_start, q_end, s_start, s_end) -> np.nd
         return idx
     order = np.lexsort((-s_end, -q_end, -score, s_start, q_start))
     keep = np.ones(len(order), dtype=bool)
-    keep[1:] = (q_start[order[1:]] != q_start[order[:-1]]) | (s_start[order[1:]] != s_start[order[:-1]])
+    keep[1:] = ((q_start[order[1:]] != q_start[order[:-1]])
+                | (s_start[order[1:]] != s_start[order[:-1]]))
     idx = order[keep]
     order = idx[np.lexsort((-s_start[idx], -q_start[idx], -score[idx], s_end[idx], q_end[idx]))]
     keep = np.ones(len(order), dtype=bool)
@@ -795,8 +800,9 @@ def restricted_alignment_on(best_ungapped_score: int, cutoff_score_min: int,
     """Whether ``BLAST_GetGappedScore`` starts with restricted (approximate) extensions.
 
     ``hit_params->restricted_align`` is set for blastp when evalue <= 10, and
-    used when the subject's best init HSP (over the whole query batch) scores
-    below ``(Int4)(0.68 * cutoff_score_min)`` (smallest cutoff of the batch).
+    used when the subject's best init HSP scores below
+    ``(Int4)(0.68 * cutoff_score_min)``; pass the query's own best init HSP of
+    the subject and its own cutoff (see the module docstring).
 
     >>> restricted_alignment_on(40, 70), restricted_alignment_on(48, 70)
     (True, False)
@@ -904,9 +910,9 @@ def preliminary_gapped_hsps_batch(init_hsps: np.ndarray, query, residues, offset
         residues, offsets: the packed NCBIstdaa database (uint8; int64 (n+1,)).
         matrix, gap_open, gap_extend, x_dropoff, cutoff: as ``get_gapped_score``.
         restricted: per subject group (in order of first appearance) whether
-            extensions start restricted; None: ``restricted_alignment_on`` with
-            this query's best init HSP of the subject and ``cutoff`` (a search of
-            one query).  For a batch of queries, pass the batch's decision.
+            extensions start restricted; None (BLAST's behaviour):
+            ``restricted_alignment_on`` with the query's best init HSP of the
+            subject and ``cutoff``.
         expect_value: -evalue (restricted alignment only for evalue <= 10).
 
     Returns:

@@ -26,14 +26,17 @@ out, in BLAST's order.  Mirrors (src/algo/blast/core/):
   back from the best cell.
 
 Whether the loop drops an HSP whose traceback score falls below the cutoff
-(``gap_align->score >= cutoff``) changed between BLAST+ versions (recent
+(``gap_align->score >= cutoff``) differs between BLAST+ versions (recent
 versions keep it and let the E-value reap decide): ``cutoff=None`` keeps it.
+For blastp both give the same results: the cutoff is computed for the shortest
+possible subject (stats.hit_cutoff_score), so a score below it has E > evalue
+on any subject of 10 or more letters (303 proteome queries: no difference).
 
 Edit scripts use BLAST's op codes (``EGapAlignOpType``, gapinfo.h):
 OP_DEL = 0 (gap in the query: consumes a subject letter), OP_SUB = 3
 (aligned pair), OP_INS = 6 (gap in the subject: consumes a query letter).
 
-Coordinates are 0-based, ends exclusive; ``tabular`` converts to BLAST's 1-based
+Coordinates are 0-based, ends exclusive; ``tabular_rows`` gives BLAST's 1-based
 inclusive columns.
 
 Contents:
@@ -491,6 +494,16 @@ def traceback(prelim_hsps: np.ndarray, query, subject, matrix, gap_open: int, ga
 
     Returns:
         TracebackResult in BLAST's order.
+
+    >>> from gpu_search.blast.alphabet import encode
+    >>> from gpu_search.blast.matrix import load_matrix
+    >>> from gpu_search.blast.gapped import PRELIM_HSP_DTYPE
+    >>> q = encode("W" * 10 + "E" * 10 + "W" * 10)
+    >>> s = encode("W" * 10 + "C" * 10 + "W" * 10)
+    >>> prelim = np.array([(110, 0, 10, 0, 10, 5, 5)], dtype=PRELIM_HSP_DTYPE)
+    >>> r = traceback(prelim, q, s, load_matrix("BLOSUM62").scores, 11, 1, 64)
+    >>> int(r.hsps['score'][0]), int(r.hsps['q_end'][0]), r.ops[0].tolist(), r.nums[0].tolist()
+    (180, 30, [3], [30])
     """
     query = np.asarray(query, dtype=np.uint8)
     subject = np.asarray(subject, dtype=np.uint8)
@@ -502,7 +515,7 @@ def traceback(prelim_hsps: np.ndarray, query, subject, matrix, gap_open: int, ga
     n = len(prelim_hsps)
     tree = np.zeros((max(n, 1), 6), dtype=np.int64)
     n_tree = 0
-    rows = []      # kept, FINAL_HSP_DTYPE order: score .. s_gapped_start, ident, pos, gaps, opens, length
+    rows = []      # kept HSPs, in FINAL_HSP_DTYPE field order (evalue aside)
     scripts = []
     for h in prelim_hsps:
         if tree_contains(tree, n_tree, int(h['q_start']), int(h['q_end']), int(h['s_start']),

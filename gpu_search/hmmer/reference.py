@@ -207,7 +207,6 @@ def forward_score(prof: FilterProfile, residues, offsets, lengths, idx=None) -> 
     emit = prof.fwd_emit.astype(np.float64)
     t = prof.fwd_trans.astype(np.float64)
     e_move, e_loop = float(prof.fwd_e_move), float(prof.fwd_e_loop)
-    nj = float(prof.nj)
     for local in length_batches(lengths[idx], max_cells=1 << 23):
         batch = idx[local]
         dsq = padded_residues(residues, offsets, lengths, batch)
