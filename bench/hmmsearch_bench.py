@@ -155,7 +155,7 @@ def main():
     hmms20 = read_hmms(models)
     allidx = np.arange(db.n_seqs)
     kernel_rows, sweep = [], []
-    from gpu_search.hmmer.gpu import Geometry, msv_geometry, viterbi_geometry
+    from gpu_search.hmmer.gpu import Geometry, msv_geometry
 
     def kernel_time(fn, kind, repeat=3):
         best = None

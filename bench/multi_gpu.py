@@ -9,7 +9,6 @@ the results checked equal; then the whole 20-model search on 1 and on all GPUs.
 """
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path

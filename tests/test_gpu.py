@@ -5,7 +5,6 @@ Run on the GPU host: ``pytest -m gpu``.  Skipped where CuPy or a GPU is missing.
 
 from __future__ import annotations
 
-import io
 
 import numpy as np
 import pytest

@@ -9,7 +9,6 @@ in the output).
 
 from __future__ import annotations
 
-import io
 
 import pytest
 
@@ -110,8 +109,6 @@ def test_forward_prefilter_keeps_results_exact(data_dir, proteome):
 
     Run here with the float64 reference Forward standing in for the GPU's.
     """
-    import numpy as np
-
     from gpu_search.hmmer import reference
 
     class WithForward(reference.ReferenceBackend):
