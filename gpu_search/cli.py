@@ -266,18 +266,35 @@ def write_outputs(results, options, *, hmmfile, seqfile, output, tblout, domtblo
 
 @cli.command(context_settings=CONTEXT, epilog=exit_code_help())
 @click.argument("shards", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("-o", "output", metavar="FILE", help="Main report to FILE, not stdout.")
-@click.option("--tblout", metavar="FILE", help="Save per-sequence hits in a table.")
-@click.option("--domtblout", metavar="FILE", help="Save per-domain hits in a table.")
-@click.option("--pfamtblout", metavar="FILE", help="Save hits in Pfam's table format.")
-def merge(shards, output, tblout, domtblout, pfamtblout):
-    """Merge hmmsearch results of database shards (.gshits from --hits-out).
+@click.option("-o", "output", metavar="FILE", help="Main report (hmmsearch) or rows (blastp) to FILE, not stdout.")
+@click.option("--tblout", metavar="FILE", help="hmmsearch: save per-sequence hits in a table.")
+@click.option("--domtblout", metavar="FILE", help="hmmsearch: save per-domain hits in a table.")
+@click.option("--pfamtblout", metavar="FILE", help="hmmsearch: save hits in Pfam's table format.")
+@click.option("-outfmt", "outfmt", default="6", show_default=True, help="blastp: tabular format and columns.")
+def merge(shards, output, tblout, domtblout, pfamtblout, outfmt):
+    """Merge results of database shards: .gshits (hmmsearch) or .gsblast (blastp) from --hits-out.
 
-    Each shard must have been searched with the whole database's -Z (a .gsdb
-    shard does this by itself). The merged outputs are those of one search of
-    the whole database: hits re-sorted, domZ recounted, thresholds re-applied.
+    Each shard must have been searched with the whole database's size (-Z for
+    hmmsearch, -dbsize for blastp; a .gsdb shard does this by itself). The
+    merged output is that of one search of the whole database: hits re-sorted,
+    thresholds (hmmsearch: domZ too) and blastp's -max_target_seqs re-applied.
     """
+    from .blast.merge import is_blast_hits
     from .hmmer.merge import read_shards
+
+    if is_blast_hits(shards[0]):
+        from .blast.merge import merge_files
+        from .blast.output import parse_outfmt
+        from .output import OutputSet
+
+        fmt, columns = parse_outfmt(outfmt)
+        with OutputSet() as outs:
+            fh = outs.open(output) if output else io.StringIO()
+            merge_files(shards, fh, fmt=fmt, columns=columns)
+            if not output:
+                sys.stdout.write(fh.getvalue())
+            outs.commit()
+        return
 
     results, meta = read_shards(shards)
     write_outputs(results, meta["options"], hmmfile=meta["hmmfile"], seqfile=meta["seqfile"],
@@ -309,9 +326,11 @@ def merge(shards, output, tblout, domtblout, pfamtblout):
               help="Composition-based statistics: only 0 (off) is implemented; BLAST+'s default is 2.")
 @click.option("-num_threads", "num_threads", type=click.IntRange(min=1), default=None,
               help="CPU threads (default: all cores).")
+@click.option("--hits-out", "hits_out", metavar="FILE",
+              help="Also save the rows at full precision (.gsblast) for `gpu-search merge` of database shards.")
 @_device_option
 def blastp(query, db, out, outfmt, evalue, max_target_seqs, max_hsps, dbsize, matrix, gapopen, gapextend,
-           word_size, threshold, window_size, comp_based_stats, num_threads, device, gpus, quiet):
+           word_size, threshold, window_size, comp_based_stats, num_threads, hits_out, device, gpus, quiet):
     """Protein BLAST: search protein queries against a protein database, as BLAST+ blastp.
 
     Rows are those of NCBI BLAST+ 2.12 blastp with -comp_based_stats 0.
@@ -336,7 +355,7 @@ def blastp(query, db, out, outfmt, evalue, max_target_seqs, max_hsps, dbsize, ma
     with OutputSet() as outs:
         fh = outs.open(out) if out else io.StringIO()
         run_blastp(queries, subjects, options, fh, fmt=fmt, columns=columns,
-                   db_name=os.path.basename(str(db)), quiet=quiet)
+                   db_name=os.path.basename(str(db)), quiet=quiet, hits_out=hits_out)
         if not out:
             sys.stdout.write(fh.getvalue())
             sys.stdout.flush()

@@ -220,7 +220,7 @@ def to_hsps(work: QueryWork, setup: SearchSetup, queries, hits) -> list[Hsp]:
                 q_start=int(h["q_start"]) + 1, q_end=int(h["q_end"]),
                 s_start=int(h["s_start"]) + 1, s_end=int(h["s_end"]),
                 qseq=qseq, sseq=sseq, nident=int(h["num_ident"]), positive=int(h["num_positives"]),
-                gaps=int(h["gaps"]), gapopen=int(h["gap_opens"])))
+                gaps=int(h["gaps"]), gapopen=int(h["gap_opens"]), oid=int(db.first_index) + int(s)))
     return rows
 
 
@@ -234,15 +234,33 @@ def search_query(i: int, queries, setup: SearchSetup) -> list[Hsp]:
 
 
 def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, columns: list[str],
-               db_name: str, quiet: bool = False) -> None:
-    """Search every query against the database and write the rows (CPU path)."""
+               db_name: str, quiet: bool = False, hits_out=None) -> None:
+    """Search every query against the database and write the rows (CPU path).
+
+    With ``hits_out`` the rows are also saved, with full-precision E-values
+    and database positions, for merging the results of database shards
+    (:mod:`gpu_search.blast.merge`).
+    """
+    from ..progress import Progress
+
     setup = make_setup(subjects, options)
+    progress = Progress("blastp", queries.n_seqs, "queries", quiet)
+    saved = []
     threads = options.num_threads or os.cpu_count() or 1
     n_done = 0
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="blastp") as pool:
         # queries are independent: several at a time, written in input order
         for i, rows in enumerate(pool.map(lambda i: search_query(i, queries, setup), range(queries.n_seqs))):
             qname, qdesc = queries.name(i), queries.description(i)
-            write_query(fh, fmt, columns, f"{qname} {qdesc}" if qdesc else qname, db_name, rows)
+            qtitle = f"{qname} {qdesc}" if qdesc else qname
+            write_query(fh, fmt, columns, qtitle, db_name, rows)
+            if hits_out is not None:
+                saved.append((qtitle, rows))
             n_done += 1
+            progress.update(n_done)
+    progress.close()
     write_footer(fh, fmt, n_done)
+    if hits_out is not None:
+        from .merge import save_hits
+
+        save_hits(hits_out, saved, options=options, db_name=db_name)

@@ -59,6 +59,7 @@ class Hsp:
     positive: int
     gaps: int
     gapopen: int
+    oid: int = 0        # the subject's position in the whole database (ties in ordering)
 
     @property
     def length(self) -> int:
