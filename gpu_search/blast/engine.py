@@ -160,22 +160,50 @@ def _list_order_key(best_evalue: float, best_score: int, oid: int):
     return (_evalue_key(best_evalue), -best_score, -oid)
 
 
-def final_stage(work: QueryWork, setup: SearchSetup) -> list[tuple[int, object]]:
-    """Traceback of the preliminary hit list; subjects in BLAST's order with their HSPs."""
+@dataclass
+class SubjectResult:
+    """One subject's final rows for a query, with the two keys BLAST orders subjects by.
+
+    ``prelim_key`` ranks it in the preliminary hit list (best preliminary
+    E-value, score, later database position first), ``final_key`` in the
+    output; ``oid`` is the position in the whole database (shards included).
+    """
+
+    oid: int
+    prelim_key: tuple
+    final_key: tuple
+    rows: list
+
+
+def prelim_hitlist_size(max_target_seqs: int) -> int:
+    """SBlastHitsParametersNew (gapped search, no composition statistics)."""
+    return max(min(2 * max_target_seqs, max_target_seqs + 50), 10)
+
+
+def select(results: list[SubjectResult], max_target_seqs: int) -> list[SubjectResult]:
+    """BLAST's subjects for output: the preliminary hit list (its best
+    ``prelim_hitlist_size`` subjects), traced back, sorted, cut to max_target_seqs.
+
+    Works on one search's results or on the union of database shards' results.
+    """
+    kept = sorted(results, key=lambda r: r.prelim_key)[: prelim_hitlist_size(max_target_seqs)]
+    return sorted(kept, key=lambda r: r.final_key)[:max_target_seqs]
+
+
+def final_stage(work: QueryWork, setup: SearchSetup, queries) -> list[SubjectResult]:
+    """Traceback of the subjects of the preliminary hit list (Blast_HitListUpdate)."""
     opts = setup.options
     if not work.prelim:
         return []
-    # preliminary hit list: prelim_hitlist_size best subjects (SBlastHitsParametersNew)
-    hitlist_size = max(min(2 * opts.max_target_seqs, opts.max_target_seqs + 50), 10)
+    first = int(setup.subjects.first_index)
     lists = []
     for s, hsps in work.prelim.items():
         ev = _evalues(hsps["score"], work, setup, setup.lengths[s])
-        lists.append((_list_order_key(float(ev.min()), int(hsps["score"].max()), s), s))
+        lists.append((_list_order_key(float(ev.min()), int(hsps["score"].max()), first + s), s))
     lists.sort()
-    kept = [s for _, s in lists[:hitlist_size]]
 
     results = []
-    for s in kept:
+    for key, s in lists[: prelim_hitlist_size(opts.max_target_seqs)]:
         a, b = setup.offsets[s], setup.offsets[s + 1]
         subject = setup.residues[a:b]
         res = traceback.traceback(
@@ -189,48 +217,46 @@ def final_stage(work: QueryWork, setup: SearchSetup) -> list[tuple[int, object]]
         order = sorted(range(len(res)), key=lambda i: (_evalue_key(float(res.hsps["evalue"][i])), i))
         if opts.max_hsps is not None:
             order = order[: opts.max_hsps]
-        best_e = float(res.hsps["evalue"][order[0]])
-        best_score = int(res.hsps["score"][order[0]])
-        results.append((_list_order_key(best_e, best_score, s), s, res, order))
-    results.sort(key=lambda r: r[0])
-    return [(s, res, order) for _, s, res, order in results[: opts.max_target_seqs]]
+        final_key = _list_order_key(float(res.hsps["evalue"][order[0]]), int(res.hsps["score"][order[0]]),
+                                    first + s)
+        results.append(SubjectResult(first + s, key, final_key, to_hsps(work, setup, queries, s, res, order)))
+    return results
 
 
-def to_hsps(work: QueryWork, setup: SearchSetup, queries, hits) -> list[Hsp]:
-    """Output rows of one query."""
-    rows = []
+def to_hsps(work: QueryWork, setup: SearchSetup, queries, s: int, res, order) -> list[Hsp]:
+    """Output rows of one subject."""
     db = setup.subjects
     qname = queries.name(work.index)
     qdesc = queries.description(work.index)
     qtitle = f"{qname} {qdesc}" if qdesc else qname
     g = setup.gapped
-    for s, res, order in hits:
-        a, b = setup.offsets[s], setup.offsets[s + 1]
-        subject = setup.residues[a:b]
-        sname, sdesc = db.name(s), db.description(s)
-        strings = res.strings(work.codes, subject, NCBISTDAA)
-        for i in order:
-            h = res.hsps[i]
-            qseq, sseq = strings[i]
-            rows.append(Hsp(
-                query_id=qname, query_title=qtitle, query_length=len(work.codes),
-                subject_id=sname, subject_title=f"{sname} {sdesc}" if sdesc else sname,
-                subject_length=int(b - a), score=int(h["score"]),
-                bit_score=stats.bit_score(int(h["score"]), g.kbp), evalue=float(h["evalue"]),
-                q_start=int(h["q_start"]) + 1, q_end=int(h["q_end"]),
-                s_start=int(h["s_start"]) + 1, s_end=int(h["s_end"]),
-                qseq=qseq, sseq=sseq, nident=int(h["num_ident"]), positive=int(h["num_positives"]),
-                gaps=int(h["gaps"]), gapopen=int(h["gap_opens"]), oid=int(db.first_index) + int(s)))
+    a, b = setup.offsets[s], setup.offsets[s + 1]
+    subject = setup.residues[a:b]
+    sname, sdesc = db.name(s), db.description(s)
+    strings = res.strings(work.codes, subject, NCBISTDAA)
+    rows = []
+    for i in order:
+        h = res.hsps[i]
+        qseq, sseq = strings[i]
+        rows.append(Hsp(
+            query_id=qname, query_title=qtitle, query_length=len(work.codes),
+            subject_id=sname, subject_title=f"{sname} {sdesc}" if sdesc else sname,
+            subject_length=int(b - a), score=int(h["score"]),
+            bit_score=stats.bit_score(int(h["score"]), g.kbp), evalue=float(h["evalue"]),
+            q_start=int(h["q_start"]) + 1, q_end=int(h["q_end"]),
+            s_start=int(h["s_start"]) + 1, s_end=int(h["s_end"]),
+            qseq=qseq, sseq=sseq, nident=int(h["num_ident"]), positive=int(h["num_positives"]),
+            gaps=int(h["gaps"]), gapopen=int(h["gap_opens"]), oid=int(db.first_index) + int(s)))
     return rows
 
 
-def search_query(i: int, queries, setup: SearchSetup) -> list[Hsp]:
-    """All stages for one query; its output rows."""
+def search_query(i: int, queries, setup: SearchSetup) -> list[SubjectResult]:
+    """All stages for one query: every subject of its preliminary hit list with final rows."""
     codes = blast_query_codes(EASEL_TO_NCBISTDAA[np.asarray(queries.sequence(i))])
     work = QueryWork(index=i, codes=codes)
     ungapped_stage(work, setup)
     prelim_stage(work, setup)
-    return to_hsps(work, setup, queries, final_stage(work, setup))
+    return final_stage(work, setup, queries)
 
 
 def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, columns: list[str],
@@ -250,12 +276,13 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
     n_done = 0
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="blastp") as pool:
         # queries are independent: several at a time, written in input order
-        for i, rows in enumerate(pool.map(lambda i: search_query(i, queries, setup), range(queries.n_seqs))):
+        for i, results in enumerate(pool.map(lambda i: search_query(i, queries, setup), range(queries.n_seqs))):
             qname, qdesc = queries.name(i), queries.description(i)
             qtitle = f"{qname} {qdesc}" if qdesc else qname
+            rows = [h for r in select(results, options.max_target_seqs) for h in r.rows]
             write_query(fh, fmt, columns, qtitle, db_name, rows)
             if hits_out is not None:
-                saved.append((qtitle, rows))
+                saved.append((qtitle, results))
             n_done += 1
             progress.update(n_done)
     progress.close()

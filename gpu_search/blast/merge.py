@@ -2,13 +2,13 @@
 
 Each shard is searched with ``-dbsize`` = residues of the whole database (a
 ``.gsdb`` shard does this by itself), so every HSP has the E-value of a full
-search.  The shards save their rows with full-precision E-values and each
-subject's position in the whole database (``--hits-out``, a ``.gsblast``
-file); merging puts every query's subjects back in BLAST's order
-(``s_EvalueCompareHSPLists``: best E-value, then best score, then later
-database position first) and cuts again to ``-max_target_seqs``.  A shard's
-preliminary hit list keeps its best subjects, so every subject the whole
-search would keep is in some shard's results.
+search.  Each shard saves (``--hits-out``, a ``.gsblast`` file) every subject
+of its preliminary hit list with its rows, its position in the whole database
+and the two keys BLAST orders subjects by.  Merging takes the best of the
+union as the whole search's preliminary hit list (a subject in the global
+list is in its shard's list), then BLAST's output order
+(``s_EvalueCompareHSPLists``) and ``-max_target_seqs``: exactly the unsharded
+result, even when those lists are full.
 
 A ``.gsblast`` file is a Python pickle: merge only files your own runs wrote.
 """
@@ -20,14 +20,14 @@ from pathlib import Path
 
 from ..errors import FormatError, InputFileError, OptionError
 from ..output import atomic_path
-from .engine import EVALUE_EPSILON
+from .engine import select
 from .output import write_footer, write_query
 
 MAGIC = b"GSBLAST\x01"
 
 
 def save_hits(path, per_query, *, options, db_name: str) -> None:
-    """Write [(query title, [Hsp, ...]), ...] of one shard."""
+    """Write [(query title, [SubjectResult, ...]), ...] of one shard."""
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:
             fh.write(MAGIC)
@@ -56,20 +56,15 @@ def load_hits(path) -> dict:
             raise FormatError(f"{path}: corrupt or truncated .gsblast file") from None
 
 
-def _subject_key(rows):
-    best = rows[0]
-    e = 0.0 if best.evalue < EVALUE_EPSILON else best.evalue
-    return (e, -best.score, -best.oid)
+def merge_results(shard_results: list[list], max_target_seqs: int) -> list:
+    """One query's rows from several shards, exactly as one search of the whole database.
 
-
-def merge_rows(shards_rows: list[list], max_target_seqs: int) -> list:
-    """One query's rows from several shards, in BLAST's order, cut to max_target_seqs."""
-    by_subject: dict[int, list] = {}
-    for rows in shards_rows:
-        for h in rows:
-            by_subject.setdefault(h.oid, []).append(h)
-    groups = sorted(by_subject.values(), key=_subject_key)[:max_target_seqs]
-    return [h for g in groups for h in g]
+    Each shard saved every subject of its own preliminary hit list; the whole
+    database's preliminary hit list is the best of their union (a subject in
+    the global list is in its shard's list), then BLAST's output order and cut.
+    """
+    union = [r for results in shard_results for r in results]
+    return [h for r in select(union, max_target_seqs) for h in r.rows]
 
 
 def merge_files(paths, fh, *, fmt: int, columns: list[str]) -> None:
@@ -87,6 +82,6 @@ def merge_files(paths, fh, *, fmt: int, columns: list[str]) -> None:
     limit = first["options"].max_target_seqs
     for q in range(n):
         title = first["queries"][q][0]
-        rows = merge_rows([d["queries"][q][1] for d in loaded], limit)
+        rows = merge_results([d["queries"][q][1] for d in loaded], limit)
         write_query(fh, fmt, columns, title, first["db_name"], rows)
     write_footer(fh, fmt, n)
