@@ -282,6 +282,40 @@ def test_matrix_equals_blast_internal_matrix(libblast):
         libblast.BlastScoreBlkFree(sbp)
 
 
+def test_matrix_defaults_equal_blast_suggestions(libblast):
+    """Default gap costs, word threshold and two-hit window of each matrix as libblast suggests them.
+
+    blastp takes -threshold and -window_size, when not given, from
+    BLAST_GetSuggestedThreshold / BLAST_GetSuggestedWindowSize (blast_options.c),
+    and the gap costs from BLAST_GetProteinGapExistenceExtendParams.  The window
+    is not 40 for every matrix (BLOSUM45 60, BLOSUM80 25, PAM30 15, PAM70 20):
+    with 40 everywhere, blastp -matrix BLOSUM45 / PAM30 rows differ.
+    """
+    e_blast_type_blastp = 3          # PROTEIN_QUERY_MASK | PROTEIN_SUBJECT_MASK (blast_program.h)
+    P = ctypes.POINTER
+    libblast.BLAST_GetSuggestedThreshold.restype = ctypes.c_int16
+    libblast.BLAST_GetSuggestedThreshold.argtypes = [ctypes.c_int, ctypes.c_char_p, P(ctypes.c_double)]
+    libblast.BLAST_GetSuggestedWindowSize.restype = ctypes.c_int16
+    libblast.BLAST_GetSuggestedWindowSize.argtypes = [ctypes.c_int, ctypes.c_char_p, P(ctypes.c_int32)]
+    libblast.BLAST_GetProteinGapExistenceExtendParams.restype = ctypes.c_int16
+    libblast.BLAST_GetProteinGapExistenceExtendParams.argtypes = [ctypes.c_char_p, P(ctypes.c_int32),
+                                                                  P(ctypes.c_int32)]
+    windows = {}
+    for name in MATRIX_NAMES:
+        m = load_matrix(name)
+        thr, win, go, ge = ctypes.c_double(), ctypes.c_int32(-1), ctypes.c_int32(), ctypes.c_int32()
+        assert libblast.BLAST_GetSuggestedThreshold(e_blast_type_blastp, name.encode(), ctypes.byref(thr)) == 0
+        assert libblast.BLAST_GetSuggestedWindowSize(e_blast_type_blastp, name.encode(), ctypes.byref(win)) == 0
+        assert libblast.BLAST_GetProteinGapExistenceExtendParams(name.encode(), ctypes.byref(go),
+                                                                 ctypes.byref(ge)) == 0
+        assert thr.value == m.word_threshold, name
+        assert win.value == m.window_size, name
+        assert (go.value, ge.value) == m.default_gap, name
+        windows[name] = m.window_size
+    assert windows == {"BLOSUM45": 60, "BLOSUM50": 40, "BLOSUM62": 40, "BLOSUM80": 25, "BLOSUM90": 40,
+                       "PAM30": 15, "PAM70": 20, "PAM250": 40}
+
+
 @needs_blast
 def test_matrix_defaults_reported_by_blastp(blastdb):
     """blastp's own report of each matrix's default gap costs and word threshold."""

@@ -40,18 +40,22 @@ from .alphabet import ALPHABET_SIZE, GAP, NCBISTDAA
 BLAST_SCORE_MIN = -32768   # INT2_MIN (blast_stat.h)
 BLAST_SCORE_MAX = 32767    # INT2_MAX
 
-# (default gap open, gap extend) and default neighbourhood word threshold of
-# blastp, as blastp 2.12 reports them ("Gap Penalties", "Neighboring words
-# threshold"; checked by the tests).
+# (default gap open, gap extend), default neighbourhood word threshold and
+# default two-hit window of blastp.  Gap costs and threshold as blastp 2.12
+# reports them ("Gap Penalties", "Neighboring words threshold"); thresholds
+# and windows are BLAST_GetSuggestedThreshold and BLAST_GetSuggestedWindowSize
+# (blast_options.c), which blastp calls when -threshold / -window_size are not
+# given (CWordThresholdArg, CWindowSizeArg in blast_args.cpp).  All checked
+# against libblast.so and the binary by the tests.
 _DEFAULTS = {
-    "BLOSUM45": ((14, 2), 14),
-    "BLOSUM50": ((13, 2), 11),
-    "BLOSUM62": ((11, 1), 11),
-    "BLOSUM80": ((10, 1), 12),
-    "BLOSUM90": ((10, 1), 11),
-    "PAM30": ((9, 1), 16),
-    "PAM70": ((10, 1), 14),
-    "PAM250": ((14, 2), 11),
+    "BLOSUM45": ((14, 2), 14, 60),
+    "BLOSUM50": ((13, 2), 11, 40),
+    "BLOSUM62": ((11, 1), 11, 40),
+    "BLOSUM80": ((10, 1), 12, 25),
+    "BLOSUM90": ((10, 1), 11, 40),
+    "PAM30": ((9, 1), 16, 15),
+    "PAM70": ((10, 1), 14, 20),
+    "PAM250": ((14, 2), 11, 40),
 }
 
 # NCBI's packed tables (util/tables/sm_*.c of BLAST+ 2.12), rows and columns in
@@ -294,6 +298,9 @@ class Matrix:
     default_gap    (open, extend) blastp uses when none is given
     allowed_gaps   every (open, extend) BLAST accepts for this matrix
     word_threshold blastp's default neighbourhood word threshold (-threshold)
+    window_size    blastp's default two-hit window (-window_size):
+                   BLAST_GetSuggestedWindowSize, 40 for BLOSUM62 but 60 for
+                   BLOSUM45, 25 for BLOSUM80, 15 for PAM30, 20 for PAM70
     """
 
     name: str
@@ -301,6 +308,7 @@ class Matrix:
     default_gap: tuple[int, int]
     allowed_gaps: list[tuple[int, int]]
     word_threshold: int
+    window_size: int = 40
 
     @property
     def hiscore(self) -> int:
@@ -361,6 +369,6 @@ def load_matrix(name: str) -> Matrix:
         from .stats import allowed_gap_costs  # the statistics tables live in stats.py
         scores = _expand(ncbi_table(key))
         scores.setflags(write=False)
-        gap, threshold = _DEFAULTS[key]
-        _CACHE[key] = Matrix(key, scores, gap, allowed_gap_costs(key), threshold)
+        gap, threshold, window = _DEFAULTS[key]
+        _CACHE[key] = Matrix(key, scores, gap, allowed_gap_costs(key), threshold, window)
     return _CACHE[key]
