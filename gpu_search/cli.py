@@ -388,6 +388,19 @@ def makedb(fasta, out, shards, quiet):
         click.echo(f"gpu-search makedb: done in {time.monotonic() - t0:.1f} s", err=True)
 
 
+# --- galaxy-xml ----------------------------------------------------------------------------
+
+
+@cli.command("galaxy-xml", context_settings=CONTEXT)
+def galaxy_xml():
+    """Print the Galaxy tool wrapper (tool.xml), generated from gpu_search/galaxy.py."""
+    try:
+        from .galaxy import tool_xml
+    except ImportError:
+        raise OptionError("galaxy-xml needs galaxyxml: pip install 'gpu-search[galaxy]'") from None
+    click.echo(tool_xml(), nl=False)
+
+
 # --- info -----------------------------------------------------------------------------------
 
 

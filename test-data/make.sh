@@ -1,8 +1,23 @@
 #!/usr/bin/env bash
-# Rebuild the expected outputs of test-data/ with HMMER 3.4 itself (see README.md).
+# Rebuild the expected outputs of test-data/ with HMMER 3.4 and BLAST+ 2.12 themselves (see README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exe=$(python3 -c "import sys; sys.path.insert(0, 'tests'); from oracle.build import build; print(build('hmmsearch_oracle'))")
-"$exe" --tblout test-data/four-models.tblout --domtblout test-data/four-models.domtblout \
-       --pfamtblout test-data/four-models.pfamtblout -o test-data/four-models.out \
-       test-data/four-models.hmm test-data/proteome.faa
+T=test-data
+
+# hmmsearch with the options Galaxy's tool passes (tool.xml), --cpu 1 as in Galaxy's tests
+"$exe" --cpu 1 -o $T/four-models.out --tblout $T/four-models.tblout --domtblout $T/four-models.domtblout \
+       --pfamtblout $T/four-models.pfamtblout -E 10.0 --domE 10.0 --incE 0.01 --incdomE 0.01 \
+       --F1 0.02 --F2 0.001 --F3 1e-05 --seed 42 $T/four-models.hmm $T/proteome.faa
+"$exe" --cpu 1 -o /dev/null --tblout $T/PF02826.cut_ga.tblout --cut_ga \
+       --F1 0.02 --F2 0.001 --F3 1e-05 --seed 42 $T/PF02826.hmm $T/proteome.faa
+
+# blastp (BLAST+ 2.12, Debian's ncbi-blast+)
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+makeblastdb -in $T/proteome.faa -dbtype prot -out "$tmp/proteome" > /dev/null
+STD="qseqid sseqid pident length mismatch gapopen qstart qend sstart send evalue bitscore"
+EXT="$STD sallseqid score nident positive gaps ppos qframe sframe qseq sseq qlen slen salltitles"
+blastp -query $T/blastp-queries.faa -db "$tmp/proteome" -comp_based_stats 0 -evalue 10 \
+       -outfmt "6 $STD" > $T/blastp-queries.std.tsv
+blastp -query $T/blastp-queries.faa -db "$tmp/proteome" -comp_based_stats 0 -evalue 1e-5 -max_target_seqs 5 \
+       -outfmt "6 $EXT" > $T/blastp-queries.ext.tsv 2>/dev/null

@@ -1,0 +1,122 @@
+"""The Galaxy wrapper: generated from gpu_search/galaxy.py, safe command line, real tests.
+
+The live-Galaxy run of the tool's own tests is .ci/galaxy-test.sh.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+galaxyxml = pytest.importorskip("galaxyxml", reason="galaxyxml not installed (pip install 'gpu-search[galaxy]')")
+Cheetah = pytest.importorskip("Cheetah.Template", reason="Cheetah (comes with galaxyxml) not installed")
+
+from gpu_search.galaxy import BLAST_EXT, BLAST_STD, COMMAND, tool_xml  # noqa: E402
+
+
+def test_committed_tool_xml_is_generated():
+    """tool.xml must be exactly what `gpu-search galaxy-xml` writes: run it after changing the CLI."""
+    committed = (ROOT / "tool.xml").read_text()
+    assert committed == tool_xml(), "tool.xml is stale: run `gpu-search galaxy-xml > tool.xml`"
+
+
+def test_tool_xml_structure():
+    from lxml import etree
+
+    root = etree.fromstring(tool_xml().encode())
+    assert root.get("id") == "gpu_search"
+    assert root.find("command").get("detect_errors") == "aggressive"
+    assert root.find("requirements/requirement[@type='compute']").text == "gpu"
+    assert root.find("requirements/container").text
+    assert root.find("version_command").text.strip() == "gpu-search --version"
+    whens = {w.get("value") for w in root.findall("inputs/conditional/when")}
+    assert whens == {"hmmsearch", "blastp"}
+    assert len(root.findall("tests/test")) >= 4
+    assert len(root.findall("citations/citation")) >= 7
+    for test in root.findall("tests/test"):       # expected files are there
+        for out in test.findall("output"):
+            assert (ROOT / "test-data" / out.get("file")).is_file(), out.get("file")
+    cols = root.findall("outputs/data[@name='blast_out']/actions/conditional/when/action")
+    assert {c.get("default") for c in cols} == {",".join(BLAST_STD.split()), ",".join(BLAST_EXT.split())}
+
+
+HOSTILE = ['my data $(touch PWNED).faa', 'a"b`touch PWNED`;c.hmm', 'x; touch PWNED #.faa', "sp ace\t.faa"]
+
+
+class _Params(dict):
+    """What Galaxy's Cheetah namespace gives the template: nested parameters by attribute."""
+
+    def __getattr__(self, name):
+        return self[name]
+
+    def __str__(self):
+        return self.get("__str__", "")
+
+
+def render(search: dict, outputs: dict, env: dict) -> str:
+    from Cheetah.Template import Template
+
+    ns = {"search": _Params(search), **outputs}
+    text = str(Template(COMMAND, searchList=[ns]))
+    # Galaxy runs the rendered command as one line (tools/evaluation.py)
+    return text.replace("\n", " ").replace("\r", " ").strip()
+
+
+def run_rendered(command: str, tmp_path: Path, gpu_enabled: bool) -> list[str]:
+    """Run the rendered command with a fake gpu-search that records its arguments."""
+    fake = tmp_path / "bin" / "gpu-search"
+    fake.parent.mkdir()
+    fake.write_text('#!/usr/bin/env python3\nimport sys, json\n'
+                    'open(sys.argv[0] + ".argv", "w").write(json.dumps(sys.argv[1:]))\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    env = dict(os.environ, PATH=f"{fake.parent}:{os.environ['PATH']}", GALAXY_SLOTS="3")
+    if gpu_enabled:
+        env["GALAXY_GPU_ENABLED"] = "true"
+    else:
+        env.pop("GALAXY_GPU_ENABLED", None)
+    r = subprocess.run(["bash", "-e", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    import json
+
+    return json.loads((fake.parent / "gpu-search.argv").read_text())
+
+
+@pytest.mark.parametrize("gpu", [False, True])
+def test_hmmsearch_command_quotes_everything(gpu, tmp_path):
+    adv = _Params(cutoffs="none", E="10.0", domE="10.0", incE="0.01", incdomE="0.01", F1="0.02", F2="0.001",
+                  F3="1e-05", max="", nobias="--nobias", Z="", domZ="", seed="42")
+    search = dict(type="hmmsearch", hmmfile=HOSTILE[1], seqdb=HOSTILE[0],
+                  outputs=_Params(__str__="tblout,domtblout"), adv=adv)
+    outs = dict(output=HOSTILE[2], tblout=HOSTILE[3], domtblout="dom out.tsv", pfamtblout="unused")
+    argv = run_rendered(render(search, outs, {}), tmp_path, gpu)
+    assert not (tmp_path / "PWNED").exists()
+    assert argv[0] == "hmmsearch"
+    assert argv[argv.index("--device") + 1] == ("auto" if gpu else "cpu")
+    assert argv[argv.index("--cpu") + 1] == "3"
+    assert argv[argv.index("-o") + 1] == HOSTILE[2]
+    assert argv[argv.index("--tblout") + 1] == HOSTILE[3]
+    assert argv[argv.index("--domtblout") + 1] == "dom out.tsv"
+    assert "--pfamtblout" not in argv and "--nobias" in argv and "--max" not in argv
+    assert argv[-2:] == [HOSTILE[1], HOSTILE[0]]
+
+
+def test_blastp_command_quotes_everything(tmp_path):
+    adv = _Params(evalue="0.001", max_target_seqs="500", max_hsps="", dbsize="273033200", matrix="BLOSUM62",
+                  word_size="3", threshold="", window_size="40")
+    search = dict(type="blastp", query=HOSTILE[0], subject=HOSTILE[1], outfmt=f"6 {BLAST_EXT}", adv=adv)
+    argv = run_rendered(render(search, dict(blast_out=HOSTILE[2]), {}), tmp_path, False)
+    assert not (tmp_path / "PWNED").exists()
+    assert argv[0] == "blastp"
+    assert argv[argv.index("-query") + 1] == HOSTILE[0]
+    assert argv[argv.index("-db") + 1] == HOSTILE[1]
+    assert argv[argv.index("-out") + 1] == HOSTILE[2]
+    assert argv[argv.index("-outfmt") + 1] == f"6 {BLAST_EXT}"
+    assert argv[argv.index("-dbsize") + 1] == "273033200"
+    assert "-max_hsps" not in argv and "-threshold" not in argv
+    assert shlex.join(argv)   # a plain argument vector, nothing interpreted
