@@ -71,7 +71,7 @@ def merge_files(paths, fh, *, fmt: int, columns: list[str]) -> None:
     """Merge .gsblast files (same queries, same options) and write the rows."""
     if not paths:
         raise OptionError("no .gsblast files to merge")
-    loaded = [load_hits(p) for p in paths]
+    loaded = [load_hits(p) for p in paths]      # order-independent: subjects carry their database position
     first = loaded[0]
     n = len(first["queries"])
     if any(len(d["queries"]) != n for d in loaded):

@@ -27,11 +27,17 @@ from .search import PipelineStats, SearchResult
 MAGIC = b"GSHITS\x00\x01"
 
 
-def save_results(path, results: list[SearchResult], *, hmmfile: str, seqfile: str, options) -> None:
-    """Write one shard's results (every model, in order) to a .gshits file."""
+def save_results(path, results: list[SearchResult], *, hmmfile: str, seqfile: str, options,
+                 first_index: int = 0) -> None:
+    """Write one shard's results (every model, in order) to a .gshits file.
+
+    ``first_index``: the shard's first sequence in the whole database, so that
+    merging puts the shards back in database order whatever order they come in.
+    """
     payload = {
         "hmmfile": hmmfile,
         "seqfile": seqfile,
+        "first_index": first_index,
         "options": options,
         "results": [(r.hits, r.stats) for r in results],
     }
@@ -91,7 +97,7 @@ def read_shards(paths) -> tuple[list[SearchResult], dict]:
     """Load .gshits files and merge them; also returns the first file's metadata."""
     if not paths:
         raise OptionError("no .gshits files to merge")
-    loaded = [load_results(p) for p in paths]
+    loaded = sorted((load_results(p) for p in paths), key=lambda d: d.get("first_index", 0))
     shards = [[SearchResult(h.query, h, s) for h, s in d["results"]] for d in loaded]
     meta = loaded[0]
     meta["seqfile"] = ",".join(os.path.basename(d["seqfile"]) for d in loaded)
