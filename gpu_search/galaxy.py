@@ -91,7 +91,9 @@ gpu-search blastp
     #if str($search.adv.threshold):
     -threshold '$search.adv.threshold'
     #end if
+    #if str($search.adv.window_size):
     -window_size '$search.adv.window_size'
+    #end if
 #end if
 """
 
@@ -262,7 +264,8 @@ def build_tool():
     badv.append(gxtp.IntegerParam("word_size", value=3, min=2, max=7, label="Word size (-word_size)"))
     badv.append(gxtp.IntegerParam("threshold", value="", optional=True, min=1,
                                   label="Minimum word score (-threshold; default: the matrix's)"))
-    badv.append(gxtp.IntegerParam("window_size", value=40, min=0, label="Two-hit window (-window_size)"))
+    badv.append(gxtp.IntegerParam("window_size", value="", optional=True, min=0,
+                                  label="Two-hit window (-window_size; default: the matrix's)"))
     blast.append(badv)
     search.append(blast)
     inputs.append(search)

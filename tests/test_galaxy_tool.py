@@ -108,7 +108,7 @@ def test_hmmsearch_command_quotes_everything(gpu, tmp_path):
 
 def test_blastp_command_quotes_everything(tmp_path):
     adv = _Params(evalue="0.001", max_target_seqs="500", max_hsps="", dbsize="273033200", matrix="BLOSUM62",
-                  word_size="3", threshold="", window_size="40")
+                  word_size="3", threshold="", window_size="")
     search = dict(type="blastp", query=HOSTILE[0], subject=HOSTILE[1], outfmt=f"6 {BLAST_EXT}", adv=adv)
     argv = run_rendered(render(search, dict(blast_out=HOSTILE[2]), {}), tmp_path, False)
     assert not (tmp_path / "PWNED").exists()
@@ -118,5 +118,5 @@ def test_blastp_command_quotes_everything(tmp_path):
     assert argv[argv.index("-out") + 1] == HOSTILE[2]
     assert argv[argv.index("-outfmt") + 1] == f"6 {BLAST_EXT}"
     assert argv[argv.index("-dbsize") + 1] == "273033200"
-    assert "-max_hsps" not in argv and "-threshold" not in argv
+    assert "-max_hsps" not in argv and "-threshold" not in argv and "-window_size" not in argv
     assert shlex.join(argv)   # a plain argument vector, nothing interpreted

@@ -50,6 +50,7 @@ class SearchSetup:
     gap_extend: int
     gapped: object
     threshold: float
+    window_size: int              # two-hit window: -window_size, or the matrix's default
     residues: np.ndarray          # the database, NCBIstdaa codes
     offsets: np.ndarray
     lengths: np.ndarray
@@ -85,6 +86,7 @@ def make_setup(subjects, options: BlastOptions) -> SearchSetup:
     return SearchSetup(
         options=options, matrix=matrix, gap_open=go, gap_extend=ge, gapped=gapped_params,
         threshold=options.threshold if options.threshold is not None else matrix.word_threshold,
+        window_size=options.window_size if options.window_size is not None else matrix.window_size,
         residues=EASEL_TO_NCBISTDAA[np.asarray(subjects.residues)],
         offsets=np.asarray(subjects.offsets, dtype=np.int64),
         lengths=np.asarray(subjects.lengths, dtype=np.int64),
@@ -107,7 +109,7 @@ def ungapped_stage(work: QueryWork, setup: SearchSetup) -> None:
     init = ungapped_extensions(
         q, lookup, setup.residues, setup.offsets, np.arange(len(setup.lengths), dtype=np.int64),
         setup.matrix.scores, x_drop=min(cut.x_drop_ungapped, cut.ungapped_cutoff),
-        cutoff=cut.ungapped_cutoff, window=setup.options.window_size, method="scan")
+        cutoff=cut.ungapped_cutoff, window=setup.window_size, method="scan")
     work.init = init
 
 

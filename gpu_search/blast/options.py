@@ -20,7 +20,7 @@ class BlastOptions:
     gapextend: int | None = None
     word_size: int = 3
     threshold: float | None = None     # 11 for BLOSUM62 (BLAST's matrix-dependent default)
-    window_size: int = 40
+    window_size: int | None = None     # matrix default when None (40 for BLOSUM62)
     comp_based_stats: int = 0
     num_threads: int = 1
 
@@ -33,9 +33,10 @@ class BlastOptions:
             raise OptionError("-max_hsps must be >= 1")
         if self.dbsize is not None and self.dbsize < 1:
             raise OptionError("-dbsize must be >= 1")
-        if self.word_size not in (2, 3, 4, 5, 6, 7):
-            raise OptionError("-word_size must be between 2 and 7 for blastp")
-        if self.window_size < 0:
+        if self.word_size not in (2, 3, 4):
+            raise OptionError("-word_size must be 2, 3 or 4 (BLAST's compressed-alphabet lookup for "
+                              "word sizes 5 to 7, as in blastp-fast, is not implemented)")
+        if self.window_size is not None and self.window_size < 0:
             raise OptionError("-window_size must be >= 0")
         if self.comp_based_stats != 0:
             raise OptionError(
