@@ -261,7 +261,7 @@ def build_tool():
     badv.append(gxtp.SelectParam("matrix", label="Scoring matrix (-matrix)", options={
         m: m for m in ("BLOSUM62", "BLOSUM45", "BLOSUM50", "BLOSUM80", "BLOSUM90", "PAM30", "PAM70", "PAM250")
     }, default="BLOSUM62"))
-    badv.append(gxtp.IntegerParam("word_size", value=3, min=2, max=7, label="Word size (-word_size)"))
+    badv.append(gxtp.IntegerParam("word_size", value=3, min=2, max=4, label="Word size (-word_size)"))
     badv.append(gxtp.IntegerParam("threshold", value="", optional=True, min=1,
                                   label="Minimum word score (-threshold; default: the matrix's)"))
     badv.append(gxtp.IntegerParam("window_size", value="", optional=True, min=0,
