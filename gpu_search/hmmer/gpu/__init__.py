@@ -292,16 +292,19 @@ class GpuBackend:
                 self._build_parts()
 
     # --- length-dependent tables (shared by all models) --------------------------------
-    def _table(self, kind: str, prof: FilterProfile):
+    def _table(self, kind: str, prof: FilterProfile) -> dict:
+        """A length-indexed cost table ('tjb' for MSV, 'move' for Viterbi), host and per-GPU copies.
+
+        The costs depend only on the length and on scales shared by every
+        profile, so one table serves all the models of a run.
+        """
         key = (kind, float(prof.scale_b if kind == "tjb" else prof.scale_w), float(prof.nj))
         if key not in self._tables:
             lengths = np.arange(self.max_len + 1)
             lengths[0] = 1
             values = prof.tjb_b(lengths) if kind == "tjb" else prof.move_w(lengths)
-            self._tables[key] = {}
-            self._tables[key]["host"] = values
-        entry = self._tables[key]
-        return entry
+            self._tables[key] = {"host": values}
+        return self._tables[key]
 
     def _device_table(self, kind, prof, part):
         cp = _cupy()
