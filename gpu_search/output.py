@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -17,16 +18,38 @@ from pathlib import Path
 from .errors import OutputError
 
 
+def _is_special(path: Path) -> bool:
+    """A device, FIFO or socket (/dev/null, /dev/stdout, a named pipe): write it directly.
+
+    Renaming a temporary file over such a path would replace the device itself.
+    """
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode) and not stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _umask_mode() -> int:
+    """The mode a plain open() would give a new file (mkstemp makes 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike):
     """Yield a temporary path next to ``path``; rename it to ``path`` on success."""
     path = Path(path)
+    if _is_special(path):
+        yield str(path)
+        return
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
         raise OutputError(f"{path}: directory {directory} does not exist")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=directory)
         os.close(fd)
+        os.chmod(tmp, _umask_mode())
     except OSError as exc:
         raise OutputError(f"{path}: cannot write ({exc.strerror})") from None
     try:
@@ -59,6 +82,13 @@ class OutputSet:
         if str(path) == "-":
             return sys.stdout
         path = Path(path)
+        if _is_special(path):           # e.g. -o /dev/null: write it directly
+            try:
+                fh = open(path, "w", encoding="utf-8", newline="\n")
+            except OSError as exc:
+                raise OutputError(f"{path}: cannot write ({exc.strerror})") from None
+            self._files.append((fh, None, path))
+            return fh
         directory = path.parent if str(path.parent) else Path(".")
         if not directory.is_dir():
             raise OutputError(f"{path}: directory {directory} does not exist")
@@ -66,6 +96,7 @@ class OutputSet:
             raise OutputError(f"{path}: is a directory")
         try:
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=directory)
+            os.chmod(tmp, _umask_mode())
         except OSError as exc:
             raise OutputError(f"{path}: cannot write ({exc.strerror})") from None
         fh = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
@@ -75,13 +106,15 @@ class OutputSet:
     def commit(self) -> None:
         for fh, tmp, path in self._files:
             fh.close()
-            os.replace(tmp, path)
+            if tmp is not None:
+                os.replace(tmp, path)
         self._files.clear()
 
     def __exit__(self, exc_type, exc, tb):
         for fh, tmp, _ in self._files:
             with contextlib.suppress(OSError):
                 fh.close()
-                os.unlink(tmp)
+                if tmp is not None:
+                    os.unlink(tmp)
         self._files.clear()
         return False

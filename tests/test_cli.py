@@ -154,3 +154,21 @@ def test_bin_launcher(tmp_path):
     launcher = ROOT / "bin" / "gpu-search"
     r = subprocess.run([str(launcher), "--version"], capture_output=True, text=True)
     assert r.returncode == 0 and "gpu-search" in r.stdout
+
+
+def test_dev_null_and_fifo_outputs_stay_special(tmp_path):
+    """-o /dev/null must write to the device, never rename a file over it; outputs get umask modes."""
+    import stat as st
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE, text=True)
+    r = run("hmmsearch", "--device", "cpu", "-q", "-o", "/dev/null", "--tblout", fifo, "--domtblout",
+            tmp_path / "d.tbl", TEST_DATA / "Thioesterase.hmm", TEST_DATA / "proteome.faa")
+    out, _ = reader.communicate(timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert st.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert st.S_ISFIFO(os.stat(fifo).st_mode) and "Thioesterase" in out
+    mask = os.umask(0)
+    os.umask(mask)
+    assert st.S_IMODE(os.stat(tmp_path / "d.tbl").st_mode) == 0o666 & ~mask
