@@ -9,9 +9,12 @@ peterjc/galaxy_blast): a conditional on the search type; HMMER's outputs
 chosen by checkboxes, each a dataset with a filter; BLAST's 12 or 25 columns
 as ``tabular`` with column names; thresholds in an "Advanced" section;
 threads from ``${GALAXY_SLOTS:-1}``; ``detect_errors="aggressive"``.  It asks
-for a GPU (``<requirement type="compute">gpu</requirement>``) and uses it only
-where Galaxy grants one (``GALAXY_GPU_ENABLED=true``); elsewhere it runs on the
-CPU with the same results.  Every value from the user reaches the command
+for a GPU (``<resource type="cuda_device_count_min">1</resource>``, the form
+Galaxy's schema takes since the older ``<requirement type="compute">`` was
+dropped) and uses one only where the job was granted it: the admin's GPU
+destination sets ``GALAXY_GPU_ENABLED=true``, or the scheduler sets
+``CUDA_VISIBLE_DEVICES`` (Slurm's ``--gres=gpu``).  Elsewhere it runs on the CPU
+with the same results, so that it never takes a GPU that belongs to another job.  Every value from the user reaches the command
 line quoted; only numbers, fixed choices and Galaxy's own file paths do.
 """
 
@@ -28,9 +31,11 @@ BLAST_EXT = (BLAST_STD + " sallseqid score nident positive gaps ppos qframe sfra
              "salltitles")
 
 COMMAND = r"""
-## GPU only where Galaxy granted one (GALAXY_GPU_ENABLED), else the CPU: same results
+## a GPU only where the job was granted one (Galaxy's GALAXY_GPU_ENABLED, or the
+## scheduler's CUDA_VISIBLE_DEVICES), else the CPU: the same results either way
 device=cpu;
 if [ "\${GALAXY_GPU_ENABLED:-false}" = "true" ]; then device=auto; fi;
+case "\${CUDA_VISIBLE_DEVICES:-}" in ''|-1|NoDevFiles) ;; *) device=auto ;; esac;
 #if $search.type == 'hmmsearch':
 gpu-search hmmsearch
     --cpu "\${GALAXY_SLOTS:-1}"
@@ -185,6 +190,10 @@ def build_tool():
     import galaxyxml.tool as gxt
     import galaxyxml.tool.parameters as gxtp
 
+    class _Resource(gxtp.Requirement):
+        """<resource type="...">value</resource> (galaxyxml has no class for it)."""
+        node_name = "resource"
+
     tool = gxt.Tool("GPU protein search", TOOL_ID, TOOL_VERSION,
                     "HMMER hmmsearch and BLAST+ blastp, accelerated on GPUs", "gpu-search",
                     version_command="gpu-search --version", command_override=[COMMAND.strip()],
@@ -193,7 +202,7 @@ def build_tool():
 
     reqs = gxtp.Requirements()
     reqs.append(gxtp.Requirement("package", "gpu-search", version=__version__))
-    reqs.append(gxtp.Requirement("compute", "gpu"))
+    reqs.append(_Resource("cuda_device_count_min", 1))
     reqs.append(gxtp.Container("docker", CONTAINER))
     tool.requirements = reqs
 
@@ -293,7 +302,9 @@ def build_tool():
     t.append(gxtp.TestParam("search|hmmfile", value="four-models.hmm"))
     t.append(gxtp.TestParam("search|seqdb", value="proteome.faa"))
     t.append(gxtp.TestParam("search|outputs", value="tblout,domtblout,pfamtblout"))
-    t.append(gxtp.TestOutput("output", file="four-models.out", lines_diff=16))
+    # lines_diff counts a changed line twice (- and +): 6 header lines naming Galaxy's
+    # file paths, and each model's "CPU time" and "Mc/sec" lines: (6 + 2 * 4) * 2
+    t.append(gxtp.TestOutput("output", file="four-models.out", lines_diff=28))
     t.append(gxtp.TestOutput("tblout", file="four-models.tblout", lines_diff=10))
     t.append(gxtp.TestOutput("domtblout", file="four-models.domtblout", lines_diff=10))
     t.append(gxtp.TestOutput("pfamtblout", file="four-models.pfamtblout", lines_diff=10))

@@ -32,7 +32,7 @@ def test_tool_xml_structure():
     root = etree.fromstring(tool_xml().encode())
     assert root.get("id") == "gpu_search"
     assert root.find("command").get("detect_errors") == "aggressive"
-    assert root.find("requirements/requirement[@type='compute']").text == "gpu"
+    assert root.find("requirements/resource[@type='cuda_device_count_min']").text == "1"
     assert root.find("requirements/container").text
     assert root.find("version_command").text.strip() == "gpu-search --version"
     whens = {w.get("value") for w in root.findall("inputs/conditional/when")}
@@ -68,18 +68,24 @@ def render(search: dict, outputs: dict, env: dict) -> str:
     return text.replace("\n", " ").replace("\r", " ").strip()
 
 
-def run_rendered(command: str, tmp_path: Path, gpu_enabled: bool) -> list[str]:
+GPU_ENVS = {  # the job's environment -> the device the command must ask for
+    "no GPU granted": ({}, "cpu"),
+    "Galaxy GPU destination": ({"GALAXY_GPU_ENABLED": "true"}, "auto"),
+    "Slurm --gres=gpu:1": ({"CUDA_VISIBLE_DEVICES": "0"}, "auto"),
+    "CUDA_VISIBLE_DEVICES empty": ({"CUDA_VISIBLE_DEVICES": ""}, "cpu"),
+    "CUDA_VISIBLE_DEVICES=-1": ({"CUDA_VISIBLE_DEVICES": "-1"}, "cpu"),
+}
+
+
+def run_rendered(command: str, tmp_path: Path, job_env: dict) -> list[str]:
     """Run the rendered command with a fake gpu-search that records its arguments."""
     fake = tmp_path / "bin" / "gpu-search"
     fake.parent.mkdir()
     fake.write_text('#!/usr/bin/env python3\nimport sys, json\n'
                     'open(sys.argv[0] + ".argv", "w").write(json.dumps(sys.argv[1:]))\n')
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    env = dict(os.environ, PATH=f"{fake.parent}:{os.environ['PATH']}", GALAXY_SLOTS="3")
-    if gpu_enabled:
-        env["GALAXY_GPU_ENABLED"] = "true"
-    else:
-        env.pop("GALAXY_GPU_ENABLED", None)
+    env = {k: v for k, v in os.environ.items() if k not in ("GALAXY_GPU_ENABLED", "CUDA_VISIBLE_DEVICES")}
+    env.update(PATH=f"{fake.parent}:{os.environ['PATH']}", GALAXY_SLOTS="3", **job_env)
     r = subprocess.run(["bash", "-e", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     import json
@@ -87,17 +93,18 @@ def run_rendered(command: str, tmp_path: Path, gpu_enabled: bool) -> list[str]:
     return json.loads((fake.parent / "gpu-search.argv").read_text())
 
 
-@pytest.mark.parametrize("gpu", [False, True])
-def test_hmmsearch_command_quotes_everything(gpu, tmp_path):
+@pytest.mark.parametrize("job", GPU_ENVS)
+def test_hmmsearch_command_quotes_everything(job, tmp_path):
+    job_env, device = GPU_ENVS[job]
     adv = _Params(cutoffs="none", E="10.0", domE="10.0", incE="0.01", incdomE="0.01", F1="0.02", F2="0.001",
                   F3="1e-05", max="", nobias="--nobias", Z="", domZ="", seed="42")
     search = dict(type="hmmsearch", hmmfile=HOSTILE[1], seqdb=HOSTILE[0],
                   outputs=_Params(__str__="tblout,domtblout"), adv=adv)
     outs = dict(output=HOSTILE[2], tblout=HOSTILE[3], domtblout="dom out.tsv", pfamtblout="unused")
-    argv = run_rendered(render(search, outs, {}), tmp_path, gpu)
+    argv = run_rendered(render(search, outs, {}), tmp_path, job_env)
     assert not (tmp_path / "PWNED").exists()
     assert argv[0] == "hmmsearch"
-    assert argv[argv.index("--device") + 1] == ("auto" if gpu else "cpu")
+    assert argv[argv.index("--device") + 1] == device
     assert argv[argv.index("--cpu") + 1] == "3"
     assert argv[argv.index("-o") + 1] == HOSTILE[2]
     assert argv[argv.index("--tblout") + 1] == HOSTILE[3]
@@ -110,7 +117,7 @@ def test_blastp_command_quotes_everything(tmp_path):
     adv = _Params(evalue="0.001", max_target_seqs="500", max_hsps="", dbsize="273033200", matrix="BLOSUM62",
                   word_size="3", threshold="", window_size="")
     search = dict(type="blastp", query=HOSTILE[0], subject=HOSTILE[1], outfmt=f"6 {BLAST_EXT}", adv=adv)
-    argv = run_rendered(render(search, dict(blast_out=HOSTILE[2]), {}), tmp_path, False)
+    argv = run_rendered(render(search, dict(blast_out=HOSTILE[2]), {}), tmp_path, {})
     assert not (tmp_path / "PWNED").exists()
     assert argv[0] == "blastp"
     assert argv[argv.index("-query") + 1] == HOSTILE[0]
