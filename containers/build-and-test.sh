@@ -194,6 +194,7 @@ ctx=$WORK_DIR/context
 rm -rf "$ctx"; mkdir -p "$ctx"
 cp "$ROOT/pyproject.toml" "$ROOT/README.md" "$ctx/"
 cp -r "$ROOT/gpu_search" "$ctx/"
+mkdir -p "$ctx/containers"; cp "$ROOT/containers/warm-cache.py" "$ctx/containers/"
 find "$ctx" -name __pycache__ -prune -exec rm -rf {} +
 build_args=(--build-arg "BASE_IMAGE=$BASE" --build-arg "WITH_GPU=$WITH_GPU")
 volumes=()
@@ -263,6 +264,15 @@ for s in hmmsearch blastp; do
     log "podman run ... $s: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
 done
 check_results "$out" "podman"
+# the numba loops were compiled at build time: a run must load them all, compile none
+# shellcheck disable=SC2046
+prun --network=none -e NUMBA_DEBUG_CACHE=1 -v "$TD:/data:ro" -v "$out:/out" "$IMAGE" \
+    $(search_args /data /out blastp) "${BLAST_OPTS[@]}" > "$out/numba-cache.log" 2>&1
+loaded=$(grep -c "data loaded" "$out/numba-cache.log" || true)
+saved=$(grep -c "data saved" "$out/numba-cache.log" || true)
+[ "$loaded" -gt 0 ] && [ "$saved" = 0 ] \
+    || die "numba cache: $loaded loops loaded, $saved compiled in the container (see $out/numba-cache.log)"
+log "numba cache: blastp loaded $loaded compiled loops from the image, compiled none"
 end
 
 [ "$DO_SIF" = 1 ] || { log "--no-sif: Apptainer part skipped"; exit 0; }
