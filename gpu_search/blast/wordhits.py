@@ -142,10 +142,9 @@ def scan_hits(lookup: Lookup, residues, offsets, subject_ids, window: int = 40) 
 
 
 @numba.njit(cache=True, nogil=True)
-def _scan(cell_start, cell_offsets, word_size, residues, offsets, subject_ids, s_bits, d_bits):
-    """``s_BlastAaScanSubject`` over many subjects, writing packed keys (count pass, then fill)."""
+def _hit_counts(cell_start, word_size, residues, offsets, subject_ids):
+    """The count pass of a scan: where each subject's hits start in the output (prefix sums)."""
     n_sub = len(subject_ids)
-    mask = (np.int64(1) << d_bits) - 1
     word_mask = (np.int64(1) << (5 * word_size)) - 1
     counts = np.zeros(n_sub + 1, dtype=np.int64)
     for j in range(n_sub):
@@ -163,6 +162,16 @@ def _scan(cell_start, cell_offsets, word_size, residues, offsets, subject_ids, s
         counts[j + 1] = c
     for j in range(n_sub):
         counts[j + 1] += counts[j]
+    return counts
+
+
+@numba.njit(cache=True, nogil=True)
+def _scan(cell_start, cell_offsets, word_size, residues, offsets, subject_ids, s_bits, d_bits):
+    """``s_BlastAaScanSubject`` over many subjects, writing packed keys (count pass, then fill)."""
+    n_sub = len(subject_ids)
+    mask = (np.int64(1) << d_bits) - 1
+    word_mask = (np.int64(1) << (5 * word_size)) - 1
+    counts = _hit_counts(cell_start, word_size, residues, offsets, subject_ids)
     keys = np.empty(counts[n_sub], dtype=np.uint64)
     id_shift = s_bits + d_bits
     for j in range(n_sub):
@@ -259,22 +268,7 @@ def _scan_binned(cell_start, cell_offsets, word_size, query_length, residues, of
     n_bins = np.int64(1) << d_bits
     mask = n_bins - 1
     word_mask = (np.int64(1) << (5 * word_size)) - 1
-    counts = np.zeros(n_sub + 1, dtype=np.int64)
-    for j in range(n_sub):
-        start = offsets[subject_ids[j]]
-        length = offsets[subject_ids[j] + 1] - start
-        if length < word_size:
-            continue
-        idx = np.int64(0)
-        for k in range(word_size - 1):
-            idx = (idx << 5) | residues[start + k]
-        c = np.int64(0)
-        for s in range(length - word_size + 1):
-            idx = ((idx << 5) | residues[start + s + word_size - 1]) & word_mask
-            c += cell_start[idx + 1] - cell_start[idx]
-        counts[j + 1] = c
-    for j in range(n_sub):
-        counts[j + 1] += counts[j]
+    counts = _hit_counts(cell_start, word_size, residues, offsets, subject_ids)
     keys = np.empty(counts[n_sub], dtype=np.uint64)
     longest = np.int64(0)
     for j in range(n_sub):
