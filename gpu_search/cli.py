@@ -305,10 +305,48 @@ def merge(shards, output, tblout, domtblout, pfamtblout, outfmt):
 # --- blastp ---------------------------------------------------------------------------------
 
 
-@cli.command(context_settings=CONTEXT, epilog=exit_code_help())
+class BlastCommand(click.Command):
+    """A command with BLAST+'s single-dash long options (-query, -evalue ...).
+
+    click reads an unknown ``-task`` as the short option ``-t``; this names the
+    whole option instead, and says why for the BLAST+ options left out.
+    """
+
+    NOT_HERE = {
+        "-subject": "BLAST+'s two-sequences mode is not offered: give the subjects as a database, "
+                    "-db FILE (rows as BLAST+ gives with a database made of them)",
+        "-subject_loc": "BLAST+'s two-sequences mode is not offered",
+        "-remote": "remote searches at NCBI are not offered",
+        "-entrez_query": "remote searches at NCBI are not offered",
+        "-html": "only tabular output (-outfmt 6 or 7) is written",
+        "-num_descriptions": "only tabular output (-outfmt 6 or 7) is written",
+        "-num_alignments": "only tabular output (-outfmt 6 or 7) is written",
+    }
+
+    def parse_args(self, ctx, args):
+        takes_value = {o: not p.is_flag for p in self.params if isinstance(p, click.Option)
+                       for o in p.opts + p.secondary_opts}
+        i = 0
+        while i < len(args) and args[i] != "--":
+            a = args[i]
+            if a in takes_value:
+                i += 2 if takes_value[a] else 1
+                continue
+            if a.startswith("-") and not a.startswith("--") and len(a) > 2:
+                why = self.NOT_HERE.get(a, "not a BLAST+ blastp option that gpu-search knows (see --help)")
+                raise click.UsageError(f"{a}: {why}", ctx)
+            i += 1
+        return super().parse_args(ctx, args)
+
+
+@cli.command(cls=BlastCommand, context_settings=CONTEXT, epilog=exit_code_help())
 @click.option("-query", "query", required=True, metavar="FILE", help="Query protein FASTA (many queries, may be gzipped).")
 @click.option("-db", "db", required=True, metavar="DB", help="Subject database: protein FASTA (may be gzipped) or .gsdb.")
 @click.option("-out", "out", metavar="FILE", help="Output file (default: stdout).")
+@click.option("-task", "task", default="blastp", show_default=True,
+              help="Only blastp (blastp-fast and blastp-short are not implemented).")
+@click.option("-seg", "seg", default="no", show_default=True,
+              help="SEG masking of the query: only no, BLAST+ blastp's default.")
 @click.option("-outfmt", "outfmt", default="6", show_default=True,
               help='Tabular output: "6" or "7", optionally followed by columns, e.g. "6 std qlen slen".')
 @click.option("-evalue", "evalue", type=float, default=10.0, show_default=True, help="Expectation value threshold.")
@@ -331,7 +369,7 @@ def merge(shards, output, tblout, domtblout, pfamtblout, outfmt):
 @click.option("--hits-out", "hits_out", metavar="FILE",
               help="Also save the rows at full precision (.gsblast) for `gpu-search merge` of database shards.")
 @_device_option
-def blastp(query, db, out, outfmt, evalue, max_target_seqs, max_hsps, dbsize, matrix, gapopen, gapextend,
+def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps, dbsize, matrix, gapopen, gapextend,
            word_size, threshold, window_size, comp_based_stats, num_threads, hits_out, device, gpus, quiet):
     """Protein BLAST: search protein queries against a protein database, as BLAST+ blastp.
 
@@ -343,6 +381,10 @@ def blastp(query, db, out, outfmt, evalue, max_target_seqs, max_hsps, dbsize, ma
     from .output import OutputSet
     from .seqdb import open_database, read_fasta
 
+    if task != "blastp":
+        raise OptionError(f"-task {task}: only blastp is implemented")
+    if seg != "no":
+        raise OptionError(f"-seg {seg}: SEG masking is not implemented (BLAST+ blastp's default is -seg no)")
     try:
         cbs = int(str(comp_based_stats).strip().upper().replace("F", "0").replace("T", "2") or 0)
     except ValueError:

@@ -172,3 +172,25 @@ def test_dev_null_and_fifo_outputs_stay_special(tmp_path):
     mask = os.umask(0)
     os.umask(mask)
     assert st.S_IMODE(os.stat(tmp_path / "d.tbl").st_mode) == 0o666 & ~mask
+
+
+@pytest.mark.parametrize("args, says", [
+    (["-task", "blastp-fast"], "-task blastp-fast: only blastp is implemented"),
+    (["-seg", "yes"], "-seg yes: SEG masking is not implemented"),
+    (["-subject", "x.faa"], "-subject: BLAST+'s two-sequences mode is not offered"),
+    (["-word_siz", "3"], "-word_siz: not a BLAST+ blastp option"),   # click alone would say '-w'
+])
+def test_blastp_options_left_out_are_named(args, says, tmp_path):
+    out = tmp_path / "rows.tsv"
+    r = run("blastp", "-query", TEST_DATA / "blastp-queries.faa", "-db", TEST_DATA / "proteome.faa", "-out", out, *args)
+    assert r.returncode == 2 and says in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not out.exists()
+
+
+def test_blastp_accepts_blast_defaults_spelled_out(tmp_path):
+    """-task blastp and -seg no are BLAST+ blastp's defaults: accepted, same rows."""
+    out = tmp_path / "rows.tsv"
+    r = run("blastp", "-task", "blastp", "-seg", "no", "-query", TEST_DATA / "blastp-queries.faa",
+            "-db", TEST_DATA / "proteome.faa", "-out", out, "-outfmt", "6 std", "-q")
+    assert r.returncode == 0, r.stderr
+    assert out.read_text() == (TEST_DATA / "blastp-queries.std.tsv").read_text()
