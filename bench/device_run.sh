@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU host: set up the carried wheels, run the GPU tests, run the benchmark.
-# Usage (from the repository root, on the device): bash bench/device_run.sh [tests|bench|all|multi] [pytest args]
+# Usage (from the repository root, on the device):
+#   bash bench/device_run.sh [tests|bench|all|multi|blast|blast-tests|blast-bench] [pytest args]
 set -uo pipefail
 what=${1:-all}; shift || true
 export PYTHONUNBUFFERED=1
@@ -12,7 +13,8 @@ fi
 export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}
 if [ -d .whl/deb ]; then
     for f in .whl/deb/*.deb; do dpkg -x "$f" /tmp/deb; done
-    export PATH=/tmp/deb/usr/bin:$PATH LD_LIBRARY_PATH=/tmp/deb/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export PATH=/tmp/deb/usr/bin:$PATH
+    export LD_LIBRARY_PATH=/tmp/deb/usr/lib/x86_64-linux-gnu:/tmp/deb/lib/x86_64-linux-gnu:/tmp/deb/usr/lib/ncbi-blast+${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 python3 -c "import cupy, numpy, numba, pyhmmer; print('cupy', cupy.__version__, 'numpy', numpy.__version__, 'numba', numba.__version__, 'pyhmmer', pyhmmer.__version__)"
@@ -24,6 +26,13 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
     timeout 540 python3 bench/hmmsearch_bench.py --cpus "$(nproc)" --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -30
+fi
+if [ "$what" = blast-tests ] || [ "$what" = blast ]; then
+    timeout 400 python3 -m pytest -m gpu tests/test_blast_gpu.py -q -x -p no:cacheprovider "$@" 2>&1 | tee "$OUT/blast-gpu-tests.log" | tail -25
+    rc=${PIPESTATUS[0]}
+fi
+if [ "$what" = blast-bench ] || { [ "$what" = blast ] && [ $rc = 0 ]; }; then
+    timeout 560 python3 bench/blastp_gpu_bench.py --threads "$(nproc)" --out "$OUT" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/blast-bench.log" | tail -30
 fi
 if [ "$what" = multi ]; then
     timeout 540 python3 bench/multi_gpu.py 2>&1 | tee "$OUT/multi_gpu.log" | tail -20

@@ -394,12 +394,14 @@ def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps,
                            threshold=threshold, window_size=window_size, comp_based_stats=cbs,
                            num_threads=num_threads or os.cpu_count() or 1)
     fmt, columns = parse_outfmt(outfmt)
+    gpu_ids = _parse_gpus(gpus)
     queries = read_fasta(query)
     subjects = open_database(db)
     with OutputSet() as outs:
         fh = outs.open(out) if out else io.StringIO()
         run_blastp(queries, subjects, options, fh, fmt=fmt, columns=columns,
-                   db_name=os.path.basename(str(db)), quiet=quiet, hits_out=hits_out)
+                   db_name=os.path.basename(str(db)), quiet=quiet, hits_out=hits_out,
+                   device=device, gpus=gpu_ids)
         if not out:
             sys.stdout.write(fh.getvalue())
             sys.stdout.flush()

@@ -17,12 +17,17 @@ batches, but every decision below is taken per query: checked against the binary
    position first, cut to ``-max_target_seqs``; rows written.
 
 Queries run on a thread pool (the compiled stages release the GIL); rows are
-written in query order.
+written in query order.  With a GPU (``device="gpu"``), stage 1 runs there
+(blast/gpu: cuBLASTP's hit detection, binning, two-hit filter and ungapped
+extension) query after query, while CPU threads run stages 2-5 of the
+queries already through it.
 """
 
 from __future__ import annotations
 
 import os
+import queue
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -97,7 +102,8 @@ def make_setup(subjects, options: BlastOptions) -> SearchSetup:
 # --- 1. ungapped stage -------------------------------------------------------------------
 
 
-def ungapped_stage(work: QueryWork, setup: SearchSetup) -> None:
+def ungapped_stage(work: QueryWork, setup: SearchSetup, gpu=None) -> None:
+    """Init HSPs of one query: on the GPU (``gpu``: a blast.gpu.GpuUngapped) or the CPU."""
     q = work.codes
     work.kbp = stats.ungapped_params(q, setup.matrix)
     if work.kbp is None:          # BLAST: no valid Karlin block for this query (e.g. all X)
@@ -106,6 +112,11 @@ def ungapped_stage(work: QueryWork, setup: SearchSetup) -> None:
                                         setup.db_length, evalue=setup.options.evalue)
     cut = work.cutoffs
     lookup = build_lookup(q, setup.matrix.scores, setup.options.word_size, setup.threshold)
+    if gpu is not None:
+        work.init = gpu.ungapped_extensions(q, lookup, setup.matrix.scores,
+                                            x_drop=min(cut.x_drop_ungapped, cut.ungapped_cutoff),
+                                            cutoff=cut.ungapped_cutoff, window=setup.window_size)
+        return
     init = ungapped_extensions(
         q, lookup, setup.residues, setup.offsets, np.arange(len(setup.lengths), dtype=np.int64),
         setup.matrix.scores, x_drop=min(cut.x_drop_ungapped, cut.ungapped_cutoff),
@@ -252,18 +263,65 @@ def to_hsps(work: QueryWork, setup: SearchSetup, queries, s: int, res, order) ->
     return rows
 
 
-def search_query(i: int, queries, setup: SearchSetup) -> list[SubjectResult]:
-    """All stages for one query: every subject of its preliminary hit list with final rows."""
+def new_work(i: int, queries) -> QueryWork:
     codes = blast_query_codes(EASEL_TO_NCBISTDAA[np.asarray(queries.sequence(i))])
-    work = QueryWork(index=i, codes=codes)
-    ungapped_stage(work, setup)
+    return QueryWork(index=i, codes=codes)
+
+
+def gapped_stages(work: QueryWork, setup: SearchSetup, queries) -> list[SubjectResult]:
+    """Stages 2-5 of one query whose init HSPs are known."""
     prelim_stage(work, setup)
     return final_stage(work, setup, queries)
 
 
+def search_query(i: int, queries, setup: SearchSetup) -> list[SubjectResult]:
+    """All stages for one query: every subject of its preliminary hit list with final rows."""
+    work = new_work(i, queries)
+    ungapped_stage(work, setup)
+    return gapped_stages(work, setup, queries)
+
+
+def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpu):
+    """Each query's results, in query order.
+
+    CPU: queries run whole on the pool's threads.  GPU: one thread feeds the
+    GPU query after query (the database stays on it) and hands each query's
+    init HSPs to the pool, whose threads run the gapped stages while the GPU
+    goes on with the next queries (cuBLASTP's overlap of GPU and CPU phases).
+    """
+    n = queries.n_seqs
+    if gpu is None:
+        yield from pool.map(lambda i: search_query(i, queries, setup), range(n))
+        return
+    ready: queue.Queue = queue.Queue(maxsize=2 * threads + 2)   # bounds the init HSPs held
+
+    def produce():
+        try:
+            for i in range(n):
+                work = new_work(i, queries)
+                ungapped_stage(work, setup, gpu)
+                ready.put(pool.submit(gapped_stages, work, setup, queries))
+        except BaseException as exc:            # handed to the writer, which raises it
+            ready.put(exc)
+
+    threading.Thread(target=produce, name="blastp-gpu", daemon=True).start()
+    for _ in range(n):
+        item = ready.get()
+        if isinstance(item, BaseException):
+            raise item
+        yield item.result()
+
+
 def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, columns: list[str],
-               db_name: str, quiet: bool = False, hits_out=None) -> None:
-    """Search every query against the database and write the rows (CPU path).
+               db_name: str, quiet: bool = False, hits_out=None, device: str = "cpu",
+               gpus: list[int] | None = None) -> None:
+    """Search every query against the database and write the rows.
+
+    ``device`` (``--device``: auto, gpu, cpu; resolved once the options
+    and inputs are known good): "gpu" runs hit detection, the two-hit filter
+    and ungapped extension on a GPU (``gpus[0]``, default 0) and the gapped
+    stages on CPU threads, overlapped; the CPU path runs everything on CPU
+    threads.  The rows are the same.
 
     With ``hits_out`` the rows are also saved, with full-precision E-values
     and database positions, for merging the results of database shards
@@ -271,14 +329,21 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
     """
     from ..progress import Progress
 
+    from ..device import resolve
+
     setup = make_setup(subjects, options)
+    gpu = None
+    if resolve(device, quiet) == "gpu":
+        from .gpu import GpuUngapped
+
+        gpu = GpuUngapped(setup.residues, setup.offsets, device_id=(gpus or [0])[0])
     progress = Progress("blastp", queries.n_seqs, "queries", quiet)
     saved = []
     threads = options.num_threads or os.cpu_count() or 1
     n_done = 0
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="blastp") as pool:
         # queries are independent: several at a time, written in input order
-        for i, results in enumerate(pool.map(lambda i: search_query(i, queries, setup), range(queries.n_seqs))):
+        for i, results in enumerate(_results_in_order(queries, setup, pool, threads, gpu)):
             qname, qdesc = queries.name(i), queries.description(i)
             qtitle = f"{qname} {qdesc}" if qdesc else qname
             rows = [h for r in select(results, options.max_target_seqs) for h in r.rows]

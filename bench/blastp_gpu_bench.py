@@ -1,0 +1,158 @@
+"""blastp on the GPU against BLAST+ blastp with every core of the same host, one run, one table.
+
+    python bench/blastp_gpu_bench.py [--copies 399] [--threads N] [--sets single,10,100]
+
+Database: pyhmmer's proteome plus COPIES residue-shuffled copies (399 copies =
+the 273M-residue database of performance.md).  Queries: proteins of about
+127, 517 and 1054 residues (cuBLASTP's lengths), then 10 and 100 proteins of
+the proteome drawn at random.
+
+Per query set:
+* BLAST+ ``blastp -comp_based_stats 0 -num_threads N``: wall time and rows;
+* BLAST+ with ``-ungapped`` added: its word finder and ungapped extensions
+  (plus the E-values and output of the ungapped HSPs) -- the phases our GPU
+  runs; BLAST+ cannot time its phases separately;
+* gpu-search blastp --device gpu end to end (a fresh process, database read
+  from a .gsdb): wall time, rows, rows identical to BLAST+'s;
+* our GPU phases in-process (database already on the GPU): lookup tables,
+  hit detection, binning, two-hit filter and ungapped extension of every
+  query, init HSPs in BLAST's order on the host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from blastp_bench import timed, write_queries  # noqa: E402
+from hmmsearch_bench import build_database, pyhmmer_data  # noqa: E402
+
+from gpu_search import seqdb  # noqa: E402
+
+
+def gpu_phases(db, base, idx, threads):
+    """Seconds for our GPU phases of the queries (database already uploaded), and init HSPs found."""
+    from gpu_search.blast import engine
+    from gpu_search.blast.options import BlastOptions
+
+    class Queries:                       # the proteome's sequences as a query set
+        n_seqs = len(idx)
+
+        def sequence(self, i):
+            return base.sequence(idx[i])
+
+    setup = engine.make_setup(db, BlastOptions(num_threads=threads))
+    gpu = gpu_phases.engine_cache.get(id(db))
+    if gpu is None:
+        from gpu_search.blast.gpu import GpuUngapped
+
+        t = time.perf_counter()
+        gpu = GpuUngapped(setup.residues, setup.offsets)
+        gpu_phases.upload = time.perf_counter() - t
+        gpu_phases.engine_cache[id(db)] = gpu
+    q = Queries()
+    t = time.perf_counter()
+    n = 0
+    for i in range(q.n_seqs):
+        work = engine.new_work(i, q)
+        engine.ungapped_stage(work, setup, gpu)
+        n += len(work.init)
+    return time.perf_counter() - t, n
+
+
+gpu_phases.engine_cache = {}
+gpu_phases.upload = 0.0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--copies", type=int, default=399)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--sets", default="single,10,100")
+    ap.add_argument("--work", default="/tmp/gsblastbench")
+    ap.add_argument("--out", default=None, help="folder for results.json")
+    args = ap.parse_args()
+    blastp, makeblastdb = shutil.which("blastp"), shutil.which("makeblastdb")
+    if not (blastp and makeblastdb):
+        raise SystemExit("BLAST+ (blastp, makeblastdb) not found")
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    fasta = work / f"db{args.copies}.faa"
+    if not fasta.exists():
+        build_database(args.copies, fasta)
+    blast_db = work / f"db{args.copies}"
+    if not (work / f"db{args.copies}.pin").exists() and not (work / f"db{args.copies}.00.pin").exists():
+        subprocess.run([makeblastdb, "-in", str(fasta), "-dbtype", "prot", "-out", str(blast_db)],
+                       check=True, capture_output=True)
+    gsdb = work / f"db{args.copies}.gsdb"
+    if not gsdb.exists():
+        seqdb.write_gsdb(seqdb.open_database(fasta), gsdb)
+    db = seqdb.open_database(gsdb)
+    print(f"database ready in {time.perf_counter() - t0:.0f} s: {db.n_seqs:,} sequences, "
+          f"{db.n_residues:,} residues", flush=True)
+    base = seqdb.open_database(pyhmmer_data() / "seqs" / "938293.PRJEB85.HG003687.faa")
+    rng = np.random.default_rng(2026)
+    sets = {}
+    wanted = args.sets.split(",")
+    if "single" in wanted:
+        for n in (127, 517, 1054):
+            i = int(np.argmin(np.abs(base.lengths - n)))
+            sets[f"1 query, {int(base.lengths[i])} aa"] = [i]
+    for n in (10, 100):
+        if str(n) in wanted:
+            sets[f"{n} queries"] = rng.choice(base.n_seqs, n, replace=False).tolist()
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    ours = [sys.executable, "-m", "gpu_search", "blastp", "-db", str(gsdb), "-outfmt", "6",
+            "-num_threads", str(args.threads), "--device", "gpu", "-q"]
+    # compiled-code caches warm (numba, NVRTC), as in an installed tool after its first run
+    write_queries(work / "warm.faa", base, [0])
+    timed(ours + ["-query", str(work / "warm.faa")], env)
+    gpu_phases(db, base, [0], args.threads)
+    results = []
+    for label, idx in sets.items():
+        q = work / "q.faa"
+        write_queries(q, base, idx)
+        blast = [blastp, "-query", str(q), "-db", str(blast_db), "-comp_based_stats", "0", "-outfmt", "6",
+                 "-num_threads", str(args.threads)]
+        t_b, out_b = timed(blast)
+        t_bu, _ = timed(blast + ["-ungapped"])
+        t_o, out_o = timed(ours + ["-query", str(q)], env)
+        t_g, n_init = gpu_phases(db, base, idx, args.threads)
+        rb, ro = out_b.splitlines(), out_o.splitlines()
+        same = sum(1 for a, b in zip(sorted(rb), sorted(ro)) if a == b) if rb != ro else len(rb)
+        r = dict(queries=label, blast_s=t_b, blast_ungapped_s=t_bu, ours_s=t_o, ours_gpu_phases_s=t_g,
+                 init_hsps=n_init, rows_blast=len(rb), rows_ours=len(ro), identical=rb == ro,
+                 rows_equal_sorted=same)
+        results.append(r)
+        print(json.dumps(r), flush=True)
+    name = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                          text=True).stdout.strip().splitlines()[0]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    print(f"\n{name}, {args.threads} CPU threads, commit {commit or '?'}; database {db.n_seqs:,} sequences, "
+          f"{db.n_residues:,} residues (upload to the GPU {gpu_phases.upload:.2f} s)")
+    print(f"{'queries':22} {'BLAST+ s':>9} {'ours s':>7} {'ratio':>6} | {'BLAST+ -ungapped s':>18} "
+          f"{'our GPU phases s':>16} {'ratio':>6} | {'rows':>6} identical")
+    for r in results:
+        print(f"{r['queries']:22} {r['blast_s']:>9.2f} {r['ours_s']:>7.2f} {r['blast_s'] / r['ours_s']:>5.1f}x | "
+              f"{r['blast_ungapped_s']:>18.2f} {r['ours_gpu_phases_s']:>16.2f} "
+              f"{r['blast_ungapped_s'] / r['ours_gpu_phases_s']:>5.1f}x | {r['rows_blast']:>6} {r['identical']}")
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / "blastp_gpu_bench.json").write_text(json.dumps(dict(device=name, commit=commit,
+                                                                                results=results), indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""cuBLASTP's GPU phases through CuPy: hit detection, binning by diagonal, two-hit filter, ungapped extension.
+
+The kernel (``ungapped.cu``, compiled at run time by NVRTC with the word size
+as a constant) returns the init HSPs of one query against the whole database;
+the host puts them in BLAST's order (``ungapped.blast_order``), so the result
+is the same array as the CPU path's ``ungapped.ungapped_extensions``.  The
+database is uploaded once per run and reused for every query.
+
+Fallbacks that keep the result exact:
+
+* a subject with more word hits than a block's buffer holds is listed by the
+  kernel and searched on the CPU;
+* a query too long for the bin counters in shared memory (diagonal array over
+  16,384 cells, i.e. longer than about 16,300 residues) is searched on the CPU;
+* the database is cut into chunks when it does not fit in GPU memory, and an
+  out-of-memory error halves the grid's buffers and retries.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import DeviceError
+from ..lookup import Lookup
+from ..ungapped import _pssm, _to_records, blast_order, ungapped_extensions
+from ..wordhits import diag_array_length
+
+KERNEL_FILE = Path(__file__).with_name("ungapped.cu")
+BLOCK = 128                     # threads per block (one subject at a time)
+MAX_SMEM_CELLS = 16384          # 2 x 16,384 int32 bin counters = 128 KiB of shared memory
+HIT_SLOTS = 1 << 16             # hit buffer per block (global scratch), subject offsets
+
+
+def _cupy():
+    import cupy
+
+    return cupy
+
+
+@lru_cache(maxsize=None)
+def load_kernel(word_size: int, device_id: int):
+    """Compile ungapped.cu for a word size on one device; cached per process."""
+    cp = _cupy()
+    source = f'#line 1 "{KERNEL_FILE.name}"\n' + KERNEL_FILE.read_text()
+    options = ("-std=c++17", f"-DWORD_SIZE={int(word_size)}", f"-DBLOCK={BLOCK}")
+    with cp.cuda.Device(device_id):
+        return cp.RawModule(code=source, options=options).get_function("two_hit_ungapped")
+
+
+class GpuUngapped:
+    """The database on one GPU, and the word finder run against it query after query.
+
+    Args:
+        residues: uint8 NCBIstdaa residues of the database, packed.
+        offsets: int64 (n + 1,) sequence boundaries.
+        device_id: the CUDA device.
+        max_chunk_residues: cut the database into chunks of at most this many
+            residues (default: what fits in half the free GPU memory).
+    """
+
+    def __init__(self, residues, offsets, device_id: int = 0, max_chunk_residues: int | None = None,
+                 hit_slots: int = HIT_SLOTS):
+        cp = _cupy()
+        self.cp = cp
+        self.device_id = device_id
+        self.hit_slots = int(hit_slots)
+        self.host_residues = np.ascontiguousarray(residues, dtype=np.uint8)
+        self.host_offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        with cp.cuda.Device(device_id):
+            props = cp.cuda.runtime.getDeviceProperties(device_id)
+            self.n_sm = int(props["multiProcessorCount"])
+            self.smem_per_sm = int(props.get("sharedMemPerMultiprocessor", 228 * 1024))
+            free, _ = cp.cuda.runtime.memGetInfo()
+            if max_chunk_residues is None:
+                max_chunk_residues = max(1 << 20, int(free // 2 - 9 * (len(offsets))))
+            self.chunks = [self._upload(a, b) for a, b in _chunks(self.host_offsets, max_chunk_residues)]
+            self.n_out_cap = 1 << 20
+            self._alloc_buffers()
+
+    def _upload(self, a: int, b: int):
+        """Subjects a..b-1 on the GPU, with their order (longest first, for load balance)."""
+        cp = self.cp
+        off = self.host_offsets[a:b + 1]
+        lengths = np.diff(off)
+        order = np.argsort(-lengths, kind="stable").astype(np.int32)
+        return dict(first=a, n=b - a,
+                    residues=cp.asarray(self.host_residues[off[0]:off[-1]]),
+                    offsets=cp.asarray(off - off[0]),
+                    order=cp.asarray(order))
+
+    def _alloc_buffers(self):
+        cp = self.cp
+        with cp.cuda.Device(self.device_id):
+            self.grid = self.n_sm * 16
+            self.scratch = None
+            while True:
+                try:
+                    self.scratch = cp.empty(self.grid * self.hit_slots, dtype=np.int32)
+                    self.out = cp.empty(7 * self.n_out_cap, dtype=np.int32)
+                    break
+                except cp.cuda.memory.OutOfMemoryError:
+                    self.scratch = None
+                    if self.grid <= self.n_sm:
+                        raise DeviceError("GPU out of memory for the blastp buffers") from None
+                    self.grid //= 2
+            self.counters = cp.zeros(3, dtype=np.int32)            # next job, rows out, overflow
+            self.overflow = cp.empty(max(c["n"] for c in self.chunks) if self.chunks else 1, dtype=np.int32)
+
+    def ungapped_extensions(self, query_codes, lookup: Lookup, matrix_scores, x_drop: int, cutoff: int,
+                            window: int = 40) -> np.ndarray:
+        """The init HSPs of one query, as ``ungapped.ungapped_extensions`` returns them (subject = database index)."""
+        query_codes = np.ascontiguousarray(query_codes, dtype=np.uint8)
+        n_cells = diag_array_length(lookup.query_length, window)
+        if n_cells > MAX_SMEM_CELLS or lookup.n_entries == 0:
+            return self._cpu(query_codes, lookup, matrix_scores, x_drop, cutoff, window,
+                             np.arange(len(self.host_offsets) - 1, dtype=np.int64))
+        cp = self.cp
+        pssm = _pssm(query_codes, matrix_scores)
+        parts = []
+        with cp.cuda.Device(self.device_id):
+            kernel = load_kernel(lookup.word_size, self.device_id)
+            smem = 2 * n_cells * 4
+            if smem > 48 * 1024:
+                kernel.max_dynamic_shared_size_bytes = smem
+            d_cells = cp.asarray(lookup.cell_start.astype(np.int32))
+            d_offs = cp.asarray(np.ascontiguousarray(lookup.offsets, dtype=np.int32))
+            d_pssm = cp.asarray(pssm)
+            # blocks that can be resident at once: enough to fill the GPU, no more (scratch per block)
+            per_sm = max(1, min(2048 // BLOCK, self.smem_per_sm // (smem + 1024)))
+            grid = min(self.grid, self.n_sm * per_sm)
+            overflow = []
+            for c in self.chunks:
+                while True:
+                    self.counters.fill(0)
+                    kernel((grid,), (BLOCK,),
+                           (c["residues"], c["offsets"], c["order"], np.int32(c["n"]), d_cells, d_offs, d_pssm,
+                            np.int32(lookup.query_length), np.int32(n_cells - 1), np.int32(window),
+                            np.int32(x_drop), np.int32(cutoff), self.scratch, np.int32(self.hit_slots),
+                            self.counters[0:1], self.out, np.int32(self.n_out_cap), self.counters[1:2],
+                            self.overflow, self.counters[2:3]),
+                           shared_mem=smem)
+                    counts = self.counters.get()
+                    n_rows, n_over = int(counts[1]), int(counts[2])
+                    if n_rows <= self.n_out_cap:
+                        break
+                    self.n_out_cap = 2 * n_rows                  # rare: grow and run the chunk again
+                    self.out = cp.empty(7 * self.n_out_cap, dtype=np.int32)
+                rows = self.out[:7 * n_rows].get().reshape(n_rows, 7)
+                rows[:, 0] += c["first"]
+                parts.append(rows)
+                if n_over:
+                    overflow.append(np.sort(self.overflow[:n_over].get()).astype(np.int64) + c["first"])
+        if overflow:
+            ids = np.concatenate(overflow)
+            extra = self._cpu(query_codes, lookup, matrix_scores, x_drop, cutoff, window, ids)
+            parts.append(np.stack([extra[name] for name in extra.dtype.names], axis=1).astype(np.int32)
+                         if len(extra) else np.empty((0, 7), np.int32))
+        rows = np.concatenate(parts) if parts else np.empty((0, 7), np.int32)
+        return _to_records(blast_order(rows, lookup.query_rank))
+
+    def _cpu(self, query_codes, lookup, matrix_scores, x_drop, cutoff, window, ids):
+        return ungapped_extensions(query_codes, lookup, self.host_residues, self.host_offsets, ids,
+                                   matrix_scores, x_drop, cutoff, window, method="scan")
+
+
+def _chunks(offsets: np.ndarray, max_residues: int) -> list[tuple[int, int]]:
+    """Contiguous subject ranges of at most max_residues residues (at least one subject each)."""
+    n = len(offsets) - 1
+    bounds, a = [], 0
+    while a < n:
+        b = int(np.searchsorted(offsets, offsets[a] + max_residues, side="right")) - 1
+        b = max(b, a + 1)
+        bounds.append((a, min(b, n)))
+        a = min(b, n)
+    return bounds

@@ -1,0 +1,308 @@
+// cuBLASTP's GPU phases for one query against a database: hit detection,
+// binning by diagonal, sorting within bins, the two-hit filter and ungapped
+// X-drop extension -- BLAST+ 2.12's s_BlastAaWordFinder_TwoHit, hit for hit.
+//
+// One thread block per subject at a time (a persistent grid pulls subjects
+// from a counter, longest first).  For a subject of npos = length - W + 1 word
+// positions, the block
+//
+//   1. counts the word hits of every diagonal bin (bin counters in shared
+//      memory): subject offset s looks up its word's cell of the query's lookup
+//      table; each query offset q of the cell is a hit on diagonal q - s;
+//   2. turns the counts into bin starts (a block-wide exclusive scan);
+//   3. scans again, writing each hit's subject offset into its bin of the
+//      block's buffer (global scratch, L1/L2-resident);
+//   4. one thread per bin: sorts the bin's hits by subject offset (bins hold a
+//      few hits: insertion sort) and replays BLAST's diagonal-array cell over
+//      them -- the two-hit rule with window A, extensions inline (cuBLASTP's
+//      hit-based extension) -- saving extensions that reach the cutoff.
+//
+// Bins are BLAST's diagonal-array cells, (q - s) & DIAG_MASK, rotated by
+// npos - 1 so that a subject touching fewer cells than the array has uses
+// bins 0 .. qlen - W + npos - 1 only.  The CPU twin of step 4 is
+// ungapped.two_hit_binned (same state machine, same extension code); the
+// proof that bins can be processed independently is in ungapped.py.
+//
+// A subject whose hits overflow the block's buffer is handed back to the host
+// (overflow list), which runs the CPU path on it: the result stays exact.
+//
+// Compile-time constants: WORD_SIZE (BLAST's W, 2..4), BLOCK (threads).
+// Output rows: int32 x 7 = subject, q_off, s_off, q_start, s_start, length,
+// score (INIT_HSP_DTYPE), in no particular order: the host sorts them.
+
+#ifndef WORD_SIZE
+#define WORD_SIZE 3
+#endif
+#ifndef BLOCK
+#define BLOCK 128
+#endif
+#define CHARSIZE 5           // bits per letter in a lookup-table index
+#define ALPHABET 28          // NCBIstdaa: PSSM rows are 28 scores wide
+#define N_WARPS (BLOCK / 32)
+
+// ---- ungapped X-drop extension (s_BlastAaExtendLeft / Right / TwoHit) ----------------
+
+struct Extension {
+    int score, q_start, s_start, length, right_extend, s_last_off;
+};
+
+// s_BlastAaExtendLeft: from (q_off, s_off) inclusive to the left.
+__device__ __forceinline__ void extend_left(const int* __restrict__ pssm, const unsigned char* __restrict__ subject,
+                                            int s_off, int q_off, int dropoff, int& maxscore, int& length)
+{
+    int n = min(s_off, q_off);
+    int best_i = n + 1;
+    int score = maxscore;
+    for (int i = n; i >= 0; --i) {
+        score += __ldg(&pssm[(q_off - n + i) * ALPHABET + subject[s_off - n + i]]);
+        if (score > maxscore) {
+            maxscore = score;
+            best_i = i;
+        }
+        if (maxscore - score >= dropoff) break;
+    }
+    length = n - best_i + 1;
+}
+
+// s_BlastAaExtendRight: from (q_off, s_off) inclusive to the right; also stops at a score <= 0.
+__device__ __forceinline__ void extend_right(const int* __restrict__ pssm, const unsigned char* __restrict__ subject,
+                                             int s_len, int qlen, int s_off, int q_off, int dropoff,
+                                             int& maxscore, int& length, int& s_last_off)
+{
+    int n = min(s_len - s_off, qlen - q_off);
+    int best_i = -1;
+    int score = maxscore;
+    int i = 0;
+    while (i < n) {
+        score += __ldg(&pssm[(q_off + i) * ALPHABET + subject[s_off + i]]);
+        if (score > maxscore) {
+            maxscore = score;
+            best_i = i;
+        }
+        if (score <= 0 || maxscore - score >= dropoff) break;
+        ++i;
+    }
+    length = best_i + 1;
+    s_last_off = s_off + i;
+}
+
+// s_BlastAaExtendTwoHit: s_left_off is one past the first hit's word, (q_right_off,
+// s_right_off) the second hit.
+__device__ Extension extend_two_hit(const int* __restrict__ pssm, const unsigned char* __restrict__ subject,
+                                    int s_len, int qlen, int s_left_off, int s_right_off, int q_right_off,
+                                    int dropoff)
+{
+    int left_score = 0, right_d = 0, score = 0;
+    for (int i = 0; i < WORD_SIZE; ++i) {      // best-scoring prefix of the second word
+        score += __ldg(&pssm[(q_right_off + i) * ALPHABET + subject[s_right_off + i]]);
+        if (score > left_score) {
+            left_score = score;
+            right_d = i + 1;
+        }
+    }
+    q_right_off += right_d;
+    s_right_off += right_d;
+    Extension e;
+    e.right_extend = 0;
+    e.s_last_off = s_right_off;
+    int left_d = 0;
+    left_score = 0;
+    extend_left(pssm, subject, s_right_off - 1, q_right_off - 1, dropoff, left_score, left_d);
+    int right_score = 0;
+    right_d = 0;
+    if (left_d >= s_right_off - s_left_off) {  // the left extension reached the first hit
+        e.right_extend = 1;
+        right_score = left_score;
+        extend_right(pssm, subject, s_len, qlen, s_right_off, q_right_off, dropoff, right_score, right_d,
+                     e.s_last_off);
+    }
+    e.score = max(left_score, right_score);
+    e.q_start = q_right_off - left_d;
+    e.s_start = s_right_off - left_d;
+    e.length = left_d + right_d;
+    return e;
+}
+
+// ---- helpers --------------------------------------------------------------------------
+
+// BLAST's lookup-table index of the word at s (ComputeTableIndex).
+__device__ __forceinline__ int word_at(const unsigned char* __restrict__ subject, int s)
+{
+    int w = 0;
+#pragma unroll
+    for (int k = 0; k < WORD_SIZE; ++k) w = (w << CHARSIZE) | subject[s + k];
+    return w;
+}
+
+// Exclusive prefix sum of a[0..n) in place (shared memory), returns the total.
+__device__ int block_exclusive_scan(int* a, int n, int* warp_sums)
+{
+    const int per = (n + BLOCK - 1) / BLOCK;
+    const int lo = min(n, threadIdx.x * per), hi = min(n, lo + per);
+    int local = 0;
+    for (int i = lo; i < hi; ++i) local += a[i];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int incl = local;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        int v = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= d) incl += v;
+    }
+    if (lane == 31) warp_sums[warp] = incl;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int acc = 0;
+        for (int w = 0; w < N_WARPS; ++w) {
+            int t = warp_sums[w];
+            warp_sums[w] = acc;
+            acc += t;
+        }
+        warp_sums[N_WARPS] = acc;
+    }
+    __syncthreads();
+    int run = warp_sums[warp] + incl - local;
+    for (int i = lo; i < hi; ++i) {
+        int t = a[i];
+        a[i] = run;
+        run += t;
+    }
+    int total = warp_sums[N_WARPS];
+    __syncthreads();
+    return total;
+}
+
+// ---- the kernel -----------------------------------------------------------------------
+
+extern "C" __global__ void __launch_bounds__(BLOCK)
+two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, packed
+                 const long long* __restrict__ offsets,        // subject i: residues[offsets[i]:offsets[i+1]]
+                 const int* __restrict__ order,                // subjects to search, longest first
+                 const int n_order,
+                 const int* __restrict__ cell_start,           // lookup table: cell -> entries
+                 const int* __restrict__ cell_offsets,         // query offsets, cell by cell
+                 const int* __restrict__ pssm,                 // qlen x 28
+                 const int qlen,
+                 const int diag_mask,                          // BLAST's diagonal array length - 1
+                 const int window, const int dropoff, const int cutoff,
+                 int* __restrict__ scratch, const int cap,     // cap hit slots per block
+                 int* __restrict__ next_job,
+                 int* __restrict__ out, const int out_cap, int* __restrict__ n_out,
+                 int* __restrict__ overflow, int* __restrict__ n_overflow)
+{
+    extern __shared__ int smem[];
+    const int n_cells = diag_mask + 1;
+    int* start = smem;                  // bin starts (after the scan)
+    int* fill = smem + n_cells;         // hits per bin
+    __shared__ int warp_sums[N_WARPS + 1];
+    __shared__ int job;
+    int* buf = scratch + (long long)blockIdx.x * cap;
+
+    for (;;) {
+        if (threadIdx.x == 0) job = atomicAdd(next_job, 1);
+        __syncthreads();
+        const int j = job;
+        if (j >= n_order) break;
+        const int subj = order[j];
+        const long long sbase = offsets[subj];
+        const int s_len = (int)(offsets[subj + 1] - sbase);
+        const int npos = s_len - WORD_SIZE + 1;
+        const unsigned char* __restrict__ subject = residues + sbase;
+        if (npos > 0) {
+            // bins touched: diagonals -(npos - 1) .. qlen - W, rotated to start at 0
+            const int n_bins = min(n_cells, qlen - WORD_SIZE + npos);
+            const int rot = npos - 1;
+            for (int i = threadIdx.x; i < n_bins; i += BLOCK) start[i] = 0;
+            __syncthreads();
+
+            // 1. hit detection: count hits per bin
+            for (int s = threadIdx.x; s < npos; s += BLOCK) {
+                const int w = word_at(subject, s);
+                const int e1 = __ldg(&cell_start[w + 1]);
+                for (int e = __ldg(&cell_start[w]); e < e1; ++e)
+                    atomicAdd(&start[(__ldg(&cell_offsets[e]) - s + rot) & diag_mask], 1);
+            }
+            __syncthreads();
+
+            // 2. bin starts
+            const int total = block_exclusive_scan(start, n_bins, warp_sums);
+            if (total > cap) {
+                if (threadIdx.x == 0) overflow[atomicAdd(n_overflow, 1)] = subj;
+            } else if (total > 1) {
+                for (int i = threadIdx.x; i < n_bins; i += BLOCK) fill[i] = 0;
+                __syncthreads();
+
+                // 3. hits into their bins (order within a bin: whatever the atomics give)
+                for (int s = threadIdx.x; s < npos; s += BLOCK) {
+                    const int w = word_at(subject, s);
+                    const int e1 = __ldg(&cell_start[w + 1]);
+                    for (int e = __ldg(&cell_start[w]); e < e1; ++e) {
+                        const int b = (__ldg(&cell_offsets[e]) - s + rot) & diag_mask;
+                        buf[start[b] + atomicAdd(&fill[b], 1)] = s;
+                    }
+                }
+                __syncthreads();
+
+                // 4. one thread per bin: sort, two-hit rule, extension
+                for (int b = threadIdx.x; b < n_bins; b += BLOCK) {
+                    const int n = fill[b];
+                    if (n < 2) continue;           // one hit never triggers an extension
+                    int* hits = buf + start[b];
+                    for (int k = 1; k < n; ++k) {  // insertion sort by subject offset
+                        const int v = hits[k];
+                        int m = k - 1;
+                        while (m >= 0 && hits[m] > v) {
+                            hits[m + 1] = hits[m];
+                            --m;
+                        }
+                        hits[m + 1] = v;
+                    }
+                    const int diag = b - rot;      // q - s, modulo the array length
+                    int last_hit = -window;        // a fresh cell: any first hit is too far
+                    bool flag = false;
+                    for (int k = 0; k < n; ++k) {
+                        const int s_off = hits[k];
+                        const int q_off = (diag + s_off) & diag_mask;
+                        if (flag) {                // inside the last extension, or a new start
+                            if (s_off < last_hit) continue;
+                            last_hit = s_off;
+                            flag = false;
+                            continue;
+                        }
+                        const int diff = s_off - last_hit;
+                        if (diff >= window) {      // too far: a new first hit
+                            last_hit = s_off;
+                            continue;
+                        }
+                        if (diff < WORD_SIZE) continue;   // overlapping words
+                        if (q_off - diff < 0) {    // first hit before the query start
+                            last_hit = s_off;
+                            continue;
+                        }
+                        const Extension x = extend_two_hit(pssm, subject, s_len, qlen, last_hit + WORD_SIZE,
+                                                           s_off, q_off, dropoff);
+                        if (x.score >= cutoff) {
+                            const int slot = atomicAdd(n_out, 1);
+                            if (slot < out_cap) {
+                                int* r = out + 7LL * slot;
+                                r[0] = subj;
+                                r[1] = q_off;
+                                r[2] = s_off;
+                                r[3] = x.q_start;
+                                r[4] = x.s_start;
+                                r[5] = x.length;
+                                r[6] = x.score;
+                            }
+                        }
+                        if (x.right_extend) {
+                            flag = true;
+                            last_hit = x.s_last_off - (WORD_SIZE - 1);
+                        } else {
+                            last_hit = s_off;
+                        }
+                    }
+                }
+            }
+        }
+        __syncthreads();                           // job, start and fill are reused
+    }
+}

@@ -1,0 +1,136 @@
+"""blastp's GPU phases against the CPU path (marked gpu; run on the GPU host).
+
+The CPU path (ungapped.ungapped_extensions, itself checked against BLAST+'s
+scan loop and against BLAST+) is the reference: the GPU's init HSPs must be
+the same array, field for field and in the same order, and ``--device gpu``
+output byte-identical to ``--device cpu``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from gpu_search.blast import stats
+from gpu_search.blast.alphabet import EASEL_TO_NCBISTDAA, blast_query_codes
+from gpu_search.blast.lookup import build_lookup
+from gpu_search.blast.matrix import load_matrix
+from gpu_search.blast.ungapped import ungapped_extensions
+from gpu_search.device import gpu_status
+
+pytestmark = pytest.mark.gpu
+if not gpu_status()[0]:
+    pytest.skip(f"no usable GPU: {gpu_status()[1]}", allow_module_level=True)
+
+from gpu_search.blast.gpu import GpuUngapped  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def blosum62():
+    return load_matrix("BLOSUM62")
+
+
+@pytest.fixture(scope="module")
+def db_codes(proteome):
+    return (EASEL_TO_NCBISTDAA[np.asarray(proteome.residues)], np.asarray(proteome.offsets, np.int64))
+
+
+@pytest.fixture(scope="module")
+def gpu(db_codes):
+    return GpuUngapped(*db_codes)
+
+
+def cutoffs(q, matrix, db_length):
+    kbp = stats.ungapped_params(q, matrix)
+    if kbp is None:                      # no Karlin block (e.g. all X): BLAST skips it; still compare
+        return 16, 0
+    g = stats.gapped_params(matrix.name, 11, 1)
+    cut = stats.search_cutoffs(kbp, g, len(q), stats.BLAST_SEQSRC_MINLENGTH, db_length, evalue=10.0)
+    return min(cut.x_drop_ungapped, cut.ungapped_cutoff), cut.ungapped_cutoff
+
+
+def query_codes(db, i):
+    return blast_query_codes(EASEL_TO_NCBISTDAA[np.asarray(db.sequence(i))])
+
+
+def compare(gpu_engine, db_codes, q, matrix, word_size=3, threshold=11, window=40, x_drop=None, cutoff=None):
+    residues, offsets = db_codes
+    lookup = build_lookup(q, matrix.scores, word_size, threshold)
+    xd, cu = cutoffs(q, matrix, int(offsets[-1]))
+    xd = xd if x_drop is None else x_drop
+    cu = cu if cutoff is None else cutoff
+    cpu = ungapped_extensions(q, lookup, residues, offsets, np.arange(len(offsets) - 1), matrix.scores,
+                              xd, cu, window, method="scan")
+    got = gpu_engine.ungapped_extensions(q, lookup, matrix.scores, xd, cu, window)
+    assert got.dtype == cpu.dtype
+    if not np.array_equal(got, cpu):
+        a, b = set(map(tuple, got.tolist())), set(map(tuple, cpu.tolist()))
+        raise AssertionError(f"GPU {len(got)} rows, CPU {len(cpu)}; only GPU: {sorted(a - b)[:5]}; "
+                             f"only CPU: {sorted(b - a)[:5]}")
+    return len(cpu)
+
+
+def test_init_hsps_equal_cpu_on_the_proteome(gpu, db_codes, proteome, blosum62):
+    """Forty proteome queries of every length, BLAST's cutoffs and a zero cutoff (every extension)."""
+    rng = np.random.default_rng(5)
+    lengths = np.diff(np.asarray(proteome.offsets))
+    idx = list(rng.choice(proteome.n_seqs, 36, replace=False)) + [int(np.argmax(lengths)), int(np.argmin(lengths))]
+    total = 0
+    for i in idx:
+        total += compare(gpu, db_codes, query_codes(proteome, i), blosum62)
+    for i in idx[:4]:
+        total += compare(gpu, db_codes, query_codes(proteome, i), blosum62, cutoff=0)
+    assert total > 1000
+
+
+@pytest.mark.parametrize("word_size,threshold,window", [(2, 9, 40), (4, 13, 40), (3, 11, 20), (3, 11, 80)])
+def test_init_hsps_other_word_sizes_and_windows(gpu, db_codes, proteome, blosum62, word_size, threshold, window):
+    for i in (3, 200, 1000):
+        compare(gpu, db_codes, query_codes(proteome, i), blosum62, word_size, threshold, window, cutoff=0)
+
+
+def test_overflowing_subjects_are_searched_on_the_cpu(db_codes, proteome, blosum62):
+    """A tiny hit buffer sends most subjects back to the CPU: same result."""
+    small = GpuUngapped(*db_codes, hit_slots=64)
+    compare(small, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
+
+
+def test_chunked_database(db_codes, proteome, blosum62):
+    """A database cut into many chunks (as when it does not fit in GPU memory): same result."""
+    chunked = GpuUngapped(*db_codes, max_chunk_residues=50_000)
+    assert len(chunked.chunks) > 5
+    compare(chunked, db_codes, query_codes(proteome, 10), blosum62)
+
+
+def test_edge_queries(gpu, db_codes, blosum62):
+    """Very short queries, runs of X, a query longer than the shared-memory bins (CPU fallback)."""
+    rng = np.random.default_rng(9)
+    res = db_codes[0]
+    for q in (res[100:104], res[5000:5003], np.full(50, 21, np.uint8),
+              np.concatenate([res[0:300], np.full(40, 21, np.uint8), res[300:600]]),
+              res[:17000]):
+        compare(gpu, db_codes, blast_query_codes(np.ascontiguousarray(q)), blosum62)
+    compare(gpu, db_codes, blast_query_codes(rng.integers(1, 23, 700).astype(np.uint8)), blosum62, cutoff=0)
+
+
+def test_cli_gpu_output_identical_to_cpu(tmp_path, proteome_path):
+    """50 proteome queries, tabular with every column and the saved hits: byte-identical."""
+    from gpu_search.cli import cli
+    from gpu_search.seqdb import open_database
+
+    db = open_database(proteome_path)
+    q = tmp_path / "q.fa"
+    with open(q, "w") as fh:
+        for i in range(0, db.n_seqs, max(1, db.n_seqs // 50))[:50]:
+            fh.write(f">{db.name(i)} {db.description(i)}\n{db.text(i)}\n")
+    outs = {}
+    for device in ("cpu", "gpu"):
+        out = tmp_path / f"{device}.tsv"
+        r = CliRunner().invoke(cli, ["blastp", "-query", str(q), "-db", str(proteome_path), "-out", str(out),
+                                     "-outfmt", "7 std qlen slen nident positive gaps qseq sseq",
+                                     "-num_threads", "4", "--device", device, "--quiet"])
+        assert r.exit_code == 0, r.output
+        outs[device] = out.read_bytes()
+    assert outs["gpu"] == outs["cpu"]
+    assert outs["cpu"].count(b"\n") > 1000
