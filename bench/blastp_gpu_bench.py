@@ -64,10 +64,14 @@ def gpu_phases(db, base, idx, threads):
     q = Queries()
     t = time.perf_counter()
     n = 0
+    per_query = []
     for i in range(q.n_seqs):
+        t1 = time.perf_counter()
         work = engine.new_work(i, q)
         engine.ungapped_stage(work, setup, gpu)
         n += len(work.init)
+        per_query.append((time.perf_counter() - t1, len(work.codes), len(work.init), gpu.overflowed))
+    gpu_phases.slowest = sorted(per_query, reverse=True)[:5]
     return time.perf_counter() - t, n
 
 
@@ -118,7 +122,10 @@ def main():
             "-num_threads", str(args.threads), "--device", "gpu", "-q"]
     # compiled-code caches warm (numba, NVRTC), as in an installed tool after its first run
     write_queries(work / "warm.faa", base, [0])
-    timed(ours + ["-query", str(work / "warm.faa")], env)
+    for _ in range(2):
+        r = subprocess.run(ours + ["-query", str(work / "warm.faa")], capture_output=True, text=True,
+                           env=dict(env, GPU_SEARCH_TIMINGS="1"))
+        print("warm-up run:", r.stderr.strip().splitlines()[-1:] if r.stderr else "", flush=True)
     gpu_phases(db, base, [0], args.threads)
     results = []
     for label, idx in sets.items():
@@ -128,13 +135,20 @@ def main():
                  "-num_threads", str(args.threads)]
         t_b, out_b = timed(blast)
         t_bu, _ = timed(blast + ["-ungapped"])
-        t_o, out_o = timed(ours + ["-query", str(q)], env)
+        t = time.perf_counter()
+        r = subprocess.run(ours + ["-query", str(q)], capture_output=True, text=True,
+                           env=dict(env, GPU_SEARCH_TIMINGS="1"))
+        t_o, out_o = time.perf_counter() - t, r.stdout
+        if r.returncode:
+            raise SystemExit(f"gpu-search failed: {r.stderr}")
+        phases = [line for line in r.stderr.splitlines() if "timings" in line]
         t_g, n_init = gpu_phases(db, base, idx, args.threads)
         rb, ro = out_b.splitlines(), out_o.splitlines()
         same = sum(1 for a, b in zip(sorted(rb), sorted(ro)) if a == b) if rb != ro else len(rb)
         r = dict(queries=label, blast_s=t_b, blast_ungapped_s=t_bu, ours_s=t_o, ours_gpu_phases_s=t_g,
                  init_hsps=n_init, rows_blast=len(rb), rows_ours=len(ro), identical=rb == ro,
-                 rows_equal_sorted=same)
+                 rows_equal_sorted=same, our_phases=phases[-1] if phases else "")
+        r["slowest_queries_s_len_init_overflowed"] = gpu_phases.slowest
         results.append(r)
         print(json.dumps(r), flush=True)
     name = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
@@ -148,6 +162,9 @@ def main():
         print(f"{r['queries']:22} {r['blast_s']:>9.2f} {r['ours_s']:>7.2f} {r['blast_s'] / r['ours_s']:>5.1f}x | "
               f"{r['blast_ungapped_s']:>18.2f} {r['ours_gpu_phases_s']:>16.2f} "
               f"{r['blast_ungapped_s'] / r['ours_gpu_phases_s']:>5.1f}x | {r['rows_blast']:>6} {r['identical']}")
+    print("our phases (seconds summed over threads), end-to-end runs:")
+    for r in results:
+        print(f"  {r['queries']:20} {r['our_phases'].split(': ', 1)[-1]}")
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
         (Path(args.out) / "blastp_gpu_bench.json").write_text(json.dumps(dict(device=name, commit=commit,

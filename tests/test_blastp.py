@@ -170,3 +170,42 @@ def test_bad_input(case, blast_setup, tmp_path):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("gpu-search: error:"), (case, r.stderr)
     assert not out.exists()
+
+
+def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, proteome):
+    """The GPU pipeline of run_blastp (tables built ahead, each query's gapped work cut into
+    pieces on threads, traceback in query order) with a stand-in for the GPU that runs the CPU
+    word finder: the same output as the CPU path.  (The kernel itself is checked against the
+    CPU word finder in test_blast_gpu.py, on the GPU host.)"""
+    import io
+
+    import gpu_search.blast.gpu as gpu_module
+    import gpu_search.device as device
+    from gpu_search.blast import engine
+    from gpu_search.blast.options import BlastOptions
+    from gpu_search.blast.output import parse_outfmt
+    from gpu_search.blast.ungapped import ungapped_extensions
+
+    class StandIn:
+        def __init__(self, residues, offsets, device_id=0):
+            self.residues, self.offsets = residues, offsets
+
+        def ungapped_extensions(self, q, lookup, scores, x_drop, cutoff, window=40):
+            ids = np.arange(len(self.offsets) - 1, dtype=np.int64)
+            return ungapped_extensions(q, lookup, self.residues, self.offsets, ids, scores, x_drop, cutoff,
+                                       window, method="scan")
+
+    monkeypatch.setattr(gpu_module, "GpuUngapped", StandIn)
+    monkeypatch.setattr(device, "resolve", lambda d, quiet=False: "gpu" if d == "gpu" else "cpu")
+    monkeypatch.setattr(engine, "PRELIM_PIECE", 40)          # many pieces per query
+    idx = list(range(0, proteome.n_seqs, proteome.n_seqs // 12))[:12]
+    queries = proteome.subset(idx)
+    out = {}
+    for dev in ("cpu", "gpu"):
+        fh = io.StringIO()
+        fmt, columns = parse_outfmt("6 std qlen slen")
+        engine.run_blastp(queries, proteome, BlastOptions(num_threads=3), fh, fmt=fmt, columns=columns,
+                          db_name="proteome", quiet=True, device=dev)
+        out[dev] = fh.getvalue()
+    assert out["gpu"] == out["cpu"]
+    assert out["cpu"].count("\n") > 200

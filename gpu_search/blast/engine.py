@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import os
 import queue
+import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -35,7 +37,7 @@ import numpy as np
 
 from ..errors import OptionError
 from . import gapped, stats, traceback
-from .alphabet import EASEL_TO_NCBISTDAA, NCBISTDAA, blast_query_codes
+from .alphabet import EASEL_TO_NCBISTDAA, NCBISTDAA, blast_query_codes, easel_to_ncbistdaa
 from .lookup import build_lookup
 from .matrix import load_matrix
 from .options import BlastOptions
@@ -92,7 +94,7 @@ def make_setup(subjects, options: BlastOptions) -> SearchSetup:
         options=options, matrix=matrix, gap_open=go, gap_extend=ge, gapped=gapped_params,
         threshold=options.threshold if options.threshold is not None else matrix.word_threshold,
         window_size=options.window_size if options.window_size is not None else matrix.window_size,
-        residues=EASEL_TO_NCBISTDAA[np.asarray(subjects.residues)],
+        residues=easel_to_ncbistdaa(subjects.residues, options.num_threads or os.cpu_count() or 1),
         offsets=np.asarray(subjects.offsets, dtype=np.int64),
         lengths=np.asarray(subjects.lengths, dtype=np.int64),
         db_length=db_length, subjects=subjects,
@@ -102,26 +104,37 @@ def make_setup(subjects, options: BlastOptions) -> SearchSetup:
 # --- 1. ungapped stage -------------------------------------------------------------------
 
 
-def ungapped_stage(work: QueryWork, setup: SearchSetup, gpu=None) -> None:
-    """Init HSPs of one query: on the GPU (``gpu``: a blast.gpu.GpuUngapped) or the CPU."""
+def prepare_query(work: QueryWork, setup: SearchSetup):
+    """Statistics, cutoffs and lookup table of one query (None when BLAST skips the query)."""
     q = work.codes
     work.kbp = stats.ungapped_params(q, setup.matrix)
     if work.kbp is None:          # BLAST: no valid Karlin block for this query (e.g. all X)
-        return
+        return None
     work.cutoffs = stats.search_cutoffs(work.kbp, setup.gapped, len(q), stats.BLAST_SEQSRC_MINLENGTH,
                                         setup.db_length, evalue=setup.options.evalue)
+    return build_lookup(q, setup.matrix.scores, setup.options.word_size, setup.threshold)
+
+
+def ungapped_stage(work: QueryWork, setup: SearchSetup, gpu=None, lookup=None) -> None:
+    """Init HSPs of one query: on the GPU (``gpu``: a blast.gpu.GpuUngapped) or the CPU.
+
+    ``lookup``: the query's table if ``prepare_query`` already ran.
+    """
+    if lookup is None:
+        lookup = prepare_query(work, setup)
+    if lookup is None:
+        return
     cut = work.cutoffs
-    lookup = build_lookup(q, setup.matrix.scores, setup.options.word_size, setup.threshold)
+    q = work.codes
+    x_drop = min(cut.x_drop_ungapped, cut.ungapped_cutoff)
     if gpu is not None:
-        work.init = gpu.ungapped_extensions(q, lookup, setup.matrix.scores,
-                                            x_drop=min(cut.x_drop_ungapped, cut.ungapped_cutoff),
+        work.init = gpu.ungapped_extensions(q, lookup, setup.matrix.scores, x_drop=x_drop,
                                             cutoff=cut.ungapped_cutoff, window=setup.window_size)
         return
-    init = ungapped_extensions(
+    work.init = ungapped_extensions(
         q, lookup, setup.residues, setup.offsets, np.arange(len(setup.lengths), dtype=np.int64),
-        setup.matrix.scores, x_drop=min(cut.x_drop_ungapped, cut.ungapped_cutoff),
-        cutoff=cut.ungapped_cutoff, window=setup.window_size, method="scan")
-    work.init = init
+        setup.matrix.scores, x_drop=x_drop, cutoff=cut.ungapped_cutoff, window=setup.window_size,
+        method="scan")
 
 
 # --- 2. preliminary gapped stage -----------------------------------------------------------
@@ -133,23 +146,32 @@ def _evalues(scores, work, setup, subject_len: int) -> np.ndarray:
                                          setup.db_length) for s in scores], dtype=np.float64)
 
 
-def prelim_stage(work: QueryWork, setup: SearchSetup) -> None:
-    """Preliminary gapped HSPs of every subject with init HSPs, E-value reaped.
+PRELIM_PIECE = 4096      # init HSPs per task when one query's gapped stage is spread over threads
+
+
+def prelim_hsps(init: np.ndarray, work: QueryWork, setup: SearchSetup) -> dict:
+    """Preliminary gapped HSPs of the subjects of ``init`` (init HSPs, whole subjects), E-value reaped.
 
     BLAST_GetGappedScore per subject, restricted extensions first where the
     query's best init HSP of the subject is below 0.68 x its cutoff (decided
     per query: what BLAST+ 2.12 does even for queries searched together), then
-    Blast_HSPListReapByEvalue with the preliminary E-value.
+    Blast_HSPListReapByEvalue with the preliminary E-value.  Subjects are
+    independent, so any split of the init HSPs at subject boundaries gives
+    the same HSPs.
+
+    Returns:
+        {subject: PRELIM_HSP rows}.
     """
-    if work.cutoffs is None or not len(work.init):
-        return
+    out = {}
+    if work.cutoffs is None or not len(init):
+        return out
     cut = work.cutoffs
     hsps, _ = gapped.preliminary_gapped_hsps_batch(
-        work.init, work.codes, setup.residues, setup.offsets, setup.matrix.scores,
+        init, work.codes, setup.residues, setup.offsets, setup.matrix.scores,
         setup.gap_open, setup.gap_extend, cut.x_drop_gapped, cut.cutoff_score,
         restricted=None, expect_value=setup.options.evalue)
     if not len(hsps):
-        return
+        return out
     subj = hsps["subject"]
     starts = np.flatnonzero(np.r_[True, subj[1:] != subj[:-1]])
     for a, b in zip(starts, np.r_[starts[1:], len(hsps)]):
@@ -158,7 +180,26 @@ def prelim_stage(work: QueryWork, setup: SearchSetup) -> None:
         ev = _evalues(group["score"], work, setup, setup.lengths[s])
         keep = ev <= cut.prelim_evalue            # order kept
         if keep.any():
-            work.prelim[s] = group[keep]
+            out[s] = group[keep]
+    return out
+
+
+def prelim_stage(work: QueryWork, setup: SearchSetup) -> None:
+    """Preliminary gapped HSPs of every subject with init HSPs (``prelim_hsps``), in ``work.prelim``."""
+    work.prelim.update(prelim_hsps(work.init, work, setup))
+
+
+def init_pieces(init: np.ndarray, size: int | None = None) -> list[np.ndarray]:
+    """A query's init HSPs cut at subject boundaries into pieces of about ``size`` rows (PRELIM_PIECE)."""
+    size = size or PRELIM_PIECE
+    if len(init) <= size:
+        return [init]
+    subj = init["subject"]
+    starts = np.flatnonzero(np.r_[True, subj[1:] != subj[:-1]])
+    cuts = np.unique(starts[np.minimum(np.searchsorted(starts, np.arange(size, len(init), size)),
+                                       len(starts) - 1)])
+    bounds = [0, *[int(c) for c in cuts if c > 0], len(init)]
+    return [init[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
 
 
 # --- 3-5. hit list, traceback, ordering ------------------------------------------------------
@@ -268,26 +309,39 @@ def new_work(i: int, queries) -> QueryWork:
     return QueryWork(index=i, codes=codes)
 
 
-def gapped_stages(work: QueryWork, setup: SearchSetup, queries) -> list[SubjectResult]:
-    """Stages 2-5 of one query whose init HSPs are known."""
-    prelim_stage(work, setup)
-    return final_stage(work, setup, queries)
+class PhaseTimes:
+    """Seconds spent per phase, summed over threads (``GPU_SEARCH_TIMINGS=1`` prints them)."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def add(self, phase: str, t0: float) -> None:
+        with self._lock:
+            self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - t0
+
+    def line(self) -> str:
+        return "  ".join(f"{k} {v:.2f} s" for k, v in self.seconds.items())
 
 
 def search_query(i: int, queries, setup: SearchSetup) -> list[SubjectResult]:
     """All stages for one query: every subject of its preliminary hit list with final rows."""
     work = new_work(i, queries)
     ungapped_stage(work, setup)
-    return gapped_stages(work, setup, queries)
+    prelim_stage(work, setup)
+    return final_stage(work, setup, queries)
 
 
-def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpu):
+def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpu, times: PhaseTimes):
     """Each query's results, in query order.
 
     CPU: queries run whole on the pool's threads.  GPU: one thread feeds the
-    GPU query after query (the database stays on it) and hands each query's
-    init HSPs to the pool, whose threads run the gapped stages while the GPU
-    goes on with the next queries (cuBLASTP's overlap of GPU and CPU phases).
+    GPU query after query (the database stays on it); each query's init HSPs
+    are cut into pieces (whole subjects) whose preliminary gapped extensions
+    run on the pool's threads while the GPU goes on with the next queries
+    (cuBLASTP's overlap of GPU and CPU phases; pieces keep every thread busy
+    even when one query has most of the work); this thread then runs the
+    query's traceback, which concerns only its preliminary hit list.
     """
     n = queries.n_seqs
     if gpu is None:
@@ -295,12 +349,34 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpu):
         return
     ready: queue.Queue = queue.Queue(maxsize=2 * threads + 2)   # bounds the init HSPs held
 
+    def prelim_piece(piece, work):
+        t0 = time.perf_counter()
+        hsps = prelim_hsps(piece, work, setup)
+        times.add("preliminary gapped (CPU threads)", t0)
+        return hsps
+
+    def prepare(i):
+        t0 = time.perf_counter()
+        work = new_work(i, queries)
+        lookup = prepare_query(work, setup)
+        times.add("statistics+lookup (ahead of the GPU)", t0)
+        return work, lookup
+
     def produce():
         try:
-            for i in range(n):
-                work = new_work(i, queries)
-                ungapped_stage(work, setup, gpu)
-                ready.put(pool.submit(gapped_stages, work, setup, queries))
+            # the next queries' tables are built while the GPU searches this one
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="blastp-lookup") as ahead:
+                coming = [ahead.submit(prepare, i) for i in range(min(n, 4))]
+                for i in range(n):
+                    work, lookup = coming.pop(0).result()
+                    if i + 4 < n:
+                        coming.append(ahead.submit(prepare, i + 4))
+                    t0 = time.perf_counter()
+                    if lookup is not None:
+                        ungapped_stage(work, setup, gpu, lookup)
+                    times.add("GPU phases", t0)
+                    ready.put((work, [pool.submit(prelim_piece, piece, work)
+                                      for piece in init_pieces(work.init)]))
         except BaseException as exc:            # handed to the writer, which raises it
             ready.put(exc)
 
@@ -309,7 +385,13 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpu):
         item = ready.get()
         if isinstance(item, BaseException):
             raise item
-        yield item.result()
+        work, pieces = item
+        for f in pieces:
+            work.prelim.update(f.result())
+        t0 = time.perf_counter()
+        results = final_stage(work, setup, queries)
+        times.add("traceback (writer thread)", t0)
+        yield results
 
 
 def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, columns: list[str],
@@ -331,19 +413,24 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
 
     from ..device import resolve
 
+    times = PhaseTimes()
+    t0 = t_start = time.perf_counter()
     setup = make_setup(subjects, options)
+    times.add("setup", t0)
     gpu = None
     if resolve(device, quiet) == "gpu":
         from .gpu import GpuUngapped
 
+        t0 = time.perf_counter()
         gpu = GpuUngapped(setup.residues, setup.offsets, device_id=(gpus or [0])[0])
+        times.add("GPU upload", t0)
     progress = Progress("blastp", queries.n_seqs, "queries", quiet)
     saved = []
     threads = options.num_threads or os.cpu_count() or 1
     n_done = 0
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="blastp") as pool:
         # queries are independent: several at a time, written in input order
-        for i, results in enumerate(_results_in_order(queries, setup, pool, threads, gpu)):
+        for i, results in enumerate(_results_in_order(queries, setup, pool, threads, gpu, times)):
             qname, qdesc = queries.name(i), queries.description(i)
             qtitle = f"{qname} {qdesc}" if qdesc else qname
             rows = [h for r in select(results, options.max_target_seqs) for h in r.rows]
@@ -358,3 +445,6 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
         from .merge import save_hits
 
         save_hits(hits_out, saved, options=options, db_name=db_name)
+    if os.environ.get("GPU_SEARCH_TIMINGS"):
+        print(f"gpu-search blastp timings: {times.line()}  wall {time.perf_counter() - t_start:.2f} s",
+              file=sys.stderr)

@@ -9,7 +9,8 @@ database is uploaded once per run and reused for every query.
 Fallbacks that keep the result exact:
 
 * a subject with more word hits than a block's buffer holds is listed by the
-  kernel and searched on the CPU;
+  kernel and searched again with buffers big enough (on the CPU if the GPU
+  has no memory for them);
 * a query too long for the bin counters in shared memory (diagonal array over
   16,384 cells, i.e. longer than about 16,300 residues) is searched on the CPU;
 * the database is cut into chunks when it does not fit in GPU memory, and an
@@ -107,7 +108,7 @@ class GpuUngapped:
                         raise DeviceError("GPU out of memory for the blastp buffers") from None
                     self.grid //= 2
             self.counters = cp.zeros(3, dtype=np.int32)            # next job, rows out, overflow
-            self.overflow = cp.empty(max(c["n"] for c in self.chunks) if self.chunks else 1, dtype=np.int32)
+            self.overflow = cp.empty(2 * max([c["n"] for c in self.chunks] + [1]), dtype=np.int32)
 
     def ungapped_extensions(self, query_codes, lookup: Lookup, matrix_scores, x_drop: int, cutoff: int,
                             window: int = 40) -> np.ndarray:
@@ -118,48 +119,81 @@ class GpuUngapped:
             return self._cpu(query_codes, lookup, matrix_scores, x_drop, cutoff, window,
                              np.arange(len(self.host_offsets) - 1, dtype=np.int64))
         cp = self.cp
-        pssm = _pssm(query_codes, matrix_scores)
-        parts = []
+        parts, leftover = [], []
         with cp.cuda.Device(self.device_id):
             kernel = load_kernel(lookup.word_size, self.device_id)
             smem = 2 * n_cells * 4
             if smem > 48 * 1024:
                 kernel.max_dynamic_shared_size_bytes = smem
-            d_cells = cp.asarray(lookup.cell_start.astype(np.int32))
-            d_offs = cp.asarray(np.ascontiguousarray(lookup.offsets, dtype=np.int32))
-            d_pssm = cp.asarray(pssm)
+            query = dict(cells=cp.asarray(lookup.cell_start.astype(np.int32)),
+                         offsets=cp.asarray(np.ascontiguousarray(lookup.offsets, dtype=np.int32)),
+                         pssm=cp.asarray(_pssm(query_codes, matrix_scores)),
+                         args=(np.int32(lookup.query_length), np.int32(n_cells - 1), np.int32(window),
+                               np.int32(x_drop), np.int32(cutoff)))
             # blocks that can be resident at once: enough to fill the GPU, no more (scratch per block)
             per_sm = max(1, min(2048 // BLOCK, self.smem_per_sm // (smem + 1024)))
             grid = min(self.grid, self.n_sm * per_sm)
-            overflow = []
+            self.overflowed = 0
             for c in self.chunks:
-                while True:
-                    self.counters.fill(0)
-                    kernel((grid,), (BLOCK,),
-                           (c["residues"], c["offsets"], c["order"], np.int32(c["n"]), d_cells, d_offs, d_pssm,
-                            np.int32(lookup.query_length), np.int32(n_cells - 1), np.int32(window),
-                            np.int32(x_drop), np.int32(cutoff), self.scratch, np.int32(self.hit_slots),
-                            self.counters[0:1], self.out, np.int32(self.n_out_cap), self.counters[1:2],
-                            self.overflow, self.counters[2:3]),
-                           shared_mem=smem)
-                    counts = self.counters.get()
-                    n_rows, n_over = int(counts[1]), int(counts[2])
-                    if n_rows <= self.n_out_cap:
-                        break
-                    self.n_out_cap = 2 * n_rows                  # rare: grow and run the chunk again
-                    self.out = cp.empty(7 * self.n_out_cap, dtype=np.int32)
-                rows = self.out[:7 * n_rows].get().reshape(n_rows, 7)
+                rows, left = self._chunk(kernel, c, query, grid, smem)
                 rows[:, 0] += c["first"]
                 parts.append(rows)
-                if n_over:
-                    overflow.append(np.sort(self.overflow[:n_over].get()).astype(np.int64) + c["first"])
-        if overflow:
-            ids = np.concatenate(overflow)
-            extra = self._cpu(query_codes, lookup, matrix_scores, x_drop, cutoff, window, ids)
+                leftover.extend(int(i) + c["first"] for i in left)
+        if leftover:             # no GPU memory for a big enough buffer: the CPU does these subjects
+            extra = self._cpu(query_codes, lookup, matrix_scores, x_drop, cutoff, window,
+                              np.sort(np.array(leftover, dtype=np.int64)))
             parts.append(np.stack([extra[name] for name in extra.dtype.names], axis=1).astype(np.int32)
                          if len(extra) else np.empty((0, 7), np.int32))
         rows = np.concatenate(parts) if parts else np.empty((0, 7), np.int32)
         return _to_records(blast_order(rows, lookup.query_rank))
+
+    def _chunk(self, kernel, c, query, grid, smem):
+        """One database chunk: the kernel over every subject, then again over the subjects
+        whose hits overflowed the blocks' buffers, with buffers sized for them.
+
+        Returns the rows (subject index within the chunk) and the subjects left to the CPU.
+        """
+        cp = self.cp
+        while True:
+            self.counters.fill(0)
+            self._launch(kernel, c, c["order"], c["n"], query, grid, smem, self.scratch, self.hit_slots)
+            counts = self.counters.get()
+            left = []
+            if counts[2]:                                  # second pass: the overflowing subjects
+                over = self.overflow[:2 * int(counts[2])].get().reshape(-1, 2)
+                self.overflowed += len(over)
+                slots = int(over[:, 1].max()) * 3 // 2 + 64
+                n_blocks = int(min(len(over), grid, (1 << 30) // (4 * slots)))
+                scratch = None
+                if n_blocks >= 1:
+                    try:
+                        scratch = cp.empty(n_blocks * slots, dtype=np.int32)
+                    except cp.cuda.memory.OutOfMemoryError:
+                        scratch = None
+                if scratch is None:
+                    left = over[:, 0].tolist()
+                else:
+                    self.counters[0] = 0
+                    self.counters[2] = 0
+                    order = cp.asarray(np.ascontiguousarray(over[:, 0], dtype=np.int32))
+                    self._launch(kernel, c, order, len(over), query, n_blocks, smem, scratch, slots)
+                    del scratch
+                    counts = self.counters.get()
+                    if counts[2]:                          # cannot happen: the buffers fit
+                        raise DeviceError("blastp GPU kernel: hit buffer overflow in the second pass")
+            n_rows = int(counts[1])
+            if n_rows <= self.n_out_cap:
+                break
+            self.n_out_cap = 2 * n_rows                    # rare: grow and run the chunk again
+            self.out = cp.empty(7 * self.n_out_cap, dtype=np.int32)
+        return self.out[:7 * n_rows].get().reshape(n_rows, 7), left
+
+    def _launch(self, kernel, c, order, n_order, query, grid, smem, scratch, slots):
+        kernel((grid,), (BLOCK,),
+               (c["residues"], c["offsets"], order, np.int32(n_order), query["cells"], query["offsets"],
+                query["pssm"], *query["args"], scratch, np.int32(slots), self.counters[0:1], self.out,
+                np.int32(self.n_out_cap), self.counters[1:2], self.overflow, self.counters[2:3]),
+               shared_mem=smem)
 
     def _cpu(self, query_codes, lookup, matrix_scores, x_drop, cutoff, window, ids):
         return ungapped_extensions(query_codes, lookup, self.host_residues, self.host_offsets, ids,

@@ -23,8 +23,8 @@
 // ungapped.two_hit_binned (same state machine, same extension code); the
 // proof that bins can be processed independently is in ungapped.py.
 //
-// A subject whose hits overflow the block's buffer is handed back to the host
-// (overflow list), which runs the CPU path on it: the result stays exact.
+// A subject whose hits overflow the block's buffer is listed with its hit count
+// (overflow list); the host runs those subjects again with buffers that fit.
 //
 // Compile-time constants: WORD_SIZE (BLAST's W, 2..4), BLOCK (threads).
 // Output rows: int32 x 7 = subject, q_off, s_off, q_start, s_start, length,
@@ -134,8 +134,9 @@ __device__ __forceinline__ int word_at(const unsigned char* __restrict__ subject
     return w;
 }
 
-// Exclusive prefix sum of a[0..n) in place (shared memory), returns the total.
-__device__ int block_exclusive_scan(int* a, int n, int* warp_sums)
+// Exclusive prefix sum of a[0..n) in place (shared memory), returns the total;
+// also zeroes zero[0..n) on the way.
+__device__ int block_exclusive_scan(int* a, int n, int* warp_sums, int* zero)
 {
     const int per = (n + BLOCK - 1) / BLOCK;
     const int lo = min(n, threadIdx.x * per), hi = min(n, lo + per);
@@ -164,6 +165,7 @@ __device__ int block_exclusive_scan(int* a, int n, int* warp_sums)
     for (int i = lo; i < hi; ++i) {
         int t = a[i];
         a[i] = run;
+        zero[i] = 0;
         run += t;
     }
     int total = warp_sums[N_WARPS];
@@ -195,6 +197,7 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
     int* fill = smem + n_cells;         // hits per bin
     __shared__ int warp_sums[N_WARPS + 1];
     __shared__ int job;
+    __shared__ int n_multi;
     int* buf = scratch + (long long)blockIdx.x * cap;
 
     for (;;) {
@@ -223,29 +226,37 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
             }
             __syncthreads();
 
-            // 2. bin starts
-            const int total = block_exclusive_scan(start, n_bins, warp_sums);
-            if (total > cap) {
-                if (threadIdx.x == 0) overflow[atomicAdd(n_overflow, 1)] = subj;
+            // 2. bin starts (and fill[] zeroed)
+            const int total = block_exclusive_scan(start, n_bins, warp_sums, fill);
+            if (total + total / 2 > cap) {
+                if (threadIdx.x == 0) {            // the host runs it again with a bigger buffer
+                    const int k = atomicAdd(n_overflow, 1);
+                    overflow[2 * k] = subj;
+                    overflow[2 * k + 1] = total;
+                }
             } else if (total > 1) {
-                for (int i = threadIdx.x; i < n_bins; i += BLOCK) fill[i] = 0;
+                // 3. hits into their bins (order within a bin: whatever the atomics give);
+                //    bins getting a second hit are listed after the hits (buf[total ..])
+                int* multi = buf + total;
+                if (threadIdx.x == 0) n_multi = 0;
                 __syncthreads();
-
-                // 3. hits into their bins (order within a bin: whatever the atomics give)
                 for (int s = threadIdx.x; s < npos; s += BLOCK) {
                     const int w = word_at(subject, s);
                     const int e1 = __ldg(&cell_start[w + 1]);
                     for (int e = __ldg(&cell_start[w]); e < e1; ++e) {
                         const int b = (__ldg(&cell_offsets[e]) - s + rot) & diag_mask;
-                        buf[start[b] + atomicAdd(&fill[b], 1)] = s;
+                        const int k = atomicAdd(&fill[b], 1);
+                        buf[start[b] + k] = s;
+                        if (k == 1) multi[atomicAdd(&n_multi, 1)] = b;
                     }
                 }
                 __syncthreads();
 
-                // 4. one thread per bin: sort, two-hit rule, extension
-                for (int b = threadIdx.x; b < n_bins; b += BLOCK) {
+                // 4. one thread per bin of two hits or more (one hit never triggers an
+                //    extension): sort, two-hit rule, extension
+                for (int m = threadIdx.x; m < n_multi; m += BLOCK) {
+                    const int b = multi[m];
                     const int n = fill[b];
-                    if (n < 2) continue;           // one hit never triggers an extension
                     int* hits = buf + start[b];
                     for (int k = 1; k < n; ++k) {  // insertion sort by subject offset
                         const int v = hits[k];
