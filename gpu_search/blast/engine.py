@@ -30,7 +30,7 @@ import queue
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -340,8 +340,9 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpu, time
     are cut into pieces (whole subjects) whose preliminary gapped extensions
     run on the pool's threads while the GPU goes on with the next queries
     (cuBLASTP's overlap of GPU and CPU phases; pieces keep every thread busy
-    even when one query has most of the work); this thread then runs the
-    query's traceback, which concerns only its preliminary hit list.
+    even when one query has most of the work); when a query's last piece is
+    done, its traceback (only the preliminary hit list's subjects) is queued
+    on the pool as well.  This thread writes the queries in order.
     """
     n = queries.n_seqs
     if gpu is None:
@@ -362,6 +363,47 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpu, time
         times.add("statistics+lookup (ahead of the GPU)", t0)
         return work, lookup
 
+    def traceback_task(work):
+        t0 = time.perf_counter()
+        results = final_stage(work, setup, queries)
+        times.add("traceback (CPU threads)", t0)
+        return results
+
+    def submit(work) -> Future:
+        """The query's gapped pieces on the pool; when the last one is done its traceback
+        goes on the pool too.  The returned future gives the query's results."""
+        pieces = init_pieces(work.init)
+        done: Future = Future()
+        left = [len(pieces)]
+        lock = threading.Lock()
+
+        def fail(exc):
+            with lock:
+                if not done.done():
+                    done.set_exception(exc)
+
+        def finished(f):
+            if f.exception() is not None:
+                fail(f.exception())
+            else:
+                done.set_result(f.result())
+
+        def piece_done(f):
+            try:
+                hsps = f.result()
+                with lock:
+                    work.prelim.update(hsps)
+                    left[0] -= 1
+                    last = left[0] == 0
+                if last:
+                    pool.submit(traceback_task, work).add_done_callback(finished)
+            except BaseException as exc:
+                fail(exc)
+
+        for piece in pieces:
+            pool.submit(prelim_piece, piece, work).add_done_callback(piece_done)
+        return done
+
     def produce():
         try:
             # the next queries' tables are built while the GPU searches this one
@@ -375,8 +417,7 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpu, time
                     if lookup is not None:
                         ungapped_stage(work, setup, gpu, lookup)
                     times.add("GPU phases", t0)
-                    ready.put((work, [pool.submit(prelim_piece, piece, work)
-                                      for piece in init_pieces(work.init)]))
+                    ready.put(submit(work))
         except BaseException as exc:            # handed to the writer, which raises it
             ready.put(exc)
 
@@ -385,13 +426,7 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpu, time
         item = ready.get()
         if isinstance(item, BaseException):
             raise item
-        work, pieces = item
-        for f in pieces:
-            work.prelim.update(f.result())
-        t0 = time.perf_counter()
-        results = final_stage(work, setup, queries)
-        times.add("traceback (writer thread)", t0)
-        yield results
+        yield item.result()
 
 
 def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, columns: list[str],
