@@ -70,7 +70,6 @@ class GpuUngapped:
         self.hit_slots = int(hit_slots)
         self.host_residues = np.ascontiguousarray(residues, dtype=np.uint8)
         self.host_offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-        self.max_length = int(np.diff(self.host_offsets).max()) if len(self.host_offsets) > 1 else 0
         with cp.cuda.Device(device_id):
             props = cp.cuda.runtime.getDeviceProperties(device_id)
             self.n_sm = int(props["multiProcessorCount"])
@@ -116,8 +115,7 @@ class GpuUngapped:
         """The init HSPs of one query, as ``ungapped.ungapped_extensions`` returns them (subject = database index)."""
         query_codes = np.ascontiguousarray(query_codes, dtype=np.uint8)
         n_cells = diag_array_length(lookup.query_length, window)
-        # hits are packed as s * n_cells + bin in 32 bits
-        if n_cells > MAX_SMEM_CELLS or lookup.n_entries == 0 or self.max_length * n_cells >= 1 << 32:
+        if n_cells > MAX_SMEM_CELLS or lookup.n_entries == 0:
             return self._cpu(query_codes, lookup, matrix_scores, x_drop, cutoff, window,
                              np.arange(len(self.host_offsets) - 1, dtype=np.int64))
         cp = self.cp
@@ -127,18 +125,13 @@ class GpuUngapped:
             smem = 2 * n_cells * 4
             if smem > 48 * 1024:
                 kernel.max_dynamic_shared_size_bytes = smem
-            present = np.packbits(np.diff(lookup.cell_start) > 0, bitorder="little")
-            present = np.concatenate([present, np.zeros(-len(present) % 4, np.uint8)]).view("<u4")
             query = dict(cells=cp.asarray(lookup.cell_start.astype(np.int32)),
                          offsets=cp.asarray(np.ascontiguousarray(lookup.offsets, dtype=np.int32)),
                          pssm=cp.asarray(_pssm(query_codes, matrix_scores)),
-                         pv=cp.asarray(present.astype(np.uint32)),
-                         args=(np.int32(lookup.query_length), np.int32(n_cells - 1),
-                               np.int32(n_cells.bit_length() - 1), np.int32(window), np.int32(x_drop),
-                               np.int32(cutoff)))
+                         args=(np.int32(lookup.query_length), np.int32(n_cells - 1), np.int32(window),
+                               np.int32(x_drop), np.int32(cutoff)))
             # blocks that can be resident at once: enough to fill the GPU, no more (scratch per block)
-            static = 4096 + 1024 if lookup.word_size <= 3 else 1024   # presence bits, block overhead
-            per_sm = max(1, min(2048 // BLOCK, self.smem_per_sm // (smem + static)))
+            per_sm = max(1, min(2048 // BLOCK, self.smem_per_sm // (smem + 1024)))
             grid = min(self.grid, self.n_sm * per_sm)
             self.overflowed = 0
             for c in self.chunks:
@@ -169,7 +162,7 @@ class GpuUngapped:
             if counts[2]:                                  # second pass: the overflowing subjects
                 over = self.overflow[:2 * int(counts[2])].get().reshape(-1, 2)
                 self.overflowed += len(over)
-                slots = int(over[:, 1].max()) * 5 // 2 + 64     # raw hits, binned hits, bin list
+                slots = int(over[:, 1].max()) * 3 // 2 + 64
                 n_blocks = int(min(len(over), grid, (1 << 30) // (4 * slots)))
                 scratch = None
                 if n_blocks >= 1:
@@ -198,7 +191,7 @@ class GpuUngapped:
     def _launch(self, kernel, c, order, n_order, query, grid, smem, scratch, slots):
         kernel((grid,), (BLOCK,),
                (c["residues"], c["offsets"], order, np.int32(n_order), query["cells"], query["offsets"],
-                query["pssm"], query["pv"], *query["args"], scratch, np.int32(slots), self.counters[0:1], self.out,
+                query["pssm"], *query["args"], scratch, np.int32(slots), self.counters[0:1], self.out,
                 np.int32(self.n_out_cap), self.counters[1:2], self.overflow, self.counters[2:3]),
                shared_mem=smem)
 

@@ -39,8 +39,6 @@
 #define CHARSIZE 5           // bits per letter in a lookup-table index
 #define ALPHABET 28          // NCBIstdaa: PSSM rows are 28 scores wide
 #define N_WARPS (BLOCK / 32)
-#define USE_PV (WORD_SIZE <= 3)      // a presence bit per lookup cell fits in shared memory
-#define PV_WORDS ((1 << (CHARSIZE * WORD_SIZE)) / 32)
 
 // ---- ungapped X-drop extension (s_BlastAaExtendLeft / Right / TwoHit) ----------------
 
@@ -185,10 +183,8 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
                  const int* __restrict__ cell_start,           // lookup table: cell -> entries
                  const int* __restrict__ cell_offsets,         // query offsets, cell by cell
                  const int* __restrict__ pssm,                 // qlen x 28
-                 const unsigned* __restrict__ pv_global,       // lookup cells with entries, a bit each
                  const int qlen,
                  const int diag_mask,                          // BLAST's diagonal array length - 1
-                 const int cell_bits,                          // log2(diag_mask + 1)
                  const int window, const int dropoff, const int cutoff,
                  int* __restrict__ scratch, const int cap,     // cap hit slots per block
                  int* __restrict__ next_job,
@@ -201,21 +197,11 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
     int* fill = smem + n_cells;         // hits per bin
     __shared__ int warp_sums[N_WARPS + 1];
     __shared__ int job;
-    __shared__ int n_raw;
     __shared__ int n_multi;
-#if USE_PV
-    __shared__ unsigned pv[PV_WORDS];   // BLAST's presence vector: which lookup cells have entries
-    for (int i = threadIdx.x; i < PV_WORDS; i += BLOCK) pv[i] = pv_global[i];
-#endif
     int* buf = scratch + (long long)blockIdx.x * cap;
-    const int lane = threadIdx.x & 31;
 
     for (;;) {
-        if (threadIdx.x == 0) {
-            job = atomicAdd(next_job, 1);
-            n_raw = 0;
-            n_multi = 0;
-        }
+        if (threadIdx.x == 0) job = atomicAdd(next_job, 1);
         __syncthreads();
         const int j = job;
         if (j >= n_order) break;
@@ -231,59 +217,38 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
             for (int i = threadIdx.x; i < n_bins; i += BLOCK) start[i] = 0;
             __syncthreads();
 
-            // 1. hit detection: each hit appended to the raw list as s * n_cells + bin
-            //    (a warp reserves its slots at once), and counted in its bin
-            unsigned* raw = (unsigned*)buf;
-            for (int s0 = 0; s0 < npos; s0 += BLOCK) {     // the same trips for every thread
-                const int s = s0 + threadIdx.x;
-                int e0 = 0, e1 = 0;
-                if (s < npos) {
-                    const int w = word_at(subject, s);
-#if USE_PV
-                    if (pv[w >> 5] & (1u << (w & 31)))
-#endif
-                    {
-                        e0 = __ldg(&cell_start[w]);
-                        e1 = __ldg(&cell_start[w + 1]);
-                    }
-                }
-                const int n = e1 - e0;
-                int incl = n;
-#pragma unroll
-                for (int d = 1; d < 32; d <<= 1) {
-                    const int v = __shfl_up_sync(0xffffffffu, incl, d);
-                    if (lane >= d) incl += v;
-                }
-                int base = 0;
-                if (lane == 31 && incl > 0) base = atomicAdd(&n_raw, incl);
-                int pos = __shfl_sync(0xffffffffu, base, 31) + incl - n;
-                for (int e = e0; e < e1; ++e, ++pos) {
-                    const int bin = (__ldg(&cell_offsets[e]) - s + rot) & diag_mask;
-                    atomicAdd(&start[bin], 1);
-                    if (pos < cap) raw[pos] = (unsigned)s * (unsigned)n_cells + (unsigned)bin;
-                }
+            // 1. hit detection: count hits per bin
+            for (int s = threadIdx.x; s < npos; s += BLOCK) {
+                const int w = word_at(subject, s);
+                const int e1 = __ldg(&cell_start[w + 1]);
+                for (int e = __ldg(&cell_start[w]); e < e1; ++e)
+                    atomicAdd(&start[(__ldg(&cell_offsets[e]) - s + rot) & diag_mask], 1);
             }
             __syncthreads();
 
             // 2. bin starts (and fill[] zeroed)
             const int total = block_exclusive_scan(start, n_bins, warp_sums, fill);
-            if ((long long)total * 5 / 2 + 2 > cap) {
+            if (total + total / 2 > cap) {
                 if (threadIdx.x == 0) {            // the host runs it again with a bigger buffer
                     const int k = atomicAdd(n_overflow, 1);
                     overflow[2 * k] = subj;
                     overflow[2 * k + 1] = total;
                 }
             } else if (total > 1) {
-                // 3. the raw hits into their bins (order within a bin: whatever the atomics
-                //    give); bins getting a second hit are listed
-                int* binned = buf + total;
-                int* multi = buf + 2 * total;
-                for (int k = threadIdx.x; k < total; k += BLOCK) {
-                    const unsigned key = raw[k];
-                    const int bin = key & diag_mask;
-                    const int c = atomicAdd(&fill[bin], 1);
-                    binned[start[bin] + c] = (int)(key >> cell_bits);
-                    if (c == 1) multi[atomicAdd(&n_multi, 1)] = bin;
+                // 3. hits into their bins (order within a bin: whatever the atomics give);
+                //    bins getting a second hit are listed after the hits (buf[total ..])
+                int* multi = buf + total;
+                if (threadIdx.x == 0) n_multi = 0;
+                __syncthreads();
+                for (int s = threadIdx.x; s < npos; s += BLOCK) {
+                    const int w = word_at(subject, s);
+                    const int e1 = __ldg(&cell_start[w + 1]);
+                    for (int e = __ldg(&cell_start[w]); e < e1; ++e) {
+                        const int b = (__ldg(&cell_offsets[e]) - s + rot) & diag_mask;
+                        const int k = atomicAdd(&fill[b], 1);
+                        buf[start[b] + k] = s;
+                        if (k == 1) multi[atomicAdd(&n_multi, 1)] = b;
+                    }
                 }
                 __syncthreads();
 
@@ -292,15 +257,15 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
                 for (int m = threadIdx.x; m < n_multi; m += BLOCK) {
                     const int b = multi[m];
                     const int n = fill[b];
-                    int* hits = binned + start[b];
+                    int* hits = buf + start[b];
                     for (int k = 1; k < n; ++k) {  // insertion sort by subject offset
                         const int v = hits[k];
-                        int i = k - 1;
-                        while (i >= 0 && hits[i] > v) {
-                            hits[i + 1] = hits[i];
-                            --i;
+                        int m = k - 1;
+                        while (m >= 0 && hits[m] > v) {
+                            hits[m + 1] = hits[m];
+                            --m;
                         }
-                        hits[i + 1] = v;
+                        hits[m + 1] = v;
                     }
                     const int diag = b - rot;      // q - s, modulo the array length
                     int last_hit = -window;        // a fresh cell: any first hit is too far
