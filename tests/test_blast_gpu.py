@@ -134,3 +134,11 @@ def test_cli_gpu_output_identical_to_cpu(tmp_path, proteome_path):
         outs[device] = out.read_bytes()
     assert outs["gpu"] == outs["cpu"]
     assert outs["cpu"].count(b"\n") > 1000
+
+
+@pytest.mark.parametrize("block", [64, 256, 512])
+def test_block_sizes(db_codes, proteome, blosum62, block):
+    """Every block size the kernel may be compiled for gives the same init HSPs."""
+    engine = GpuUngapped(*db_codes, block=block)
+    for i in (10, 500):
+        compare(engine, db_codes, query_codes(proteome, i), blosum62, cutoff=0)

@@ -30,7 +30,7 @@ from ..ungapped import _pssm, _to_records, blast_order, ungapped_extensions
 from ..wordhits import diag_array_length
 
 KERNEL_FILE = Path(__file__).with_name("ungapped.cu")
-BLOCK = 128                     # threads per block (one subject at a time)
+BLOCK = 128                     # threads per block (one subject at a time), short queries
 MAX_SMEM_CELLS = 16384          # 2 x 16,384 int32 bin counters = 128 KiB of shared memory
 HIT_SLOTS = 1 << 16             # hit buffer per block (global scratch), subject offsets
 
@@ -42,11 +42,11 @@ def _cupy():
 
 
 @lru_cache(maxsize=None)
-def load_kernel(word_size: int, device_id: int):
-    """Compile ungapped.cu for a word size on one device; cached per process."""
+def load_kernel(word_size: int, block: int, device_id: int):
+    """Compile ungapped.cu for a word size and block size on one device; cached per process."""
     cp = _cupy()
     source = f'#line 1 "{KERNEL_FILE.name}"\n' + KERNEL_FILE.read_text()
-    options = ("-std=c++17", f"-DWORD_SIZE={int(word_size)}", f"-DBLOCK={BLOCK}")
+    options = ("-std=c++17", f"-DWORD_SIZE={int(word_size)}", f"-DBLOCK={int(block)}")
     with cp.cuda.Device(device_id):
         return cp.RawModule(code=source, options=options).get_function("two_hit_ungapped")
 
@@ -63,8 +63,9 @@ class GpuUngapped:
     """
 
     def __init__(self, residues, offsets, device_id: int = 0, max_chunk_residues: int | None = None,
-                 hit_slots: int = HIT_SLOTS):
+                 hit_slots: int = HIT_SLOTS, block: int | None = None):
         cp = _cupy()
+        self.block = block
         self.cp = cp
         self.device_id = device_id
         self.hit_slots = int(hit_slots)
@@ -121,7 +122,8 @@ class GpuUngapped:
         cp = self.cp
         parts, leftover = [], []
         with cp.cuda.Device(self.device_id):
-            kernel = load_kernel(lookup.word_size, self.device_id)
+            block = self.block or block_size(lookup.query_length, window)
+            kernel = load_kernel(lookup.word_size, block, self.device_id)
             smem = 2 * n_cells * 4
             if smem > 48 * 1024:
                 kernel.max_dynamic_shared_size_bytes = smem
@@ -131,11 +133,11 @@ class GpuUngapped:
                          args=(np.int32(lookup.query_length), np.int32(n_cells - 1), np.int32(window),
                                np.int32(x_drop), np.int32(cutoff)))
             # blocks that can be resident at once: enough to fill the GPU, no more (scratch per block)
-            per_sm = max(1, min(2048 // BLOCK, self.smem_per_sm // (smem + 1024)))
+            per_sm = max(1, min(2048 // block, self.smem_per_sm // (smem + 1024)))
             grid = min(self.grid, self.n_sm * per_sm)
             self.overflowed = 0
             for c in self.chunks:
-                rows, left = self._chunk(kernel, c, query, grid, smem)
+                rows, left = self._chunk(kernel, block, c, query, grid, smem)
                 rows[:, 0] += c["first"]
                 parts.append(rows)
                 leftover.extend(int(i) + c["first"] for i in left)
@@ -147,7 +149,7 @@ class GpuUngapped:
         rows = np.concatenate(parts) if parts else np.empty((0, 7), np.int32)
         return _to_records(blast_order(rows, lookup.query_rank))
 
-    def _chunk(self, kernel, c, query, grid, smem):
+    def _chunk(self, kernel, block, c, query, grid, smem):
         """One database chunk: the kernel over every subject, then again over the subjects
         whose hits overflowed the blocks' buffers, with buffers sized for them.
 
@@ -156,7 +158,7 @@ class GpuUngapped:
         cp = self.cp
         while True:
             self.counters.fill(0)
-            self._launch(kernel, c, c["order"], c["n"], query, grid, smem, self.scratch, self.hit_slots)
+            self._launch(kernel, block, c, c["order"], c["n"], query, grid, smem, self.scratch, self.hit_slots)
             counts = self.counters.get()
             left = []
             if counts[2]:                                  # second pass: the overflowing subjects
@@ -176,7 +178,7 @@ class GpuUngapped:
                     self.counters[0] = 0
                     self.counters[2] = 0
                     order = cp.asarray(np.ascontiguousarray(over[:, 0], dtype=np.int32))
-                    self._launch(kernel, c, order, len(over), query, n_blocks, smem, scratch, slots)
+                    self._launch(kernel, block, c, order, len(over), query, n_blocks, smem, scratch, slots)
                     del scratch
                     counts = self.counters.get()
                     if counts[2]:                          # cannot happen: the buffers fit
@@ -188,8 +190,8 @@ class GpuUngapped:
             self.out = cp.empty(7 * self.n_out_cap, dtype=np.int32)
         return self.out[:7 * n_rows].get().reshape(n_rows, 7), left
 
-    def _launch(self, kernel, c, order, n_order, query, grid, smem, scratch, slots):
-        kernel((grid,), (BLOCK,),
+    def _launch(self, kernel, block, c, order, n_order, query, grid, smem, scratch, slots):
+        kernel((grid,), (block,),
                (c["residues"], c["offsets"], order, np.int32(n_order), query["cells"], query["offsets"],
                 query["pssm"], *query["args"], scratch, np.int32(slots), self.counters[0:1], self.out,
                 np.int32(self.n_out_cap), self.counters[1:2], self.overflow, self.counters[2:3]),
@@ -198,6 +200,18 @@ class GpuUngapped:
     def _cpu(self, query_codes, lookup, matrix_scores, x_drop, cutoff, window, ids):
         return ungapped_extensions(query_codes, lookup, self.host_residues, self.host_offsets, ids,
                                    matrix_scores, x_drop, cutoff, window, method="scan")
+
+
+def block_size(query_length: int, window: int = 40) -> int:
+    """Threads per block, from the query's diagonal array (its bins in shared memory).
+
+    Measured on an H200 (bench/blastp_profile.py, 136M residues): 128 threads
+    are best up to 1,024 bins (queries up to ~980 residues: 3.3 ms for 127 aa,
+    11.9 ms for 517 aa, against 4.8 and 15.0 ms with 256); beyond, fewer and
+    larger blocks leave more of each multiprocessor's L1 cache to the lookup
+    table: 1038 aa 29.2 -> 26.8 ms with 256 threads, 2627 aa 117 -> 80 ms with 512.
+    """
+    return min(512, max(BLOCK, diag_array_length(query_length, window) // 8))
 
 
 def _chunks(offsets: np.ndarray, max_residues: int) -> list[tuple[int, int]]:

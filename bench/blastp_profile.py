@@ -1,0 +1,80 @@
+"""Run the blastp GPU kernel on a few queries, for ncu / compute-sanitizer on the GPU host.
+
+    python bench/blastp_profile.py [--copies 20] [--lengths 127,517,1054]
+
+Database: pyhmmer's proteome plus COPIES shuffled copies (hmmsearch_bench.build_database).
+Each query is searched twice (the first call compiles); the init HSPs are
+checked against the CPU word finder on the proteome-only database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from hmmsearch_bench import build_database, pyhmmer_data  # noqa: E402
+
+from gpu_search import seqdb  # noqa: E402
+from gpu_search.blast import engine  # noqa: E402
+from gpu_search.blast.gpu import GpuUngapped  # noqa: E402
+from gpu_search.blast.options import BlastOptions  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--copies", type=int, default=20)
+    ap.add_argument("--lengths", default="127,517,1054")
+    ap.add_argument("--blocks", default="", help="also time these block sizes, e.g. 64,128,256,512")
+    args = ap.parse_args()
+    base = seqdb.open_database(pyhmmer_data() / "seqs" / "938293.PRJEB85.HG003687.faa")
+    if args.copies:
+        fasta = Path(f"/tmp/prof{args.copies}.faa")
+        if not fasta.exists():
+            build_database(args.copies, fasta)
+        db = seqdb.open_database(fasta)
+    else:
+        db = base
+    setup = engine.make_setup(db, BlastOptions(num_threads=4))
+    gpu = GpuUngapped(setup.residues, setup.offsets)
+
+    class Queries:
+        n_seqs = 1
+
+        def __init__(self, i):
+            self.i = i
+
+        def sequence(self, _):
+            return base.sequence(self.i)
+
+    for n in (int(x) for x in args.lengths.split(",")):
+        i = int(np.argmin(np.abs(base.lengths - n)))
+        for rep in range(2):
+            work = engine.new_work(0, Queries(i))
+            t = time.perf_counter()
+            engine.ungapped_stage(work, setup, gpu)
+            print(f"query {base.lengths[i]} aa, run {rep}: {time.perf_counter() - t:.4f} s, "
+                  f"{len(work.init)} init HSPs, {gpu.overflowed} overflowed", flush=True)
+        ref = work.init
+        for block in (int(b) for b in args.blocks.split(",") if b):
+            gpu.block = block
+            best = 1e9
+            for rep in range(4):
+                work = engine.new_work(0, Queries(i))
+                lookup = engine.prepare_query(work, setup)
+                t = time.perf_counter()
+                engine.ungapped_stage(work, setup, gpu, lookup)
+                best = min(best, time.perf_counter() - t)
+            assert np.array_equal(work.init, ref), block
+            print(f"  block {block:4d}: {best * 1e3:8.2f} ms (best of 4, same init HSPs)", flush=True)
+        gpu.block = None
+
+
+if __name__ == "__main__":
+    main()
