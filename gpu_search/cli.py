@@ -66,8 +66,10 @@ def _device_option(f):
                      help="GPU ids to use, e.g. 0,1 (default: all visible).")(f)
     f = click.option("--device", type=click.Choice(["auto", "cpu", "gpu", "reference"]), default="auto",
                      show_default=True,
-                     help="Where the filters run: auto (GPU if usable, else CPU), cpu (pyhmmer), "
-                          "gpu (CUDA, error if none), reference (exact numpy filters, slow; for testing).")(f)
+                     help="Where the GPU stages run (hmmsearch: MSV/Viterbi filters; blastp: word hits, "
+                          "two-hit filter, ungapped extension): auto (GPU if usable, else CPU), cpu, "
+                          "gpu (CUDA, error if none), reference (hmmsearch: exact numpy filters, slow, "
+                          "for testing; blastp: as cpu).  Results are the same on every device.")(f)
     f = click.option("--quiet", "-q", is_flag=True, help="No progress or notes on stderr.")(f)
     return f
 
