@@ -15,7 +15,8 @@
 //   4. one thread per bin: sorts the bin's hits by subject offset (bins hold a
 //      few hits: insertion sort) and replays BLAST's diagonal-array cell over
 //      them -- the two-hit rule with window A, extensions inline (cuBLASTP's
-//      hit-based extension) -- saving extensions that reach the cutoff.
+//      diagonal-based extension, its Algorithm 3) -- saving extensions that
+//      reach the cutoff.
 //
 // Bins are BLAST's diagonal-array cells, (q - s) & DIAG_MASK, rotated by
 // npos - 1 so that a subject touching fewer cells than the array has uses
