@@ -172,7 +172,8 @@ def test_bad_input(case, blast_setup, tmp_path):
     assert not out.exists()
 
 
-def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, proteome):
+@pytest.mark.parametrize("gpus", [None, [0, 1, 2]])
+def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, proteome, gpus):
     """The GPU pipeline of run_blastp (tables built ahead, each query's gapped work cut into
     pieces on threads, traceback in query order) with a stand-in for the GPU that runs the CPU
     word finder: the same output as the CPU path.  (The kernel itself is checked against the
@@ -186,11 +187,14 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, proteome):
     from gpu_search.blast.output import parse_outfmt
     from gpu_search.blast.ungapped import ungapped_extensions
 
+    used = set()
+
     class StandIn:
         def __init__(self, residues, offsets, device_id=0):
-            self.residues, self.offsets = residues, offsets
+            self.residues, self.offsets, self.device_id = residues, offsets, device_id
 
         def ungapped_extensions(self, q, lookup, scores, x_drop, cutoff, window=40):
+            used.add(self.device_id)
             ids = np.arange(len(self.offsets) - 1, dtype=np.int64)
             return ungapped_extensions(q, lookup, self.residues, self.offsets, ids, scores, x_drop, cutoff,
                                        window, method="scan")
@@ -205,7 +209,40 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, proteome):
         fh = io.StringIO()
         fmt, columns = parse_outfmt("6 std qlen slen")
         engine.run_blastp(queries, proteome, BlastOptions(num_threads=3), fh, fmt=fmt, columns=columns,
-                          db_name="proteome", quiet=True, device=dev)
+                          db_name="proteome", quiet=True, device=dev, gpus=gpus)
         out[dev] = fh.getvalue()
     assert out["gpu"] == out["cpu"]
+    assert used == set(gpus or [0])          # every GPU got queries
     assert out["cpu"].count("\n") > 200
+
+
+def test_gpu_pipeline_error_is_raised_not_hung(monkeypatch, proteome):
+    """A failure on the GPU side (here: the third query) reaches the caller; nothing hangs."""
+    import io
+
+    import gpu_search.blast.gpu as gpu_module
+    import gpu_search.device as device
+    from gpu_search.blast import engine
+    from gpu_search.blast.options import BlastOptions
+    from gpu_search.blast.output import parse_outfmt
+    from gpu_search.blast.ungapped import INIT_HSP_DTYPE
+    from gpu_search.errors import DeviceError
+
+    calls = []
+
+    class Failing:
+        def __init__(self, residues, offsets, device_id=0):
+            pass
+
+        def ungapped_extensions(self, *args, **kwargs):
+            calls.append(1)
+            if len(calls) == 3:
+                raise DeviceError("GPU out of memory (planted)")
+            return np.zeros(0, dtype=INIT_HSP_DTYPE)
+
+    monkeypatch.setattr(gpu_module, "GpuUngapped", Failing)
+    monkeypatch.setattr(device, "resolve", lambda d, quiet=False: "gpu")
+    fmt, columns = parse_outfmt("6")
+    with pytest.raises(DeviceError, match="planted"):
+        engine.run_blastp(proteome.subset(list(range(8))), proteome, BlastOptions(num_threads=2), io.StringIO(),
+                          fmt=fmt, columns=columns, db_name="p", quiet=True, device="gpu", gpus=[0, 1])

@@ -26,7 +26,6 @@ queries already through it.
 from __future__ import annotations
 
 import os
-import queue
 import sys
 import threading
 import time
@@ -35,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import OptionError
+from ..errors import DeviceError, OptionError
 from . import gapped, stats, traceback
 from .alphabet import EASEL_TO_NCBISTDAA, NCBISTDAA, blast_query_codes, easel_to_ncbistdaa
 from .lookup import build_lookup
@@ -332,23 +331,24 @@ def search_query(i: int, queries, setup: SearchSetup) -> list[SubjectResult]:
     return final_stage(work, setup, queries)
 
 
-def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpu, times: PhaseTimes):
+def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: list, times: PhaseTimes):
     """Each query's results, in query order.
 
-    CPU: queries run whole on the pool's threads.  GPU: one thread feeds the
-    GPU query after query (the database stays on it); each query's init HSPs
-    are cut into pieces (whole subjects) whose preliminary gapped extensions
-    run on the pool's threads while the GPU goes on with the next queries
-    (cuBLASTP's overlap of GPU and CPU phases; pieces keep every thread busy
-    even when one query has most of the work); when a query's last piece is
-    done, its traceback (only the preliminary hit list's subjects) is queued
-    on the pool as well.  This thread writes the queries in order.
+    CPU (``gpus`` empty): queries run whole on the pool's threads.  GPU: one
+    thread per GPU feeds it queries (the next one not yet taken; the database
+    stays on every GPU), their statistics and lookup tables built ahead on a
+    helper thread; each query's init HSPs are cut into pieces (whole subjects)
+    whose preliminary gapped extensions run on the pool's threads while the
+    GPUs go on with the next queries (cuBLASTP's overlap of GPU and CPU phases;
+    pieces keep every thread busy even when one query has most of the work);
+    when a query's last piece is done, its traceback (only the preliminary hit
+    list's subjects) is queued on the pool as well.  This thread writes the
+    queries in order.
     """
     n = queries.n_seqs
-    if gpu is None:
+    if not gpus:
         yield from pool.map(lambda i: search_query(i, queries, setup), range(n))
         return
-    ready: queue.Queue = queue.Queue(maxsize=2 * threads + 2)   # bounds the init HSPs held
 
     def prelim_piece(piece, work):
         t0 = time.perf_counter()
@@ -404,29 +404,62 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpu, time
             pool.submit(prelim_piece, piece, work).add_done_callback(piece_done)
         return done
 
-    def produce():
-        try:
-            # the next queries' tables are built while the GPU searches this one
-            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="blastp-lookup") as ahead:
-                coming = [ahead.submit(prepare, i) for i in range(min(n, 4))]
-                for i in range(n):
-                    work, lookup = coming.pop(0).result()
-                    if i + 4 < n:
-                        coming.append(ahead.submit(prepare, i + 4))
-                    t0 = time.perf_counter()
-                    if lookup is not None:
-                        ungapped_stage(work, setup, gpu, lookup)
-                    times.add("GPU phases", t0)
-                    ready.put(submit(work))
-        except BaseException as exc:            # handed to the writer, which raises it
-            ready.put(exc)
+    # shared by the GPU threads: the next query, the tables built ahead, the results by query
+    state = threading.Condition()
+    taken = [0]
+    ahead_futures: dict = {}
+    results: dict = {}
+    errors: list = []
+    in_flight = threading.Semaphore(2 * threads + 2 * len(gpus))   # bounds the init HSPs held
+    lookahead = 2 + 2 * len(gpus)
 
-    threading.Thread(target=produce, name="blastp-gpu", daemon=True).start()
-    for _ in range(n):
-        item = ready.get()
-        if isinstance(item, BaseException):
-            raise item
-        yield item.result()
+    def take(ahead):
+        with state:
+            i = taken[0]
+            if i >= n or errors:
+                return None
+            taken[0] += 1
+            for k in range(i, min(n, i + lookahead)):
+                if k not in ahead_futures:
+                    ahead_futures[k] = ahead.submit(prepare, k)
+            return i, ahead_futures.pop(i)
+
+    def produce(gpu, ahead):
+        try:
+            while True:
+                in_flight.acquire()
+                item = take(ahead)
+                if item is None:
+                    in_flight.release()
+                    return
+                i, prepared = item
+                work, lookup = prepared.result()
+                t0 = time.perf_counter()
+                if lookup is not None:
+                    ungapped_stage(work, setup, gpu, lookup)
+                times.add("GPU phases", t0)
+                future = submit(work)
+                with state:
+                    results[i] = future
+                    state.notify_all()
+        except BaseException as exc:            # handed to the writer, which raises it
+            with state:
+                errors.append(exc)
+                state.notify_all()
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="blastp-lookup") as ahead:
+        for k, gpu in enumerate(gpus):
+            threading.Thread(target=produce, args=(gpu, ahead), name=f"blastp-gpu{k}", daemon=True).start()
+        for i in range(n):
+            with state:
+                while i not in results and not errors:
+                    state.wait()
+                if errors:
+                    raise errors[0]
+                future = results.pop(i)
+            value = future.result()
+            in_flight.release()
+            yield value
 
 
 def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, columns: list[str],
@@ -436,8 +469,9 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
 
     ``device`` (``--device``: auto, gpu, cpu; resolved once the options
     and inputs are known good): "gpu" runs hit detection, the two-hit filter
-    and ungapped extension on a GPU (``gpus[0]``, default 0) and the gapped
-    stages on CPU threads, overlapped; the CPU path runs everything on CPU
+    and ungapped extension on the GPUs ``gpus`` (default: all visible; each
+    holds the database and takes the next query) and the gapped stages on
+    CPU threads, overlapped; the CPU path runs everything on CPU
     threads.  The rows are the same.
 
     With ``hits_out`` the rows are also saved, with full-precision E-values
@@ -452,12 +486,17 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
     t0 = t_start = time.perf_counter()
     setup = make_setup(subjects, options)
     times.add("setup", t0)
-    gpu = None
+    engines = []
     if resolve(device, quiet) == "gpu":
+        from ..device import gpu_status
         from .gpu import GpuUngapped
 
         t0 = time.perf_counter()
-        gpu = GpuUngapped(setup.residues, setup.offsets, device_id=(gpus or [0])[0])
+        n_visible = len(gpu_status()[2])
+        ids = list(gpus) if gpus else list(range(n_visible or 1))
+        if n_visible and any(d >= n_visible for d in ids):
+            raise DeviceError(f"--gpus {','.join(map(str, ids))}: {n_visible} GPU(s) visible")
+        engines = [GpuUngapped(setup.residues, setup.offsets, device_id=d) for d in ids]
         times.add("GPU upload", t0)
     progress = Progress("blastp", queries.n_seqs, "queries", quiet)
     saved = []
@@ -465,7 +504,7 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
     n_done = 0
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="blastp") as pool:
         # queries are independent: several at a time, written in input order
-        for i, results in enumerate(_results_in_order(queries, setup, pool, threads, gpu, times)):
+        for i, results in enumerate(_results_in_order(queries, setup, pool, threads, engines, times)):
             qname, qdesc = queries.name(i), queries.description(i)
             qtitle = f"{qname} {qdesc}" if qdesc else qname
             rows = [h for r in select(results, options.max_target_seqs) for h in r.rows]
