@@ -142,3 +142,25 @@ def test_block_sizes(db_codes, proteome, blosum62, block):
     engine = GpuUngapped(*db_codes, block=block)
     for i in (10, 500):
         compare(engine, db_codes, query_codes(proteome, i), blosum62, cutoff=0)
+
+
+def test_cli_two_gpus_identical_to_cpu(tmp_path, proteome_path):
+    """--gpus 0,1 (queries shared between two GPUs): the same bytes as the CPU."""
+    if len(gpu_status()[2]) < 2:
+        pytest.skip("fewer than two GPUs")
+    from gpu_search.cli import cli
+    from gpu_search.seqdb import open_database
+
+    db = open_database(proteome_path)
+    q = tmp_path / "q.fa"
+    with open(q, "w") as fh:
+        for i in range(0, db.n_seqs, max(1, db.n_seqs // 30))[:30]:
+            fh.write(f">{db.name(i)} {db.description(i)}\n{db.text(i)}\n")
+    outs = {}
+    for device, extra in (("cpu", []), ("gpu", ["--gpus", "0,1"])):
+        out = tmp_path / f"{device}.tsv"
+        r = CliRunner().invoke(cli, ["blastp", "-query", str(q), "-db", str(proteome_path), "-out", str(out),
+                                     "-outfmt", "6", "-num_threads", "4", "--device", device, "--quiet", *extra])
+        assert r.exit_code == 0, r.output
+        outs[device] = out.read_bytes()
+    assert outs["gpu"] == outs["cpu"]
