@@ -43,6 +43,37 @@ def timed(cmd, env=None):
     return time.perf_counter() - t, r.stdout
 
 
+def prepare_databases(copies: int, work: Path, makeblastdb: str):
+    """The benchmark database as FASTA, BLAST database and .gsdb (built once per folder)."""
+    work.mkdir(parents=True, exist_ok=True)
+    fasta = work / f"db{copies}.faa"
+    if not fasta.exists():
+        build_database(copies, fasta)
+    blast_db = work / f"db{copies}"
+    if not (work / f"db{copies}.pin").exists() and not (work / f"db{copies}.00.pin").exists():
+        subprocess.run([makeblastdb, "-in", str(fasta), "-dbtype", "prot", "-out", str(blast_db)],
+                       check=True, capture_output=True)
+    gsdb = work / f"db{copies}.gsdb"
+    if not gsdb.exists():
+        seqdb.write_gsdb(seqdb.open_database(fasta), gsdb)
+    return fasta, blast_db, gsdb
+
+
+def query_sets(base, wanted=("single", "10", "100")) -> dict:
+    """cuBLASTP's three lengths (the nearest proteome proteins), then 10 and 100 drawn at random."""
+    rng = np.random.default_rng(2026)
+    sets = {}
+    if "single" in wanted:
+        for n in (127, 517, 1054):
+            i = int(np.argmin(np.abs(base.lengths - n)))
+            sets[f"1 query, {int(base.lengths[i])} aa"] = [i]
+    for n in (10, 100):
+        drawn = rng.choice(base.n_seqs, n, replace=False).tolist()   # drawn in this order always
+        if str(n) in wanted:
+            sets[f"{n} queries"] = drawn
+    return sets
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--copies", type=int, default=20)
@@ -54,24 +85,10 @@ def main():
     if not (blastp and makeblastdb):
         raise SystemExit("BLAST+ (blastp, makeblastdb) not found")
     work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
-    fasta = work / f"db{args.copies}.faa"
-    if not fasta.exists():
-        build_database(args.copies, fasta)
-    if not (work / f"db{args.copies}.pin").exists():
-        subprocess.run([makeblastdb, "-in", str(fasta), "-dbtype", "prot", "-out", str(work / f"db{args.copies}")],
-                       check=True, capture_output=True)
-    gsdb = work / f"db{args.copies}.gsdb"
-    seqdb.write_gsdb(seqdb.open_database(fasta), gsdb)
+    fasta, blast_db, gsdb = prepare_databases(args.copies, work, makeblastdb)
     db = seqdb.open_database(gsdb)
     base = seqdb.open_database(pyhmmer_data() / "seqs" / "938293.PRJEB85.HG003687.faa")
-    rng = np.random.default_rng(2026)
-    sets = {}
-    for n in (127, 517, 1054):
-        sets[f"1 query, {int(base.lengths[int(np.argmin(np.abs(base.lengths - n)))])} aa"] = \
-            [int(np.argmin(np.abs(base.lengths - n)))]
-    sets["10 queries"] = rng.choice(base.n_seqs, 10, replace=False).tolist()
-    sets["100 queries"] = rng.choice(base.n_seqs, 100, replace=False).tolist()
+    sets = query_sets(base)
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     rows = []
     # warm the compiled-code caches once (numba), as a real installation has them
@@ -81,7 +98,7 @@ def main():
     for label, idx in sets.items():
         q = work / "q.faa"
         write_queries(q, base, idx)
-        t_b, out_b = timed([blastp, "-query", str(q), "-db", str(work / f"db{args.copies}"), "-comp_based_stats",
+        t_b, out_b = timed([blastp, "-query", str(q), "-db", str(blast_db), "-comp_based_stats",
                             "0", "-outfmt", "6", "-num_threads", str(args.threads)])
         t_o, out_o = timed([sys.executable, "-m", "gpu_search", "blastp", "-query", str(q), "-db", str(gsdb),
                             "-outfmt", "6", "-num_threads", str(args.threads), "--device", args.device, "-q"], env)

@@ -35,8 +35,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from blastp_bench import timed, write_queries  # noqa: E402
-from hmmsearch_bench import build_database, pyhmmer_data  # noqa: E402
+from blastp_bench import prepare_databases, query_sets, timed, write_queries  # noqa: E402
+from hmmsearch_bench import pyhmmer_data  # noqa: E402
 
 from gpu_search import seqdb  # noqa: E402
 
@@ -90,33 +90,14 @@ def main():
     blastp, makeblastdb = shutil.which("blastp"), shutil.which("makeblastdb")
     if not (blastp and makeblastdb):
         raise SystemExit("BLAST+ (blastp, makeblastdb) not found")
-    work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    fasta = work / f"db{args.copies}.faa"
-    if not fasta.exists():
-        build_database(args.copies, fasta)
-    blast_db = work / f"db{args.copies}"
-    if not (work / f"db{args.copies}.pin").exists() and not (work / f"db{args.copies}.00.pin").exists():
-        subprocess.run([makeblastdb, "-in", str(fasta), "-dbtype", "prot", "-out", str(blast_db)],
-                       check=True, capture_output=True)
-    gsdb = work / f"db{args.copies}.gsdb"
-    if not gsdb.exists():
-        seqdb.write_gsdb(seqdb.open_database(fasta), gsdb)
+    work = Path(args.work)
+    fasta, blast_db, gsdb = prepare_databases(args.copies, work, makeblastdb)
     db = seqdb.open_database(gsdb)
     print(f"database ready in {time.perf_counter() - t0:.0f} s: {db.n_seqs:,} sequences, "
           f"{db.n_residues:,} residues", flush=True)
     base = seqdb.open_database(pyhmmer_data() / "seqs" / "938293.PRJEB85.HG003687.faa")
-    rng = np.random.default_rng(2026)
-    sets = {}
-    wanted = args.sets.split(",")
-    if "single" in wanted:
-        for n in (127, 517, 1054):
-            i = int(np.argmin(np.abs(base.lengths - n)))
-            sets[f"1 query, {int(base.lengths[i])} aa"] = [i]
-    for n in (10, 100):
-        if str(n) in wanted:
-            sets[f"{n} queries"] = rng.choice(base.n_seqs, n, replace=False).tolist()
+    sets = query_sets(base, args.sets.split(","))
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
     ours = [sys.executable, "-m", "gpu_search", "blastp", "-db", str(gsdb), "-outfmt", "6",
             "-num_threads", str(args.threads), "--device", "gpu", "-q"]

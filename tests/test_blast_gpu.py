@@ -114,24 +114,30 @@ def test_edge_queries(gpu, db_codes, blosum62):
     compare(gpu, db_codes, blast_query_codes(rng.integers(1, 23, 700).astype(np.uint8)), blosum62, cutoff=0)
 
 
-def test_cli_gpu_output_identical_to_cpu(tmp_path, proteome_path):
-    """50 proteome queries, tabular with every column and the saved hits: byte-identical."""
+def cli_outputs(tmp_path, proteome_path, n_queries, outfmt, gpu_args=()):
+    """blastp of n proteome queries on the CPU and on the GPU: {device: output bytes}."""
     from gpu_search.cli import cli
     from gpu_search.seqdb import open_database
 
     db = open_database(proteome_path)
     q = tmp_path / "q.fa"
     with open(q, "w") as fh:
-        for i in range(0, db.n_seqs, max(1, db.n_seqs // 50))[:50]:
+        for i in range(0, db.n_seqs, max(1, db.n_seqs // n_queries))[:n_queries]:
             fh.write(f">{db.name(i)} {db.description(i)}\n{db.text(i)}\n")
     outs = {}
-    for device in ("cpu", "gpu"):
+    for device, extra in (("cpu", []), ("gpu", list(gpu_args))):
         out = tmp_path / f"{device}.tsv"
         r = CliRunner().invoke(cli, ["blastp", "-query", str(q), "-db", str(proteome_path), "-out", str(out),
-                                     "-outfmt", "7 std qlen slen nident positive gaps qseq sseq",
-                                     "-num_threads", "4", "--device", device, "--quiet"])
+                                     "-outfmt", outfmt, "-num_threads", "4", "--device", device, "--quiet",
+                                     *extra])
         assert r.exit_code == 0, r.output
         outs[device] = out.read_bytes()
+    return outs
+
+
+def test_cli_gpu_output_identical_to_cpu(tmp_path, proteome_path):
+    """50 proteome queries, tabular with many columns: byte-identical."""
+    outs = cli_outputs(tmp_path, proteome_path, 50, "7 std qlen slen nident positive gaps qseq sseq")
     assert outs["gpu"] == outs["cpu"]
     assert outs["cpu"].count(b"\n") > 1000
 
@@ -148,19 +154,5 @@ def test_cli_two_gpus_identical_to_cpu(tmp_path, proteome_path):
     """--gpus 0,1 (queries shared between two GPUs): the same bytes as the CPU."""
     if len(gpu_status()[2]) < 2:
         pytest.skip("fewer than two GPUs")
-    from gpu_search.cli import cli
-    from gpu_search.seqdb import open_database
-
-    db = open_database(proteome_path)
-    q = tmp_path / "q.fa"
-    with open(q, "w") as fh:
-        for i in range(0, db.n_seqs, max(1, db.n_seqs // 30))[:30]:
-            fh.write(f">{db.name(i)} {db.description(i)}\n{db.text(i)}\n")
-    outs = {}
-    for device, extra in (("cpu", []), ("gpu", ["--gpus", "0,1"])):
-        out = tmp_path / f"{device}.tsv"
-        r = CliRunner().invoke(cli, ["blastp", "-query", str(q), "-db", str(proteome_path), "-out", str(out),
-                                     "-outfmt", "6", "-num_threads", "4", "--device", device, "--quiet", *extra])
-        assert r.exit_code == 0, r.output
-        outs[device] = out.read_bytes()
+    outs = cli_outputs(tmp_path, proteome_path, 30, "6", ["--gpus", "0,1"])
     assert outs["gpu"] == outs["cpu"]
