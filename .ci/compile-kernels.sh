@@ -20,7 +20,7 @@ for cu in $(git ls-files '*.cu'); do
             variants=("-DG=1 -DW=4" "-DG=8 -DW=16" "-DG=32 -DW=16" "-DG=32 -DW=40 -DPROFILE_IN_SMEM=0") ;;
         gpu_search/blast/gpu/ungapped.cu)
             # BLAST's word size W
-            variants=("-DWORD_SIZE=2 -DBLOCK=128" "-DWORD_SIZE=3 -DBLOCK=128" "-DWORD_SIZE=3 -DBLOCK=256"
+            variants=("-DWORD_SIZE=2 -DBLOCK=128" "-DWORD_SIZE=3 -DBLOCK=128" "-DWORD_SIZE=3 -DBLOCK=256" "-DWORD_SIZE=3 -DBLOCK=128 -DHIT_BASED=1"
                       "-DWORD_SIZE=3 -DBLOCK=512" "-DWORD_SIZE=4 -DBLOCK=64") ;;
         *) variants=("") ;;
     esac

@@ -32,6 +32,7 @@ def main():
     ap.add_argument("--copies", type=int, default=20)
     ap.add_argument("--lengths", default="127,517,1054")
     ap.add_argument("--blocks", default="", help="also time these block sizes, e.g. 64,128,256,512")
+    ap.add_argument("--extensions", default="", help="also time these extension variants: diagonal,hit")
     args = ap.parse_args()
     base = seqdb.open_database(pyhmmer_data() / "seqs" / "938293.PRJEB85.HG003687.faa")
     if args.copies:
@@ -74,6 +75,18 @@ def main():
             assert np.array_equal(work.init, ref), block
             print(f"  block {block:4d}: {best * 1e3:8.2f} ms (best of 4, same init HSPs)", flush=True)
         gpu.block = None
+        for extension in (x for x in args.extensions.split(",") if x):
+            gpu.extension = extension
+            best = 1e9
+            for rep in range(4):
+                work = engine.new_work(0, Queries(i))
+                lookup = engine.prepare_query(work, setup)
+                t = time.perf_counter()
+                engine.ungapped_stage(work, setup, gpu, lookup)
+                best = min(best, time.perf_counter() - t)
+            assert np.array_equal(work.init, ref), extension
+            print(f"  {extension:>8}-based extension: {best * 1e3:8.2f} ms (best of 4, same init HSPs)", flush=True)
+        gpu.extension = "diagonal"
 
 
 if __name__ == "__main__":

@@ -21,5 +21,6 @@ if [ "$what" != blocks ]; then
 fi
 if [ "$what" != checks ]; then
     echo "== block sizes (199 copies: 136M residues)"
-    timeout 300 python3 bench/blastp_profile.py --copies 199 --lengths 127,517,1054,2627 --blocks 64,128,256,512
+    timeout 300 python3 bench/blastp_profile.py --copies 199 --lengths 127,517,1054,2627 ${BLOCKS:---blocks 64,128,256,512} \
+        --extensions diagonal,hit
 fi

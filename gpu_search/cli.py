@@ -363,16 +363,21 @@ class BlastCommand(click.Command):
 @click.option("-word_size", "word_size", type=int, default=3, show_default=True, help="Word size for the initial hits.")
 @click.option("-threshold", "threshold", type=float, default=None, help="Minimum word score for the lookup table (11 for BLOSUM62).")
 @click.option("-window_size", "window_size", type=int, default=None,
-              help="Two-hit window, 0: one-hit (matrix default: 40 for BLOSUM62).")
+              help="Two-hit window (matrix default: 40 for BLOSUM62); 0 (one-hit) is not implemented.")
 @click.option("-comp_based_stats", "comp_based_stats", default="0", show_default=True,
               help="Composition-based statistics: only 0 (off) is implemented; BLAST+'s default is 2.")
 @click.option("-num_threads", "num_threads", type=click.IntRange(min=1), default=None,
               help="CPU threads (default: all cores).")
 @click.option("--hits-out", "hits_out", metavar="FILE",
               help="Also save the rows at full precision (.gsblast) for `gpu-search merge` of database shards.")
+@click.option("--gpu-extension", "gpu_extension", type=click.Choice(["diagonal", "hit"]), default="diagonal",
+              show_default=True,
+              help="cuBLASTP's ungapped-extension variant on the GPU, same results: diagonal (a thread per "
+                   "diagonal extends its hits in order) or hit (a thread per hit, redundant work).")
 @_device_option
 def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps, dbsize, matrix, gapopen, gapextend,
-           word_size, threshold, window_size, comp_based_stats, num_threads, hits_out, device, gpus, quiet):
+           word_size, threshold, window_size, comp_based_stats, num_threads, hits_out, gpu_extension, device, gpus,
+           quiet):
     """Protein BLAST: search protein queries against a protein database, as BLAST+ blastp.
 
     Rows are those of NCBI BLAST+ 2.12 blastp with -comp_based_stats 0.
@@ -403,7 +408,7 @@ def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps,
         fh = outs.open(out) if out else io.StringIO()
         run_blastp(queries, subjects, options, fh, fmt=fmt, columns=columns,
                    db_name=os.path.basename(str(db)), quiet=quiet, hits_out=hits_out,
-                   device=device, gpus=gpu_ids)
+                   device=device, gpus=gpu_ids, gpu_extension=gpu_extension)
         if not out:
             sys.stdout.write(fh.getvalue())
             sys.stdout.flush()

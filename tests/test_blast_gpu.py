@@ -156,3 +156,21 @@ def test_cli_two_gpus_identical_to_cpu(tmp_path, proteome_path):
         pytest.skip("fewer than two GPUs")
     outs = cli_outputs(tmp_path, proteome_path, 30, "6", ["--gpus", "0,1"])
     assert outs["gpu"] == outs["cpu"]
+
+
+def test_hit_based_extension(db_codes, proteome, blosum62):
+    """cuBLASTP's hit-based variant (every hit extended, the two-hit pass reads the results):
+    the same init HSPs, also with BLAST's cutoffs, other word sizes and the overflow pass."""
+    hit = GpuUngapped(*db_codes, extension="hit")
+    for i in (3, 10, 200, 500, 1000, int(np.argmax(np.diff(np.asarray(proteome.offsets))))):
+        compare(hit, db_codes, query_codes(proteome, i), blosum62, cutoff=0)
+        compare(hit, db_codes, query_codes(proteome, i), blosum62)
+    compare(hit, db_codes, query_codes(proteome, 7), blosum62, 2, 9, 40, cutoff=0)
+    compare(hit, db_codes, query_codes(proteome, 7), blosum62, 3, 11, 20, cutoff=0)
+    small = GpuUngapped(*db_codes, extension="hit", hit_slots=64)
+    compare(small, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
+
+
+def test_cli_hit_based_extension_identical_to_cpu(tmp_path, proteome_path):
+    outs = cli_outputs(tmp_path, proteome_path, 20, "6", ["--gpu-extension", "hit"])
+    assert outs["gpu"] == outs["cpu"]

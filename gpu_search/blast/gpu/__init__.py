@@ -41,12 +41,17 @@ def _cupy():
     return cupy
 
 
+EXTENSIONS = ("diagonal", "hit")  # cuBLASTP's ungapped-extension variants (Algorithms 3 and 4)
+
+
 @lru_cache(maxsize=None)
-def load_kernel(word_size: int, block: int, device_id: int):
-    """Compile ungapped.cu for a word size and block size on one device; cached per process."""
+def load_kernel(word_size: int, block: int, extension: str, device_id: int):
+    """Compile ungapped.cu for a word size, block size and extension variant on one device;
+    cached per process."""
     cp = _cupy()
     source = f'#line 1 "{KERNEL_FILE.name}"\n' + KERNEL_FILE.read_text()
-    options = ("-std=c++17", f"-DWORD_SIZE={int(word_size)}", f"-DBLOCK={int(block)}")
+    options = ("-std=c++17", f"-DWORD_SIZE={int(word_size)}", f"-DBLOCK={int(block)}",
+               f"-DHIT_BASED={int(extension == 'hit')}")
     with cp.cuda.Device(device_id):
         return cp.RawModule(code=source, options=options).get_function("two_hit_ungapped")
 
@@ -60,12 +65,20 @@ class GpuUngapped:
         device_id: the CUDA device.
         max_chunk_residues: cut the database into chunks of at most this many
             residues (default: what fits in half the free GPU memory).
+        hit_slots: hit buffer per block (subjects with more hits run again with more).
+        block: threads per block (default: ``block_size`` of the query).
+        extension: cuBLASTP's ungapped-extension variant, "diagonal" (one thread per
+            diagonal extends its hits in order) or "hit" (one thread per hit
+            extends it, the two-hit pass reads the results); same results.
     """
 
     def __init__(self, residues, offsets, device_id: int = 0, max_chunk_residues: int | None = None,
-                 hit_slots: int = HIT_SLOTS, block: int | None = None):
+                 hit_slots: int = HIT_SLOTS, block: int | None = None, extension: str = "diagonal"):
+        if extension not in EXTENSIONS:
+            raise ValueError(f"extension must be one of {EXTENSIONS}, not {extension!r}")
         cp = _cupy()
         self.block = block
+        self.extension = extension
         self.cp = cp
         self.device_id = device_id
         self.hit_slots = int(hit_slots)
@@ -123,7 +136,7 @@ class GpuUngapped:
         parts, leftover = [], []
         with cp.cuda.Device(self.device_id):
             block = self.block or block_size(lookup.query_length, window)
-            kernel = load_kernel(lookup.word_size, block, self.device_id)
+            kernel = load_kernel(lookup.word_size, block, self.extension, self.device_id)
             smem = 2 * n_cells * 4
             if smem > 48 * 1024:
                 kernel.max_dynamic_shared_size_bytes = smem
@@ -164,7 +177,8 @@ class GpuUngapped:
             if counts[2]:                                  # second pass: the overflowing subjects
                 over = self.overflow[:2 * int(counts[2])].get().reshape(-1, 2)
                 self.overflowed += len(over)
-                slots = int(over[:, 1].max()) * 3 // 2 + 64
+                per_hit_x2 = 15 if self.extension == "hit" else 3      # as SLOTS_PER_HIT_X2
+                slots = int(over[:, 1].max()) * per_hit_x2 // 2 + 64
                 n_blocks = int(min(len(over), grid, (1 << 30) // (4 * slots)))
                 scratch = None
                 if n_blocks >= 1:

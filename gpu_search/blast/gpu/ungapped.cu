@@ -40,6 +40,12 @@
 #define CHARSIZE 5           // bits per letter in a lookup-table index
 #define ALPHABET 28          // NCBIstdaa: PSSM rows are 28 scores wide
 #define N_WARPS (BLOCK / 32)
+#ifndef HIT_BASED
+#define HIT_BASED 0                  // 1: cuBLASTP's hit-based extension (see step 4)
+#endif
+// buffer slots per hit, times 2: hits + bin list (1.5); hit-based also the
+// bin of each hit (1) and each hit's extension (5)
+#define SLOTS_PER_HIT_X2 (HIT_BASED ? 15 : 3)
 
 // ---- ungapped X-drop extension (s_BlastAaExtendLeft / Right / TwoHit) ----------------
 
@@ -125,6 +131,20 @@ __device__ Extension extend_two_hit(const int* __restrict__ pssm, const unsigned
 }
 
 // ---- helpers --------------------------------------------------------------------------
+
+// Insertion sort of one bin's subject offsets (bins hold a few hits).
+__device__ __forceinline__ void sort_hits(int* hits, int n)
+{
+    for (int k = 1; k < n; ++k) {
+        const int v = hits[k];
+        int i = k - 1;
+        while (i >= 0 && hits[i] > v) {
+            hits[i + 1] = hits[i];
+            --i;
+        }
+        hits[i + 1] = v;
+    }
+}
 
 // BLAST's lookup-table index of the word at s (ComputeTableIndex).
 __device__ __forceinline__ int word_at(const unsigned char* __restrict__ subject, int s)
@@ -229,7 +249,7 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
 
             // 2. bin starts (and fill[] zeroed)
             const int total = block_exclusive_scan(start, n_bins, warp_sums, fill);
-            if (total + total / 2 > cap) {
+            if ((long long)total * SLOTS_PER_HIT_X2 / 2 + 2 > cap) {
                 if (threadIdx.x == 0) {            // the host runs it again with a bigger buffer
                     const int k = atomicAdd(n_overflow, 1);
                     overflow[2 * k] = subj;
@@ -248,6 +268,9 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
                         const int b = (__ldg(&cell_offsets[e]) - s + rot) & diag_mask;
                         const int k = atomicAdd(&fill[b], 1);
                         buf[start[b] + k] = s;
+#if HIT_BASED
+                        buf[total + total / 2 + start[b] + k] = b;
+#endif
                         if (k == 1) multi[atomicAdd(&n_multi, 1)] = b;
                     }
                 }
@@ -255,19 +278,53 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
 
                 // 4. one thread per bin of two hits or more (one hit never triggers an
                 //    extension): sort, two-hit rule, extension
+#if HIT_BASED
+                // hit-based: sort the bins first, then one thread per hit extends it as
+                // if it triggered (its left and right extensions do not depend on the
+                // first hit: only whether the right one is taken does); the two-hit pass
+                // below reads the results.  Redundant work, less divergence.
+                const int* bin_of = buf + total + total / 2;
+                int* ext = buf + 2 * total + total / 2;    // 5 ints per hit
+                for (int m = threadIdx.x; m < n_multi; m += BLOCK) {
+                    const int b = multi[m];
+                    sort_hits(buf + start[b], fill[b]);
+                }
+                __syncthreads();
+                for (int k = threadIdx.x; k < total; k += BLOCK) {
+                    const int b = bin_of[k];
+                    if (fill[b] < 2 || k == start[b]) continue;   // a bin's first hit never triggers
+                    const int s_off = buf[k];
+                    const int q_off = (b - rot + s_off) & diag_mask;
+                    int best = 0, right_d0 = 0, score = 0;
+                    for (int i = 0; i < WORD_SIZE; ++i) {
+                        score += __ldg(&pssm[(q_off + i) * ALPHABET + subject[s_off + i]]);
+                        if (score > best) {
+                            best = score;
+                            right_d0 = i + 1;
+                        }
+                    }
+                    int left_score = 0, left_d = 0;
+                    extend_left(pssm, subject, s_off + right_d0 - 1, q_off + right_d0 - 1, dropoff, left_score,
+                                left_d);
+                    int right_score = left_score, right_d = 0, s_last_off = s_off + right_d0;
+                    extend_right(pssm, subject, s_len, qlen, s_off + right_d0, q_off + right_d0, dropoff,
+                                 right_score, right_d, s_last_off);
+                    int* r = ext + 5LL * k;
+                    r[0] = left_score;
+                    r[1] = left_d * 8 + right_d0;
+                    r[2] = right_score;
+                    r[3] = right_d;
+                    r[4] = s_last_off;
+                }
+                __syncthreads();
+#endif
                 for (int m = threadIdx.x; m < n_multi; m += BLOCK) {
                     const int b = multi[m];
                     const int n = fill[b];
                     int* hits = buf + start[b];
-                    for (int k = 1; k < n; ++k) {  // insertion sort by subject offset
-                        const int v = hits[k];
-                        int m = k - 1;
-                        while (m >= 0 && hits[m] > v) {
-                            hits[m + 1] = hits[m];
-                            --m;
-                        }
-                        hits[m + 1] = v;
-                    }
+#if !HIT_BASED
+                    sort_hits(hits, n);
+#endif
                     const int diag = b - rot;      // q - s, modulo the array length
                     int last_hit = -window;        // a fresh cell: any first hit is too far
                     bool flag = false;
@@ -290,8 +347,23 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
                             last_hit = s_off;
                             continue;
                         }
+#if HIT_BASED
+                        Extension x;
+                        {
+                            const int* r = ext + 5LL * (start[b] + k);
+                            const int right_d0 = r[1] & 7, left_d = r[1] >> 3;
+                            const int s_right = s_off + right_d0;
+                            x.right_extend = left_d >= s_right - (last_hit + WORD_SIZE);
+                            x.score = x.right_extend ? max(r[0], r[2]) : r[0];
+                            x.length = left_d + (x.right_extend ? r[3] : 0);
+                            x.s_last_off = x.right_extend ? r[4] : s_right;
+                            x.q_start = q_off + right_d0 - left_d;
+                            x.s_start = s_right - left_d;
+                        }
+#else
                         const Extension x = extend_two_hit(pssm, subject, s_len, qlen, last_hit + WORD_SIZE,
                                                            s_off, q_off, dropoff);
+#endif
                         if (x.score >= cutoff) {
                             const int slot = atomicAdd(n_out, 1);
                             if (slot < out_cap) {
