@@ -1,7 +1,8 @@
 """cuBLASTP's GPU phases through CuPy: hit detection, binning by diagonal, two-hit filter, ungapped extension.
 
-The kernel (``ungapped.cu``, compiled at run time by NVRTC with the word size
-as a constant) returns the init HSPs of one query against the whole database;
+The kernel (``ungapped.cu``, compiled at run time by NVRTC with the word size,
+the block size and the extension variant as constants) returns the init HSPs
+of one query against the whole database;
 the host puts them in BLAST's order (``ungapped.blast_order``), so the result
 is the same array as the CPU path's ``ungapped.ungapped_extensions``.  The
 database is uploaded once per run and reused for every query.
@@ -33,15 +34,13 @@ KERNEL_FILE = Path(__file__).with_name("ungapped.cu")
 BLOCK = 128                     # threads per block (one subject at a time), short queries
 MAX_SMEM_CELLS = 16384          # 2 x 16,384 int32 bin counters = 128 KiB of shared memory
 HIT_SLOTS = 1 << 16             # hit buffer per block (global scratch), subject offsets
+EXTENSIONS = ("diagonal", "hit")  # cuBLASTP's ungapped-extension variants (its Algorithms 3 and 4)
 
 
 def _cupy():
     import cupy
 
     return cupy
-
-
-EXTENSIONS = ("diagonal", "hit")  # cuBLASTP's ungapped-extension variants (Algorithms 3 and 4)
 
 
 @lru_cache(maxsize=None)
