@@ -192,7 +192,7 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, proteome, gpus):
     used = set()
 
     class StandIn:
-        def __init__(self, residues, offsets, device_id=0):
+        def __init__(self, residues, offsets, device_id=0, **kwargs):
             self.residues, self.offsets, self.device_id = residues, offsets, device_id
 
         def ungapped_extensions(self, q, lookup, scores, x_drop, cutoff, window=40):
@@ -233,7 +233,7 @@ def test_gpu_pipeline_error_is_raised_not_hung(monkeypatch, proteome):
     calls = []
 
     class Failing:
-        def __init__(self, residues, offsets, device_id=0):
+        def __init__(self, residues, offsets, device_id=0, **kwargs):
             pass
 
         def ungapped_extensions(self, *args, **kwargs):

@@ -130,8 +130,8 @@ def semi_gapped_align(qp, q_base, q_dir, sp, s_base, s_dir, M, N, matrix,
     if N <= 0 or M <= 0:
         return 0, 0, 0
 
-    best = np.empty(N + 2, dtype=np.int64)
-    best_gap = np.empty(N + 2, dtype=np.int64)
+    best = np.empty(N + 2, dtype=np.int32)          # BLAST's Int4 BlastGapDP cells
+    best_gap = np.empty(N + 2, dtype=np.int32)
     score = -gap_open_extend
     best[0] = 0
     best_gap[0] = -gap_open_extend
@@ -215,8 +215,8 @@ def restricted_gapped_align(qp, q_base, q_dir, sp, s_base, s_dir, M, N, matrix,
     if N <= 0 or M <= 0:
         return 0, 0, 0
 
-    best = np.empty(N + 2, dtype=np.int64)
-    best_gap = np.empty(N + 2, dtype=np.int64)
+    best = np.empty(N + 2, dtype=np.int32)          # BLAST's Int4 BlastGapDP cells
+    best_gap = np.empty(N + 2, dtype=np.int32)
     score = -gap_open_extend
     best[0] = 0
     best_gap[0] = -gap_open_extend
