@@ -97,7 +97,7 @@ def test_overflowing_subjects_are_searched_on_the_cpu(db_codes, proteome, blosum
 
 
 def test_chunked_database(db_codes, proteome, blosum62):
-    """A database cut into many chunks (as when it does not fit in GPU memory): same result."""
+    """A database uploaded in many chunks (each under half the free memory): same result."""
     chunked = GpuUngapped(*db_codes, max_chunk_residues=50_000)
     assert len(chunked.chunks) > 5
     compare(chunked, db_codes, query_codes(proteome, 10), blosum62)

@@ -14,8 +14,12 @@ Fallbacks that keep the result exact:
   has no memory for them);
 * a query too long for the bin counters in shared memory (diagonal array over
   16,384 cells, i.e. longer than about 16,300 residues) is searched on the CPU;
-* the database is cut into chunks when it does not fit in GPU memory, and an
-  out-of-memory error halves the grid's buffers and retries.
+* an out-of-memory error for the blocks' buffers halves the grid and retries.
+
+The whole database stays on each GPU (in chunks of at most half the free
+memory, all resident): a database that does not fit gets a one-line error
+that says to cut it into shards (``makedb --shards``), which is how the
+Nextflow workflow searches big databases anyway.
 """
 
 from __future__ import annotations
@@ -90,7 +94,13 @@ class GpuUngapped:
             free, _ = cp.cuda.runtime.memGetInfo()
             if max_chunk_residues is None:
                 max_chunk_residues = max(1 << 20, int(free // 2 - 9 * (len(offsets))))
-            self.chunks = [self._upload(a, b) for a, b in _chunks(self.host_offsets, max_chunk_residues)]
+            try:
+                self.chunks = [self._upload(a, b) for a, b in _chunks(self.host_offsets, max_chunk_residues)]
+            except cp.cuda.memory.OutOfMemoryError:
+                raise DeviceError(
+                    f"the database ({len(self.host_residues):,} residues) does not fit in the memory of GPU "
+                    f"{device_id}: cut it with `gpu-search makedb --shards N` and search the shards one by "
+                    "one (E-values use the whole database), or use --device cpu") from None
             self.n_out_cap = 1 << 20
             self._alloc_buffers()
 
