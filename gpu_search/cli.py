@@ -363,7 +363,7 @@ class BlastCommand(click.Command):
 @click.option("-word_size", "word_size", type=int, default=3, show_default=True, help="Word size for the initial hits.")
 @click.option("-threshold", "threshold", type=float, default=None, help="Minimum word score for the lookup table (11 for BLOSUM62).")
 @click.option("-window_size", "window_size", type=int, default=None,
-              help="Two-hit window (matrix default: 40 for BLOSUM62); 0 (one-hit) is not implemented.")
+              help="Two-hit window (matrix default: 40 for BLOSUM62); 0: one-hit word finder.")
 @click.option("-comp_based_stats", "comp_based_stats", default="0", show_default=True,
               help="Composition-based statistics: only 0 (off) is implemented; BLAST+'s default is 2.")
 @click.option("-num_threads", "num_threads", type=click.IntRange(min=1), default=None,

@@ -273,8 +273,8 @@ def build_tool():
     badv.append(gxtp.IntegerParam("word_size", value=3, min=2, max=4, label="Word size (-word_size)"))
     badv.append(gxtp.IntegerParam("threshold", value="", optional=True, min=1,
                                   label="Minimum word score (-threshold; default: the matrix's)"))
-    badv.append(gxtp.IntegerParam("window_size", value="", optional=True, min=1,
-                                  label="Two-hit window (-window_size; default: the matrix's)"))
+    badv.append(gxtp.IntegerParam("window_size", value="", optional=True, min=0,
+                                  label="Two-hit window (-window_size; default: the matrix's; 0: one-hit)"))
     blast.append(badv)
     search.append(blast)
     inputs.append(search)

@@ -84,7 +84,7 @@ def test_init_hsps_equal_cpu_on_the_proteome(gpu, db_codes, proteome, blosum62):
     assert total > 1000
 
 
-@pytest.mark.parametrize("word_size,threshold,window", [(2, 9, 40), (4, 13, 40), (3, 11, 20), (3, 11, 80)])
+@pytest.mark.parametrize("word_size,threshold,window", [(2, 9, 40), (4, 13, 40), (3, 11, 20), (3, 11, 80), (3, 11, 0)])
 def test_init_hsps_other_word_sizes_and_windows(gpu, db_codes, proteome, blosum62, word_size, threshold, window):
     for i in (3, 200, 1000):
         compare(gpu, db_codes, query_codes(proteome, i), blosum62, word_size, threshold, window, cutoff=0)

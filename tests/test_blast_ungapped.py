@@ -37,7 +37,7 @@ import pytest
 from gpu_search.blast.alphabet import EASEL_TO_NCBISTDAA, blast_query_codes, encode
 from gpu_search.blast.lookup import build_lookup, word_index
 from gpu_search.blast.matrix import load_matrix
-from gpu_search.blast.ungapped import (INIT_HSP_DTYPE, extend_two_hit, sort_by_score,
+from gpu_search.blast.ungapped import (INIT_HSP_DTYPE, extend_one_hit, extend_two_hit, sort_by_score,
                                        ungapped_extensions, ungapped_extensions_reference)
 from gpu_search.blast.wordhits import (bin_hits, find_hits, hit_layout, scan_hits,
                                        unpack_hits)
@@ -172,6 +172,28 @@ def test_extend_two_hit_left_must_reach_first_hit(blosum62):
     # X = 100: 33 - 20 + 33 = 46 at offset 0, then right through the 5 W: 46 + 55
     assert right_extend
     assert (score, hsp_q, hsp_s, length, s_last) == (101, 0, 0, 21, 21)
+
+
+def test_extend_one_hit_seed_and_both_sides(blosum62):
+    # s_BlastAaExtendOneHit (-window_size 0), hit at offset 4 of both.  Word "DWW"
+    # against "WWW": D/W = -4 drops the running sum to <= 0, so the seed restarts
+    # after it: WW, score 22, width 2, from offset 5.  BLOSUM62: A/A 4, W/W 11, P/G -2.
+    q = encode("AAAA" + "DWW" + "WWWW" + "PPPP")
+    s = encode("AAAA" + "WWW" + "WWWW" + "GGGG")
+    pssm = blosum62.scores[q]
+    # X = 3: left, D/W takes 22 to 18 (4 below) -> stop, nothing added; right from 7:
+    # four W/W to 66, then 64, 62 (4 below) -> stop at 12; HSP 5..10
+    assert extend_one_hit(pssm, s, 0, len(s), 4, 4, 3, 3) == (66, 5, 5, 6, 12)
+    # X = 10: left goes through D/W (18) and the four A/A (34, best at 0): 5 letters;
+    # right: 78 after the W, then the P/G pairs only 8 below at the end (offset 15)
+    assert extend_one_hit(pssm, s, 0, len(s), 4, 4, 10, 3) == (78, 0, 0, 5 + 4 + 2, 15)
+    # a word whose sum never turns positive (P/W = -4 three times): score 0, the
+    # seed keeps BLAST's initial right end (q_off + W = 7) and start (4), width
+    # 7 - 7 + 1 = 1 (from the last restart); left from 3 adds the four W (44),
+    # right from 8 the last three (77)
+    q2 = encode("WWWW" + "PPP" + "WWWW")
+    s2 = encode("WWWW" + "WWW" + "WWWW")
+    assert extend_one_hit(blosum62.scores[q2], s2, 0, len(s2), 4, 4, 100, 3) == (77, 0, 0, 4 + 3 + 1, 11)
 
 
 @needs_blast

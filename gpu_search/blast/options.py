@@ -38,9 +38,6 @@ class BlastOptions:
                               "word sizes 5 to 7, as in blastp-fast, is not implemented)")
         if self.window_size is not None and self.window_size < 0:
             raise OptionError("-window_size must be >= 0")
-        if self.window_size == 0:
-            raise OptionError("-window_size 0 (BLAST's one-hit word finder) is not implemented: "
-                              "give a two-hit window (e.g. 40) or leave the matrix default")
         if self.comp_based_stats != 0:
             raise OptionError(
                 f"-comp_based_stats {self.comp_based_stats} is not supported yet: gpu-search blastp "

@@ -169,6 +169,41 @@ def extend_two_hit(pssm, residues, sstart, s_len, s_left_off, s_right_off, q_rig
 
 
 @numba.njit(cache=True, nogil=True)
+def extend_one_hit(pssm, residues, sstart, s_len, s_off, q_off, dropoff, word_size):
+    """``s_BlastAaExtendOneHit``: one word hit extended left, then right (one-hit mode).
+
+    The best-scoring stretch of the word (a running sum that restarts after
+    dropping to <= 0) is the seed; the left extension starts just before it
+    with the seed's score, the right one just after it with the left result.
+
+    Returns (score, hsp_q, hsp_s, hsp_len, s_last_off).
+    """
+    score = 0
+    total = 0
+    q_left = q_off
+    q_right = q_off + word_size
+    q_best_left = q_off
+    for i in range(word_size):
+        total += pssm[q_off + i, residues[sstart + s_off + i]]
+        if total > score:
+            score = total
+            q_best_left = q_left
+            q_right = q_off + i
+        elif total <= 0:
+            total = 0
+            q_left = q_off + i + 1
+    seed_width = q_right - q_left + 1       # as BLAST: from the last restart, not the best start
+    q_left = q_best_left
+    s_left = q_left + (s_off - q_off)
+    s_right = q_right + (s_off - q_off)
+    left_score, left_d = extend_left(pssm, residues, sstart, s_left - 1, q_left - 1, dropoff, score)
+    right_score, right_d, s_last_off = extend_right(pssm, residues, sstart, s_len, s_right + 1,
+                                                    q_right + 1, dropoff, left_score)
+    return (right_score, q_left - left_d, s_left - left_d, left_d + right_d + seed_width,
+            s_last_off)
+
+
+@numba.njit(cache=True, nogil=True)
 def _push(out, n, row):
     """Append one row to a growable (cap, 7) int32 table; returns the (possibly new) table."""
     if n == out.shape[0]:
@@ -247,9 +282,49 @@ def _two_hit_subject_literal(cell_start, cell_offsets, word_size, pssm, residues
 
 
 @numba.njit(cache=True, nogil=True)
+def _one_hit_subject_literal(cell_start, cell_offsets, word_size, pssm, residues, sstart, s_len,
+                             last_hit, diag_offset, diag_mask, dropoff, cutoff, subject, out, n_out):
+    """One subject through the scan loop of ``s_BlastAaWordFinder_OneHit`` (``-window_size 0``).
+
+    Every hit is extended unless an earlier extension on its diagonal already
+    reached past it; the diagonal remembers where the last extension ended.
+    (Diagonals are ``(s - q) & diag_mask`` here, as in BLAST's one-hit loop.)
+    """
+    row = np.empty(7, dtype=np.int32)
+    if s_len < word_size:
+        return out, n_out
+    word_mask = (np.int64(1) << (5 * word_size)) - 1
+    idx = np.int64(0)
+    for k in range(word_size - 1):
+        idx = (idx << 5) | residues[sstart + k]
+    for subject_offset in range(s_len - word_size + 1):
+        idx = ((idx << 5) | residues[sstart + subject_offset + word_size - 1]) & word_mask
+        for e in range(cell_start[idx], cell_start[idx + 1]):
+            query_offset = np.int64(cell_offsets[e])
+            diag_coord = (subject_offset - query_offset) & diag_mask
+            if subject_offset - (last_hit[diag_coord] - diag_offset) < 0:
+                continue                      # inside the last extension of this diagonal
+            score, hsp_q, hsp_s, hsp_len, s_last_off = extend_one_hit(
+                pssm, residues, sstart, s_len, subject_offset, query_offset, dropoff, word_size)
+            if score >= cutoff:
+                row[0] = subject
+                row[1] = query_offset
+                row[2] = subject_offset
+                row[3] = hsp_q
+                row[4] = hsp_s
+                row[5] = hsp_len
+                row[6] = score
+                out = _push(out, n_out, row)
+                n_out += 1
+            last_hit[diag_coord] = s_last_off - (word_size - 1) + diag_offset
+    return out, n_out
+
+
+@numba.njit(cache=True, nogil=True)
 def _reference_all(cell_start, cell_offsets, word_size, pssm, residues, offsets, subject_ids,
                    window, dropoff, cutoff, diag_length):
-    """BLAST's per-subject loop with one diagonal array for the whole search."""
+    """BLAST's per-subject loop with one diagonal array for the whole search
+    (two-hit; one-hit when ``window`` is 0, as ``-window_size 0``)."""
     last_hit = np.zeros(diag_length, dtype=np.int64)     # calloc'd by BlastExtendWordNew
     flag = np.zeros(diag_length, dtype=np.uint8)
     diag_offset = np.int64(window)                       # s_BlastDiagTableNew
@@ -259,10 +334,16 @@ def _reference_all(cell_start, cell_offsets, word_size, pssm, residues, offsets,
     for j in range(len(subject_ids)):
         sstart = offsets[subject_ids[j]]
         s_len = offsets[subject_ids[j] + 1] - sstart
-        out, n_out = _two_hit_subject_literal(cell_start, cell_offsets, word_size, pssm,
-                                              residues, sstart, s_len, last_hit, flag,
-                                              diag_offset, diag_mask, window, dropoff, cutoff,
-                                              subject_ids[j], out, n_out)
+        if window == 0:                                  # BLAST's one-hit word finder
+            out, n_out = _one_hit_subject_literal(cell_start, cell_offsets, word_size, pssm,
+                                                  residues, sstart, s_len, last_hit, diag_offset,
+                                                  diag_mask, dropoff, cutoff, subject_ids[j], out,
+                                                  n_out)
+        else:
+            out, n_out = _two_hit_subject_literal(cell_start, cell_offsets, word_size, pssm,
+                                                  residues, sstart, s_len, last_hit, flag,
+                                                  diag_offset, diag_mask, window, dropoff, cutoff,
+                                                  subject_ids[j], out, n_out)
         # Blast_ExtendWordExit
         if diag_offset >= INT4_MAX // 4:
             diag_offset = np.int64(window)
@@ -422,7 +503,7 @@ def _batches(lengths: np.ndarray, batch_residues: int) -> list[tuple[int, int]]:
 
 
 def _run_batch(lookup, pssm, residues, offsets, ids, x_drop, cutoff, window, method):
-    if method == "scan":
+    if method == "scan" or window == 0:      # one-hit mode: BLAST's loop (no binned twin)
         return _reference_all(lookup.cell_start, lookup.offsets, lookup.word_size, pssm, residues,
                               offsets, ids, int(window), int(x_drop), int(cutoff),
                               diag_array_length(lookup.query_length, window))
@@ -457,7 +538,8 @@ def ungapped_extensions(query_codes, lookup: Lookup, residues, offsets, subject_
         window: two-hit window A (40).
         batch_residues, threads: batching and threads (results do not depend on them).
         method: "binned" (the cuBLASTP stages) or "scan" (BLAST's own loop, which
-            a CPU runs about twice as fast); the results are identical.
+            a CPU runs about twice as fast); the results are identical.  With
+            ``window`` 0 (BLAST's one-hit mode) BLAST's loop is used either way.
 
     Returns:
         INIT_HSP_DTYPE array: per subject (in subject_ids order) the init HSPs in

@@ -13,7 +13,8 @@ Fallbacks that keep the result exact:
   kernel and searched again with buffers big enough (on the CPU if the GPU
   has no memory for them);
 * a query too long for the bin counters in shared memory (diagonal array over
-  16,384 cells, i.e. longer than about 16,300 residues) is searched on the CPU;
+  16,384 cells, i.e. longer than about 16,300 residues) is searched on the CPU,
+  and so is BLAST's one-hit mode (``-window_size 0``), which has no kernel;
 * an out-of-memory error for the blocks' buffers halves the grid and retries.
 
 The whole database stays on each GPU (in chunks of at most half the free
@@ -138,7 +139,8 @@ class GpuUngapped:
         """The init HSPs of one query, as ``ungapped.ungapped_extensions`` returns them (subject = database index)."""
         query_codes = np.ascontiguousarray(query_codes, dtype=np.uint8)
         n_cells = diag_array_length(lookup.query_length, window)
-        if n_cells > MAX_SMEM_CELLS or lookup.n_entries == 0:
+        # one-hit mode (window 0) has no GPU kernel: BLAST's loop on the CPU
+        if n_cells > MAX_SMEM_CELLS or lookup.n_entries == 0 or window == 0:
             return self._cpu(query_codes, lookup, matrix_scores, x_drop, cutoff, window,
                              np.arange(len(self.host_offsets) - 1, dtype=np.int64))
         cp = self.cp
