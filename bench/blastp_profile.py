@@ -63,29 +63,25 @@ def main():
             print(f"query {base.lengths[i]} aa, run {rep}: {time.perf_counter() - t:.4f} s, "
                   f"{len(work.init)} init HSPs, {gpu.overflowed} overflowed", flush=True)
         ref = work.init
-        for block in (int(b) for b in args.blocks.split(",") if b):
-            gpu.block = block
+
+        def best_of_4(label):
             best = 1e9
-            for rep in range(4):
+            for _ in range(4):
                 work = engine.new_work(0, Queries(i))
                 lookup = engine.prepare_query(work, setup)
                 t = time.perf_counter()
                 engine.ungapped_stage(work, setup, gpu, lookup)
                 best = min(best, time.perf_counter() - t)
-            assert np.array_equal(work.init, ref), block
-            print(f"  block {block:4d}: {best * 1e3:8.2f} ms (best of 4, same init HSPs)", flush=True)
+            assert np.array_equal(work.init, ref), label
+            print(f"  {label}: {best * 1e3:8.2f} ms (best of 4, same init HSPs)", flush=True)
+
+        for block in (int(b) for b in args.blocks.split(",") if b.strip()):
+            gpu.block = block
+            best_of_4(f"block {block:4d}")
         gpu.block = None
         for extension in (x for x in args.extensions.split(",") if x):
             gpu.extension = extension
-            best = 1e9
-            for rep in range(4):
-                work = engine.new_work(0, Queries(i))
-                lookup = engine.prepare_query(work, setup)
-                t = time.perf_counter()
-                engine.ungapped_stage(work, setup, gpu, lookup)
-                best = min(best, time.perf_counter() - t)
-            assert np.array_equal(work.init, ref), extension
-            print(f"  {extension:>8}-based extension: {best * 1e3:8.2f} ms (best of 4, same init HSPs)", flush=True)
+            best_of_4(f"{extension:>8}-based extension")
         gpu.extension = "diagonal"
 
 

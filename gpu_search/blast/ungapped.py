@@ -215,6 +215,19 @@ def _push(out, n, row):
     return out
 
 
+@numba.njit(cache=True, nogil=True)
+def _save(out, n, row, subject, q_off, s_off, hsp_q, hsp_s, hsp_len, score):
+    """``BlastSaveInitHsp``: one init HSP appended to the table; returns the table."""
+    row[0] = subject
+    row[1] = q_off
+    row[2] = s_off
+    row[3] = hsp_q
+    row[4] = hsp_s
+    row[5] = hsp_len
+    row[6] = score
+    return _push(out, n, row)
+
+
 # --------------------------------------------------------------------------------------------
 # 2. Literal reference
 # --------------------------------------------------------------------------------------------
@@ -264,14 +277,8 @@ def _two_hit_subject_literal(cell_start, cell_offsets, word_size, pssm, residues
                     pssm, residues, sstart, s_len, lh + word_size, subject_offset, query_offset,
                     dropoff, word_size)
                 if score >= cutoff:
-                    row[0] = subject
-                    row[1] = query_offset
-                    row[2] = subject_offset
-                    row[3] = hsp_q
-                    row[4] = hsp_s
-                    row[5] = hsp_len
-                    row[6] = score
-                    out = _push(out, n_out, row)
+                    out = _save(out, n_out, row, subject, query_offset, subject_offset, hsp_q, hsp_s,
+                                hsp_len, score)
                     n_out += 1
                 if right_extend:
                     flag[diag_coord] = 1
@@ -307,14 +314,8 @@ def _one_hit_subject_literal(cell_start, cell_offsets, word_size, pssm, residues
             score, hsp_q, hsp_s, hsp_len, s_last_off = extend_one_hit(
                 pssm, residues, sstart, s_len, subject_offset, query_offset, dropoff, word_size)
             if score >= cutoff:
-                row[0] = subject
-                row[1] = query_offset
-                row[2] = subject_offset
-                row[3] = hsp_q
-                row[4] = hsp_s
-                row[5] = hsp_len
-                row[6] = score
-                out = _push(out, n_out, row)
+                out = _save(out, n_out, row, subject, query_offset, subject_offset, hsp_q, hsp_s,
+                            hsp_len, score)
                 n_out += 1
             last_hit[diag_coord] = s_last_off - (word_size - 1) + diag_offset
     return out, n_out
