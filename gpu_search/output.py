@@ -118,3 +118,32 @@ class OutputSet:
                     os.unlink(tmp)
         self._files.clear()
         return False
+
+
+def save_pickle(path, magic: bytes, payload) -> None:
+    """Saved results for ``gpu-search merge``: ``magic`` then a pickle, written atomically."""
+    import pickle
+
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            fh.write(magic)
+            pickle.dump(payload, fh, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def load_pickle(path, magic: bytes, suffix: str, writer: str):
+    """Read what ``save_pickle`` wrote; ``suffix`` and ``writer`` name the file in
+    errors (".gsblast", "gpu-search blastp --hits-out")."""
+    import pickle
+
+    from .errors import FormatError, InputFileError
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputFileError(f"{path}: no such file")
+    with open(path, "rb") as fh:
+        if fh.read(len(magic)) != magic:
+            raise FormatError(f"{path}: not a {suffix} file written by {writer}")
+        try:
+            return pickle.load(fh)
+        except Exception:
+            raise FormatError(f"{path}: corrupt or truncated {suffix} file") from None

@@ -15,11 +15,8 @@ A ``.gsblast`` file is a Python pickle: merge only files your own runs wrote.
 
 from __future__ import annotations
 
-import pickle
-from pathlib import Path
-
-from ..errors import FormatError, InputFileError, OptionError
-from ..output import atomic_path
+from ..errors import OptionError
+from ..output import load_pickle, save_pickle
 from .engine import select
 from .output import write_footer, write_query
 
@@ -28,11 +25,7 @@ MAGIC = b"GSBLAST\x01"
 
 def save_hits(path, per_query, *, options, db_name: str) -> None:
     """Write [(query title, [SubjectResult, ...]), ...] of one shard."""
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as fh:
-            fh.write(MAGIC)
-            pickle.dump({"options": options, "db_name": db_name, "queries": per_query}, fh,
-                        protocol=pickle.HIGHEST_PROTOCOL)
+    save_pickle(path, MAGIC, {"options": options, "db_name": db_name, "queries": per_query})
 
 
 def is_blast_hits(path) -> bool:
@@ -44,16 +37,7 @@ def is_blast_hits(path) -> bool:
 
 
 def load_hits(path) -> dict:
-    path = Path(path)
-    if not path.is_file():
-        raise InputFileError(f"{path}: no such file")
-    with open(path, "rb") as fh:
-        if fh.read(len(MAGIC)) != MAGIC:
-            raise FormatError(f"{path}: not a .gsblast file written by gpu-search blastp --hits-out")
-        try:
-            return pickle.load(fh)
-        except Exception:
-            raise FormatError(f"{path}: corrupt or truncated .gsblast file") from None
+    return load_pickle(path, MAGIC, ".gsblast", "gpu-search blastp --hits-out")
 
 
 def merge_results(shard_results: list[list], max_target_seqs: int) -> list:

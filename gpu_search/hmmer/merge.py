@@ -16,12 +16,10 @@ A ``.gshits`` file is a Python pickle: load only files your own runs wrote.
 from __future__ import annotations
 
 import os
-import pickle
 from dataclasses import replace
-from pathlib import Path
 
-from ..errors import FormatError, InputFileError, OptionError
-from ..output import atomic_path
+from ..errors import OptionError
+from ..output import load_pickle, save_pickle
 from .search import PipelineStats, SearchResult
 
 MAGIC = b"GSHITS\x00\x01"
@@ -41,23 +39,11 @@ def save_results(path, results: list[SearchResult], *, hmmfile: str, seqfile: st
         "options": options,
         "results": [(r.hits, r.stats) for r in results],
     }
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as fh:
-            fh.write(MAGIC)
-            pickle.dump(payload, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    save_pickle(path, MAGIC, payload)
 
 
 def load_results(path) -> dict:
-    path = Path(path)
-    if not path.is_file():
-        raise InputFileError(f"{path}: no such file")
-    with open(path, "rb") as fh:
-        if fh.read(len(MAGIC)) != MAGIC:
-            raise FormatError(f"{path}: not a .gshits file written by gpu-search hmmsearch --hits-out")
-        try:
-            return pickle.load(fh)
-        except Exception:
-            raise FormatError(f"{path}: corrupt or truncated .gshits file") from None
+    return load_pickle(path, MAGIC, ".gshits", "gpu-search hmmsearch --hits-out")
 
 
 def _sum_stats(stats: list[PipelineStats], hits) -> PipelineStats:
