@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU host: set up the carried wheels, run the GPU tests, run the benchmark.
 # Usage (from the repository root, on the device):
-#   bash bench/device_run.sh [tests|bench|all|multi|blast|blast-tests|blast-bench] [pytest args]
+#   bash bench/device_run.sh [tests|bench|all|multi|vit|blast|blast-tests|blast-bench] [pytest args]
 set -uo pipefail
 what=${1:-all}; shift || true
 export PYTHONUNBUFFERED=1
@@ -33,6 +33,11 @@ if [ "$what" = blast-tests ] || [ "$what" = blast ]; then
 fi
 if [ "$what" = blast-bench ] || { [ "$what" = blast ] && [ $rc = 0 ]; }; then
     timeout 560 python3 bench/blastp_gpu_bench.py --threads "$(nproc)" --out "$OUT" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/blast-bench.log" | tail -30
+fi
+if [ "$what" = vit ]; then
+    timeout 300 python3 -m pytest -m gpu tests/test_gpu.py -q -x -p no:cacheprovider -k "viterbi or random_models" 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
+    rc=${PIPESTATUS[0]}
+    timeout 400 python3 bench/viterbi_sweep.py ${BENCH_ARGS:-} 2>&1 | tee "$OUT/viterbi-sweep.log" | tail -80
 fi
 if [ "$what" = multi ]; then
     timeout 540 python3 bench/multi_gpu.py 2>&1 | tee "$OUT/multi_gpu.log" | tail -20

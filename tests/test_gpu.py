@@ -176,3 +176,27 @@ def test_out_of_memory_retries_with_smaller_batches(proteome, monkeypatch):
     prof = profile_of(read_hmms(TEST_DATA / "Thioesterase.hmm")[0])
     check_states(prof, proteome, backend)
     assert backend.budget == before // 2 and calls["n"] > 1
+
+
+@pytest.mark.parametrize("M", [3, 40, 243, 700])
+@pytest.mark.parametrize("seqs,block", [(1, 128), (2, 64), (2, 128), (2, 256)])
+def test_viterbi_variants_equal_reference(M, seqs, block, proteome, gpu_proteome):
+    """Each Viterbi-filter variant (sequences per group, lanes per group,
+    block size) against the numpy reference, on an odd count of sequences so
+    that a group of two gets one sequence at the end."""
+    from pyhmmer.easel import Alphabet, Randomness
+    from pyhmmer.plan7 import HMM
+
+    from gpu_search.hmmer.gpu import Geometry
+
+    hmm = HMM.sample(Alphabet.amino(), M, Randomness(100 + M))
+    hmm.name = f"random{M}"
+    prof = profile_of(hmm)
+    idx = np.arange(0, proteome.n_seqs, 3)[: 401 if M < 500 else 151]
+    rC, rO = R.viterbi_filter(prof, proteome.residues, proteome.offsets, proteome.lengths, idx)
+    geo = viterbi_geometry(M, seqs=seqs)
+    for g in (geo, Geometry(max(1, geo.G // 2), -(-M // max(1, geo.G // 2)), 1, seqs)):
+        gC, gO = gpu_proteome.viterbi(prof, idx, g, block=block)
+        assert np.array_equal(gO, rO), f"{g}: overflow flags differ"
+        bad = np.flatnonzero(~rO & (gC != rC))
+        assert len(bad) == 0, f"{g} block={block}: xC differs for {len(bad)} sequences"

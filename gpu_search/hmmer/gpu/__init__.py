@@ -29,6 +29,8 @@ KERNEL_FILE = Path(__file__).with_name("filters.cu")
 FORWARD_FILE = Path(__file__).with_name("forward.cu")
 KP = 29
 BLOCK = 256
+VITERBI_BLOCK = 128
+VITERBI_DEFINES: tuple = ()
 OVERFLOW_W = 0x7FFFFFFF
 PAD_TRANS = -(1 << 20)    # transitions into padding nodes: far below any real score
 PAD_EMIT_W = -32768
@@ -45,11 +47,13 @@ def _cupy():
 
 @dataclass(frozen=True)
 class Geometry:
-    """G lanes per sequence, W 32-bit words per lane (MSV: 2 cells a word)."""
+    """G lanes per sequence, W 32-bit words per lane (MSV: 2 cells a word);
+    the Viterbi filter's group may score ``seqs`` sequences at once."""
 
     G: int
     W: int
     cells_per_word: int
+    seqs: int = 1
 
     @property
     def nodes(self) -> int:
@@ -69,27 +73,35 @@ def msv_geometry(M: int, cells_per_lane: int = 64) -> Geometry:
     return Geometry(G, W, 2)
 
 
-def viterbi_geometry(M: int, cells_per_lane: int = 32) -> Geometry:
-    """About 32 cells per lane (three int32 states each, in registers).
+def viterbi_geometry(M: int, cells_per_lane: int = 32, seqs: int | None = None) -> Geometry:
+    """About 32 cells per lane (three int32 states each, in registers):
+    W nodes of each of ``seqs`` sequences.
 
-    Chosen by measurement on an H200 (docs/benchmarks.md): fewer lanes per
-    sequence and more cells per lane beat the reverse for both filters.
+    Chosen by measurement (docs/benchmarks.md, bench/viterbi_sweep.py): fewer
+    lanes per sequence and more cells per lane beat the reverse; two
+    sequences per group (sharing each node's transition loads) beat one
+    wherever the group still fits in a warp, i.e. M <= 512 (H100: 1.14-1.24x).
     """
-    G = min(32, _pow2_at_least(math.ceil(M / cells_per_lane)))
+    if seqs is None:
+        seqs = 2 if M * 2 <= cells_per_lane * 32 else 1
+    G = min(32, _pow2_at_least(math.ceil(M * seqs / cells_per_lane)))
     W = math.ceil(M / G)
-    return Geometry(G, W, 1)
+    return Geometry(G, W, 1, seqs)
 
 
 # --- kernels -------------------------------------------------------------------------------
 
 
 @lru_cache(maxsize=None)
-def load_kernels(G: int, W: int, profile_in_smem: bool, device_id: int):
-    """Compile filters.cu for (G, W) on one device; cached per process."""
+def load_kernels(G: int, W: int, profile_in_smem: bool, device_id: int, seqs: int = 1,
+                 defines: tuple = ()):
+    """Compile filters.cu for (G, W) on one device; cached per process.
+
+    seqs: sequences per group of the Viterbi filter (filters.cu)."""
     cp = _cupy()
     source = f'#line 1 "{KERNEL_FILE.name}"\n' + KERNEL_FILE.read_text()
     options = ("-std=c++17", f"-DG={G}", f"-DW={W}", f"-DPROFILE_IN_SMEM={int(profile_in_smem)}",
-               f"-I{KERNEL_FILE.parent}")
+               f"-DSEQS={seqs}", *defines, f"-I{KERNEL_FILE.parent}")
     with cp.cuda.Device(device_id):
         module = cp.RawModule(code=source, options=options, name_expressions=None)
         return module.get_function("msv_filter"), module.get_function("viterbi_filter")
@@ -336,8 +348,10 @@ class GpuBackend:
             self._whole = per
         return per
 
-    def _grid(self, part, smem: int) -> int:
-        blocks_per_sm = max(1, min(8, part.smem_per_sm // max(smem + 1024, 1)))
+    def _grid(self, part, smem: int, block: int = BLOCK) -> int:
+        """Enough blocks to fill every SM (persistent grid; blocks beyond what
+        registers allow only wait, find no work left and exit)."""
+        blocks_per_sm = max(1, min(2048 // block, part.smem_per_sm // max(smem + 1024, 1)))
         return part.n_sm * blocks_per_sm
 
     def _run(self, kind: str, idx, launch, out_dtype, results):
@@ -405,13 +419,17 @@ class GpuBackend:
         overflow = results < 0
         return np.where(overflow, 0, results).astype(np.uint8), overflow
 
-    def viterbi(self, prof: FilterProfile, idx, geometry: Geometry | None = None):
-        """(xC int16, overflow bool) per sequence of idx."""
-        return self._retrying(lambda: self._viterbi(prof, idx, geometry))
+    def viterbi(self, prof: FilterProfile, idx, geometry: Geometry | None = None,
+                block: int | None = None):
+        """(xC int16, overflow bool) per sequence of idx.
 
-    def _viterbi(self, prof, idx, geometry):
+        geometry and block override the measured defaults (benchmarks, tests)."""
+        return self._retrying(lambda: self._viterbi(prof, idx, geometry, block))
+
+    def _viterbi(self, prof, idx, geometry, block):
         cp = _cupy()
         geo = geometry or viterbi_geometry(prof.M)
+        block = block or VITERBI_BLOCK
         vemis_host, vtrans_host = pack_viterbi_profile(prof, geo)
         results = np.zeros(len(idx), dtype=np.int64)
         profiles = {}
@@ -420,14 +438,14 @@ class GpuBackend:
             smem = vemis_host.nbytes + vtrans_host.nbytes
             smem += (-smem) % 16
             in_smem = smem <= part.smem_optin - 1024
-            _, kernel = load_kernels(geo.G, geo.W, in_smem, part.device_id)
+            _, kernel = load_kernels(geo.G, geo.W, in_smem, part.device_id, geo.seqs, VITERBI_DEFINES)
             smem = smem if in_smem else 0
             _set_smem(kernel, smem)
             if part.device_id not in profiles:
                 profiles[part.device_id] = (cp.asarray(vemis_host), cp.asarray(vtrans_host))
             vemis, vtrans = profiles[part.device_id]
             counter = cp.zeros(1, dtype=np.int32)
-            kernel((self._grid(part, smem),), (BLOCK,),
+            kernel((self._grid(part, smem, block),), (block,),
                    (residues, offsets, order, np.int32(len(order)), vemis, vtrans,
                     self._device_table("move", prof, part), np.int32(prof.e_move),
                     np.int32(prof.e_loop), np.int32(prof.base_w), np.int32(prof.ddbound_w),
@@ -448,7 +466,7 @@ class GpuBackend:
 
     def _forward(self, prof, idx, geometry):
         cp = _cupy()
-        geo = geometry or viterbi_geometry(prof.M, cells_per_lane=16)
+        geo = geometry or viterbi_geometry(prof.M, cells_per_lane=16, seqs=1)
         femis_host, ftrans_host = pack_forward_profile(prof, geo)
         results = np.zeros(len(idx), dtype=np.float64)
         profiles = {}

@@ -26,7 +26,9 @@
  *     B->M path, so exact int32 sums give HMMER's xE, xC and overflow decisions
  *     (tested against HMMER's own filter on real and random models).
  *     Lazy-F (Farrar): the D->D chain is computed only when max D + ddbound > xB,
- *     then exactly, with a max-plus scan across the group's lanes.
+ *     then exactly, with a max-plus scan across the group's lanes.  A group may
+ *     score SEQS = 2 sequences at once, so that each transition loaded from
+ *     shared memory serves two cells (chosen by measurement for M <= 512).
  *
  * Memory layout
  *   residues  uint8, the whole database; offsets int64 [n+1]; order int32: the
@@ -75,7 +77,8 @@ msv_filter(const uint8_t *__restrict__ residues, const long long *__restrict__ o
     const int gl = lane & (G - 1);               /* lane within the group */
     const unsigned gmask = group_mask(lane);
 
-    for (int first = next_work(work_counter, lane); first < n; first = next_work(work_counter, lane)) {
+    for (int first = next_work(work_counter, lane, GROUPS_PER_WARP); first < n;
+         first = next_work(work_counter, lane, GROUPS_PER_WARP)) {
         const int item = first + lane / G;
         if (item >= n) continue;
         const int s = order[item];
@@ -137,6 +140,20 @@ msv_filter(const uint8_t *__restrict__ residues, const long long *__restrict__ o
 
 enum { T_BM, T_MM, T_IM, T_DM, T_MD, T_MI, T_II, T_DD, NTRANS };
 
+/* SEQS sequences per group (1 or 2): the lane's transitions, loaded once from
+   shared memory for a node, serve SEQS neighbouring sequences of the
+   length-sorted database.  Shared-memory loads, not arithmetic, bound this
+   kernel (docs/gpu-design.md), so two sequences per group halve the
+   transition loads per cell for the price of twice the DP registers.
+   (HMMER's local B->M entry costs differ by node, from the model's
+   occupancy, so they are loaded per node like the other transitions.) */
+#ifndef SEQS
+#define SEQS 1
+#endif
+#ifdef LAZY_STATS
+__device__ unsigned long long lazy_stats[2];   /* rows, rows where HMMER's Lazy-F test holds */
+#endif
+
 extern "C" __global__ void __launch_bounds__(256)
 viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
                const int *__restrict__ order, int n,
@@ -146,12 +163,15 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
                int e_move, int e_loop, int base_w, int ddbound,
                int *__restrict__ work_counter, int *__restrict__ out)
 {
-    /* (16-byte loads of {BM MM IM DM} and {MD MI II DD} measured slower: scalar loads) */
+    /* Scalar int32 transition loads: measured faster than 16-byte loads of
+       int32 {BM MM IM DM}, {MD MI II DD}, and (with two sequences a group)
+       than one 16-byte load of the eight as int16 (docs/benchmarks.md) */
 #if PROFILE_IN_SMEM
-    extern __shared__ int vsmem[];
-    int *vtrans = vsmem;                               /* [W][NTRANS][G] */
-    short *vemis = (short *)(vsmem + W * NTRANS * G);  /* [KP][W][G] */
-    for (int i = threadIdx.x; i < W * NTRANS * G; i += blockDim.x) vtrans[i] = vtrans_global[i];
+    const int trans_words = W * NTRANS * G;            /* int32 [W][NTRANS][G] */
+    extern __shared__ uint4 vsmem[];
+    int *vtrans = (int *)vsmem;
+    short *vemis = (short *)(vtrans + trans_words);    /* [KP][W][G] */
+    for (int i = threadIdx.x; i < trans_words; i += blockDim.x) vtrans[i] = vtrans_global[i];
     for (int i = threadIdx.x; i < KP * W * G; i += blockDim.x) vemis[i] = vemis_global[i];
     __syncthreads();
 #else
@@ -164,91 +184,148 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
     const unsigned gmask = group_mask(lane);
 #define TR(q, t) vtrans[((q) * NTRANS + (t)) * G + gl]
 
-    for (int first = next_work(work_counter, lane); first < n; first = next_work(work_counter, lane)) {
-        const int item = first + lane / G;
-        if (item >= n) continue;
-        const int s = order[item];
-        const long long off = offsets[s];
-        const int L = (int)(offsets[s + 1] - off);
-        const uint8_t *dsq = residues + off;
+    for (int first = next_work(work_counter, lane, GROUPS_PER_WARP * SEQS); first < n;
+         first = next_work(work_counter, lane, GROUPS_PER_WARP * SEQS)) {
+        const int item0 = first + (lane / G) * SEQS;
+        if (item0 >= n) continue;
 
-        const int move = move_by_len[L];
-        const int xN = base_w;
-        int xB = xN + move;
-        int xJ = NEG_W, xC = NEG_W;
-        bool overflow = false;
-        int M[W], I[W], D[W];
+        /* per sequence s of this group: its residues, length and special states */
+        const uint8_t *dsq[SEQS];
+        int L[SEQS], move[SEQS], xB[SEQS], xJ[SEQS], xC[SEQS];
+        bool overflow[SEQS];
+        int Lmax = 0;
 #pragma unroll
-        for (int q = 0; q < W; q++) { M[q] = NEG_W; I[q] = NEG_W; D[q] = NEG_W; }
+        for (int s = 0; s < SEQS; s++) {
+            L[s] = 0; dsq[s] = residues;               /* past the end of the work: no sequence */
+            if (item0 + s < n) {
+                const int seq = order[item0 + s];
+                const long long off = offsets[seq];
+                L[s] = (int)(offsets[seq + 1] - off);
+                dsq[s] = residues + off;
+            }
+            Lmax = max(Lmax, L[s]);
+            move[s] = move_by_len[L[s]];
+            xB[s] = base_w + move[s];                  /* xN + move */
+            xJ[s] = NEG_W; xC[s] = NEG_W;
+            overflow[s] = false;
+        }
+        int x_next[SEQS];
+#pragma unroll
+        for (int s = 0; s < SEQS; s++) x_next[s] = L[s] > 0 ? dsq[s][0] : 0;
+        int M[SEQS][W], I[SEQS][W], D[SEQS][W];
+#pragma unroll
+        for (int s = 0; s < SEQS; s++)
+#pragma unroll
+            for (int q = 0; q < W; q++) { M[s][q] = NEG_W; I[s][q] = NEG_W; D[s][q] = NEG_W; }
 
-        for (int i = 0; i < L; i++) {
-            const short *e = vemis + dsq[i] * (W * G) + gl;
-            /* row i-1 at node k-1 for this lane's first node */
-            const int m_in = __shfl_up_sync(gmask, M[W - 1], 1, G);
-            const int i_in = __shfl_up_sync(gmask, I[W - 1], 1, G);
-            const int d_in = __shfl_up_sync(gmask, D[W - 1], 1, G);
-            int xE = -(1 << 30);
-            int Dmax = -(1 << 30);
-            int d_last = 0;                            /* M->D out of this lane's last node */
+        for (int i = 0; i < Lmax; i++) {
+            /* a sequence that ended or overflowed is computed on (residue 0)
+               but its special states no longer change */
+            bool live[SEQS];
+            bool any_live = false;
+            const short *e[SEQS];
+            int m_in[SEQS], i_in[SEQS], d_in[SEQS], xE[SEQS], Dmax[SEQS], d_last[SEQS];
+#pragma unroll
+            for (int s = 0; s < SEQS; s++) {
+                live[s] = i < L[s] && !overflow[s];
+                any_live |= live[s];
+                /* this row's residue was read one row ahead (its load latency hidden) */
+                e[s] = vemis + x_next[s] * (W * G) + gl;
+                x_next[s] = (i + 1 < L[s]) ? dsq[s][i + 1] : 0;
+                /* row i-1 at node k-1 for this lane's first node */
+                m_in[s] = __shfl_up_sync(gmask, M[s][W - 1], 1, G);
+                i_in[s] = __shfl_up_sync(gmask, I[s][W - 1], 1, G);
+                d_in[s] = __shfl_up_sync(gmask, D[s][W - 1], 1, G);
+                xE[s] = -(1 << 30);
+                Dmax[s] = -(1 << 30);
+                d_last[s] = 0;                         /* M->D out of this lane's last node */
+            }
+            if (!any_live) break;
 #pragma unroll
             for (int q = W - 1; q >= 0; q--) {
-                const int mpv = (q > 0) ? M[q - 1] : (gl == 0 ? NEG_W : m_in);
-                const int ipv = (q > 0) ? I[q - 1] : (gl == 0 ? NEG_W : i_in);
-                const int dpv = (q > 0) ? D[q - 1] : (gl == 0 ? NEG_W : d_in);
-                int sv = xB + TR(q, T_BM);
-                sv = __viaddmax_s32(mpv, TR(q, T_MM), sv);
-                sv = __viaddmax_s32(ipv, TR(q, T_IM), sv);
-                sv = __viaddmax_s32(dpv, TR(q, T_DM), sv);
-                sv += e[q * G];
-                xE = max(xE, sv);
-                /* I(i,k) from row i-1 at node k (M[q], I[q] still hold row i-1) */
-                I[q] = __viaddmax_s32(I[q], TR(q, T_II), M[q] + TR(q, T_MI));
-                M[q] = sv;
-                /* M->D into node k+1: D[q+1] of row i-1 was used at step q+2 */
-                const int dcv = sv + TR(q, T_MD);
-                Dmax = max(Dmax, dcv);
-                if (q < W - 1) D[q + 1] = dcv; else d_last = dcv;
+                /* this node's transitions, one load each, for all SEQS sequences */
+                const int t_bm = TR(q, T_BM), t_mm = TR(q, T_MM), t_im = TR(q, T_IM), t_dm = TR(q, T_DM);
+                const int t_mi = TR(q, T_MI), t_ii = TR(q, T_II), t_md = TR(q, T_MD);
+#pragma unroll
+                for (int s = 0; s < SEQS; s++) {
+                    const int mpv = (q > 0) ? M[s][q - 1] : (gl == 0 ? NEG_W : m_in[s]);
+                    const int ipv = (q > 0) ? I[s][q - 1] : (gl == 0 ? NEG_W : i_in[s]);
+                    const int dpv = (q > 0) ? D[s][q - 1] : (gl == 0 ? NEG_W : d_in[s]);
+                    int sv = xB[s] + t_bm;
+                    sv = __viaddmax_s32(mpv, t_mm, sv);
+                    sv = __viaddmax_s32(ipv, t_im, sv);
+                    sv = __viaddmax_s32(dpv, t_dm, sv);
+                    sv += e[s][q * G];
+                    xE[s] = max(xE[s], sv);
+                    /* I(i,k) from row i-1 at node k (M, I still hold row i-1 here) */
+                    I[s][q] = __viaddmax_s32(I[s][q], t_ii, M[s][q] + t_mi);
+                    M[s][q] = sv;
+                    /* M->D into node k+1: D[q+1] of row i-1 was used at step q+2 */
+                    const int dcv = sv + t_md;
+                    Dmax[s] = max(Dmax[s], dcv);
+                    if (q < W - 1) D[s][q + 1] = dcv; else d_last[s] = dcv;
+                }
             }
-            /* D(i,k) of this lane's first node: M->D from the previous lane's last node */
-            const int d_first = __shfl_up_sync(gmask, d_last, 1, G);
-            D[0] = (gl == 0) ? NEG_W : d_first;
+#pragma unroll
+            for (int s = 0; s < SEQS; s++) {
+                /* D(i,k) of this lane's first node: M->D from the previous lane's last node */
+                const int d_first = __shfl_up_sync(gmask, d_last[s], 1, G);
+                D[s][0] = (gl == 0) ? NEG_W : d_first;
 
-            xE = group_max(gmask, xE);
-            if (xE >= 32767) { overflow = true; break; }
-            xC = max(xC, xE + e_move);
-            xJ = max(xJ, xE + e_loop);
-            xB = max(xJ + move, xN + move);
+                xE[s] = group_max(gmask, xE[s]);
+                if (live[s]) {
+                    if (xE[s] >= 32767) {
+                        overflow[s] = true;                   /* HMMER's overflow: score +inf */
+                    } else {
+                        xC[s] = max(xC[s], xE[s] + e_move);
+                        xJ[s] = max(xJ[s], xE[s] + e_loop);
+                        xB[s] = max(xJ[s] + move[s], base_w + move[s]);
+                    }
+                }
 
-            /* Lazy-F: D->D paths can change the next row only if this holds */
-            Dmax = group_max(gmask, Dmax);
-            if (Dmax + ddbound > xB) {
-                /* within the lane: chain D->D over its W nodes, from -inf */
-                int local = NEG_W, run = 0;
-#pragma unroll
-                for (int q = 0; q < W; q++) {
-                    if (q > 0) local = max(D[q], local + TR(q - 1, T_DD));
-                    else local = D[0];
-                    run += TR(q, T_DD);
+                /* Lazy-F: D->D paths can change the next row only if some lane
+                   of the group has max D + ddbound > xB (a vote, no shuffles) */
+                const bool lazy = live[s] && !overflow[s] &&
+                                  (__ballot_sync(gmask, Dmax[s] + ddbound > xB[s]) & gmask) != 0;
+#ifdef LAZY_STATS
+                if (gl == 0 && live[s] && !overflow[s]) {
+                    atomicAdd(&lazy_stats[0], 1ull);
+                    if (lazy) atomicAdd(&lazy_stats[1], 1ull);
                 }
-                /* out of the lane: f(c) = max(a, c + s) with a = chain end + last DD */
-                int a = local + TR(W - 1, T_DD), sdd = run;
+#endif
+                if (lazy) {
+                    /* within the lane: chain D->D over its W nodes, from -inf */
+                    int local = NEG_W, run = 0;
 #pragma unroll
-                for (int d = 1; d < G; d *= 2) {           /* inclusive max-plus scan */
-                    const int pa = __shfl_up_sync(gmask, a, d, G);
-                    const int ps = __shfl_up_sync(gmask, sdd, d, G);
-                    if (gl >= d) { a = max(a, pa + sdd); sdd += ps; }
-                }
-                int carry = __shfl_up_sync(gmask, a, 1, G);  /* D entering this lane */
-                if (gl == 0) carry = NEG_W;
-                int c = carry;
+                    for (int q = 0; q < W; q++) {
+                        if (q > 0) local = max(D[s][q], local + TR(q - 1, T_DD));
+                        else local = D[s][0];
+                        run += TR(q, T_DD);
+                    }
+                    /* out of the lane: f(c) = max(a, c + s) with a = chain end + last DD */
+                    int a = local + TR(W - 1, T_DD), sdd = run;
 #pragma unroll
-                for (int q = 0; q < W; q++) {
-                    D[q] = max(D[q], c);
-                    c = D[q] + TR(q, T_DD);
+                    for (int d = 1; d < G; d *= 2) {       /* inclusive max-plus scan */
+                        const int pa = __shfl_up_sync(gmask, a, d, G);
+                        const int ps = __shfl_up_sync(gmask, sdd, d, G);
+                        if (gl >= d) { a = max(a, pa + sdd); sdd += ps; }
+                    }
+                    int carry = __shfl_up_sync(gmask, a, 1, G);  /* D entering this lane */
+                    if (gl == 0) carry = NEG_W;
+                    int c = carry;
+#pragma unroll
+                    for (int q = 0; q < W; q++) {
+                        D[s][q] = max(D[s][q], c);
+                        c = D[s][q] + TR(q, T_DD);
+                    }
                 }
             }
         }
-        if (gl == 0) out[item] = overflow ? OVERFLOW_W : xC;
+        if (gl == 0) {
+#pragma unroll
+            for (int s = 0; s < SEQS; s++)
+                if (item0 + s < n) out[item0 + s] = overflow[s] ? OVERFLOW_W : xC[s];
+        }
     }
 #undef TR
 }

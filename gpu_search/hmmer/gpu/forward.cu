@@ -51,7 +51,8 @@ forward_filter(const uint8_t *__restrict__ residues, const long long *__restrict
     const unsigned gmask = group_mask(lane);
 #define FT(q, t) ftrans[((q) * F_NTRANS + (t)) * G + gl]
 
-    for (int first = next_work(work_counter, lane); first < n; first = next_work(work_counter, lane)) {
+    for (int first = next_work(work_counter, lane, GROUPS_PER_WARP); first < n;
+         first = next_work(work_counter, lane, GROUPS_PER_WARP)) {
         const int item = first + lane / G;
         if (item >= n) continue;
         const int s = order[item];

@@ -2,7 +2,7 @@
  *
  * A *group* of G lanes (G a power of two dividing 32) scores one sequence; a
  * warp holds 32/G groups.  Work comes from a global counter, one batch of
- * 32/G sequences per warp (persistent grid over a length-sorted database).
+ * sequences per warp (persistent grid over a length-sorted database).
  * Compile-time constants: G, W (cells or words per lane), KP (alphabet size
  * with degenerate codes), PROFILE_IN_SMEM (profile in shared memory, or read
  * through L1 for models too large for it).
@@ -27,11 +27,11 @@
 
 typedef unsigned char uint8_t;
 
-/* Next batch of GROUPS_PER_WARP sequences for this warp (persistent grid). */
-__device__ __forceinline__ int next_work(int *counter, int lane)
+/* Next batch of `count` sequences for this warp (persistent grid). */
+__device__ __forceinline__ int next_work(int *counter, int lane, int count)
 {
     int base = 0;
-    if (lane == 0) base = atomicAdd(counter, GROUPS_PER_WARP);
+    if (lane == 0) base = atomicAdd(counter, count);
     return __shfl_sync(FULL_MASK, base, 0);
 }
 

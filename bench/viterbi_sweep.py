@@ -1,0 +1,145 @@
+"""Viterbi-filter kernel variants on the GPU host: GCUPS of each, one table.
+
+    python bench/viterbi_sweep.py [--copies 99]
+
+For four of the benchmark's models (M = 178 .. 1,152), every variant of
+filters.cu's viterbi_filter that fits in registers: G lanes per sequence,
+SEQS sequences per group (1 or 2), and the block size.  Kernel time only (CUDA events),
+whole database (pyhmmer's proteome + COPIES shuffled copies, as
+hmmsearch_bench.py builds it).  Every variant's xC must equal the default
+variant's, and the default is checked against the numpy reference on a
+sample (exactness itself is tests/test_gpu.py's job).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from hmmsearch_bench import build_database, build_models  # noqa: E402
+
+from gpu_search import seqdb  # noqa: E402
+from gpu_search.hmmer import reference as R  # noqa: E402
+from gpu_search.hmmer.models import read_hmms  # noqa: E402
+from gpu_search.hmmer.profile import FilterProfile  # noqa: E402
+
+
+def old_geometry(M: int):
+    """The geometry rule before this sweep: about 32 cells per lane, one sequence."""
+    G = min(32, 1 << max(0, (-(-M // 32) - 1).bit_length()))
+    return G, -(-M // G), 1, 1
+
+
+def lazy_stats(backend, prof, geo, idx):
+    """Rows scored, rows where HMMER's Lazy-F test holds (filters.cu compiled with LAZY_STATS)."""
+    import cupy as cp
+
+    from gpu_search.hmmer import gpu
+
+    options = ("-std=c++17", f"-DG={geo.G}", f"-DW={geo.W}", "-DPROFILE_IN_SMEM=1", f"-DSEQS={geo.seqs}",
+               "-DLAZY_STATS", f"-I{gpu.KERNEL_FILE.parent}")
+    module = cp.RawModule(code=gpu.KERNEL_FILE.read_text(), options=options)
+    counters = cp.ndarray((2,), cp.uint64, module.get_global("lazy_stats"))
+    counters[:] = 0
+    real = gpu.load_kernels
+    gpu.load_kernels = lambda *a, **k: (module.get_function("msv_filter"), module.get_function("viterbi_filter"))
+    try:
+        backend.viterbi(prof, idx, geo)
+    finally:
+        gpu.load_kernels = real
+    return [int(v) for v in counters.get()]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--copies", type=int, default=99)
+    ap.add_argument("--work", default="/tmp/gsbench")
+    ap.add_argument("--one", metavar="MODEL,G,W,SEQS[,FLAG...]",
+                    help="run one variant once after a warm-up launch (for ncu), e.g. LuxC,32,13,2,XB_LAST")
+    args = ap.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    fasta = work / f"db{args.copies}.faa"
+    if not fasta.exists():
+        build_database(args.copies, fasta)
+    models = work / "twenty.hmm"
+    build_models(models)
+    db = seqdb.open_database(fasta)
+
+    import cupy as cp
+
+    from gpu_search.hmmer import gpu
+    from gpu_search.hmmer.gpu import Geometry, GpuBackend, viterbi_geometry
+
+    device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    print(f"{device}; db {db.n_seqs:,} sequences, {db.n_residues:,} residues", flush=True)
+    backend = GpuBackend(db)
+    allidx = np.arange(db.n_seqs)
+    hmms = read_hmms(models)
+    rows = []
+    if args.one:
+        name, G, W, seqs, *flags = args.one.split(",")
+        hmm = next(h for h in hmms if h.name == name)
+        prof = FilterProfile.from_hmm(hmm)
+        gpu.VITERBI_DEFINES = tuple(f"-D{f}=1" for f in flags)
+        geo = Geometry(int(G), int(W), 1, int(seqs))
+        backend.viterbi(prof, allidx[:1000], geo, block=128)
+        backend.viterbi(prof, allidx, geo, block=128)
+        print(f"{name} {geo} {flags}: {prof.M * db.n_residues / backend.kernel_seconds['viterbi'] / 1e9:.0f} GCUPS")
+        return
+    flag_sets = [()]
+    for hmm in [hmms[i] for i in (1, 0, 2)] + [h for h in hmms if h.M > 1000][:2]:
+        prof = FilterProfile.from_hmm(hmm)
+        cells = prof.M * db.n_residues
+        gpu.VITERBI_DEFINES = ()
+        ref, ref_ovf = backend.viterbi(prof, allidx)
+        sample = allidx[:: max(1, db.n_seqs // 300)]
+        rC, rO = R.viterbi_filter(prof, db.residues, db.offsets, db.lengths, sample)
+        assert np.array_equal(ref_ovf[sample], rO) and np.array_equal(ref[sample][~rO], rC[~rO]), "default != reference"
+        stats = lazy_stats(backend, prof, viterbi_geometry(prof.M), allidx)
+        print(f"{hmm.name} M={prof.M}: rows {stats[0]:,}, HMMER's Lazy-F test true in {stats[1] / stats[0]:.1%}",
+              flush=True)
+        variants = [(Geometry(*old_geometry(prof.M)), 256, ())]      # as before this work
+        for seqs in (1, 2):
+            for G in (8, 16, 32):
+                W = -(-prof.M // G)
+                if W * seqs > 48 or W < 2:
+                    continue
+                for flags in flag_sets:
+                    variants.append((Geometry(G, W, 1, seqs), 128, flags))
+        for geo, block, flags in variants:
+            gpu.VITERBI_DEFINES = flags
+            t0 = time.perf_counter()
+            backend.viterbi(prof, allidx[:1000], geo, block=block)   # compile
+            t_compile = time.perf_counter() - t0
+            best = None
+            for _ in range(2):
+                backend.kernel_seconds["viterbi"] = 0.0
+                xC, ovf = backend.viterbi(prof, allidx, geo, block=block)
+                t = backend.kernel_seconds["viterbi"]
+                best = t if best is None else min(best, t)
+            same = bool(np.array_equal(ovf, ref_ovf) and np.array_equal(xC[~ovf], ref[~ref_ovf]))
+            flag_names = "+".join(f[2:-2] for f in flags) or "-"
+            rows.append((hmm.name, prof.M, geo.G, geo.W, geo.seqs, block, flag_names,
+                         cells / best / 1e9, same, t_compile))
+            print("%-14s M=%-5d G=%-2d W=%-3d S=%d B=%-3d %-30s %7.0f GCUPS same=%s (compile %.1f s)" % rows[-1],
+                  flush=True)
+    print("\nbest per model:")
+    for name in dict.fromkeys(r[0] for r in rows):
+        mine = [r for r in rows if r[0] == name]
+        old = mine[0]
+        top = max(mine, key=lambda r: r[7])
+        print("%-14s M=%-5d before %6.0f GCUPS (G=%d W=%d)  best %6.0f GCUPS (G=%d W=%d S=%d B=%d %s)  %.2fx"
+              % (name, old[1], old[7], old[2], old[3], top[7], top[2], top[3], top[4], top[5], top[6],
+                 top[7] / old[7]))
+    assert all(r[8] for r in rows), "a variant's scores differ"
+
+
+if __name__ == "__main__":
+    main()
