@@ -35,7 +35,7 @@ if [ "$what" = blast-bench ] || { [ "$what" = blast ] && [ $rc = 0 ]; }; then
     timeout 560 python3 bench/blastp_gpu_bench.py --threads "$(nproc)" --out "$OUT" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/blast-bench.log" | tail -30
 fi
 if [ "$what" = vit ]; then
-    timeout 300 python3 -m pytest -m gpu tests/test_gpu.py -q -x -p no:cacheprovider -k "viterbi or random_models" 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
+    timeout 300 python3 -m pytest -m gpu tests/test_gpu.py -q -x -p no:cacheprovider ${VIT_TESTS:-} 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
     rc=${PIPESTATUS[0]}
     timeout 400 python3 bench/viterbi_sweep.py ${BENCH_ARGS:-} 2>&1 | tee "$OUT/viterbi-sweep.log" | tail -80
 fi
