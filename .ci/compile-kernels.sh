@@ -17,10 +17,6 @@ for cu in $(git ls-files '*.cu'); do
             # SEQS sequences per Viterbi group
             variants=("-DG=1 -DW=4" "-DG=4 -DW=24" "-DG=8 -DW=16" "-DG=16 -DW=28" "-DG=32 -DW=64"
                       "-DG=32 -DW=80 -DPROFILE_IN_SMEM=0" "-DG=16 -DW=12 -DSEQS=2" "-DG=32 -DW=16 -DSEQS=2") ;;
-        gpu_search/hmmer/gpu/viterbi16.cu)
-            # PAIRS of sequences per group
-            variants=("-DG=1 -DW=3" "-DG=8 -DW=23" "-DG=16 -DW=12 -DPAIRS=2" "-DG=32 -DW=36"
-                      "-DG=32 -DW=80 -DPROFILE_IN_SMEM=0") ;;
         gpu_search/hmmer/gpu/forward.cu)
             variants=("-DG=1 -DW=4" "-DG=8 -DW=16" "-DG=32 -DW=16" "-DG=32 -DW=40 -DPROFILE_IN_SMEM=0") ;;
         gpu_search/blast/gpu/ungapped.cu)

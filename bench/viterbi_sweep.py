@@ -62,7 +62,7 @@ def main():
     ap.add_argument("--work", default="/tmp/gsbench")
     ap.add_argument("--all-int32", action="store_true", help="every int32-kernel geometry, not only the default")
     ap.add_argument("--one", metavar="MODEL,G,W,SEQS[,FLAG...]",
-                    help="run one variant once after a warm-up launch (for ncu), e.g. LuxC,32,13,4,packed16")
+                    help="run one variant once after a warm-up launch (for ncu), e.g. LuxC,32,13,2")
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -88,9 +88,8 @@ def main():
         name, G, W, seqs, *flags = args.one.split(",")
         hmm = next(h for h in hmms if h.name == name)
         prof = FilterProfile.from_hmm(hmm)
-        packed = "packed16" in flags
-        gpu.VITERBI_DEFINES = tuple(f"-D{f}=1" for f in flags if f != "packed16")
-        geo = Geometry(int(G), int(W), 1, int(seqs), packed=packed)
+        gpu.VITERBI_DEFINES = tuple(f"-D{f}=1" for f in flags)
+        geo = Geometry(int(G), int(W), 1, int(seqs))
         backend.viterbi(prof, allidx[:1000], geo, block=128)
         backend.viterbi(prof, allidx, geo, block=128)
         print(f"{name} {geo} {flags}: {prof.M * db.n_residues / backend.kernel_seconds['viterbi'] / 1e9:.0f} GCUPS")
@@ -117,14 +116,8 @@ def main():
                     for flags in flag_sets:
                         variants.append((Geometry(G, W, 1, seqs), 128, flags))
         else:
-            variants.append((viterbi_geometry(prof.M), 128, ()))     # int32 kernel, default
-        if gpu.viterbi16_bounds(prof) is not None:                   # viterbi16.cu
-            for pairs in (1, 2):
-                for G in (8, 16, 32):
-                    W = -(-prof.M // G)
-                    if W * pairs > 48 or W < 2:
-                        continue
-                    variants.append((Geometry(G, W, 1, 2 * pairs, packed=True), 128, ()))
+            geo = viterbi_geometry(prof.M)                           # the default
+            variants.append((geo, gpu.VITERBI_BLOCK if geo.seqs > 1 else gpu.BLOCK, ()))
         for geo, block, flags in variants:
             gpu.VITERBI_DEFINES = flags
             t0 = time.perf_counter()
@@ -138,7 +131,6 @@ def main():
                 best = t if best is None else min(best, t)
             same = bool(np.array_equal(ovf, ref_ovf) and np.array_equal(xC[~ovf], ref[~ref_ovf]))
             flag_names = "+".join(f[2:-2] for f in flags) or "-"
-            flag_names = "packed16" if geo.packed else flag_names
             rows.append((hmm.name, prof.M, geo.G, geo.W, geo.seqs, block, flag_names,
                          cells / best / 1e9, same, t_compile))
             print("%-14s M=%-5d G=%-2d W=%-3d S=%d B=%-3d %-30s %7.0f GCUPS same=%s (compile %.1f s)" % rows[-1],

@@ -27,7 +27,6 @@ from ..profile import FilterProfile
 
 KERNEL_FILE = Path(__file__).with_name("filters.cu")
 FORWARD_FILE = Path(__file__).with_name("forward.cu")
-VITERBI16_FILE = Path(__file__).with_name("viterbi16.cu")
 KP = 29
 BLOCK = 256
 VITERBI_BLOCK = 128
@@ -35,12 +34,6 @@ VITERBI_DEFINES: tuple = ()
 OVERFLOW_W = 0x7FFFFFFF
 PAD_TRANS = -(1 << 20)    # transitions into padding nodes: far below any real score
 PAD_EMIT_W = -32768
-# viterbi16.cu's bounds (see its header): stored value = word - V16_OFF, never below V16_FLOOR
-V16_OFF = 4096
-V16_FLOOR = -16384
-V16_TMIN = -16384          # transitions: HMMER's -inf (dead states only) stored as this
-V16_EMIN = -16384          # emissions of the codes the kernel accepts: [V16_EMIN, V16_OFF]
-NEEDS_EXACT = 0x7FFFFFFE   # viterbi16.cu: "score this sequence with the int32 kernel"
 
 
 def _cupy():
@@ -61,7 +54,6 @@ class Geometry:
     W: int
     cells_per_word: int
     seqs: int = 1
-    packed: bool = False      # Viterbi filter: viterbi16.cu, two sequences per register
 
     @property
     def nodes(self) -> int:
@@ -81,8 +73,7 @@ def msv_geometry(M: int, cells_per_lane: int = 64) -> Geometry:
     return Geometry(G, W, 2)
 
 
-def viterbi_geometry(M: int, cells_per_lane: int = 32, seqs: int | None = None,
-                     packed: bool = False) -> Geometry:
+def viterbi_geometry(M: int, cells_per_lane: int = 32, seqs: int | None = None) -> Geometry:
     """About 32 cells per lane (three int32 states each, in registers):
     W nodes of each of ``seqs`` sequences.
 
@@ -90,14 +81,7 @@ def viterbi_geometry(M: int, cells_per_lane: int = 32, seqs: int | None = None,
     lanes per sequence and more cells per lane beat the reverse; two
     sequences per group (sharing each node's transition loads) beat one
     wherever the group still fits in a warp, i.e. M <= 512 (H100: 1.14-1.24x).
-
-    packed: viterbi16.cu's layout, ``seqs`` (2 or 4) sequences per group in
-    seqs/2 registers a cell.
     """
-    if packed:
-        pairs = (seqs or 4) // 2
-        G = min(32, _pow2_at_least(math.ceil(M * pairs / cells_per_lane)))
-        return Geometry(G, math.ceil(M / G), 1, 2 * pairs, packed=True)
     if seqs is None:
         seqs = 2 if M * 2 <= cells_per_lane * 32 else 1
     G = min(32, _pow2_at_least(math.ceil(M * seqs / cells_per_lane)))
@@ -121,17 +105,6 @@ def load_kernels(G: int, W: int, profile_in_smem: bool, device_id: int, seqs: in
     with cp.cuda.Device(device_id):
         module = cp.RawModule(code=source, options=options, name_expressions=None)
         return module.get_function("msv_filter"), module.get_function("viterbi_filter")
-
-
-@lru_cache(maxsize=None)
-def load_viterbi16_kernel(G: int, W: int, profile_in_smem: bool, device_id: int, pairs: int):
-    """Compile viterbi16.cu for (G, W, pairs of sequences per group) on one device; cached."""
-    cp = _cupy()
-    source = f'#line 1 "{VITERBI16_FILE.name}"\n' + VITERBI16_FILE.read_text()
-    options = ("-std=c++17", f"-DG={G}", f"-DW={W}", f"-DPROFILE_IN_SMEM={int(profile_in_smem)}",
-               f"-DPAIRS={pairs}", f"-I{VITERBI16_FILE.parent}")
-    with cp.cuda.Device(device_id):
-        return cp.RawModule(code=source, options=options).get_function("viterbi_filter16")
 
 
 @lru_cache(maxsize=None)
@@ -193,53 +166,6 @@ def pack_viterbi_profile(prof: FilterProfile, geo: Geometry):
     trans[:, : prof.M] = prof.vit_trans
     vemis = np.ascontiguousarray(emit.reshape(KP, G, W).transpose(0, 2, 1))
     vtrans = np.ascontiguousarray(trans.reshape(8, G, W).transpose(2, 0, 1))   # [q, t, lane]
-    return vemis, vtrans
-
-
-def viterbi16_bounds(prof: FilterProfile):
-    """(xb_needed, unsafe_codes, deep_codes) under which viterbi16.cu gives
-    HMMER's exact Viterbi filter for this profile, or None where it cannot
-    (the int32 kernel then scores every sequence).
-
-    xb_needed: the least xN + move (HMMER words) of a sequence the kernel may
-    score: the B->M entry alone then keeps every M state above the kernel's
-    floor, and padding nodes cannot wrap.  deep_codes: a bit per residue code
-    scoring HMMER's -inf (-32768) at every node (gaps, '*', '~'), which the
-    kernel adds as two clamped halves.  unsafe_codes: a bit per other code
-    with emissions outside [V16_EMIN, V16_OFF]: a sequence holding one is
-    scored by the int32 kernel.
-    """
-    t = prof.vit_trans.astype(np.int64)
-    M = prof.M
-    # HMMER's -inf transitions: into node 1 from node 0, and out of node M (dead states)
-    dead = np.zeros(t.shape, dtype=bool)
-    dead[1:4, 0] = True
-    dead[4:8, M - 1] = True
-    live = t[~dead]
-    if live.size and (live.max() > 0 or live.min() < V16_TMIN):
-        return None
-    e = prof.vit_emit.astype(np.int64)
-    safe = ((e >= V16_EMIN) & (e <= V16_OFF)).all(axis=1)
-    deep = (e == -32768).all(axis=1)
-    if not safe[:20].all():
-        return None
-    unsafe_codes = sum(1 << x for x in range(len(safe)) if not safe[x] and not deep[x])
-    deep_codes = sum(1 << x for x in range(len(safe)) if deep[x])
-    xb_needed = max(V16_OFF, V16_FLOOR + V16_OFF - int(t[0].min()))
-    return xb_needed, unsafe_codes, deep_codes
-
-
-def pack_viterbi16_profile(prof: FilterProfile, geo: Geometry):
-    """vemis[x][q][lane] int16 and vtrans[q][t][lane] uint32 (the int16 cost in both halves)."""
-    G, W = geo.G, geo.W
-    n = G * W
-    emit = np.full((KP, n), V16_EMIN, dtype=np.int16)
-    emit[:, : prof.M] = np.clip(prof.vit_emit, V16_EMIN, V16_OFF)
-    trans = np.full((8, n), V16_TMIN, dtype=np.int32)
-    trans[:, : prof.M] = np.maximum(prof.vit_trans, V16_TMIN)
-    both = (trans & 0xFFFF).astype(np.uint32) * np.uint32(0x10001)
-    vemis = np.ascontiguousarray(emit.reshape(KP, G, W).transpose(0, 2, 1))
-    vtrans = np.ascontiguousarray(both.reshape(8, G, W).transpose(2, 0, 1))   # [q, t, lane]
     return vemis, vtrans
 
 
@@ -501,31 +427,12 @@ class GpuBackend:
         return self._retrying(lambda: self._viterbi(prof, idx, geometry, block))
 
     def _viterbi(self, prof, idx, geometry, block):
-        bounds = viterbi16_bounds(prof)
-        geo = geometry or viterbi_geometry(prof.M)   # packed16 measured slower: opt-in only
-        if geo.packed and bounds is None:
-            geo = viterbi_geometry(prof.M)
-        results = self._viterbi_launch(prof, idx, geo, block or VITERBI_BLOCK, bounds)
-        if geo.packed:
-            # sequences viterbi16.cu cannot promise HMMER's score for: the int32 kernel
-            redo = np.flatnonzero(results == NEEDS_EXACT)
-            if len(redo):
-                results[redo] = self._viterbi_launch(prof, np.asarray(idx)[redo], viterbi_geometry(prof.M),
-                                                     block or VITERBI_BLOCK, None)
-        overflow = results == OVERFLOW_W
-        xC = np.where(overflow, -32768, np.maximum(results, -32768))
-        return xC.astype(np.int16), overflow
-
-    def _viterbi_launch(self, prof, idx, geo, block, bounds):
-        """Raw kernel results (xC words, OVERFLOW_W, NEEDS_EXACT) per sequence of idx."""
         cp = _cupy()
-        if geo.packed:
-            vemis_host, vtrans_host = pack_viterbi16_profile(prof, geo)
-            xb_needed, unsafe_codes, deep_codes = bounds
-            extra = (np.int32(xb_needed), np.uint32(unsafe_codes), np.uint32(deep_codes))
-        else:
-            vemis_host, vtrans_host = pack_viterbi_profile(prof, geo)
-            extra = ()
+        geo = geometry or viterbi_geometry(prof.M)
+        # 128 threads a block for two sequences a group, 256 for one (M > 512):
+        # measured on an H100 (docs/benchmarks.md)
+        block = block or (VITERBI_BLOCK if geo.seqs > 1 else BLOCK)
+        vemis_host, vtrans_host = pack_viterbi_profile(prof, geo)
         results = np.zeros(len(idx), dtype=np.int64)
         profiles = {}
 
@@ -533,10 +440,7 @@ class GpuBackend:
             smem = vemis_host.nbytes + vtrans_host.nbytes
             smem += (-smem) % 16
             in_smem = smem <= part.smem_optin - 1024
-            if geo.packed:
-                kernel = load_viterbi16_kernel(geo.G, geo.W, in_smem, part.device_id, geo.seqs // 2)
-            else:
-                _, kernel = load_kernels(geo.G, geo.W, in_smem, part.device_id, geo.seqs, VITERBI_DEFINES)
+            _, kernel = load_kernels(geo.G, geo.W, in_smem, part.device_id, geo.seqs, VITERBI_DEFINES)
             smem = smem if in_smem else 0
             _set_smem(kernel, smem)
             if part.device_id not in profiles:
@@ -547,11 +451,13 @@ class GpuBackend:
                    (residues, offsets, order, np.int32(len(order)), vemis, vtrans,
                     self._device_table("move", prof, part), np.int32(prof.e_move),
                     np.int32(prof.e_loop), np.int32(prof.base_w), np.int32(prof.ddbound_w),
-                    *extra, counter, out),
+                    counter, out),
                    shared_mem=smem)
 
         self._run("viterbi", idx, launch, np.int32, results)
-        return results
+        overflow = results == OVERFLOW_W
+        xC = np.where(overflow, -32768, np.maximum(results, -32768))
+        return xC.astype(np.int16), overflow
 
     def forward(self, prof: FilterProfile, idx, geometry: Geometry | None = None):
         """Approximate Forward scores (nats, float64; NaN where not finite) per sequence of idx.
