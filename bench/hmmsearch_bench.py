@@ -67,6 +67,18 @@ def build_database(copies: int, path: Path, seed: int = 42) -> None:
             fh.write(b"".join(chunks))
 
 
+def benchmark_inputs(work: str, copies: int):
+    """(database, 20-model HMM file) of the benchmarks, built once under ``work``."""
+    work = Path(work)
+    work.mkdir(parents=True, exist_ok=True)
+    fasta = work / f"db{copies}.faa"
+    if not fasta.exists():
+        build_database(copies, fasta)
+    models = work / "twenty.hmm"
+    build_models(models)
+    return seqdb.open_database(fasta), models
+
+
 def build_models(path: Path) -> None:
     """The 20-model HMM file."""
     import pyhmmer

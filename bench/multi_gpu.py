@@ -18,9 +18,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hmmsearch_bench import build_database, build_models, tables  # noqa: E402
+from hmmsearch_bench import benchmark_inputs, tables  # noqa: E402
 
-from gpu_search import seqdb  # noqa: E402
 from gpu_search.hmmer import search  # noqa: E402
 from gpu_search.hmmer.gpu import GpuBackend  # noqa: E402
 from gpu_search.hmmer.models import read_hmms  # noqa: E402
@@ -35,14 +34,7 @@ def main():
     ap.add_argument("--copies", type=int, default=399)
     ap.add_argument("--work", default="/tmp/gsbench")
     args = ap.parse_args()
-    work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
-    fasta = work / f"db{args.copies}.faa"
-    if not fasta.exists():
-        build_database(args.copies, fasta)
-    models = work / "twenty.hmm"
-    build_models(models)
-    db = seqdb.open_database(fasta)
+    db, models = benchmark_inputs(args.work, args.copies)
     n = cp.cuda.runtime.getDeviceCount()
     names = [cp.cuda.runtime.getDeviceProperties(i)["name"].decode() for i in range(n)]
     print(f"{n} GPU(s): {', '.join(names)}; {db.n_seqs:,} sequences, {db.n_residues:,} residues", flush=True)

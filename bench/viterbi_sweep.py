@@ -22,9 +22,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hmmsearch_bench import build_database, build_models  # noqa: E402
+from hmmsearch_bench import benchmark_inputs  # noqa: E402
 
-from gpu_search import seqdb  # noqa: E402
 from gpu_search.hmmer import reference as R  # noqa: E402
 from gpu_search.hmmer.models import read_hmms  # noqa: E402
 from gpu_search.hmmer.profile import FilterProfile  # noqa: E402
@@ -64,14 +63,7 @@ def main():
     ap.add_argument("--one", metavar="MODEL,G,W,SEQS[,FLAG...]",
                     help="run one variant once after a warm-up launch (for ncu), e.g. LuxC,32,13,2")
     args = ap.parse_args()
-    work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
-    fasta = work / f"db{args.copies}.faa"
-    if not fasta.exists():
-        build_database(args.copies, fasta)
-    models = work / "twenty.hmm"
-    build_models(models)
-    db = seqdb.open_database(fasta)
+    db, models = benchmark_inputs(args.work, args.copies)
 
     import cupy as cp
 
