@@ -104,6 +104,20 @@ def test_msv_floor_keeps_every_passing_sequence(F1, data_dir, proteome):
         assert (xJ < floor).mean() > 0.5
 
 
+def test_length_tables_index_as_np_unique(data_dir, proteome):
+    """LengthTables' distinct lengths and inverse index are np.unique's."""
+    import numpy as np
+
+    from gpu_search.hmmer.cascade import LengthTables
+    from gpu_search.hmmer.profile import FilterProfile
+
+    prof = FilterProfile.from_hmm(read_hmms(data_dir / "hmms" / "txt" / "Thioesterase.hmm")[0])
+    for searched in (np.arange(proteome.n_seqs), np.arange(5, proteome.n_seqs, 7), np.array([3])):
+        tables = LengthTables(proteome, searched, prof)
+        uniq, inv = np.unique(proteome.lengths[searched], return_inverse=True)
+        assert np.array_equal(tables.uniq, uniq) and np.array_equal(tables.inv, inv)
+
+
 def test_forward_prefilter_keeps_results_exact(data_dir, proteome):
     """The cascade's Forward prefilter (used with the GPU) changes no result.
 
