@@ -32,7 +32,8 @@ def main():
     ap.add_argument("--copies", type=int, default=20)
     ap.add_argument("--lengths", default="127,517,1054")
     ap.add_argument("--blocks", default="", help="also time these block sizes, e.g. 64,128,256,512")
-    ap.add_argument("--extensions", default="", help="also time these extension variants: diagonal,hit")
+    ap.add_argument("--extensions", default="",
+                    help="also time these extension variants: diagonal,hit,window8 (window + threads per window)")
     args = ap.parse_args()
     base = seqdb.open_database(pyhmmer_data() / "seqs" / "938293.PRJEB85.HG003687.faa")
     if args.copies:
@@ -80,9 +81,10 @@ def main():
             best_of_4(f"block {block:4d}")
         gpu.block = None
         for extension in (x for x in args.extensions.split(",") if x):
-            gpu.extension = extension
+            gpu.extension = "window" if extension.startswith("window") else extension
+            gpu.window_lanes = int(extension[6:] or 8) if extension.startswith("window") else 8
             best_of_4(f"{extension:>8}-based extension")
-        gpu.extension = "diagonal"
+        gpu.extension, gpu.window_lanes = "diagonal", 8
 
 
 if __name__ == "__main__":

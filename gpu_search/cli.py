@@ -370,13 +370,17 @@ class BlastCommand(click.Command):
               help="CPU threads (default: all cores).")
 @click.option("--hits-out", "hits_out", metavar="FILE",
               help="Also save the rows at full precision (.gsblast) for `gpu-search merge` of database shards.")
-@click.option("--gpu-extension", "gpu_extension", type=click.Choice(["diagonal", "hit"]), default="diagonal",
-              show_default=True,
+@click.option("--gpu-extension", "gpu_extension", type=click.Choice(["diagonal", "hit", "window"]),
+              default="diagonal", show_default=True,
               help="cuBLASTP's ungapped-extension variant on the GPU, same results: diagonal (a thread per "
-                   "diagonal extends its hits in order) or hit (a thread per hit, redundant work).")
+                   "diagonal extends its hits in order), hit (a thread per hit, redundant work) or window "
+                   "(--gpu-window-lanes threads per diagonal extend each hit together).")
+@click.option("--gpu-window-lanes", "gpu_window_lanes", type=click.Choice(["4", "8", "16", "32"]), default="8",
+              show_default=True, help="Threads per window of --gpu-extension window (cuBLASTP's window size).")
 @_device_option
 def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps, dbsize, matrix, gapopen, gapextend,
-           word_size, threshold, window_size, comp_based_stats, num_threads, hits_out, gpu_extension, device, gpus,
+           word_size, threshold, window_size, comp_based_stats, num_threads, hits_out, gpu_extension,
+           gpu_window_lanes, device, gpus,
            quiet):
     """Protein BLAST: search protein queries against a protein database, as BLAST+ blastp.
 
@@ -408,7 +412,8 @@ def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps,
         fh = outs.open(out) if out else io.StringIO()
         run_blastp(queries, subjects, options, fh, fmt=fmt, columns=columns,
                    db_name=os.path.basename(str(db)), quiet=quiet, hits_out=hits_out,
-                   device=device, gpus=gpu_ids, gpu_extension=gpu_extension)
+                   device=device, gpus=gpu_ids, gpu_extension=gpu_extension,
+                   gpu_window_lanes=int(gpu_window_lanes))
         if not out:
             sys.stdout.write(fh.getvalue())
             sys.stdout.flush()

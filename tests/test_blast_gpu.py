@@ -171,6 +171,28 @@ def test_hit_based_extension(db_codes, proteome, blosum62):
     compare(small, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
 
 
+@pytest.mark.parametrize("lanes", [4, 8, 16, 32])
+def test_window_based_extension(lanes, db_codes, proteome, blosum62):
+    """cuBLASTP's window-based variant (``lanes`` threads extend each hit together, a
+    prefix sum and a max-scan per step): the same init HSPs, also with BLAST's
+    cutoffs, other word sizes, windows and the overflow pass."""
+    win = GpuUngapped(*db_codes, extension="window", window_lanes=lanes)
+    for i in (3, 10, 200, 500, 1000, int(np.argmax(np.diff(np.asarray(proteome.offsets))))):
+        compare(win, db_codes, query_codes(proteome, i), blosum62, cutoff=0)
+        compare(win, db_codes, query_codes(proteome, i), blosum62)
+    compare(win, db_codes, query_codes(proteome, 7), blosum62, 2, 9, 40, cutoff=0)
+    compare(win, db_codes, query_codes(proteome, 7), blosum62, 3, 11, 20, cutoff=0)
+    compare(win, db_codes, query_codes(proteome, 7), blosum62, 4, 13, 80, cutoff=0)
+    compare(win, db_codes, query_codes(proteome, 200), blosum62, x_drop=4, cutoff=0)   # short X-drop
+    small = GpuUngapped(*db_codes, extension="window", window_lanes=lanes, hit_slots=64)
+    compare(small, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
+
+
+def test_cli_window_based_extension_identical_to_cpu(tmp_path, proteome_path):
+    outs = cli_outputs(tmp_path, proteome_path, 20, "6", ["--gpu-extension", "window", "--gpu-window-lanes", "16"])
+    assert outs["gpu"] == outs["cpu"]
+
+
 def test_cli_hit_based_extension_identical_to_cpu(tmp_path, proteome_path):
     outs = cli_outputs(tmp_path, proteome_path, 20, "6", ["--gpu-extension", "hit"])
     assert outs["gpu"] == outs["cpu"]

@@ -464,7 +464,8 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
 
 def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, columns: list[str],
                db_name: str, quiet: bool = False, hits_out=None, device: str = "cpu",
-               gpus: list[int] | None = None, gpu_extension: str = "diagonal") -> None:
+               gpus: list[int] | None = None, gpu_extension: str = "diagonal",
+               gpu_window_lanes: int = 8) -> None:
     """Search every query against the database and write the rows.
 
     ``device`` (``--device``: auto, gpu, cpu; resolved once the options
@@ -496,8 +497,8 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
         ids = list(gpus) if gpus else list(range(n_visible or 1))
         if n_visible and any(d >= n_visible for d in ids):
             raise DeviceError(f"--gpus {','.join(map(str, ids))}: {n_visible} GPU(s) visible")
-        engines = [GpuUngapped(setup.residues, setup.offsets, device_id=d, extension=gpu_extension)
-                   for d in ids]
+        engines = [GpuUngapped(setup.residues, setup.offsets, device_id=d, extension=gpu_extension,
+                               window_lanes=gpu_window_lanes) for d in ids]
         times.add("GPU upload", t0)
     progress = Progress("blastp", queries.n_seqs, "queries", quiet)
     saved = []

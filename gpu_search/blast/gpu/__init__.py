@@ -39,7 +39,8 @@ KERNEL_FILE = Path(__file__).with_name("ungapped.cu")
 BLOCK = 128                     # threads per block (one subject at a time), short queries
 MAX_SMEM_CELLS = 16384          # 2 x 16,384 int32 bin counters = 128 KiB of shared memory
 HIT_SLOTS = 1 << 16             # hit buffer per block (global scratch), subject offsets
-EXTENSIONS = ("diagonal", "hit")  # cuBLASTP's ungapped-extension variants (its Algorithms 3 and 4)
+EXTENSIONS = ("diagonal", "hit", "window")  # cuBLASTP's ungapped-extension variants (Algorithms 3, 4, 5)
+WINDOW_LANES = (4, 8, 16, 32)   # threads per window of the window-based variant
 
 
 def _cupy():
@@ -49,13 +50,14 @@ def _cupy():
 
 
 @lru_cache(maxsize=None)
-def load_kernel(word_size: int, block: int, extension: str, device_id: int):
+def load_kernel(word_size: int, block: int, extension: str, device_id: int, window_lanes: int = 8):
     """Compile ungapped.cu for a word size, block size and extension variant on one device;
     cached per process."""
     cp = _cupy()
     source = f'#line 1 "{KERNEL_FILE.name}"\n' + KERNEL_FILE.read_text()
     options = ("-std=c++17", f"-DWORD_SIZE={int(word_size)}", f"-DBLOCK={int(block)}",
-               f"-DHIT_BASED={int(extension == 'hit')}")
+               f"-DHIT_BASED={int(extension == 'hit')}",
+               f"-DWIN={int(window_lanes) if extension == 'window' else 0}")
     with cp.cuda.Device(device_id):
         return cp.RawModule(code=source, options=options).get_function("two_hit_ungapped")
 
@@ -72,17 +74,23 @@ class GpuUngapped:
         hit_slots: hit buffer per block (subjects with more hits run again with more).
         block: threads per block (default: ``block_size`` of the query).
         extension: cuBLASTP's ungapped-extension variant, "diagonal" (one thread per
-            diagonal extends its hits in order) or "hit" (one thread per hit
-            extends it, the two-hit pass reads the results); same results.
+            diagonal extends its hits in order), "hit" (one thread per hit
+            extends it, the two-hit pass reads the results) or "window"
+            (``window_lanes`` threads per diagonal extend each hit together);
+            same results.
     """
 
     def __init__(self, residues, offsets, device_id: int = 0, max_chunk_residues: int | None = None,
-                 hit_slots: int = HIT_SLOTS, block: int | None = None, extension: str = "diagonal"):
+                 hit_slots: int = HIT_SLOTS, block: int | None = None, extension: str = "diagonal",
+                 window_lanes: int = 8):
         if extension not in EXTENSIONS:
             raise ValueError(f"extension must be one of {EXTENSIONS}, not {extension!r}")
+        if window_lanes not in WINDOW_LANES:
+            raise ValueError(f"window_lanes must be one of {WINDOW_LANES}, not {window_lanes!r}")
         cp = _cupy()
         self.block = block
         self.extension = extension
+        self.window_lanes = window_lanes
         self.cp = cp
         self.device_id = device_id
         self.hit_slots = int(hit_slots)
@@ -147,7 +155,7 @@ class GpuUngapped:
         parts, leftover = [], []
         with cp.cuda.Device(self.device_id):
             block = self.block or block_size(lookup.query_length, window)
-            kernel = load_kernel(lookup.word_size, block, self.extension, self.device_id)
+            kernel = load_kernel(lookup.word_size, block, self.extension, self.device_id, self.window_lanes)
             smem = 2 * n_cells * 4
             if smem > 48 * 1024:
                 kernel.max_dynamic_shared_size_bytes = smem

@@ -16,7 +16,9 @@
 //      few hits: insertion sort) and replays BLAST's diagonal-array cell over
 //      them -- the two-hit rule with window A, extensions inline (cuBLASTP's
 //      diagonal-based extension, its Algorithm 3) -- saving extensions that
-//      reach the cutoff.
+//      reach the cutoff.  Variants: hit-based (HIT_BASED, its Algorithm 4) and
+//      window-based (WIN lanes per bin extend each hit together, WIN positions
+//      a step: its Algorithm 5).
 //
 // Bins are BLAST's diagonal-array cells, (q - s) & DIAG_MASK, rotated by
 // npos - 1 so that a subject touching fewer cells than the array has uses
@@ -27,7 +29,8 @@
 // A subject whose hits overflow the block's buffer is listed with its hit count
 // (overflow list); the host runs those subjects again with buffers that fit.
 //
-// Compile-time constants: WORD_SIZE (BLAST's W, 2..4), BLOCK (threads).
+// Compile-time constants: WORD_SIZE (BLAST's W, 2..4), BLOCK (threads),
+// HIT_BASED (0/1), WIN (0, or lanes per window: 4, 8, 16 or 32).
 // Output rows: int32 x 7 = subject, q_off, s_off, q_start, s_start, length,
 // score (INIT_HSP_DTYPE), in no particular order: the host sorts them.
 
@@ -42,6 +45,9 @@
 #define N_WARPS (BLOCK / 32)
 #ifndef HIT_BASED
 #define HIT_BASED 0                  // 1: cuBLASTP's hit-based extension (see step 4)
+#endif
+#ifndef WIN
+#define WIN 0                        // lanes per window of the window-based extension (0: off)
 #endif
 // buffer slots per hit, times 2: hits + bin list (1.5); hit-based also the
 // bin of each hit (1) and each hit's extension (5)
@@ -93,6 +99,108 @@ __device__ __forceinline__ void extend_right(const int* __restrict__ pssm, const
     s_last_off = s_off + i;
 }
 
+#if WIN
+// The same two extensions by a window of WIN lanes (cuBLASTP's window-based
+// extension): each step the lanes take the next WIN positions, a prefix sum
+// gives each position's score and a max-scan the best score so far; the
+// first position that meets BLAST's stop test (one ballot) ends the
+// extension, and the best one is where the maximum was first reached, as in
+// the serial loop.  All lanes of a window return the same values.
+struct Window {
+    unsigned mask;   // the window's lanes in the warp
+    int shift;       // its first lane
+    int lane;        // this lane in the window
+};
+
+__device__ __forceinline__ Window window_of_thread()
+{
+    const int lane = threadIdx.x & 31;
+    Window w;
+    w.shift = lane / WIN * WIN;
+    w.mask = (WIN == 32) ? 0xffffffffu : (((1u << WIN) - 1u) << w.shift);
+    w.lane = lane - w.shift;
+    return w;
+}
+
+// One step: v the score of this lane's position (0 past the end); score and
+// maxscore carried in; returns the window lane that ends the step (the first
+// stop, or `last`) and whether it stopped; updates score, maxscore and, where
+// the maximum rose, best_t (the step index of the new best position).
+__device__ __forceinline__ bool window_step(const Window& w, int v, bool valid, int last, bool right, int dropoff,
+                                            int base, int& score, int& maxscore, int& best_t, int& upto)
+{
+    int sc = v;
+#pragma unroll
+    for (int d = 1; d < WIN; d <<= 1) {
+        const int u = __shfl_up_sync(w.mask, sc, d, WIN);
+        if (w.lane >= d) sc += u;
+    }
+    sc += score;
+    int mx = sc;
+#pragma unroll
+    for (int d = 1; d < WIN; d <<= 1) {
+        const int u = __shfl_up_sync(w.mask, mx, d, WIN);
+        if (w.lane >= d) mx = max(mx, u);
+    }
+    mx = max(mx, maxscore);
+    const bool stop = valid && ((right && sc <= 0) || mx - sc >= dropoff);
+    const unsigned stops = __ballot_sync(w.mask, stop) >> w.shift;
+    upto = stops ? __ffs(stops) - 1 : last;
+    const int mx_upto = __shfl_sync(w.mask, mx, upto, WIN);
+    if (mx_upto > maxscore) {        // first position reaching the new maximum
+        const unsigned at = __ballot_sync(w.mask, w.lane <= upto && sc == mx_upto) >> w.shift;
+        best_t = base + __ffs(at) - 1;
+        maxscore = mx_upto;
+    }
+    score = __shfl_sync(w.mask, sc, upto, WIN);
+    return stops != 0;
+}
+
+__device__ __forceinline__ void extend_left_window(const int* __restrict__ pssm,
+                                                   const unsigned char* __restrict__ subject, int s_off, int q_off,
+                                                   int dropoff, int& maxscore, int& length)
+{
+    const Window w = window_of_thread();
+    const int n = min(s_off, q_off);
+    int best_t = -1, score = maxscore, upto;
+    for (int base = 0; base <= n; base += WIN) {     // step t: position (q_off - t, s_off - t)
+        const int t = base + w.lane;
+        const bool valid = t <= n;
+        const int v = valid ? __ldg(&pssm[(q_off - t) * ALPHABET + subject[s_off - t]]) : 0;
+        if (window_step(w, v, valid, min(WIN - 1, n - base), false, dropoff, base, score, maxscore, best_t, upto))
+            break;
+    }
+    length = best_t + 1;             // serial: n - best_i + 1 with best_i = n - best_t
+}
+
+__device__ __forceinline__ void extend_right_window(const int* __restrict__ pssm,
+                                                    const unsigned char* __restrict__ subject, int s_len, int qlen,
+                                                    int s_off, int q_off, int dropoff, int& maxscore, int& length,
+                                                    int& s_last_off)
+{
+    const Window w = window_of_thread();
+    const int n = min(s_len - s_off, qlen - q_off);
+    int best_t = -1, score = maxscore, upto, end = n;
+    for (int base = 0; base < n; base += WIN) {
+        const int t = base + w.lane;
+        const bool valid = t < n;
+        const int v = valid ? __ldg(&pssm[(q_off + t) * ALPHABET + subject[s_off + t]]) : 0;
+        if (window_step(w, v, valid, min(WIN - 1, n - 1 - base), true, dropoff, base, score, maxscore, best_t,
+                        upto)) {
+            end = base + upto;
+            break;
+        }
+    }
+    length = best_t + 1;
+    s_last_off = s_off + end;
+}
+#define EXTEND_LEFT extend_left_window
+#define EXTEND_RIGHT extend_right_window
+#else
+#define EXTEND_LEFT extend_left
+#define EXTEND_RIGHT extend_right
+#endif
+
 // s_BlastAaExtendTwoHit: s_left_off is one past the first hit's word, (q_right_off,
 // s_right_off) the second hit.
 __device__ Extension extend_two_hit(const int* __restrict__ pssm, const unsigned char* __restrict__ subject,
@@ -114,13 +222,13 @@ __device__ Extension extend_two_hit(const int* __restrict__ pssm, const unsigned
     e.s_last_off = s_right_off;
     int left_d = 0;
     left_score = 0;
-    extend_left(pssm, subject, s_right_off - 1, q_right_off - 1, dropoff, left_score, left_d);
+    EXTEND_LEFT(pssm, subject, s_right_off - 1, q_right_off - 1, dropoff, left_score, left_d);
     int right_score = 0;
     right_d = 0;
     if (left_d >= s_right_off - s_left_off) {  // the left extension reached the first hit
         e.right_extend = 1;
         right_score = left_score;
-        extend_right(pssm, subject, s_len, qlen, s_right_off, q_right_off, dropoff, right_score, right_d,
+        EXTEND_RIGHT(pssm, subject, s_len, qlen, s_right_off, q_right_off, dropoff, right_score, right_d,
                      e.s_last_off);
     }
     e.score = max(left_score, right_score);
@@ -318,12 +426,24 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
                 }
                 __syncthreads();
 #endif
+#if WIN
+                // window-based: WIN lanes per bin, all replaying its state machine
+                const bool writer = threadIdx.x % WIN == 0;
+                for (int m = threadIdx.x / WIN; m < n_multi; m += BLOCK / WIN) {
+                    const int b = multi[m];
+                    const int n = fill[b];
+                    int* hits = buf + start[b];
+                    if (writer) sort_hits(hits, n);
+                    __syncwarp(window_of_thread().mask);
+#else
+                const bool writer = true;
                 for (int m = threadIdx.x; m < n_multi; m += BLOCK) {
                     const int b = multi[m];
                     const int n = fill[b];
                     int* hits = buf + start[b];
 #if !HIT_BASED
                     sort_hits(hits, n);
+#endif
 #endif
                     const int diag = b - rot;      // q - s, modulo the array length
                     int last_hit = -window;        // a fresh cell: any first hit is too far
@@ -364,7 +484,7 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
                         const Extension x = extend_two_hit(pssm, subject, s_len, qlen, last_hit + WORD_SIZE,
                                                            s_off, q_off, dropoff);
 #endif
-                        if (x.score >= cutoff) {
+                        if (x.score >= cutoff && writer) {
                             const int slot = atomicAdd(n_out, 1);
                             if (slot < out_cap) {
                                 int* r = out + 7LL * slot;
