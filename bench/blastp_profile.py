@@ -82,9 +82,9 @@ def main():
         gpu.block = None
         for extension in (x for x in args.extensions.split(",") if x):
             gpu.extension = "window" if extension.startswith("window") else extension
-            gpu.window_lanes = int(extension[6:] or 8) if extension.startswith("window") else 8
+            gpu.window_lanes = int(extension[6:]) if extension[6:].isdigit() else None
             best_of_4(f"{extension:>8}-based extension")
-        gpu.extension, gpu.window_lanes = "diagonal", 8
+        gpu.extension, gpu.window_lanes = "window", None
 
 
 if __name__ == "__main__":

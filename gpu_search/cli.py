@@ -370,13 +370,15 @@ class BlastCommand(click.Command):
               help="CPU threads (default: all cores).")
 @click.option("--hits-out", "hits_out", metavar="FILE",
               help="Also save the rows at full precision (.gsblast) for `gpu-search merge` of database shards.")
-@click.option("--gpu-extension", "gpu_extension", type=click.Choice(["diagonal", "hit", "window"]),
-              default="diagonal", show_default=True,
-              help="cuBLASTP's ungapped-extension variant on the GPU, same results: diagonal (a thread per "
-                   "diagonal extends its hits in order), hit (a thread per hit, redundant work) or window "
-                   "(--gpu-window-lanes threads per diagonal extend each hit together).")
-@click.option("--gpu-window-lanes", "gpu_window_lanes", type=click.Choice(["4", "8", "16", "32"]), default="8",
-              show_default=True, help="Threads per window of --gpu-extension window (cuBLASTP's window size).")
+@click.option("--gpu-extension", "gpu_extension", type=click.Choice(["window", "diagonal", "hit"]),
+              default="window", show_default=True,
+              help="cuBLASTP's ungapped-extension variant on the GPU, same results: window (--gpu-window-lanes "
+                   "threads per diagonal extend each hit together; measured fastest), diagonal (a thread per "
+                   "diagonal extends its hits in order) or hit (a thread per hit, redundant work).")
+@click.option("--gpu-window-lanes", "gpu_window_lanes", type=click.Choice(["auto", "4", "8", "16", "32"]),
+              default="auto", show_default=True,
+              help="Threads per window of --gpu-extension window (cuBLASTP's window size); auto: 8 for "
+                   "queries under 800 aa, 16 from 800 aa (measured).")
 @_device_option
 def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps, dbsize, matrix, gapopen, gapextend,
            word_size, threshold, window_size, comp_based_stats, num_threads, hits_out, gpu_extension,
@@ -413,7 +415,7 @@ def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps,
         run_blastp(queries, subjects, options, fh, fmt=fmt, columns=columns,
                    db_name=os.path.basename(str(db)), quiet=quiet, hits_out=hits_out,
                    device=device, gpus=gpu_ids, gpu_extension=gpu_extension,
-                   gpu_window_lanes=int(gpu_window_lanes))
+                   gpu_window_lanes=None if gpu_window_lanes == "auto" else int(gpu_window_lanes))
         if not out:
             sys.stdout.write(fh.getvalue())
             sys.stdout.flush()

@@ -171,12 +171,14 @@ def test_hit_based_extension(db_codes, proteome, blosum62):
     compare(small, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
 
 
-@pytest.mark.parametrize("lanes", [4, 8, 16, 32])
-def test_window_based_extension(lanes, db_codes, proteome, blosum62):
+@pytest.mark.parametrize("extension,lanes", [("window", 4), ("window", 8), ("window", 16), ("window", 32),
+                                             ("diagonal", None)])
+def test_extension_variants(extension, lanes, db_codes, proteome, blosum62):
     """cuBLASTP's window-based variant (``lanes`` threads extend each hit together, a
-    prefix sum and a max-scan per step): the same init HSPs, also with BLAST's
-    cutoffs, other word sizes, windows and the overflow pass."""
-    win = GpuUngapped(*db_codes, extension="window", window_lanes=lanes)
+    prefix sum and a max-scan per step) and its diagonal-based one (a thread per
+    diagonal): the same init HSPs, also with BLAST's cutoffs, other word sizes,
+    windows, a short X-drop and the overflow pass."""
+    win = GpuUngapped(*db_codes, extension=extension, window_lanes=lanes)
     for i in (3, 10, 200, 500, 1000, int(np.argmax(np.diff(np.asarray(proteome.offsets))))):
         compare(win, db_codes, query_codes(proteome, i), blosum62, cutoff=0)
         compare(win, db_codes, query_codes(proteome, i), blosum62)
@@ -184,13 +186,14 @@ def test_window_based_extension(lanes, db_codes, proteome, blosum62):
     compare(win, db_codes, query_codes(proteome, 7), blosum62, 3, 11, 20, cutoff=0)
     compare(win, db_codes, query_codes(proteome, 7), blosum62, 4, 13, 80, cutoff=0)
     compare(win, db_codes, query_codes(proteome, 200), blosum62, x_drop=4, cutoff=0)   # short X-drop
-    small = GpuUngapped(*db_codes, extension="window", window_lanes=lanes, hit_slots=64)
+    small = GpuUngapped(*db_codes, extension=extension, window_lanes=lanes, hit_slots=64)
     compare(small, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
 
 
-def test_cli_window_based_extension_identical_to_cpu(tmp_path, proteome_path):
-    outs = cli_outputs(tmp_path, proteome_path, 20, "6", ["--gpu-extension", "window", "--gpu-window-lanes", "16"])
-    assert outs["gpu"] == outs["cpu"]
+def test_cli_extension_variants_identical_to_cpu(tmp_path, proteome_path):
+    for args in (["--gpu-extension", "window", "--gpu-window-lanes", "32"], ["--gpu-extension", "diagonal"]):
+        outs = cli_outputs(tmp_path, proteome_path, 20, "6", args)
+        assert outs["gpu"] == outs["cpu"], args
 
 
 def test_cli_hit_based_extension_identical_to_cpu(tmp_path, proteome_path):

@@ -464,8 +464,8 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
 
 def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, columns: list[str],
                db_name: str, quiet: bool = False, hits_out=None, device: str = "cpu",
-               gpus: list[int] | None = None, gpu_extension: str = "diagonal",
-               gpu_window_lanes: int = 8) -> None:
+               gpus: list[int] | None = None, gpu_extension: str = "window",
+               gpu_window_lanes: int | None = None) -> None:
     """Search every query against the database and write the rows.
 
     ``device`` (``--device``: auto, gpu, cpu; resolved once the options

@@ -76,16 +76,17 @@ class GpuUngapped:
         extension: cuBLASTP's ungapped-extension variant, "diagonal" (one thread per
             diagonal extends its hits in order), "hit" (one thread per hit
             extends it, the two-hit pass reads the results) or "window"
-            (``window_lanes`` threads per diagonal extend each hit together);
-            same results.
+            (``window_lanes`` threads per diagonal extend each hit together,
+            default: :func:`window_lanes_for` the query); same results.  The
+            default, window, was measured fastest (docs/benchmarks.md).
     """
 
     def __init__(self, residues, offsets, device_id: int = 0, max_chunk_residues: int | None = None,
-                 hit_slots: int = HIT_SLOTS, block: int | None = None, extension: str = "diagonal",
-                 window_lanes: int = 8):
+                 hit_slots: int = HIT_SLOTS, block: int | None = None, extension: str = "window",
+                 window_lanes: int | None = None):
         if extension not in EXTENSIONS:
             raise ValueError(f"extension must be one of {EXTENSIONS}, not {extension!r}")
-        if window_lanes not in WINDOW_LANES:
+        if window_lanes is not None and window_lanes not in WINDOW_LANES:
             raise ValueError(f"window_lanes must be one of {WINDOW_LANES}, not {window_lanes!r}")
         cp = _cupy()
         self.block = block
@@ -155,7 +156,8 @@ class GpuUngapped:
         parts, leftover = [], []
         with cp.cuda.Device(self.device_id):
             block = self.block or block_size(lookup.query_length, window)
-            kernel = load_kernel(lookup.word_size, block, self.extension, self.device_id, self.window_lanes)
+            lanes = self.window_lanes or window_lanes_for(lookup.query_length)
+            kernel = load_kernel(lookup.word_size, block, self.extension, self.device_id, lanes)
             smem = 2 * n_cells * 4
             if smem > 48 * 1024:
                 kernel.max_dynamic_shared_size_bytes = smem
@@ -245,6 +247,17 @@ def block_size(query_length: int, window: int = 40) -> int:
     table: 1038 aa 29.2 -> 26.8 ms with 256 threads, 2627 aa 117 -> 80 ms with 512.
     """
     return min(512, max(BLOCK, diag_array_length(query_length, window) // 8))
+
+
+def window_lanes_for(query_length: int) -> int:
+    """Threads per window of the window-based extension.
+
+    Measured on an H100 (bench/blastp_profile.py, 136M residues, best of 4):
+    8 lanes are best for 127 and 517 aa (2.99 and 11.86 ms, against 3.53 and
+    12.23 ms diagonal-based), 16 lanes for 1038 and 2627 aa (24.68 and 76.24
+    ms, against 26.42 and 83.06); 4 and 32 lanes are slower everywhere.
+    """
+    return 8 if query_length < 800 else 16
 
 
 def _chunks(offsets: np.ndarray, max_residues: int) -> list[tuple[int, int]]:
