@@ -96,6 +96,32 @@ def test_overflowing_subjects_are_searched_on_the_cpu(db_codes, proteome, blosum
     compare(small, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
 
 
+def test_streamed_database(db_codes, proteome, blosum62, monkeypatch):
+    """A database streamed through the GPU chunk by chunk (as one larger than GPU
+    memory is): the same init HSPs; an out-of-memory error while uploading a
+    chunk cuts it in halves and the search goes on, still exact."""
+    import cupy
+
+    streamed = GpuUngapped(*db_codes, streamed=True, max_chunk_residues=200_000)
+    assert streamed.streamed and len(streamed.chunks) > 2
+    assert all("residues" not in c for c in streamed.chunks)      # nothing kept on the GPU
+    for i in (10, 500):
+        compare(streamed, db_codes, query_codes(proteome, i), blosum62)
+    compare(streamed, db_codes, query_codes(proteome, 7), blosum62, cutoff=0)
+
+    real_upload = GpuUngapped._upload
+
+    def small_gpu(self, chunk):
+        if chunk["n"] > 300:
+            raise cupy.cuda.memory.OutOfMemoryError(1 << 40, 0)
+        return real_upload(self, chunk)
+
+    monkeypatch.setattr(GpuUngapped, "_upload", small_gpu)
+    n_before = len(streamed.chunks)
+    compare(streamed, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
+    assert len(streamed.chunks) > n_before and all(c["n"] <= 300 for c in streamed.chunks)
+
+
 def test_chunked_database(db_codes, proteome, blosum62):
     """A database uploaded in many chunks (each under half the free memory): same result."""
     chunked = GpuUngapped(*db_codes, max_chunk_residues=50_000)

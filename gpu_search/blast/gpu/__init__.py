@@ -17,10 +17,12 @@ Fallbacks that keep the result exact:
   and so is BLAST's one-hit mode (``-window_size 0``), which has no kernel;
 * an out-of-memory error for the blocks' buffers halves the grid and retries.
 
-The whole database stays on each GPU (in chunks of at most half the free
-memory, all resident): a database that does not fit gets a one-line error
-that says to cut it into shards (``makedb --shards``), which is how the
-Nextflow workflow searches big databases anyway.
+The whole database stays on each GPU when it fits in half the free memory
+(in chunks, all resident).  A larger one is streamed: cut into chunks of a
+quarter of the free memory, each uploaded, searched and freed in turn for
+every query (same rows; an out-of-memory error while uploading halves the
+chunks).  Cutting it into shards (``makedb --shards``) and searching them on
+separate GPUs, as the Nextflow workflow does, avoids the repeated uploads.
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ class GpuUngapped:
 
     def __init__(self, residues, offsets, device_id: int = 0, max_chunk_residues: int | None = None,
                  hit_slots: int = HIT_SLOTS, block: int | None = None, extension: str = "window",
-                 window_lanes: int | None = None):
+                 window_lanes: int | None = None, streamed: bool | None = None):
         if extension not in EXTENSIONS:
             raise ValueError(f"extension must be one of {EXTENSIONS}, not {extension!r}")
         if window_lanes is not None and window_lanes not in WINDOW_LANES:
@@ -102,28 +104,59 @@ class GpuUngapped:
             self.n_sm = int(props["multiProcessorCount"])
             self.smem_per_sm = int(props.get("sharedMemPerMultiprocessor", 228 * 1024))
             free, _ = cp.cuda.runtime.memGetInfo()
+            need = len(self.host_residues) + 9 * len(offsets)      # residues, offsets, order
+            if streamed is None:
+                streamed = need > free // 2
             if max_chunk_residues is None:
-                max_chunk_residues = max(1 << 20, int(free // 2 - 9 * (len(offsets))))
-            try:
-                self.chunks = [self._upload(a, b) for a, b in _chunks(self.host_offsets, max_chunk_residues)]
-            except cp.cuda.memory.OutOfMemoryError:
-                raise DeviceError(
-                    f"the database ({len(self.host_residues):,} residues) does not fit in the memory of GPU "
-                    f"{device_id}: cut it with `gpu-search makedb --shards N` and search the shards one by "
-                    "one (E-values use the whole database), or use --device cpu") from None
+                max_chunk_residues = max(1 << 20, int((free // 4 if streamed else free // 2) - 9 * len(offsets)))
+            self.streamed = False
+            self.chunks = []
+            if not streamed:
+                try:
+                    self.chunks = [self._upload(dict(first=a, n=b - a))
+                                   for a, b in _chunks(self.host_offsets, max_chunk_residues)]
+                except cp.cuda.memory.OutOfMemoryError:
+                    self.chunks, streamed = [], True                    # then stream it
+                    max_chunk_residues = max(1 << 20, int(cp.cuda.runtime.memGetInfo()[0] // 4))
+            if streamed:
+                self.streamed = True
+                self.chunks = [dict(first=a, n=b - a) for a, b in _chunks(self.host_offsets, max_chunk_residues)]
+                for c in self.chunks:                                  # longest first, computed once
+                    c["host_order"] = _longest_first(self.host_offsets[c["first"]:c["first"] + c["n"] + 1])
             self.n_out_cap = 1 << 20
             self._alloc_buffers()
 
-    def _upload(self, a: int, b: int):
-        """Subjects a..b-1 on the GPU, with their order (longest first, for load balance)."""
+    def _upload(self, chunk: dict) -> dict:
+        """The chunk's subjects on the GPU, with their order (longest first, for load balance)."""
         cp = self.cp
+        a, b = chunk["first"], chunk["first"] + chunk["n"]
         off = self.host_offsets[a:b + 1]
-        lengths = np.diff(off)
-        order = np.argsort(-lengths, kind="stable").astype(np.int32)
-        return dict(first=a, n=b - a,
-                    residues=cp.asarray(self.host_residues[off[0]:off[-1]]),
-                    offsets=cp.asarray(off - off[0]),
-                    order=cp.asarray(order))
+        order = chunk.get("host_order")
+        if order is None:
+            order = _longest_first(off)
+        return dict(chunk, residues=cp.asarray(self.host_residues[off[0]:off[-1]]),
+                    offsets=cp.asarray(off - off[0]), order=cp.asarray(order))
+
+    def _resident(self, chunk: dict) -> dict:
+        """A chunk's arrays on the GPU: the resident ones, or a streamed chunk uploaded
+        now (an out-of-memory error halves the streamed chunks and says so)."""
+        if not self.streamed:
+            return chunk
+        try:
+            return self._upload(chunk)
+        except self.cp.cuda.memory.OutOfMemoryError:
+            if chunk["n"] <= 1:
+                raise DeviceError(f"GPU {self.device_id}: out of memory for one database sequence") from None
+            raise _HalveChunks() from None
+
+    def _halve(self, k: int) -> None:
+        """Replace streamed chunk k by its two halves (by subjects)."""
+        c = self.chunks[k]
+        mid = c["n"] // 2
+        halves = [dict(first=c["first"], n=mid), dict(first=c["first"] + mid, n=c["n"] - mid)]
+        for h in halves:
+            h["host_order"] = _longest_first(self.host_offsets[h["first"]:h["first"] + h["n"] + 1])
+        self.chunks[k:k + 1] = halves
 
     def _alloc_buffers(self):
         cp = self.cp
@@ -170,11 +203,20 @@ class GpuUngapped:
             per_sm = max(1, min(2048 // block, self.smem_per_sm // (smem + 1024)))
             grid = min(self.grid, self.n_sm * per_sm)
             self.overflowed = 0
-            for c in self.chunks:
+            k = 0
+            while k < len(self.chunks):
+                try:
+                    c = self._resident(self.chunks[k])
+                except _HalveChunks:                   # streamed: cut this chunk in two, go on
+                    self._halve(k)
+                    continue
                 rows, left = self._chunk(kernel, block, c, query, grid, smem)
-                rows[:, 0] += c["first"]
+                del c                                  # a streamed chunk leaves the GPU here
+                first = self.chunks[k]["first"]
+                rows[:, 0] += first
                 parts.append(rows)
-                leftover.extend(int(i) + c["first"] for i in left)
+                leftover.extend(int(i) + first for i in left)
+                k += 1
         if leftover:             # no GPU memory for a big enough buffer: the CPU does these subjects
             extra = self._cpu(query_codes, lookup, matrix_scores, x_drop, cutoff, window,
                               np.sort(np.array(leftover, dtype=np.int64)))
@@ -258,6 +300,15 @@ def window_lanes_for(query_length: int) -> int:
     ms, against 26.42 and 83.06); 4 and 32 lanes are slower everywhere.
     """
     return 8 if query_length < 800 else 16
+
+
+class _HalveChunks(Exception):
+    """A streamed chunk did not fit in GPU memory."""
+
+
+def _longest_first(offsets: np.ndarray) -> np.ndarray:
+    """Subjects of a chunk (its offsets) in decreasing length, for load balance."""
+    return np.argsort(-np.diff(offsets), kind="stable").astype(np.int32)
 
 
 def _chunks(offsets: np.ndarray, max_residues: int) -> list[tuple[int, int]]:
