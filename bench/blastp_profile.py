@@ -34,6 +34,8 @@ def main():
     ap.add_argument("--blocks", default="", help="also time these block sizes, e.g. 64,128,256,512")
     ap.add_argument("--extensions", default="",
                     help="also time these extension variants: diagonal,hit,window8 (window + threads per window)")
+    ap.add_argument("--streamed", action="store_true",
+                    help="also time the database streamed through the GPU in 4 chunks a query")
     args = ap.parse_args()
     base = seqdb.open_database(pyhmmer_data() / "seqs" / "938293.PRJEB85.HG003687.faa")
     if args.copies:
@@ -85,6 +87,12 @@ def main():
             gpu.window_lanes = int(extension[6:]) if extension[6:].isdigit() else None
             best_of_4(f"{extension:>8}-based extension")
         gpu.extension, gpu.window_lanes = "window", None
+        if args.streamed:
+            resident = gpu
+            gpu = GpuUngapped(setup.residues, setup.offsets, streamed=True,
+                              max_chunk_residues=len(setup.residues) // 4 + 1)
+            best_of_4(f"streamed in {len(gpu.chunks)} chunks")
+            gpu = resident
 
 
 if __name__ == "__main__":
