@@ -23,7 +23,8 @@ for cu in $(git ls-files '*.cu'); do
             # BLAST's word size W
             variants=("-DWORD_SIZE=2 -DBLOCK=128" "-DWORD_SIZE=3 -DBLOCK=128" "-DWORD_SIZE=3 -DBLOCK=256" "-DWORD_SIZE=3 -DBLOCK=128 -DHIT_BASED=1"
                       "-DWORD_SIZE=3 -DBLOCK=512" "-DWORD_SIZE=4 -DBLOCK=64"
-                      "-DWORD_SIZE=3 -DBLOCK=128 -DWIN=8" "-DWORD_SIZE=2 -DBLOCK=256 -DWIN=32") ;;
+                      "-DWORD_SIZE=3 -DBLOCK=128 -DWIN=8" "-DWORD_SIZE=2 -DBLOCK=256 -DWIN=32 -DMATRIX_SMEM=1"
+                      "-DWORD_SIZE=3 -DBLOCK=512 -DMATRIX_SMEM=1") ;;
         *) variants=("") ;;
     esac
     for v in "${variants[@]}"; do

@@ -34,6 +34,7 @@ def main():
     ap.add_argument("--blocks", default="", help="also time these block sizes, e.g. 64,128,256,512")
     ap.add_argument("--extensions", default="",
                     help="also time these extension variants: diagonal,hit,window8 (window + threads per window)")
+    ap.add_argument("--scores", default="", help="also time these score sources: pssm,matrix")
     ap.add_argument("--streamed", action="store_true",
                     help="also time the database streamed through the GPU in 4 chunks a query")
     args = ap.parse_args()
@@ -87,6 +88,10 @@ def main():
             gpu.window_lanes = int(extension[6:]) if extension[6:].isdigit() else None
             best_of_4(f"{extension:>8}-based extension")
         gpu.extension, gpu.window_lanes = "window", None
+        for scores in (x for x in args.scores.split(",") if x):
+            gpu.scores = scores
+            best_of_4(f"scores from {scores:>6}")
+        gpu.scores = "auto"
         if args.streamed:
             resident = gpu
             gpu = GpuUngapped(setup.residues, setup.offsets, streamed=True,

@@ -197,14 +197,17 @@ def test_hit_based_extension(db_codes, proteome, blosum62):
     compare(small, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
 
 
-@pytest.mark.parametrize("extension,lanes", [("window", 4), ("window", 8), ("window", 16), ("window", 32),
-                                             ("diagonal", None)])
-def test_extension_variants(extension, lanes, db_codes, proteome, blosum62):
+@pytest.mark.parametrize("extension,lanes,scores", [("window", 4, "pssm"), ("window", 8, "matrix"),
+                                                    ("window", 16, "pssm"), ("window", 32, "matrix"),
+                                                    ("diagonal", None, "pssm"), ("diagonal", None, "matrix"),
+                                                    ("hit", None, "matrix")])
+def test_extension_variants(extension, lanes, scores, db_codes, proteome, blosum62):
     """cuBLASTP's window-based variant (``lanes`` threads extend each hit together, a
-    prefix sum and a max-scan per step) and its diagonal-based one (a thread per
-    diagonal): the same init HSPs, also with BLAST's cutoffs, other word sizes,
-    windows, a short X-drop and the overflow pass."""
-    win = GpuUngapped(*db_codes, extension=extension, window_lanes=lanes)
+    prefix sum and a max-scan per step), its diagonal- and hit-based ones, with
+    scores from the PSSM or the matrix in shared memory: the same init HSPs,
+    also with BLAST's cutoffs, other word sizes, windows, a short X-drop and
+    the overflow pass."""
+    win = GpuUngapped(*db_codes, extension=extension, window_lanes=lanes, scores=scores)
     for i in (3, 10, 200, 500, 1000, int(np.argmax(np.diff(np.asarray(proteome.offsets))))):
         compare(win, db_codes, query_codes(proteome, i), blosum62, cutoff=0)
         compare(win, db_codes, query_codes(proteome, i), blosum62)
@@ -212,7 +215,7 @@ def test_extension_variants(extension, lanes, db_codes, proteome, blosum62):
     compare(win, db_codes, query_codes(proteome, 7), blosum62, 3, 11, 20, cutoff=0)
     compare(win, db_codes, query_codes(proteome, 7), blosum62, 4, 13, 80, cutoff=0)
     compare(win, db_codes, query_codes(proteome, 200), blosum62, x_drop=4, cutoff=0)   # short X-drop
-    small = GpuUngapped(*db_codes, extension=extension, window_lanes=lanes, hit_slots=64)
+    small = GpuUngapped(*db_codes, extension=extension, window_lanes=lanes, scores=scores, hit_slots=64)
     compare(small, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
 
 

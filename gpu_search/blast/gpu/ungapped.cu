@@ -30,7 +30,8 @@
 // (overflow list); the host runs those subjects again with buffers that fit.
 //
 // Compile-time constants: WORD_SIZE (BLAST's W, 2..4), BLOCK (threads),
-// HIT_BASED (0/1), WIN (0, or lanes per window: 4, 8, 16 or 32).
+// HIT_BASED (0/1), WIN (0, or lanes per window: 4, 8, 16 or 32), MATRIX_SMEM
+// (0: scores from the query's PSSM, 1: from the matrix in shared memory).
 // Output rows: int32 x 7 = subject, q_off, s_off, q_start, s_start, length,
 // score (INIT_HSP_DTYPE), in no particular order: the host sorts them.
 
@@ -53,6 +54,31 @@
 // bin of each hit (1) and each hit's extension (5)
 #define SLOTS_PER_HIT_X2 (HIT_BASED ? 15 : 3)
 
+// ---- scores: the query's PSSM, or the matrix in shared memory -------------------------
+//
+// A BLASTP query's PSSM row q is the matrix row of its residue q (no
+// composition adjustment), so both give the same score.  MATRIX_SMEM reads
+// the 28 x 28 matrix from shared memory and the query's residues through the
+// read-only path (cuBLASTP's hierarchical buffering) instead of the
+// query-long PSSM through L1.
+#ifndef MATRIX_SMEM
+#define MATRIX_SMEM 0
+#endif
+__shared__ int smat[ALPHABET * ALPHABET];
+
+struct Scores {
+    const int* __restrict__ pssm;                 // qlen x 28
+    const unsigned char* __restrict__ query;      // NCBIstdaa residues
+    __device__ __forceinline__ int operator()(int q, int s) const
+    {
+#if MATRIX_SMEM
+        return smat[__ldg(&query[q]) * ALPHABET + s];
+#else
+        return __ldg(&pssm[q * ALPHABET + s]);
+#endif
+    }
+};
+
 // ---- ungapped X-drop extension (s_BlastAaExtendLeft / Right / TwoHit) ----------------
 
 struct Extension {
@@ -60,14 +86,14 @@ struct Extension {
 };
 
 // s_BlastAaExtendLeft: from (q_off, s_off) inclusive to the left.
-__device__ __forceinline__ void extend_left(const int* __restrict__ pssm, const unsigned char* __restrict__ subject,
+__device__ __forceinline__ void extend_left(const Scores& sc, const unsigned char* __restrict__ subject,
                                             int s_off, int q_off, int dropoff, int& maxscore, int& length)
 {
     int n = min(s_off, q_off);
     int best_i = n + 1;
     int score = maxscore;
     for (int i = n; i >= 0; --i) {
-        score += __ldg(&pssm[(q_off - n + i) * ALPHABET + subject[s_off - n + i]]);
+        score += sc(q_off - n + i, subject[s_off - n + i]);
         if (score > maxscore) {
             maxscore = score;
             best_i = i;
@@ -78,7 +104,7 @@ __device__ __forceinline__ void extend_left(const int* __restrict__ pssm, const 
 }
 
 // s_BlastAaExtendRight: from (q_off, s_off) inclusive to the right; also stops at a score <= 0.
-__device__ __forceinline__ void extend_right(const int* __restrict__ pssm, const unsigned char* __restrict__ subject,
+__device__ __forceinline__ void extend_right(const Scores& sc, const unsigned char* __restrict__ subject,
                                              int s_len, int qlen, int s_off, int q_off, int dropoff,
                                              int& maxscore, int& length, int& s_last_off)
 {
@@ -87,7 +113,7 @@ __device__ __forceinline__ void extend_right(const int* __restrict__ pssm, const
     int score = maxscore;
     int i = 0;
     while (i < n) {
-        score += __ldg(&pssm[(q_off + i) * ALPHABET + subject[s_off + i]]);
+        score += sc(q_off + i, subject[s_off + i]);
         if (score > maxscore) {
             maxscore = score;
             best_i = i;
@@ -156,7 +182,7 @@ __device__ __forceinline__ bool window_step(const Window& w, int v, bool valid, 
     return stops != 0;
 }
 
-__device__ __forceinline__ void extend_left_window(const int* __restrict__ pssm,
+__device__ __forceinline__ void extend_left_window(const Scores& sc,
                                                    const unsigned char* __restrict__ subject, int s_off, int q_off,
                                                    int dropoff, int& maxscore, int& length)
 {
@@ -166,14 +192,14 @@ __device__ __forceinline__ void extend_left_window(const int* __restrict__ pssm,
     for (int base = 0; base <= n; base += WIN) {     // step t: position (q_off - t, s_off - t)
         const int t = base + w.lane;
         const bool valid = t <= n;
-        const int v = valid ? __ldg(&pssm[(q_off - t) * ALPHABET + subject[s_off - t]]) : 0;
+        const int v = valid ? sc(q_off - t, subject[s_off - t]) : 0;
         if (window_step(w, v, valid, min(WIN - 1, n - base), false, dropoff, base, score, maxscore, best_t, upto))
             break;
     }
     length = best_t + 1;             // serial: n - best_i + 1 with best_i = n - best_t
 }
 
-__device__ __forceinline__ void extend_right_window(const int* __restrict__ pssm,
+__device__ __forceinline__ void extend_right_window(const Scores& sc,
                                                     const unsigned char* __restrict__ subject, int s_len, int qlen,
                                                     int s_off, int q_off, int dropoff, int& maxscore, int& length,
                                                     int& s_last_off)
@@ -184,7 +210,7 @@ __device__ __forceinline__ void extend_right_window(const int* __restrict__ pssm
     for (int base = 0; base < n; base += WIN) {
         const int t = base + w.lane;
         const bool valid = t < n;
-        const int v = valid ? __ldg(&pssm[(q_off + t) * ALPHABET + subject[s_off + t]]) : 0;
+        const int v = valid ? sc(q_off + t, subject[s_off + t]) : 0;
         if (window_step(w, v, valid, min(WIN - 1, n - 1 - base), true, dropoff, base, score, maxscore, best_t,
                         upto)) {
             end = base + upto;
@@ -203,13 +229,13 @@ __device__ __forceinline__ void extend_right_window(const int* __restrict__ pssm
 
 // s_BlastAaExtendTwoHit: s_left_off is one past the first hit's word, (q_right_off,
 // s_right_off) the second hit.
-__device__ Extension extend_two_hit(const int* __restrict__ pssm, const unsigned char* __restrict__ subject,
+__device__ Extension extend_two_hit(const Scores& sc, const unsigned char* __restrict__ subject,
                                     int s_len, int qlen, int s_left_off, int s_right_off, int q_right_off,
                                     int dropoff)
 {
     int left_score = 0, right_d = 0, score = 0;
     for (int i = 0; i < WORD_SIZE; ++i) {      // best-scoring prefix of the second word
-        score += __ldg(&pssm[(q_right_off + i) * ALPHABET + subject[s_right_off + i]]);
+        score += sc(q_right_off + i, subject[s_right_off + i]);
         if (score > left_score) {
             left_score = score;
             right_d = i + 1;
@@ -222,13 +248,13 @@ __device__ Extension extend_two_hit(const int* __restrict__ pssm, const unsigned
     e.s_last_off = s_right_off;
     int left_d = 0;
     left_score = 0;
-    EXTEND_LEFT(pssm, subject, s_right_off - 1, q_right_off - 1, dropoff, left_score, left_d);
+    EXTEND_LEFT(sc, subject, s_right_off - 1, q_right_off - 1, dropoff, left_score, left_d);
     int right_score = 0;
     right_d = 0;
     if (left_d >= s_right_off - s_left_off) {  // the left extension reached the first hit
         e.right_extend = 1;
         right_score = left_score;
-        EXTEND_RIGHT(pssm, subject, s_len, qlen, s_right_off, q_right_off, dropoff, right_score, right_d,
+        EXTEND_RIGHT(sc, subject, s_len, qlen, s_right_off, q_right_off, dropoff, right_score, right_d,
                      e.s_last_off);
     }
     e.score = max(left_score, right_score);
@@ -312,6 +338,8 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
                  const int* __restrict__ cell_start,           // lookup table: cell -> entries
                  const int* __restrict__ cell_offsets,         // query offsets, cell by cell
                  const int* __restrict__ pssm,                 // qlen x 28
+                 const unsigned char* __restrict__ query,      // qlen residues (MATRIX_SMEM)
+                 const int* __restrict__ matrix,               // 28 x 28 (MATRIX_SMEM)
                  const int qlen,
                  const int diag_mask,                          // BLAST's diagonal array length - 1
                  const int window, const int dropoff, const int cutoff,
@@ -321,6 +349,11 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
                  int* __restrict__ overflow, int* __restrict__ n_overflow)
 {
     extern __shared__ int smem[];
+    const Scores sc{pssm, query};
+#if MATRIX_SMEM
+    for (int i = threadIdx.x; i < ALPHABET * ALPHABET; i += BLOCK) smat[i] = matrix[i];
+    __syncthreads();
+#endif
     const int n_cells = diag_mask + 1;
     int* start = smem;                  // bin starts (after the scan)
     int* fill = smem + n_cells;         // hits per bin
@@ -405,17 +438,17 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
                     const int q_off = (b - rot + s_off) & diag_mask;
                     int best = 0, right_d0 = 0, score = 0;
                     for (int i = 0; i < WORD_SIZE; ++i) {
-                        score += __ldg(&pssm[(q_off + i) * ALPHABET + subject[s_off + i]]);
+                        score += sc(q_off + i, subject[s_off + i]);
                         if (score > best) {
                             best = score;
                             right_d0 = i + 1;
                         }
                     }
                     int left_score = 0, left_d = 0;
-                    extend_left(pssm, subject, s_off + right_d0 - 1, q_off + right_d0 - 1, dropoff, left_score,
+                    extend_left(sc, subject, s_off + right_d0 - 1, q_off + right_d0 - 1, dropoff, left_score,
                                 left_d);
                     int right_score = left_score, right_d = 0, s_last_off = s_off + right_d0;
-                    extend_right(pssm, subject, s_len, qlen, s_off + right_d0, q_off + right_d0, dropoff,
+                    extend_right(sc, subject, s_len, qlen, s_off + right_d0, q_off + right_d0, dropoff,
                                  right_score, right_d, s_last_off);
                     int* r = ext + 5LL * k;
                     r[0] = left_score;
@@ -481,7 +514,7 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
                             x.s_start = s_right - left_d;
                         }
 #else
-                        const Extension x = extend_two_hit(pssm, subject, s_len, qlen, last_hit + WORD_SIZE,
+                        const Extension x = extend_two_hit(sc, subject, s_len, qlen, last_hit + WORD_SIZE,
                                                            s_off, q_off, dropoff);
 #endif
                         if (x.score >= cutoff && writer) {
