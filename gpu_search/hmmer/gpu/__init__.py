@@ -248,6 +248,7 @@ class GpuBackend:
         self.max_len = int(db.lengths.max()) if db.n_seqs else 0
         self._tables = {}
         self._whole = None
+        self._whole_idx = None
         self.kernel_seconds = {"msv": 0.0, "viterbi": 0.0, "forward": 0.0}   # GPU time, for benchmarks
         if max_resident_residues is None:
             free = min(cp.cuda.Device(d).mem_info[0] for d in gpus)
@@ -284,6 +285,7 @@ class GpuBackend:
             self.part_of[part.seq_ids] = k
             self.local_index[part.seq_ids] = np.arange(len(part.seq_ids))
         self._whole = None
+        self._whole_idx = None
 
     def _shrink(self, exc) -> None:
         self.parts = []
@@ -328,13 +330,17 @@ class GpuBackend:
 
     # --- launching ---------------------------------------------------------------------------
     def _orders(self, idx):
-        """Per part: local sequence positions to score (longest first), their
-        slots in idx, and the positions already on the device (cached for a
-        search of the whole database, the usual MSV call)."""
+        """Per part: local sequence positions to score (longest first) and, on
+        the device, the same positions and the permutation that puts their
+        results in slot order; the slots in idx, increasing.  Cached for a
+        search of the whole database (the usual MSV call)."""
         cp = _cupy()
         idx = np.asarray(idx, dtype=np.int64)
+        if self._whole is not None and idx is self._whole_idx:
+            return self._whole
         whole = len(idx) == self.db.n_seqs and (len(idx) == 0 or (idx[0] == 0 and np.array_equal(idx, np.arange(len(idx)))))
         if whole and self._whole is not None:
+            self._whole_idx = idx
             return self._whole
         per = []
         for k, part in enumerate(self.parts):
@@ -342,10 +348,12 @@ class GpuBackend:
             local = self.local_index[idx[sel]]
             by_len = np.argsort(-part.lengths[local], kind="stable")
             local = local[by_len].astype(np.int32)
+            slots = sel[by_len]
+            to_slot_order = np.argsort(slots)        # results come back in slot order (no host scatter)
             with cp.cuda.Device(part.device_id):
-                per.append((local, sel[by_len], cp.asarray(local)))
+                per.append((local, cp.asarray(local), cp.asarray(to_slot_order), sel))
         if whole:
-            self._whole = per
+            self._whole, self._whole_idx = per, idx
         return per
 
     def _grid(self, part, smem: int, block: int = BLOCK) -> int:
@@ -363,7 +371,7 @@ class GpuBackend:
         """
         cp = _cupy()
         pending = []
-        for part, (local, slots, order) in zip(self.parts, self._orders(idx)):
+        for part, (local, order, to_slot_order, slots) in zip(self.parts, self._orders(idx)):
             if len(local) == 0:
                 continue
             with cp.cuda.Device(part.device_id):
@@ -373,7 +381,7 @@ class GpuBackend:
                 start.record()
                 launch(part, residues, offsets, order, out)
                 stop.record()
-            pending.append((part, out, slots, start, stop))
+            pending.append((part, out, to_slot_order, slots, start, stop))
             if not part.resident:
                 self._collect(pending, results, kind)
                 pending = []
@@ -383,9 +391,13 @@ class GpuBackend:
         """Wait for each GPU, copy its results into place, add up kernel time."""
         cp = _cupy()
         longest = 0.0
-        for part, out, slots, start, stop in pending:
+        for part, out, to_slot_order, slots, start, stop in pending:
             with cp.cuda.Device(part.device_id):
-                results[slots] = out.get()
+                values = out[to_slot_order].get()
+                if len(slots) == len(results):       # one part holds them all: slots 0..n-1
+                    results[:] = values
+                else:
+                    results[slots] = values
                 longest = max(longest, cp.cuda.get_elapsed_time(start, stop) / 1e3)
         self.kernel_seconds[kind] += longest
 
@@ -417,7 +429,9 @@ class GpuBackend:
 
         self._run("msv", idx, launch, np.int16, results)
         overflow = results < 0
-        return np.where(overflow, 0, results).astype(np.uint8), overflow
+        xJ = results.astype(np.uint8)
+        xJ[overflow] = 0
+        return xJ, overflow
 
     def viterbi(self, prof: FilterProfile, idx, geometry: Geometry | None = None,
                 block: int | None = None):
