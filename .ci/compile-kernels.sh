@@ -16,7 +16,7 @@ for cu in $(git ls-files '*.cu'); do
             # G lanes per sequence, W words per lane, profile in shared or global memory,
             # SEQS sequences per Viterbi group
             variants=("-DG=1 -DW=4" "-DG=4 -DW=24" "-DG=8 -DW=16" "-DG=16 -DW=28" "-DG=32 -DW=64"
-                      "-DG=32 -DW=80 -DPROFILE_IN_SMEM=0" "-DG=16 -DW=12 -DSEQS=2" "-DG=32 -DW=16 -DSEQS=2") ;;
+                      "-DG=32 -DW=80 -DPROFILE_IN_SMEM=0" "-DG=16 -DW=12 -DSEQS=2" "-DG=32 -DW=16 -DSEQS=2" "-DG=8 -DW=18 -DSEQS=2") ;;
         gpu_search/hmmer/gpu/forward.cu)
             variants=("-DG=1 -DW=4" "-DG=8 -DW=16" "-DG=32 -DW=16" "-DG=32 -DW=40 -DPROFILE_IN_SMEM=0") ;;
         gpu_search/blast/gpu/ungapped.cu)

@@ -60,6 +60,7 @@ def main():
     ap.add_argument("--copies", type=int, default=99)
     ap.add_argument("--work", default="/tmp/gsbench")
     ap.add_argument("--all-int32", action="store_true", help="every int32-kernel geometry, not only the default")
+    ap.add_argument("--models", default="", help="comma-separated model names (default: five of M 178..2,485)")
     ap.add_argument("--one", metavar="MODEL,G,W,SEQS[,FLAG...]",
                     help="run one variant once after a warm-up launch (for ncu), e.g. LuxC,32,13,2")
     args = ap.parse_args()
@@ -87,7 +88,9 @@ def main():
         print(f"{name} {geo} {flags}: {prof.M * db.n_residues / backend.kernel_seconds['viterbi'] / 1e9:.0f} GCUPS")
         return
     flag_sets = [()]
-    for hmm in [hmms[i] for i in (1, 0, 2)] + [h for h in hmms if h.M > 1000][:2]:
+    chosen = ([h for h in hmms if h.name in args.models.split(",")] if args.models else
+              [hmms[i] for i in (1, 0, 2)] + [h for h in hmms if h.M > 1000][:2])
+    for hmm in chosen:
         prof = FilterProfile.from_hmm(hmm)
         cells = prof.M * db.n_residues
         gpu.VITERBI_DEFINES = ()

@@ -74,19 +74,24 @@ def msv_geometry(M: int, cells_per_lane: int = 64) -> Geometry:
 
 
 def viterbi_geometry(M: int, cells_per_lane: int = 32, seqs: int | None = None) -> Geometry:
-    """About 32 cells per lane (three int32 states each, in registers):
-    W nodes of each of ``seqs`` sequences.
+    """G lanes per group, W nodes per lane, ``seqs`` sequences per group.
 
-    Chosen by measurement (docs/benchmarks.md, bench/viterbi_sweep.py): fewer
-    lanes per sequence and more cells per lane beat the reverse; two
-    sequences per group (sharing each node's transition loads) beat one
-    wherever the group still fits in a warp, i.e. M <= 512 (H100: 1.14-1.24x).
+    Chosen by measurement (docs/benchmarks.md, bench/viterbi_sweep.py on an
+    H100): fewer lanes per sequence and more cells per lane beat the reverse
+    while the DP rows fit in registers; two sequences per group (sharing each
+    node's transition loads) beat one up to W = 22 nodes a lane at G = 32
+    (M <= 704: 1.06-1.36x), best with at most 36 cells per lane (both
+    sequences); one sequence a group: about ``cells_per_lane`` cells.
     """
     if seqs is None:
-        seqs = 2 if M * 2 <= cells_per_lane * 32 else 1
-    G = min(32, _pow2_at_least(math.ceil(M * seqs / cells_per_lane)))
-    W = math.ceil(M / G)
-    return Geometry(G, W, 1, seqs)
+        seqs = 2 if math.ceil(M / 32) <= 22 else 1
+    if seqs == 2:
+        G = 1
+        while G < 32 and math.ceil(M / G) * 2 > 36:
+            G *= 2
+    else:
+        G = min(32, _pow2_at_least(math.ceil(M * seqs / cells_per_lane)))
+    return Geometry(G, math.ceil(M / G), 1, seqs)
 
 
 # --- kernels -------------------------------------------------------------------------------
