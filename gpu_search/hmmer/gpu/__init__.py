@@ -448,7 +448,7 @@ class GpuBackend:
     def _viterbi(self, prof, idx, geometry, block):
         cp = _cupy()
         geo = geometry or viterbi_geometry(prof.M)
-        # 128 threads a block for two sequences a group, 256 for one (M > 512):
+        # 128 threads a block for two sequences a group, 256 for one (M > 704):
         # measured on an H100 (docs/benchmarks.md)
         block = block or (VITERBI_BLOCK if geo.seqs > 1 else BLOCK)
         vemis_host, vtrans_host = pack_viterbi_profile(prof, geo)
