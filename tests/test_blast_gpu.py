@@ -228,3 +228,67 @@ def test_cli_extension_variants_identical_to_cpu(tmp_path, proteome_path):
 def test_cli_hit_based_extension_identical_to_cpu(tmp_path, proteome_path):
     outs = cli_outputs(tmp_path, proteome_path, 20, "6", ["--gpu-extension", "hit"])
     assert outs["gpu"] == outs["cpu"]
+
+
+# --- the preliminary gapped stage on the GPU (blast/gpu/gapped.cu) ---------------------------------------
+
+
+def compare_prelim(prelim, db_codes, q, matrix, cutoff_scale=1.0):
+    """GpuPrelim.run (+ the CPU for what it leaves) against gapped.preliminary_gapped_hsps_batch.
+
+    Returns (subjects done on the GPU, subjects left to the CPU)."""
+    from gpu_search.blast import gapped
+
+    residues, offsets = db_codes
+    kbp = stats.ungapped_params(q, matrix)
+    g = stats.gapped_params(matrix.name, 11, 1)
+    cut = stats.search_cutoffs(kbp, g, len(q), stats.BLAST_SEQSRC_MINLENGTH, int(offsets[-1]), evalue=10.0)
+    lookup = build_lookup(q, matrix.scores, 3, 11)
+    init = ungapped_extensions(q, lookup, residues, offsets, np.arange(len(offsets) - 1), matrix.scores,
+                               min(cut.x_drop_ungapped, cut.ungapped_cutoff), cut.ungapped_cutoff, 40,
+                               method="scan")
+    cutoff = int(cut.cutoff_score * cutoff_scale)
+    hsps, left = prelim.run(init, q, matrix.scores, 11, 1, cut.x_drop_gapped, cutoff)
+    cpu, _ = gapped.preliminary_gapped_hsps_batch(left, q, residues, offsets, matrix.scores, 11, 1,
+                                                  cut.x_drop_gapped, cutoff)
+    both = np.concatenate([hsps, cpu])
+    both = both[np.argsort(both["subject"], kind="stable")]
+    ref, _ = gapped.preliminary_gapped_hsps_batch(init, q, residues, offsets, matrix.scores, 11, 1,
+                                                  cut.x_drop_gapped, cutoff)
+    assert np.array_equal(both, ref), f"GPU+CPU {len(both)} rows, CPU {len(ref)}"
+    n_left = len(np.unique(left["subject"]))
+    return len(np.unique(init["subject"])) - n_left, n_left
+
+
+@pytest.mark.parametrize("cutoff_scale", [1.0, 2.5])
+def test_prelim_gapped_equal_cpu(gpu, db_codes, proteome, blosum62, cutoff_scale):
+    """Queries of every length; a raised cutoff makes restricted extensions restart exactly."""
+    from gpu_search.blast.gpu.gapped import GpuPrelim
+
+    prelim = GpuPrelim(gpu)
+    lengths = np.diff(np.asarray(proteome.offsets))
+    picks = [3, 10, 200, 500, 1000, int(np.argmax(lengths))] + [int(np.argmin(np.abs(lengths - n)))
+                                                                  for n in (60, 130, 500, 1000, 2000)]
+    on_gpu = 0
+    for i in picks:
+        on_gpu += compare_prelim(prelim, db_codes, query_codes(proteome, i), blosum62, cutoff_scale)[0]
+    assert on_gpu > 1000
+
+
+def test_prelim_gapped_fallbacks(db_codes, proteome, blosum62):
+    """A 16-cell ring (bands overflow to the CPU), subjects of 2+ init HSPs left to the CPU, and a
+    database in many chunks: the same HSPs."""
+    from gpu_search.blast.gpu.gapped import GpuPrelim
+
+    chunked = GpuUngapped(*db_codes, max_chunk_residues=50_000)
+    small = GpuPrelim(chunked, band=16, max_gpu_group=1)
+    left = 0
+    for i in (10, 500, 1000):
+        left += compare_prelim(small, db_codes, query_codes(proteome, i), blosum62)[1]
+    assert small.overflowed > 0 and left > small.overflowed
+
+
+def test_cli_cpu_gapped_identical(tmp_path, proteome_path):
+    """--cpu-gapped (all gapped extensions on CPU threads) and the default --gpu-gapped: same bytes as the CPU."""
+    outs = cli_outputs(tmp_path, proteome_path, 20, "6", ["--cpu-gapped"])
+    assert outs["gpu"] == outs["cpu"]

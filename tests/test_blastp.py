@@ -172,13 +172,45 @@ def test_bad_input(case, blast_setup, tmp_path):
     assert not out.exists()
 
 
+@pytest.fixture(scope="module")
+def gapped_kernel_on_cpu(tmp_path_factory):
+    """blast/gpu/gapped.cu built for the CPU (tests/gapped_host.py), None without a C++ compiler."""
+    from gapped_host import CXX, build
+
+    return build(tmp_path_factory.mktemp("gapped")) if CXX else None
+
+
 @pytest.mark.parametrize("gpus", [None, [0, 1, 2]])
-def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, proteome, gpus):
+def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, proteome, gpus, gapped_kernel_on_cpu):
     """The GPU pipeline of run_blastp (tables built ahead, each query's gapped work cut into
-    pieces on threads, traceback in query order) with a stand-in for the GPU that runs the CPU
-    word finder: the same output as the CPU path.  (The kernel itself is checked against the
-    CPU word finder in test_blast_gpu.py, on the GPU host.)"""
+    pieces on threads, the preliminary gapped kernel on the GPU thread for subjects with at
+    most 2 init HSPs, traceback in query order) with stand-ins for the GPU: the CPU word
+    finder, and gapped.cu built for the CPU: the same output as the CPU path.  (The kernels
+    themselves are checked against the CPU path in test_blast_gpu.py, on the GPU host.)"""
     import io
+
+    from gapped_host import run_host
+
+    import gpu_search.blast.gpu.gapped as gpu_gapped
+
+    kernel_runs = []
+
+    class PrelimStandIn(gpu_gapped.GpuPrelim):
+        def __init__(self, ungapped):
+            super().__init__(ungapped, max_gpu_group=2)
+
+        def _launch(self, init, group_start, group_subject, on_gpu, query_codes, matrix_scores, gap_open,
+                    gap_extend, x_dropoff, cutoff, expect_value):
+            u = self.ungapped
+            if gapped_kernel_on_cpu is None:                  # no compiler: every group "overflows"
+                z = np.zeros(len(group_subject), np.int32)
+                return np.empty((0, 7), np.int32), z, z + gpu_gapped.STATUS_OVERFLOW
+            _, _, rows, counts, status = run_host(gapped_kernel_on_cpu, init, query_codes, u.residues,
+                                                  u.offsets, matrix_scores, x_dropoff, cutoff, expect_value,
+                                                  gap_open, gap_extend)
+            rows = rows[np.repeat(on_gpu, counts)]
+            kernel_runs.append(int(on_gpu.sum()))
+            return rows, np.where(on_gpu, counts, 0), np.where(on_gpu, status, 0)
 
     import gpu_search.blast.gpu as gpu_module
     import gpu_search.device as device
@@ -190,6 +222,8 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, proteome, gpus):
     used = set()
 
     class StandIn:
+        streamed = False
+
         def __init__(self, residues, offsets, device_id=0, **kwargs):
             self.residues, self.offsets, self.device_id = residues, offsets, device_id
 
@@ -202,6 +236,7 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, proteome, gpus):
     monkeypatch.setattr(gpu_module, "GpuUngapped", StandIn)
     monkeypatch.setattr(device, "resolve", lambda d, quiet=False: "gpu" if d == "gpu" else "cpu")
     monkeypatch.setattr(engine, "PRELIM_PIECE", 40)          # many pieces per query
+    monkeypatch.setattr(gpu_gapped, "GpuPrelim", PrelimStandIn)
     idx = list(range(0, proteome.n_seqs, proteome.n_seqs // 12))[:12]
     queries = proteome.subset(idx)
     out = {}
@@ -213,6 +248,7 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, proteome, gpus):
         out[dev] = fh.getvalue()
     assert out["gpu"] == out["cpu"]
     assert used == set(gpus or [0])          # every GPU got queries
+    assert gapped_kernel_on_cpu is None or sum(kernel_runs) > 100
     assert out["cpu"].count("\n") > 200
 
 

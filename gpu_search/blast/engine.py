@@ -74,6 +74,7 @@ class QueryWork:
     cutoffs: object = None
     init: np.ndarray = field(default_factory=lambda: np.zeros(0))  # INIT_HSP rows, subject by subject
     prelim: dict = field(default_factory=dict)            # subject -> PRELIM_HSP rows (E-value reaped)
+    evalues: dict = field(default_factory=dict)           # (score, subject length) -> E-value
 
 
 def make_setup(subjects, options: BlastOptions) -> SearchSetup:
@@ -139,10 +140,20 @@ def ungapped_stage(work: QueryWork, setup: SearchSetup, gpu=None, lookup=None) -
 # --- 2. preliminary gapped stage -----------------------------------------------------------
 
 
+def _evalue(score: int, work, setup, subject_len: int) -> float:
+    """Spouge E-value of a raw score against a subject length, remembered per query
+    (HSPs of a query repeat few (score, length) pairs)."""
+    key = (score, subject_len)
+    e = work.evalues.get(key)
+    if e is None:
+        g = setup.gapped
+        e = work.evalues[key] = stats.spouge_evalue(score, g.kbp, g.gbp, len(work.codes), subject_len,
+                                                    setup.db_length)
+    return e
+
+
 def _evalues(scores, work, setup, subject_len: int) -> np.ndarray:
-    g = setup.gapped
-    return np.array([stats.spouge_evalue(int(s), g.kbp, g.gbp, len(work.codes), int(subject_len),
-                                         setup.db_length) for s in scores], dtype=np.float64)
+    return np.array([_evalue(int(s), work, setup, int(subject_len)) for s in scores], dtype=np.float64)
 
 
 PRELIM_PIECE = 4096      # init HSPs per task when one query's gapped stage is spread over threads
@@ -161,26 +172,33 @@ def prelim_hsps(init: np.ndarray, work: QueryWork, setup: SearchSetup) -> dict:
     Returns:
         {subject: PRELIM_HSP rows}.
     """
-    out = {}
     if work.cutoffs is None or not len(init):
-        return out
+        return {}
     cut = work.cutoffs
     hsps, _ = gapped.preliminary_gapped_hsps_batch(
         init, work.codes, setup.residues, setup.offsets, setup.matrix.scores,
         setup.gap_open, setup.gap_extend, cut.x_drop_gapped, cut.cutoff_score,
         restricted=None, expect_value=setup.options.evalue)
+    return reap_by_evalue(hsps, work, setup)
+
+
+def reap_by_evalue(hsps: np.ndarray, work: QueryWork, setup: SearchSetup) -> dict:
+    """Blast_HSPListReapByEvalue with the preliminary E-value, on PRELIM_BATCH rows.
+
+    Returns {subject: its rows whose E-value is <= the threshold, order kept}.
+    """
     if not len(hsps):
-        return out
-    subj = hsps["subject"]
+        return {}
+    lengths = setup.lengths[hsps["subject"]].astype(np.int64)
+    pairs, inverse = np.unique(np.stack([hsps["score"].astype(np.int64), lengths]), axis=1,
+                               return_inverse=True)
+    ev = np.array([_evalue(int(sc), work, setup, int(n)) for sc, n in pairs.T], dtype=np.float64)
+    kept = hsps[ev[inverse.ravel()] <= work.cutoffs.prelim_evalue]
+    if not len(kept):
+        return {}
+    subj = kept["subject"]
     starts = np.flatnonzero(np.r_[True, subj[1:] != subj[:-1]])
-    for a, b in zip(starts, np.r_[starts[1:], len(hsps)]):
-        s = int(subj[a])
-        group = hsps[a:b]
-        ev = _evalues(group["score"], work, setup, setup.lengths[s])
-        keep = ev <= cut.prelim_evalue            # order kept
-        if keep.any():
-            out[s] = group[keep]
-    return out
+    return {int(subj[a]): kept[a:b] for a, b in zip(starts, np.r_[starts[1:], len(kept)])}
 
 
 def prelim_stage(work: QueryWork, setup: SearchSetup) -> None:
@@ -331,7 +349,8 @@ def search_query(i: int, queries, setup: SearchSetup) -> list[SubjectResult]:
     return final_stage(work, setup, queries)
 
 
-def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: list, times: PhaseTimes):
+def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: list, times: PhaseTimes,
+                      gpu_prelims: dict | None = None):
     """Each query's results, in query order.
 
     CPU (``gpus`` empty): queries run whole on the pool's threads.  GPU: one
@@ -343,9 +362,13 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
     pieces keep every thread busy even when one query has most of the work);
     when a query's last piece is done, its traceback (only the preliminary hit
     list's subjects) is queued on the pool as well.  This thread writes the
-    queries in order.
+    queries in order.  With ``gpu_prelims`` ({id(GpuUngapped): GpuPrelim}) the
+    GPU thread also runs the preliminary gapped extensions of the query's
+    subjects with few init HSPs (blast/gpu/gapped.py); the pool gets the
+    E-values of their HSPs and the other subjects.
     """
     n = queries.n_seqs
+    gpu_prelims = gpu_prelims or {}
     if not gpus:
         yield from pool.map(lambda i: search_query(i, queries, setup), range(n))
         return
@@ -355,6 +378,12 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
         hsps = prelim_hsps(piece, work, setup)
         times.add("preliminary gapped (CPU threads)", t0)
         return hsps
+
+    def reap_piece(hsps, work):
+        t0 = time.perf_counter()
+        kept = reap_by_evalue(hsps, work, setup)
+        times.add("E-values of GPU gapped HSPs (CPU threads)", t0)
+        return kept
 
     def prepare(i):
         t0 = time.perf_counter()
@@ -369,9 +398,10 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
         times.add("traceback (CPU threads)", t0)
         return results
 
-    def submit(work) -> Future:
-        """The query's gapped pieces on the pool; when the last one is done its traceback
-        goes on the pool too.  The returned future gives the query's results."""
+    def submit(work, gpu_hsps=None) -> Future:
+        """The query's gapped pieces on the pool (and the E-values of the gapped HSPs found
+        on the GPU); when the last one is done its traceback goes on the pool too.  The
+        returned future gives the query's results."""
         pieces = init_pieces(work.init)
         done: Future = Future()
         left = [len(pieces)]
@@ -400,8 +430,12 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
             except BaseException as exc:
                 fail(exc)
 
+        if gpu_hsps is not None:
+            left[0] += 1
         for piece in pieces:
             pool.submit(prelim_piece, piece, work).add_done_callback(piece_done)
+        if gpu_hsps is not None:
+            pool.submit(reap_piece, gpu_hsps, work).add_done_callback(piece_done)
         return done
 
     # shared by the GPU threads: the next query, the tables built ahead, the results by query
@@ -425,6 +459,7 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
             return i, ahead_futures.pop(i)
 
     def produce(gpu, ahead):
+        prelim = gpu_prelims.get(id(gpu))
         try:
             while True:
                 in_flight.acquire()
@@ -438,7 +473,15 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
                 if lookup is not None:
                     ungapped_stage(work, setup, gpu, lookup)
                 times.add("GPU phases", t0)
-                future = submit(work)
+                gpu_hsps = None
+                if prelim is not None and len(work.init):
+                    t0 = time.perf_counter()
+                    cut = work.cutoffs
+                    gpu_hsps, work.init = prelim.run(
+                        work.init, work.codes, setup.matrix.scores, setup.gap_open, setup.gap_extend,
+                        cut.x_drop_gapped, cut.cutoff_score, setup.options.evalue)
+                    times.add("preliminary gapped (GPU)", t0)
+                future = submit(work, gpu_hsps)
                 with state:
                     results[i] = future
                     state.notify_all()
@@ -465,15 +508,16 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
 def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, columns: list[str],
                db_name: str, quiet: bool = False, hits_out=None, device: str = "cpu",
                gpus: list[int] | None = None, gpu_extension: str = "window",
-               gpu_window_lanes: int | None = None) -> None:
+               gpu_window_lanes: int | None = None, gpu_gapped: bool = True) -> None:
     """Search every query against the database and write the rows.
 
     ``device`` (``--device``: auto, gpu, cpu; resolved once the options
     and inputs are known good): "gpu" runs hit detection, the two-hit filter
     and ungapped extension on the GPUs ``gpus`` (default: all visible; each
-    holds the database and takes the next query) and the gapped stages on
-    CPU threads, overlapped; the CPU path runs everything on CPU
-    threads.  The rows are the same.
+    holds the database and takes the next query), with ``gpu_gapped`` also
+    the preliminary gapped extensions of subjects with few init HSPs, and
+    the rest of the gapped stages on CPU threads, overlapped; the CPU path
+    runs everything on CPU threads.  The rows are the same.
 
     With ``hits_out`` the rows are also saved, with full-precision E-values
     and database positions, for merging the results of database shards
@@ -500,13 +544,19 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
         engines = [GpuUngapped(setup.residues, setup.offsets, device_id=d, extension=gpu_extension,
                                window_lanes=gpu_window_lanes) for d in ids]
         times.add("GPU upload", t0)
+    prelims = {}
+    if engines and gpu_gapped:
+        from .gpu.gapped import GpuPrelim
+
+        prelims = {id(e): GpuPrelim(e) for e in engines if not e.streamed}
     progress = Progress("blastp", queries.n_seqs, "queries", quiet)
     saved = []
     threads = options.num_threads or os.cpu_count() or 1
     n_done = 0
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="blastp") as pool:
         # queries are independent: several at a time, written in input order
-        for i, results in enumerate(_results_in_order(queries, setup, pool, threads, engines, times)):
+        for i, results in enumerate(_results_in_order(queries, setup, pool, threads, engines, times,
+                                                                   prelims)):
             qname, qdesc = queries.name(i), queries.description(i)
             qtitle = f"{qname} {qdesc}" if qdesc else qname
             rows = [h for r in select(results, options.max_target_seqs) for h in r.rows]

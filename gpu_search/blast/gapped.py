@@ -50,7 +50,8 @@ Contents:
     4. containment set (BlastIntervalTreeContainsHSP / BlastIntervalTreeAddHSP)
     5. BLAST_GetGappedScore kernel
     6. HSP list helpers: ScoreCompareHSPs sort, Blast_HSPListPurgeHSPsWithCommonEndpoints
-       (numpy and numba versions), the batch kernel (one query, many subjects)
+       (numpy and numba versions, per group of rows), the batch kernel (one query, many
+       subjects); the GPU twin of sections 2-5 is blast/gpu/gapped.cu
     7. public API: get_gapped_score(), preliminary_gapped_hsps(),
        preliminary_gapped_hsps_batch(), restricted_alignment_on()
 """
@@ -732,6 +733,32 @@ def purge_and_sort_rows(rows):
     for k in range(1, r.shape[0]):
         keep[k] = r[k, 2] != r[k - 1, 2] or r[k, 4] != r[k - 1, 4]
     return _stable_sort_rows(r[keep], 0)
+
+
+@numba.njit(cache=True, nogil=True)
+def purge_and_sort_groups(rows, counts):
+    """``purge_and_sort_rows`` for each group of consecutive rows (``counts`` rows each).
+
+    Args:
+        rows: int32 (sum(counts), 7) rows of several subjects, group after group.
+        counts: int64 rows per group.
+
+    Returns:
+        (rows, counts) after the purge and sort of every group.
+    """
+    out = np.empty_like(rows)
+    new_counts = np.zeros(len(counts), dtype=np.int64)
+    a = 0
+    k = 0
+    for g in range(len(counts)):
+        n = counts[g]
+        if n:
+            r = purge_and_sort_rows(rows[a:a + n])
+            out[k:k + r.shape[0]] = r
+            new_counts[g] = r.shape[0]
+            k += r.shape[0]
+            a += n
+    return out[:k], new_counts
 
 
 @numba.njit(cache=True, nogil=True)

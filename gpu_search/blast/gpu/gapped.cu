@@ -1,0 +1,441 @@
+// blastp's preliminary gapped stage on the GPU: BLAST_GetGappedScore of
+// BLAST+ 2.12 for one query against many subjects, score only, one thread per
+// subject (the subject's "group" of init HSPs).
+//
+// Each thread replays gapped.py's _get_gapped_score_kernel for its subject,
+// step for step:
+//
+//   1. sorts the subject's init HSPs as Blast_InitHitListSortByScore
+//      (insertion sort: stable, groups are small -- big ones stay on the CPU);
+//   2. for each init HSP not contained in a gapped HSP already found
+//      (BlastIntervalTreeContainsHSP), finds its start point
+//      (BlastGetStartForGappedAlignment) and extends it left and right with
+//      the score-only affine X-drop DP (Blast_SemiGappedAlign), or with gaps
+//      restricted to every 10th row/column (s_RestrictedGappedAlign) when the
+//      subject's best init HSP is below 0.68 x the cutoff; an inconclusive
+//      restricted score restarts the subject exactly;
+//   3. saves extensions reaching the cutoff and adds them to the containment
+//      set (BlastIntervalTreeAddHSP).
+//
+// The DP keeps its two rows (best, best_gap) in a ring of BAND cells per
+// thread (local memory): only the band [first_b_index, b_size] is live.  A
+// band wider than the ring stops the subject with status OVERFLOW and the
+// host runs it on the CPU (same result; it happens for very long gapped
+// alignments only).  The host purges HSPs with common endpoints, sorts them
+// by score and computes E-values (gapped.purge_and_sort_rows, engine.py).
+//
+// The same source builds as C++ for the host (no __CUDACC__): the per-subject
+// function is then called from prelim_gapped_host, so that the CPU-only test
+// suite checks this code against the numba reference without a GPU.
+//
+// Compile-time constant: BAND (ring cells per DP row, a power of two).
+// Output per subject g: rows [group_start[g], + count[g]) of out, int32 x 7 =
+// score, q_start, q_end, s_start, s_end, q_gapped_start, s_gapped_start
+// (PRELIM_HSP_DTYPE), in the order BLAST saves them; status[g]: bit 0 the
+// restricted extensions restarted, bit 1 OVERFLOW.
+
+#ifndef BAND
+#define BAND 256
+#endif
+#define BAND_MASK (BAND - 1)
+#define ALPHABET 28                 // NCBIstdaa: matrix rows are 28 scores wide
+#define MININT (-(1 << 30))         // INT4_MIN / 2 in blast_gapalign.c
+#define RESTRICT_SIZE 10            // restricted DP: gaps open every 10 offsets
+#define HSP_MAX_WINDOW 11           // BlastGetStartForGappedAlignment
+#define MAX_SUBJECT_OFFSET 90000    // AdjustSubjectRange
+#define MAX_TOTAL_GAPS 3000
+#define STATUS_RESTARTED 1
+#define STATUS_OVERFLOW 2
+
+#ifdef __CUDACC__
+#define HD __device__ __forceinline__
+#else
+#define HD inline
+#endif
+
+static_assert((BAND & (BAND - 1)) == 0, "BAND must be a power of two");
+
+HD int imax(int a, int b) { return a > b ? a : b; }
+HD int imin(int a, int b) { return a < b ? a : b; }
+
+// A sequence as BLAST's padded buffer: letter i (1-based) at [i], sentinel 0 at
+// [0] and [length + 1] (the DP reads one letter past each end, never using it).
+struct Seq {
+    const unsigned char* res;       // residues, unpadded
+    int length;
+    HD int operator[](int p) const { return (p >= 1 && p <= length) ? res[p - 1] : 0; }
+};
+
+// Letters of A (query) at qp[q_base + q_dir * i] and of B (subject) at
+// sp[s_base + s_dir * j], i, j >= 1: right of a start point dir = +1, left of
+// it (the start pair included) dir = -1, as gapped.py.
+struct Extension {
+    Seq qp, sp;
+    int q_base, q_dir, s_base, s_dir, M, N;
+};
+
+struct Result {
+    int score, a_offset, b_offset;
+    bool overflow;
+};
+
+// Blast_SemiGappedAlign, score only (gapped.semi_gapped_align); RESTRICTED:
+// s_RestrictedGappedAlign (gapped.restricted_gapped_align).
+template <bool RESTRICTED>
+HD Result semi_gapped_align(const Extension& e, const int* matrix, int gap_open, int gap_extend,
+                            int x_dropoff, int* best, int* best_gap)
+{
+    Result r = {0, 0, 0, false};
+    const int gap_open_extend = gap_open + gap_extend;
+    if (x_dropoff < gap_open_extend) x_dropoff = gap_open_extend;
+    if (e.N <= 0 || e.M <= 0) return r;
+
+    int score = -gap_open_extend;
+    best[0] = 0;
+    best_gap[0] = -gap_open_extend;
+    int i = 1;
+    while (i <= e.N) {
+        if (score < -x_dropoff) break;
+        if (i >= BAND) { r.overflow = true; return r; }
+        best[i] = score;
+        best_gap[i] = score - gap_open_extend;
+        score -= gap_extend;
+        i++;
+    }
+    int b_size = i;
+    int best_score = 0, a_offset = 0, b_offset = 0;
+    int first_b_index = 0;
+    int b_gap = 0;                                   // restricted: next column a gap may open in
+    int score_gap_row = MININT;
+
+    for (int a_index = 1; a_index <= e.M; a_index++) {
+        const int* row = matrix + e.qp[e.q_base + e.q_dir * a_index] * ALPHABET;
+        score = MININT;
+        score_gap_row = MININT;
+        int last_b_index = first_b_index;
+        const bool gap_in_a = !RESTRICTED || a_index % RESTRICT_SIZE == 0;   // gap in A may open
+        for (int b_index = first_b_index; b_index < b_size; b_index++) {
+            const int b = b_index & BAND_MASK;
+            const int next_score = best[b] + row[e.sp[e.s_base + e.s_dir * (b_index + 1)]];
+            const bool gap_in_b = !RESTRICTED || b_index == b_gap;            // gap in B may open
+            int score_gap_col = MININT;
+            if (RESTRICTED && gap_in_b) b_gap += RESTRICT_SIZE;
+            if (gap_in_b) {
+                score_gap_col = best_gap[b];
+                if (score < score_gap_col) score = score_gap_col;
+            }
+            if (gap_in_a && score < score_gap_row) score = score_gap_row;
+            if (best_score - score > x_dropoff) {
+                if (RESTRICTED) {
+                    best[b] = MININT;
+                    if (b_index == first_b_index) first_b_index++;
+                } else if (b_index == first_b_index) {
+                    first_b_index++;
+                } else {
+                    best[b] = MININT;
+                }
+            } else {
+                last_b_index = b_index;
+                if (score > best_score) {
+                    best_score = score;
+                    a_offset = a_index;
+                    b_offset = b_index;
+                }
+                if (gap_in_a) {
+                    score_gap_row -= gap_extend;
+                    score_gap_row = imax(score - gap_open_extend, score_gap_row);
+                }
+                if (gap_in_b) {
+                    score_gap_col -= gap_extend;
+                    best_gap[b] = imax(score - gap_open_extend, score_gap_col);
+                }
+                best[b] = score;
+            }
+            score = next_score;
+        }
+        if (RESTRICTED && !gap_in_a) score_gap_row = score;
+
+        if (first_b_index == b_size) break;
+
+        if (RESTRICTED) {                            // first column of the next row a gap may open in
+            const int rem = first_b_index % RESTRICT_SIZE;
+            b_gap = first_b_index + (rem > 0 ? RESTRICT_SIZE - rem : 0);
+        }
+
+        if (last_b_index < b_size - 1) {
+            b_size = last_b_index + 1;
+        } else {
+            while (score_gap_row >= best_score - x_dropoff && b_size <= e.N) {
+                if (b_size - first_b_index >= BAND) { r.overflow = true; return r; }
+                best[b_size & BAND_MASK] = score_gap_row;
+                best_gap[b_size & BAND_MASK] = score_gap_row - gap_open_extend;
+                score_gap_row -= gap_extend;
+                b_size++;
+            }
+        }
+        if (b_size <= e.N) {
+            if (b_size - first_b_index >= BAND) { r.overflow = true; return r; }
+            best[b_size & BAND_MASK] = MININT;
+            best_gap[b_size & BAND_MASK] = MININT;
+            b_size++;
+        }
+    }
+    r.score = best_score;
+    r.a_offset = a_offset;
+    r.b_offset = b_offset;
+    return r;
+}
+
+HD Result align(const Extension& e, const int* matrix, int gap_open, int gap_extend, int x_dropoff,
+                bool restricted, int* best, int* best_gap)
+{
+    return restricted
+        ? semi_gapped_align<true>(e, matrix, gap_open, gap_extend, x_dropoff, best, best_gap)
+        : semi_gapped_align<false>(e, matrix, gap_open, gap_extend, x_dropoff, best, best_gap);
+}
+
+struct Gapped {
+    int score, q_start, q_stop, s_start, s_stop;
+    bool overflow;
+};
+
+// s_BlastProtGappedAlignment from the start point (q_off, s_off), with
+// AdjustSubjectRange for subjects of 90,000 letters or more
+// (gapped.prot_gapped_alignment).
+HD Gapped prot_gapped_alignment(Seq qp, Seq sp, int q_off, int s_off, const int* matrix,
+                                int gap_open, int gap_extend, int x_dropoff, bool restricted,
+                                int* best, int* best_gap)
+{
+    Gapped g = {0, q_off, q_off, s_off, s_off, false};
+    const int q_length = q_off + 1;
+    int s_length = s_off + 1;
+    int subject_len_adj = sp.length, subject_shift = 0;
+    if (sp.length >= MAX_SUBJECT_OFFSET) {
+        const int max_extension_left = q_length + MAX_TOTAL_GAPS;
+        const int max_extension_right = qp.length - q_length + MAX_TOTAL_GAPS;
+        const int s0 = s_length;
+        if (s0 > max_extension_left) {
+            subject_shift = s0 - max_extension_left;
+            s_length = max_extension_left;
+        }
+        subject_len_adj = imin(sp.length, s0 + max_extension_right) - subject_shift;
+    }
+    int score_left = 0;
+    if (q_length != 0 && s_length != 0) {
+        Extension e = {qp, sp, q_off + 2, -1, s_off + 2, -1, q_length, s_length};
+        Result r = align(e, matrix, gap_open, gap_extend, x_dropoff, restricted, best, best_gap);
+        if (r.overflow) { g.overflow = true; return g; }
+        score_left = r.score;
+        g.q_start = q_length - r.a_offset;
+        g.s_start = s_length - r.b_offset + subject_shift;
+    }
+    int score_right = 0;
+    if (q_length < qp.length && s_length < subject_len_adj) {
+        Extension e = {qp, sp, q_off + 1, 1, s_off + 1, 1, qp.length - q_length, subject_len_adj - s_length};
+        Result r = align(e, matrix, gap_open, gap_extend, x_dropoff, restricted, best, best_gap);
+        if (r.overflow) { g.overflow = true; return g; }
+        score_right = r.score;
+        g.q_stop = r.a_offset + q_off + 1;
+        g.s_stop = r.b_offset + s_off + 1;
+    }
+    g.score = score_left + score_right;
+    return g;
+}
+
+// BlastGetStartForGappedAlignment: centre of the best 11-letter window of the
+// ungapped HSP (its midpoint if at most 11 long, its start if no window scores > 0).
+HD int start_for_gapped_alignment(Seq qp, Seq sp, const int* matrix, int q_start, int s_start, int length)
+{
+    if (length <= HSP_MAX_WINDOW) return q_start + length / 2;
+    int score = 0;
+    for (int k = 0; k < HSP_MAX_WINDOW; k++)
+        score += matrix[qp[q_start + k + 1] * ALPHABET + sp[s_start + k + 1]];
+    int max_score = score;
+    int max_offset = q_start + HSP_MAX_WINDOW - 1;
+    const int d = s_start - q_start;
+    for (int i = q_start + HSP_MAX_WINDOW; i < q_start + length; i++) {
+        score -= matrix[qp[i - HSP_MAX_WINDOW + 1] * ALPHABET + sp[i - HSP_MAX_WINDOW + d + 1]];
+        score += matrix[qp[i + 1] * ALPHABET + sp[i + d + 1]];
+        if (score > max_score) {
+            max_score = score;
+            max_offset = i;
+        }
+    }
+    return max_score > 0 ? max_offset - HSP_MAX_WINDOW / 2 : q_start;
+}
+
+// The containment set (gapped.tree_contains / tree_add): rows of 6 ints
+// q_start, q_end, s_start, s_end, score, alive.
+HD bool tree_contains(const int* tree, int n_tree, int q_start, int q_end, int s_start, int s_end, int score)
+{
+    for (int t = 0; t < n_tree; t++) {
+        const int* h = tree + 6 * t;
+        if (h[5] && score <= h[4] && h[0] <= q_start && q_start <= h[1] && h[2] <= s_start &&
+            s_start <= h[3] && h[0] <= q_end && q_end <= h[1] && h[2] <= s_end && s_end <= h[3])
+            return true;
+    }
+    return false;
+}
+
+// s_HSPsHaveCommonEndpoint: true if the set's HSP h is kept over the new one.
+HD bool common_endpoint_keeps_tree(const int* h, int q_start, int q_end, int s_start, int s_end, int score)
+{
+    if (score != h[4]) return score < h[4];
+    const int in_q = q_end - q_start, tree_q = h[1] - h[0];
+    if (in_q != tree_q) return in_q > tree_q;
+    const int in_s = s_end - s_start, tree_s = h[3] - h[2];
+    if (in_s != tree_s) return in_s > tree_s;
+    return true;
+}
+
+HD int tree_add(int* tree, int n_tree, int q_start, int q_end, int s_start, int s_end, int score)
+{
+    for (int which = 0; which < 2; which++) {
+        for (int t = 0; t < n_tree; t++) {
+            int* h = tree + 6 * t;
+            if (!h[5]) continue;
+            const bool match = which == 0 ? (h[0] == q_start && h[2] == s_start)
+                                          : (h[1] == q_end && h[3] == s_end);
+            if (match) {
+                if (common_endpoint_keeps_tree(h, q_start, q_end, s_start, s_end, score)) return n_tree;
+                h[5] = 0;
+            }
+        }
+    }
+    int* h = tree + 6 * n_tree;
+    h[0] = q_start; h[1] = q_end; h[2] = s_start; h[3] = s_end; h[4] = score; h[5] = 1;
+    return n_tree + 1;
+}
+
+// score_compare_match (blast_extend.c): init HSP a before b.
+HD bool init_before(int a, int b, const int* q_start, const int* s_start, const int* length, const int* score)
+{
+    if (score[a] != score[b]) return score[a] > score[b];
+    if (s_start[a] != s_start[b]) return s_start[a] < s_start[b];
+    if (length[a] != length[b]) return length[a] > length[b];
+    return q_start[a] < q_start[b];
+}
+
+// BLAST_GetGappedScore for one subject: init HSPs [lo, hi) of the arrays.
+// Returns the number of rows written to out (7 ints each); sets *status.
+HD int get_gapped_score(int lo, int hi, const int* init_q_start, const int* init_s_start,
+                        const int* init_length, const int* init_score, Seq qp, Seq sp,
+                        const int* matrix, int gap_open, int gap_extend, int x_dropoff, int cutoff,
+                        int restricted_cutoff, bool restricted_allowed, int* order, int* tree, int* out,
+                        int* best, int* best_gap, int* status)
+{
+    const int n = hi - lo;
+    // Blast_InitHitListSortByScore (stable), and the subject's best init score
+    int best_init = init_score[lo];
+    for (int k = 0; k < n; k++) {
+        const int x = lo + k;
+        best_init = imax(best_init, init_score[x]);
+        int m = k - 1;
+        while (m >= 0 && init_before(x, order[m], init_q_start, init_s_start, init_length, init_score)) {
+            order[m + 1] = order[m];
+            m--;
+        }
+        order[m + 1] = x;
+    }
+    // restricted_alignment_on: the subject's best init HSP below (Int4)(0.68 x cutoff)
+    bool restricted = restricted_allowed && best_init < restricted_cutoff;
+    int n_out = 0, n_tree = 0;
+    *status = 0;
+    for (int index = 0; index < n; index++) {
+        const int x = order[index];
+        const int q_start = init_q_start[x], s_start = init_s_start[x], length = init_length[x];
+        if (tree_contains(tree, n_tree, q_start, q_start + length, s_start, s_start + length, init_score[x]))
+            continue;
+        const int q_off = start_for_gapped_alignment(qp, sp, matrix, q_start, s_start, length);
+        const int s_off = s_start + (q_off - q_start);
+        const Gapped g = prot_gapped_alignment(qp, sp, q_off, s_off, matrix, gap_open, gap_extend,
+                                               x_dropoff, restricted, best, best_gap);
+        if (g.overflow) {
+            *status |= STATUS_OVERFLOW;
+            return 0;
+        }
+        if (restricted && g.score < cutoff && g.score >= restricted_cutoff) {
+            // inconclusive: drop everything and recompute exactly
+            restricted = false;
+            *status |= STATUS_RESTARTED;
+            n_out = 0;
+            n_tree = 0;
+            index = -1;
+            continue;
+        }
+        if (g.score >= cutoff) {
+            int* o = out + 7 * n_out;
+            o[0] = g.score; o[1] = g.q_start; o[2] = g.q_stop; o[3] = g.s_start; o[4] = g.s_stop;
+            o[5] = q_off; o[6] = s_off;
+            n_out++;
+            n_tree = tree_add(tree, n_tree, g.q_start, g.q_stop, g.s_start, g.s_stop, g.score);
+        }
+    }
+    return n_out;
+}
+
+#ifdef __CUDACC__
+
+// One thread per job (a subject group), jobs[] in the order the host chose
+// (most init HSPs first, so that a warp's threads do similar work).
+extern "C" __global__ void __launch_bounds__(128)
+prelim_gapped(const int* __restrict__ jobs, int n_jobs, const int* __restrict__ group_start,
+              const int* __restrict__ group_subject, const int* __restrict__ init_q_start,
+              const int* __restrict__ init_s_start, const int* __restrict__ init_length,
+              const int* __restrict__ init_score, const unsigned char* __restrict__ query,
+              int query_length, const unsigned char* __restrict__ residues,
+              const long long* __restrict__ offsets, const int* __restrict__ matrix_g,
+              int gap_open, int gap_extend, int x_dropoff, int cutoff, int restricted_cutoff,
+              int restricted_allowed, int* __restrict__ order, int* __restrict__ tree,
+              int* __restrict__ out, int* __restrict__ count, int* __restrict__ status)
+{
+    __shared__ int matrix[ALPHABET * ALPHABET];
+    for (int k = threadIdx.x; k < ALPHABET * ALPHABET; k += blockDim.x) matrix[k] = matrix_g[k];
+    __syncthreads();
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n_jobs) return;
+    const int g = jobs[j];
+    const int lo = group_start[g], hi = group_start[g + 1];
+    const int s = group_subject[g];
+    const long long s0 = offsets[s];
+    Seq qp = {query, query_length};
+    Seq sp = {residues + s0, (int)(offsets[s + 1] - s0)};
+    int best[BAND], best_gap[BAND];                   // the DP's band, a ring (local memory)
+    int st;
+    count[g] = get_gapped_score(lo, hi, init_q_start, init_s_start, init_length, init_score, qp, sp,
+                                matrix, gap_open, gap_extend, x_dropoff, cutoff, restricted_cutoff,
+                                restricted_allowed != 0, order + lo, tree + 6 * lo, out + 7 * lo,
+                                best, best_gap, &st);
+    status[g] = st;
+}
+
+#else
+
+// The host build (tests): every group in turn, same arguments as the kernel
+// minus jobs (all groups).
+#include <vector>
+extern "C" void prelim_gapped_host(int n_groups, const int* group_start, const int* group_subject,
+                                   const int* init_q_start, const int* init_s_start,
+                                   const int* init_length, const int* init_score,
+                                   const unsigned char* query, int query_length,
+                                   const unsigned char* residues, const long long* offsets,
+                                   const int* matrix, int gap_open, int gap_extend, int x_dropoff,
+                                   int cutoff, int restricted_cutoff, int restricted_allowed,
+                                   int* order, int* tree, int* out, int* count, int* status)
+{
+    std::vector<int> best(BAND), best_gap(BAND);
+    for (int g = 0; g < n_groups; g++) {
+        const int lo = group_start[g], hi = group_start[g + 1];
+        const int s = group_subject[g];
+        Seq qp = {query, query_length};
+        Seq sp = {residues + offsets[s], (int)(offsets[s + 1] - offsets[s])};
+        int st;
+        count[g] = get_gapped_score(lo, hi, init_q_start, init_s_start, init_length, init_score, qp, sp,
+                                    matrix, gap_open, gap_extend, x_dropoff, cutoff, restricted_cutoff,
+                                    restricted_allowed != 0, order + lo, tree + 6 * lo, out + 7 * lo,
+                                    best.data(), best_gap.data(), &st);
+        status[g] = st;
+    }
+}
+
+#endif

@@ -1,0 +1,193 @@
+"""blastp's preliminary gapped stage on the GPU (``gapped.cu``), score only.
+
+For one query: the init HSPs of the ungapped stage go in (already on the host,
+in BLAST's order, subject by subject), the preliminary gapped HSPs of every
+subject come out, purged and in score order -- the same rows as the CPU path's
+``gapped.preliminary_gapped_hsps_batch``.  One GPU thread replays
+``BLAST_GetGappedScore`` for one subject; the database is the one the
+ungapped stage uploaded (``GpuUngapped``'s resident chunks).
+
+What stays on the CPU (same results, the engine's threads run it):
+
+* subjects with more than ``MAX_GPU_GROUP`` init HSPs (a thread's work grows
+  with the square of their number: the containment test and the sort), and
+  subjects whose DP band outgrew the kernel's ring (status OVERFLOW): both
+  are returned as init HSPs for ``gapped.preliminary_gapped_hsps_batch``;
+* everything when the database is streamed (not resident on the GPU).
+
+The purge of HSPs with common endpoints and the sort by score run on the host
+(``gapped.purge_and_sort_groups``): the kernel returns few rows.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from .. import gapped
+
+KERNEL_FILE = Path(__file__).with_name("gapped.cu")
+BAND = 256                 # DP cells per row kept by a thread (a ring): wider bands go to the CPU
+MAX_GPU_GROUP = 64         # subjects with more init HSPs go to the CPU
+THREADS = 128              # per block (the kernel's __launch_bounds__)
+STATUS_RESTARTED = 1
+STATUS_OVERFLOW = 2
+
+
+@lru_cache(maxsize=None)
+def load_kernel(device_id: int, band: int = BAND):
+    """Compile gapped.cu for a ring size on one device; cached per process."""
+    import cupy as cp
+
+    source = f'#line 1 "{KERNEL_FILE.name}"\n' + KERNEL_FILE.read_text()
+    with cp.cuda.Device(device_id):
+        return cp.RawModule(code=source, options=("-std=c++17", f"-DBAND={int(band)}")
+                            ).get_function("prelim_gapped")
+
+
+def subject_groups(init: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(group_start (n_groups + 1,), group_subject (n_groups,)) of init HSPs stored subject by subject."""
+    subj = np.asarray(init["subject"])
+    if not len(subj):
+        return np.zeros(1, np.int32), np.zeros(0, np.int32)
+    starts = np.flatnonzero(subj[1:] != subj[:-1]) + 1
+    group_start = np.concatenate(([0], starts, [len(subj)])).astype(np.int32)
+    return group_start, subj[group_start[:-1]].astype(np.int32)
+
+
+def restricted_cutoff(cutoff: int) -> int:
+    """``(Int4)(0.68 * cutoff)``: BLAST_GetGappedScore's bound for restricted extensions."""
+    return int(gapped.RESTRICTED_MULT * cutoff)
+
+
+class GpuPrelim:
+    """The preliminary gapped stage of one query at a time, on the GPU of a ``GpuUngapped``.
+
+    Args:
+        ungapped: the GpuUngapped holding the database (its device and chunks).
+        band: DP ring cells per row (a power of two).
+        max_gpu_group: subjects with more init HSPs are left to the CPU.
+    """
+
+    def __init__(self, ungapped, band: int = BAND, max_gpu_group: int = MAX_GPU_GROUP):
+        self.ungapped = ungapped
+        self.band = int(band)
+        self.max_gpu_group = int(max_gpu_group)
+        self.overflowed = 0          # subjects sent back to the CPU by the band's ring, this run
+
+    @property
+    def available(self) -> bool:
+        """False when the database is streamed (not resident): then the CPU does the stage."""
+        return not self.ungapped.streamed
+
+    def run(self, init: np.ndarray, query_codes, matrix_scores, gap_open: int, gap_extend: int,
+            x_dropoff: int, cutoff: int, expect_value: float = 10.0) -> tuple[np.ndarray, np.ndarray]:
+        """Preliminary gapped HSPs of the subjects of ``init`` (INIT_HSP rows, subject by subject).
+
+        Returns:
+            (hsps, left): ``hsps`` PRELIM_BATCH_DTYPE rows of the subjects done
+            on the GPU (subjects in input order, each purged and in score
+            order, as ``gapped.preliminary_gapped_hsps_batch``); ``left`` the
+            init HSPs of the subjects the CPU must do (whole subjects).
+        """
+        empty = np.empty(0, dtype=gapped.PRELIM_BATCH_DTYPE)
+        if not len(init):
+            return empty, init
+        if not self.available:
+            return empty, init
+        group_start, group_subject = subject_groups(init)
+        sizes = np.diff(group_start)
+        on_gpu = sizes <= self.max_gpu_group
+        counts = np.zeros(len(group_subject), np.int32)
+        status = np.zeros(len(group_subject), np.int32)
+        rows = np.empty((0, 7), np.int32)
+        if on_gpu.any():
+            rows, counts, status = self._launch(init, group_start, group_subject, on_gpu, query_codes,
+                                                matrix_scores, gap_open, gap_extend, x_dropoff, cutoff,
+                                                expect_value)
+        hsps, left = collect(init, group_start, group_subject, on_gpu, rows, counts, status)
+        self.overflowed += int(np.count_nonzero(on_gpu & (status & STATUS_OVERFLOW != 0)))
+        return hsps, left
+
+    def _launch(self, init, group_start, group_subject, on_gpu, query_codes, matrix_scores, gap_open,
+                gap_extend, x_dropoff, cutoff, expect_value):
+        """The kernel over the GPU groups, chunk by chunk of the resident database.
+
+        Returns (rows of every group in group order, counts, status) on the host."""
+        import cupy as cp
+
+        with cp.cuda.Device(self.ungapped.device_id):
+            return self._launch_on_device(cp, init, group_start, group_subject, on_gpu, query_codes,
+                                          matrix_scores, gap_open, gap_extend, x_dropoff, cutoff,
+                                          expect_value)
+
+    def _launch_on_device(self, cp, init, group_start, group_subject, on_gpu, query_codes, matrix_scores,
+                          gap_open, gap_extend, x_dropoff, cutoff, expect_value):
+        u = self.ungapped
+        kernel = load_kernel(u.device_id, self.band)
+        n_groups = len(group_subject)
+        cols = [cp.asarray(np.ascontiguousarray(init[k], dtype=np.int32))
+                for k in ("q_start", "s_start", "length", "score")]
+        d_group_start = cp.asarray(group_start)
+        n = len(init)
+        order = cp.empty(n, np.int32)
+        tree = cp.empty(6 * n, np.int32)
+        out = cp.empty(7 * n, np.int32)
+        d_counts = cp.zeros(n_groups, np.int32)
+        d_status = cp.zeros(n_groups, np.int32)
+        query = cp.asarray(np.ascontiguousarray(query_codes, dtype=np.uint8))
+        matrix = cp.asarray(np.ascontiguousarray(matrix_scores, dtype=np.int32))
+        allowed = np.int32(expect_value <= gapped.RESTRICTED_ALIGNMENT_WORST_EVALUE)
+        sizes = np.diff(group_start)
+        for c in u.chunks:
+            first, last = c["first"], c["first"] + c["n"]
+            jobs = np.flatnonzero(on_gpu & (group_subject >= first) & (group_subject < last))
+            if not len(jobs):
+                continue
+            # most init HSPs first: a warp's threads get similar work
+            jobs = jobs[np.argsort(-sizes[jobs], kind="stable")].astype(np.int32)
+            local_subject = cp.asarray(group_subject - np.int32(first))
+            kernel(((len(jobs) + THREADS - 1) // THREADS,), (THREADS,),
+                   (cp.asarray(jobs), np.int32(len(jobs)), d_group_start, local_subject, *cols, query,
+                    np.int32(len(query_codes)), c["residues"], c["offsets"], matrix, np.int32(gap_open),
+                    np.int32(gap_extend), np.int32(x_dropoff), np.int32(cutoff),
+                    np.int32(restricted_cutoff(cutoff)), allowed, order, tree, out, d_counts, d_status))
+        counts = d_counts.get()
+        status = d_status.get()
+        idx = row_index(group_start, counts)
+        rows = out.reshape(-1, 7)[cp.asarray(idx)].get() if len(idx) else np.empty((0, 7), np.int32)
+        return rows, counts, status
+
+
+def row_index(group_start: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Where the kernel left each group's rows (from the group's first init slot), group after group."""
+    counts = np.asarray(counts, np.int64)
+    return np.repeat(np.asarray(group_start[:-1], np.int64) - np.cumsum(counts) + counts, counts) + \
+        np.arange(int(counts.sum()))
+
+
+def collect(init, group_start, group_subject, on_gpu, rows, counts, status):
+    """The kernel's output as ``gapped.preliminary_gapped_hsps_batch`` returns it, and what is left.
+
+    Args:
+        init: the query's init HSPs; group_start, group_subject: ``subject_groups(init)``.
+        on_gpu: bool per group, the groups the kernel ran.
+        rows: int32 (n, 7) rows of the groups, group after group (``row_index``).
+        counts, status: the kernel's per-group outputs.
+
+    Returns:
+        (hsps, left): PRELIM_BATCH rows of the groups done (purged, score order);
+        the init HSPs of the groups not run or overflowed, for the CPU.
+    """
+    done = on_gpu & (status & STATUS_OVERFLOW == 0)
+    keep = np.where(done, counts, 0).astype(np.int64)
+    if not np.array_equal(keep, counts):      # rows of overflowed groups (none: the kernel writes 0)
+        rows = rows[np.repeat(done, counts)]
+    hsps_rows, out_counts = gapped.purge_and_sort_groups(np.ascontiguousarray(rows, np.int32), keep)
+    hsps = np.empty(len(hsps_rows), dtype=gapped.PRELIM_BATCH_DTYPE)
+    hsps["subject"] = np.repeat(group_subject, out_counts)
+    for k, name in enumerate(gapped.PRELIM_HSP_DTYPE.names):
+        hsps[name] = hsps_rows[:, k]
+    return hsps, init[np.repeat(~done, np.diff(group_start))]

@@ -1,0 +1,61 @@
+"""blast/gpu/gapped.cu built for the CPU with a C++ compiler, and run as the kernel's threads would.
+
+gapped.cu's per-subject code compiles as plain C++ when ``__CUDACC__`` is not
+defined; ``prelim_gapped_host`` then runs every subject group in turn.  The
+CPU-only tests use it to check the kernel's code against gapped.py without a GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from gpu_search.blast import gapped
+from gpu_search.blast.gpu import gapped as gpu_gapped
+
+CXX = shutil.which("g++") or shutil.which("c++")
+_P = ctypes.c_void_p
+
+
+def build(directory: Path, band: int = gpu_gapped.BAND):
+    """gapped.cu as a shared library (ctypes) with a ring of ``band`` cells."""
+    out = Path(directory) / f"gapped{band}.so"
+    subprocess.run([CXX, "-O2", "-std=c++17", "-shared", "-fPIC", "-x", "c++", f"-DBAND={band}", "-o", str(out),
+                    str(gpu_gapped.KERNEL_FILE)], check=True, capture_output=True)
+    lib = ctypes.CDLL(str(out))
+    lib.prelim_gapped_host.restype = None
+    return lib
+
+
+def _p(a):
+    return a.ctypes.data_as(_P)
+
+
+def run_host(lib, init, query, residues, offsets, matrix, x_dropoff, cutoff, expect_value=10.0,
+             gap_open=11, gap_extend=1):
+    """prelim_gapped_host over every subject group of ``init``.
+
+    Returns (group_start, group_subject, rows, counts, status): rows of the
+    groups one after the other (as GpuPrelim gathers them from the kernel).
+    """
+    group_start, group_subject = gpu_gapped.subject_groups(init)
+    cols = [np.ascontiguousarray(init[k], np.int32) for k in ("q_start", "s_start", "length", "score")]
+    n, n_groups = len(init), len(group_subject)
+    order, tree, out = np.zeros(n, np.int32), np.zeros(6 * n, np.int32), np.zeros(7 * n, np.int32)
+    counts, status = np.zeros(n_groups, np.int32), np.zeros(n_groups, np.int32)
+    q = np.ascontiguousarray(query, np.uint8)
+    res = np.ascontiguousarray(residues, np.uint8)
+    off = np.ascontiguousarray(offsets, np.int64)
+    mat = np.ascontiguousarray(matrix, np.int32)
+    c_int = ctypes.c_int
+    lib.prelim_gapped_host(c_int(n_groups), _p(group_start), _p(group_subject), *[_p(c) for c in cols],
+                           _p(q), c_int(len(q)), _p(res), _p(off), _p(mat), c_int(gap_open), c_int(gap_extend),
+                           c_int(x_dropoff), c_int(cutoff), c_int(gpu_gapped.restricted_cutoff(cutoff)),
+                           c_int(int(expect_value <= gapped.RESTRICTED_ALIGNMENT_WORST_EVALUE)),
+                           _p(order), _p(tree), _p(out), _p(counts), _p(status))
+    rows = out.reshape(-1, 7)[gpu_gapped.row_index(group_start, counts)]
+    return group_start, group_subject, rows, counts, status

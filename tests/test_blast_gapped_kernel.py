@@ -1,0 +1,172 @@
+"""The GPU's preliminary gapped kernel (blast/gpu/gapped.cu), built for the CPU, against gapped.py.
+
+gapped.cu's per-subject code is plain C++ under ``__host__``-less macros: built
+with g++ (no GPU needed), its ``prelim_gapped_host`` runs every subject as the
+kernel's threads do.  gapped.py's numba code (itself checked against BLAST+ in
+test_blast_gapped.py) is the reference: every subject's rows, in the order
+BLAST saves them, and its restart flag must be the same, and
+``blast.gpu.gapped.collect`` must turn them into exactly what
+``gapped.preliminary_gapped_hsps_batch`` returns.  Inputs: real init HSPs of
+proteome queries against the proteome, at BLAST's cutoffs and at raised
+cutoffs (restricted extensions and their exact restarts), against mutated
+copies with indels (long gapped extensions; a small ring makes them overflow
+to the CPU), and against a subject over 90,000 letters (AdjustSubjectRange).
+The same kernel on a GPU is compared in test_blast_gpu.py.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from gapped_host import CXX, build, run_host
+
+from gpu_search.blast import gapped, stats
+from gpu_search.blast.alphabet import EASEL_TO_NCBISTDAA, blast_query_codes, encode
+from gpu_search.blast.gpu import gapped as gpu_gapped
+from gpu_search.blast.lookup import build_lookup
+from gpu_search.blast.matrix import load_matrix
+from gpu_search.blast.ungapped import ungapped_extensions
+
+pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler")
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("gapped"), gpu_gapped.BAND)
+
+
+@pytest.fixture(scope="module")
+def small_ring(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("gapped"), 16)
+
+
+@pytest.fixture(scope="module")
+def blosum62():
+    return load_matrix("BLOSUM62")
+
+
+def compare(lib, init, query, residues, offsets, matrix, x_dropoff, cutoff, expect_value=10.0):
+    """Every subject against _get_gapped_score_kernel, then collect() against the batch function.
+
+    Returns (subjects, restarted, overflowed)."""
+    group_start, group_subject, rows, counts, status = run_host(lib, init, query, residues, offsets, matrix,
+                                                                x_dropoff, cutoff, expect_value)
+    qp = gapped.pad(query)
+    at = np.concatenate(([0], np.cumsum(counts)))
+    for g, s in enumerate(group_subject):
+        if status[g] & gpu_gapped.STATUS_OVERFLOW:
+            assert counts[g] == 0
+            continue
+        ih = gapped.init_hsp_score_order(init[group_start[g]:group_start[g + 1]])
+        restricted = gapped.restricted_alignment_on(int(ih["score"].max()), cutoff, expect_value)
+        subject = residues[offsets[s]:offsets[s + 1]]
+        ref, restarted = gapped._get_gapped_score_kernel(
+            *[np.ascontiguousarray(ih[k], np.int64) for k in ("q_start", "s_start", "length", "score")],
+            qp, len(query), gapped.pad(subject), len(subject), matrix, 11, 1, x_dropoff, cutoff, restricted)
+        got = rows[at[g]:at[g + 1]]
+        assert np.array_equal(got, ref), f"subject {s}: kernel {got.tolist()} numba {ref.tolist()}"
+        assert bool(status[g] & gpu_gapped.STATUS_RESTARTED) == bool(restarted), f"subject {s}: restart"
+    # the whole stage: the groups run + the CPU's share = the batch function
+    on = np.ones(len(group_subject), bool)
+    hsps, left = gpu_gapped.collect(init, group_start, group_subject, on, rows, counts, status)
+    ref, _ = gapped.preliminary_gapped_hsps_batch(init, query, residues, offsets, matrix, 11, 1, x_dropoff,
+                                                  cutoff, expect_value=expect_value)
+    cpu, _ = gapped.preliminary_gapped_hsps_batch(left, query, residues, offsets, matrix, 11, 1, x_dropoff,
+                                                  cutoff, expect_value=expect_value)
+    both = np.concatenate([hsps, cpu])
+    both = both[np.argsort(both["subject"], kind="stable")]
+    assert np.array_equal(both, ref)
+    overflowed = int(np.count_nonzero(status & gpu_gapped.STATUS_OVERFLOW))
+    assert len(np.unique(left["subject"])) == overflowed
+    return len(group_subject), int(np.count_nonzero(status & gpu_gapped.STATUS_RESTARTED)), overflowed
+
+
+def search(query, residues, offsets, matrix, cutoff_scale=1.0):
+    """Init HSPs of a query (CPU path), and BLAST's gapped X-drop and cutoff (the cutoff scaled)."""
+    kbp = stats.ungapped_params(query, matrix)
+    g = stats.gapped_params(matrix.name, 11, 1)
+    cut = stats.search_cutoffs(kbp, g, len(query), stats.BLAST_SEQSRC_MINLENGTH, int(offsets[-1]), evalue=10.0)
+    lookup = build_lookup(query, matrix.scores, 3, 11)
+    init = ungapped_extensions(query, lookup, residues, offsets, np.arange(len(offsets) - 1), matrix.scores,
+                               min(cut.x_drop_ungapped, cut.ungapped_cutoff), cut.ungapped_cutoff, 40,
+                               method="scan")
+    return init, cut.x_drop_gapped, int(cut.cutoff_score * cutoff_scale)
+
+
+@pytest.fixture(scope="module")
+def db_codes(proteome):
+    return EASEL_TO_NCBISTDAA[np.asarray(proteome.residues)], np.asarray(proteome.offsets, np.int64)
+
+
+def query_codes(db, i):
+    return blast_query_codes(EASEL_TO_NCBISTDAA[np.asarray(db.sequence(i))])
+
+
+@pytest.mark.parametrize("cutoff_scale", [1.0, 1.6, 2.5])
+def test_kernel_matches_numba_on_the_proteome(kernel, proteome, db_codes, blosum62, cutoff_scale):
+    """Queries of many lengths against the proteome; raised cutoffs force restricted extensions and restarts."""
+    residues, offsets = db_codes
+    rng = np.random.default_rng(7)
+    picks = rng.choice(proteome.n_seqs, 6, replace=False)
+    restarts = 0
+    for i in picks:
+        q = query_codes(proteome, int(i))
+        init, xd, cutoff = search(q, residues, offsets, blosum62, cutoff_scale)
+        n, r, over = compare(kernel, init, q, residues, offsets, blosum62.scores, xd, cutoff)
+        assert n > 0 and over == 0
+        restarts += r
+    if cutoff_scale > 1:
+        assert restarts > 0, "no restricted extension was restarted: the case is not exercised"
+
+
+def mutated(letters: str, rng: random.Random, rate=0.25, indel=0.04) -> str:
+    """Substitutions and short insertions/deletions: homologs with long gapped alignments."""
+    out = []
+    aa = "ACDEFGHIKLMNPQRSTVWY"
+    for c in letters:
+        r = rng.random()
+        if r < indel / 2:
+            continue                                    # deletion
+        if r < indel:
+            out.append("".join(rng.choice(aa) for _ in range(rng.randint(1, 6))))   # insertion
+        out.append(rng.choice(aa) if rng.random() < rate else c)
+    return "".join(out)
+
+
+def homolog_db(proteome, query_index, copies, seed, long_subject=False):
+    rng = random.Random(seed)
+    q = query_codes(proteome, query_index)
+    from gpu_search.blast.alphabet import NCBISTDAA
+
+    letters = "".join(NCBISTDAA[c] for c in q)
+    seqs = [mutated(letters, rng, rate=0.1 + 0.3 * rng.random()) for _ in range(copies)]
+    if long_subject:                                    # a homolog inside a 100,000-letter subject
+        pad = "".join(rng.choice("ACDEFGHIKLMNPQRSTVWY") for _ in range(100_000))
+        seqs.append(pad[:60_000] + mutated(letters, rng) + pad[60_000:])
+    codes = [encode(s) for s in seqs]
+    offsets = np.concatenate(([0], np.cumsum([len(c) for c in codes]))).astype(np.int64)
+    return q, np.concatenate(codes).astype(np.uint8), offsets
+
+
+def test_kernel_matches_numba_on_homologs(kernel, small_ring, proteome, blosum62):
+    """Mutated copies with indels: long, gapped extensions, a subject of 100,000 letters; with a ring of
+    16 cells most subjects overflow (left to the CPU) and the others still match."""
+    lengths = np.asarray(proteome.lengths)
+    for target, seed in ((130, 1), (500, 2), (1000, 3)):
+        i = int(np.argmin(np.abs(lengths - target)))
+        q, residues, offsets = homolog_db(proteome, i, 30, seed, long_subject=target == 500)
+        init, xd, cutoff = search(q, residues, offsets, blosum62)
+        n, _, over = compare(kernel, init, q, residues, offsets, blosum62.scores, xd, cutoff)
+        assert n >= 25 and over == 0
+        n, _, over = compare(small_ring, init, q, residues, offsets, blosum62.scores, xd, cutoff)
+        assert over > 0
+
+
+def test_no_restricted_extensions_above_evalue_10(kernel, proteome, db_codes, blosum62):
+    residues, offsets = db_codes
+    q = query_codes(proteome, 11)
+    init, xd, cutoff = search(q, residues, offsets, blosum62, 2.5)
+    _, restarted, _ = compare(kernel, init, q, residues, offsets, blosum62.scores, xd, cutoff, expect_value=100.0)
+    assert restarted == 0
