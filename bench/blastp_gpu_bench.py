@@ -14,6 +14,8 @@ Per query set:
   runs; BLAST+ cannot time its phases separately;
 * gpu-search blastp --device gpu end to end (a fresh process, database read
   from a .gsdb): wall time, rows, rows identical to BLAST+'s;
+* the same with ``--cpu-gapped`` (preliminary gapped extensions on CPU
+  threads only; "!" after its time if its output differed);
 * our GPU phases in-process (database already on the GPU): lookup tables,
   hit detection, binning, two-hit filter and ungapped extension of every
   query, init HSPs in BLAST's order on the host.
@@ -124,10 +126,14 @@ def main():
         if r.returncode:
             raise SystemExit(f"gpu-search failed: {r.stderr}")
         phases = [line for line in r.stderr.splitlines() if "timings" in line]
+        t = time.perf_counter()
+        r = subprocess.run(ours + ["-query", str(q), "--cpu-gapped"], capture_output=True, text=True, env=env)
+        t_c, same_c = time.perf_counter() - t, r.stdout == out_o and not r.returncode
         t_g, n_init = gpu_phases(db, base, idx, args.threads)
         rb, ro = out_b.splitlines(), out_o.splitlines()
         same = sum(1 for a, b in zip(sorted(rb), sorted(ro)) if a == b) if rb != ro else len(rb)
         r = dict(queries=label, blast_s=t_b, blast_ungapped_s=t_bu, ours_s=t_o, ours_gpu_phases_s=t_g,
+                 ours_cpu_gapped_s=t_c, cpu_gapped_identical=same_c,
                  init_hsps=n_init, rows_blast=len(rb), rows_ours=len(ro), identical=rb == ro,
                  rows_equal_sorted=same, our_phases=phases[-1] if phases else "")
         r["slowest_queries_s_len_init_overflowed"] = gpu_phases.slowest
@@ -139,10 +145,11 @@ def main():
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     print(f"\n{name}, {args.threads} CPU threads, commit {commit or '?'}; database {db.n_seqs:,} sequences, "
           f"{db.n_residues:,} residues (upload to the GPU {gpu_phases.upload:.2f} s)")
-    print(f"{'queries':22} {'BLAST+ s':>9} {'ours s':>7} {'ratio':>6} | {'BLAST+ -ungapped s':>18} "
-          f"{'our GPU phases s':>16} {'ratio':>6} | {'rows':>6} identical")
+    print(f"{'queries':22} {'BLAST+ s':>9} {'ours s':>7} {'ratio':>6} {'--cpu-gapped s':>14} | "
+          f"{'BLAST+ -ungapped s':>18} {'our GPU phases s':>16} {'ratio':>6} | {'rows':>6} identical")
     for r in results:
-        print(f"{r['queries']:22} {r['blast_s']:>9.2f} {r['ours_s']:>7.2f} {r['blast_s'] / r['ours_s']:>5.1f}x | "
+        print(f"{r['queries']:22} {r['blast_s']:>9.2f} {r['ours_s']:>7.2f} {r['blast_s'] / r['ours_s']:>5.1f}x "
+              f"{r['ours_cpu_gapped_s']:>13.2f}{'' if r['cpu_gapped_identical'] else '!'} | "
               f"{r['blast_ungapped_s']:>18.2f} {r['ours_gpu_phases_s']:>16.2f} "
               f"{r['blast_ungapped_s'] / r['ours_gpu_phases_s']:>5.1f}x | {r['rows_blast']:>6} {r['identical']}")
     print("our phases (seconds summed over threads), end-to-end runs:")
