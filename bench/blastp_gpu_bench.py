@@ -88,6 +88,7 @@ def main():
     ap.add_argument("--sets", default="single,10,100")
     ap.add_argument("--work", default="/tmp/gsblastbench")
     ap.add_argument("--out", default=None, help="folder for results.json")
+    ap.add_argument("--streams", default="", help="also run the last set with these --gpu-streams, e.g. 1,2,4")
     args = ap.parse_args()
     blastp, makeblastdb = shutil.which("blastp"), shutil.which("makeblastdb")
     if not (blastp and makeblastdb):
@@ -139,6 +140,14 @@ def main():
         r["slowest_queries_s_len_init_overflowed"] = gpu_phases.slowest
         results.append(r)
         print(json.dumps(r), flush=True)
+    sweep = []
+    for n in (int(x) for x in args.streams.split(",") if x.strip()):
+        t = time.perf_counter()
+        r = subprocess.run(ours + ["-query", str(q), "--gpu-streams", str(n)], capture_output=True, text=True,
+                           env=dict(env, GPU_SEARCH_TIMINGS="1"))
+        sweep.append((n, time.perf_counter() - t, r.stdout == out_o and not r.returncode,
+                      r.stderr.strip().splitlines()[-1:]))
+        print(f"--gpu-streams {n}: {sweep[-1][1]:.2f} s, same rows: {sweep[-1][2]}  {sweep[-1][3]}", flush=True)
     name = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
                           text=True).stdout.strip().splitlines()[0]
     commit = os.environ.get("GIT_COMMIT") or subprocess.run(  # the device's copy may carry a stale .git
@@ -152,6 +161,9 @@ def main():
               f"{r['ours_cpu_gapped_s']:>13.2f}{'' if r['cpu_gapped_identical'] else '!'} | "
               f"{r['blast_ungapped_s']:>18.2f} {r['ours_gpu_phases_s']:>16.2f} "
               f"{r['blast_ungapped_s'] / r['ours_gpu_phases_s']:>5.1f}x | {r['rows_blast']:>6} {r['identical']}")
+    for n, t, same, _ in sweep:
+        print(f"{label} with --gpu-streams {n}: {t:.2f} s ({results[-1]['blast_s'] / t:.1f}x BLAST+), "
+              f"same rows: {same}")
     print("our phases (seconds summed over threads), end-to-end runs:")
     for r in results:
         print(f"  {r['queries']:20} {r['our_phases'].split(': ', 1)[-1]}")

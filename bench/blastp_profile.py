@@ -35,6 +35,9 @@ def main():
     ap.add_argument("--extensions", default="",
                     help="also time these extension variants: diagonal,hit,window8 (window + threads per window)")
     ap.add_argument("--scores", default="", help="also time these score sources: pssm,matrix")
+    ap.add_argument("--gapped", default="",
+                    help="also time the preliminary gapped stage on the GPU with these ring sizes, e.g. 256,512 "
+                         "(against gapped.py's numba code on one CPU thread, same HSPs)")
     ap.add_argument("--streamed", action="store_true",
                     help="also time the database streamed through the GPU in 4 chunks a query")
     args = ap.parse_args()
@@ -92,12 +95,53 @@ def main():
             gpu.scores = scores
             best_of_4(f"scores from {scores:>6}")
         gpu.scores = "auto"
+        for band in (int(b) for b in args.gapped.split(",") if b.strip()):
+            time_gapped(gpu, setup, work, band)
         if args.streamed:
             resident = gpu
             gpu = GpuUngapped(setup.residues, setup.offsets, streamed=True,
                               max_chunk_residues=len(setup.residues) // 4 + 1)
             best_of_4(f"streamed in {len(gpu.chunks)} chunks")
             gpu = resident
+
+
+def time_gapped(gpu, setup, work, band):
+    """GpuPrelim.run on one query's init HSPs (best of 3; kernel part apart) against the numba code."""
+    from gpu_search.blast import gapped
+    from gpu_search.blast.gpu.gapped import GpuPrelim
+
+    prelim = GpuPrelim(gpu, band=band)
+    cut = work.cutoffs
+    args = (work.codes, setup.matrix.scores, setup.gap_open, setup.gap_extend, cut.x_drop_gapped,
+            cut.cutoff_score)
+    launch = prelim._launch
+    spent = [0.0]
+
+    def timed_launch(*a):
+        t = time.perf_counter()
+        r = launch(*a)
+        spent[0] += time.perf_counter() - t
+        return r
+
+    prelim._launch = timed_launch
+    best = best_launch = 1e9
+    for _ in range(3):
+        spent[0] = 0.0
+        t = time.perf_counter()
+        hsps, left = prelim.run(work.init, *args)
+        best = min(best, time.perf_counter() - t)
+        best_launch = min(best_launch, spent[0])
+    t = time.perf_counter()
+    ref, _ = gapped.preliminary_gapped_hsps_batch(work.init, work.codes, setup.residues, setup.offsets,
+                                                  *args[1:])
+    t_cpu = time.perf_counter() - t
+    cpu, _ = gapped.preliminary_gapped_hsps_batch(left, work.codes, setup.residues, setup.offsets, *args[1:])
+    both = np.concatenate([hsps, cpu])
+    same = np.array_equal(both[np.argsort(both["subject"], kind="stable")], ref)
+    print(f"  gapped, ring {band}: {best * 1e3:8.2f} ms on the GPU (kernel+copies {best_launch * 1e3:.2f} ms), "
+          f"{len(np.unique(left['subject']))} subjects left to the CPU ({prelim.overflowed // 3} overflowed); "
+          f"numba on one CPU thread {t_cpu * 1e3:.1f} ms; same HSPs: {same}", flush=True)
+    assert same
 
 
 if __name__ == "__main__":

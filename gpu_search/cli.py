@@ -379,13 +379,16 @@ class BlastCommand(click.Command):
               default="auto", show_default=True,
               help="Threads per window of --gpu-extension window (cuBLASTP's window size); auto: 8 for "
                    "queries under 800 aa, 16 from 800 aa (measured).")
+@click.option("--gpu-streams", "gpu_streams", type=click.IntRange(1, 16), default=3, show_default=True,
+              help="Queries in flight on each GPU (one CUDA stream and host thread each), so that one "
+                   "query's kernels overlap another's host work.")
 @click.option("--gpu-gapped/--cpu-gapped", "gpu_gapped", default=True, show_default=True,
               help="With a GPU: the preliminary (score-only) gapped extensions of subjects with few init HSPs "
                    "on the GPU too, or all of them on CPU threads.  Same results.")
 @_device_option
 def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps, dbsize, matrix, gapopen, gapextend,
            word_size, threshold, window_size, comp_based_stats, num_threads, hits_out, gpu_extension,
-           gpu_window_lanes, gpu_gapped, device, gpus, quiet):
+           gpu_window_lanes, gpu_streams, gpu_gapped, device, gpus, quiet):
     """Protein BLAST: search protein queries against a protein database, as BLAST+ blastp.
 
     Rows are those of NCBI BLAST+ 2.12 blastp with -comp_based_stats 0.
@@ -418,7 +421,7 @@ def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps,
                    db_name=os.path.basename(str(db)), quiet=quiet, hits_out=hits_out,
                    device=device, gpus=gpu_ids, gpu_extension=gpu_extension,
                    gpu_window_lanes=None if gpu_window_lanes == "auto" else int(gpu_window_lanes),
-                   gpu_gapped=gpu_gapped)
+                   gpu_gapped=gpu_gapped, gpu_streams=gpu_streams)
         if not out:
             sys.stdout.write(fh.getvalue())
             sys.stdout.flush()

@@ -227,6 +227,9 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, proteome, gpus, gapped_ke
         def __init__(self, residues, offsets, device_id=0, **kwargs):
             self.residues, self.offsets, self.device_id = residues, offsets, device_id
 
+        def worker(self):                     # a second query in flight on the same "GPU"
+            return StandIn(self.residues, self.offsets, self.device_id)
+
         def ungapped_extensions(self, q, lookup, scores, x_drop, cutoff, window=40):
             used.add(self.device_id)
             ids = np.arange(len(self.offsets) - 1, dtype=np.int64)

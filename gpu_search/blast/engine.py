@@ -44,6 +44,7 @@ from .output import Hsp, write_footer, write_query
 from .ungapped import ungapped_extensions
 
 EVALUE_EPSILON = 1.0e-180          # s_EvalueComp: smaller E-values compare equal
+GPU_STREAMS = 3                    # queries in flight per GPU (--gpu-streams; measured, docs/benchmarks.md)
 
 
 @dataclass
@@ -508,13 +509,15 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
 def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, columns: list[str],
                db_name: str, quiet: bool = False, hits_out=None, device: str = "cpu",
                gpus: list[int] | None = None, gpu_extension: str = "window",
-               gpu_window_lanes: int | None = None, gpu_gapped: bool = True) -> None:
+               gpu_window_lanes: int | None = None, gpu_gapped: bool = True,
+               gpu_streams: int = GPU_STREAMS) -> None:
     """Search every query against the database and write the rows.
 
     ``device`` (``--device``: auto, gpu, cpu; resolved once the options
     and inputs are known good): "gpu" runs hit detection, the two-hit filter
     and ungapped extension on the GPUs ``gpus`` (default: all visible; each
-    holds the database and takes the next query), with ``gpu_gapped`` also
+    holds the database and takes the next query; ``gpu_streams`` queries
+    in flight on each), with ``gpu_gapped`` also
     the preliminary gapped extensions of subjects with few init HSPs, and
     the rest of the gapped stages on CPU threads, overlapped; the CPU path
     runs everything on CPU threads.  The rows are the same.
@@ -543,6 +546,8 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
             raise DeviceError(f"--gpus {','.join(map(str, ids))}: {n_visible} GPU(s) visible")
         engines = [GpuUngapped(setup.residues, setup.offsets, device_id=d, extension=gpu_extension,
                                window_lanes=gpu_window_lanes) for d in ids]
+        # several queries in flight per GPU, each engine on its own stream and host thread
+        engines += [e.worker() for e in list(engines) if not e.streamed for _ in range(gpu_streams - 1)]
         times.add("GPU upload", t0)
     prelims = {}
     if engines and gpu_gapped:

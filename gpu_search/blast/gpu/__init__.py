@@ -27,6 +27,7 @@ separate GPUs, as the Nextflow workflow does, avoids the repeated uploads.
 
 from __future__ import annotations
 
+import copy
 from functools import lru_cache
 from pathlib import Path
 
@@ -183,6 +184,18 @@ class GpuUngapped:
                     self.grid //= 2
             self.counters = cp.zeros(3, dtype=np.int32)            # next job, rows out, overflow
             self.overflow = cp.empty(2 * max([c["n"] for c in self.chunks] + [1]), dtype=np.int32)
+            self.stream = cp.cuda.Stream(non_blocking=True)       # this engine's queries run on it
+
+    def worker(self) -> "GpuUngapped":
+        """Another engine on the same GPU and the same resident database, with its own
+        buffers and CUDA stream: one host thread each, several queries in flight per GPU
+        (the kernels of one overlap the host work and kernels of another)."""
+        if self.streamed:
+            raise ValueError("a streamed database has one engine per GPU")
+        twin = copy.copy(self)
+        twin.chunks = list(self.chunks)
+        twin._alloc_buffers()
+        return twin
 
     def ungapped_extensions(self, query_codes, lookup: Lookup, matrix_scores, x_drop: int, cutoff: int,
                             window: int = 40) -> np.ndarray:
@@ -195,7 +208,7 @@ class GpuUngapped:
                              np.arange(len(self.host_offsets) - 1, dtype=np.int64))
         cp = self.cp
         parts, leftover = [], []
-        with cp.cuda.Device(self.device_id):
+        with cp.cuda.Device(self.device_id), self.stream:
             block = self.block or block_size(lookup.query_length, window)
             lanes = self.window_lanes or window_lanes_for(lookup.query_length)
             matrix_smem = (self.scores == "matrix" or

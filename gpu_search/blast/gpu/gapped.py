@@ -118,7 +118,7 @@ class GpuPrelim:
         Returns (rows of every group in group order, counts, status) on the host."""
         import cupy as cp
 
-        with cp.cuda.Device(self.ungapped.device_id):
+        with cp.cuda.Device(self.ungapped.device_id), self.ungapped.stream:
             return self._launch_on_device(cp, init, group_start, group_subject, on_gpu, query_codes,
                                           matrix_scores, gap_open, gap_extend, x_dropoff, cutoff,
                                           expect_value)
