@@ -38,6 +38,8 @@ def main():
     ap.add_argument("--gapped", default="",
                     help="also time the preliminary gapped stage on the GPU with these ring sizes, e.g. 256,512 "
                          "(against gapped.py's numba code on one CPU thread, same HSPs)")
+    ap.add_argument("--budgets", default="",
+                    help="with --gapped: DP cell budgets per subject to time, e.g. 16384,65536,0 (0: none)")
     ap.add_argument("--streamed", action="store_true",
                     help="also time the database streamed through the GPU in 4 chunks a query")
     args = ap.parse_args()
@@ -96,7 +98,8 @@ def main():
             best_of_4(f"scores from {scores:>6}")
         gpu.scores = "auto"
         for band in (int(b) for b in args.gapped.split(",") if b.strip()):
-            time_gapped(gpu, setup, work, band)
+            for budget in [int(b) for b in args.budgets.split(",") if b.strip()] or [None]:
+                time_gapped(gpu, setup, work, band, budget)
         if args.streamed:
             resident = gpu
             gpu = GpuUngapped(setup.residues, setup.offsets, streamed=True,
@@ -105,12 +108,14 @@ def main():
             gpu = resident
 
 
-def time_gapped(gpu, setup, work, band):
-    """GpuPrelim.run on one query's init HSPs (best of 3; kernel part apart) against the numba code."""
+def time_gapped(gpu, setup, work, band, budget=None):
+    """GpuPrelim.run on one query's init HSPs (best of 3; kernel part apart) against the numba code,
+    and the numba code's time for the subjects the GPU leaves to the CPU."""
     from gpu_search.blast import gapped
-    from gpu_search.blast.gpu.gapped import GpuPrelim
+    from gpu_search.blast.gpu.gapped import CELL_BUDGET, GpuPrelim
 
-    prelim = GpuPrelim(gpu, band=band)
+    budget = CELL_BUDGET if budget is None else (budget or 1 << 30)
+    prelim = GpuPrelim(gpu, band=band, cell_budget=budget)
     cut = work.cutoffs
     args = (work.codes, setup.matrix.scores, setup.gap_open, setup.gap_extend, cut.x_drop_gapped,
             cut.cutoff_score)
@@ -135,12 +140,15 @@ def time_gapped(gpu, setup, work, band):
     ref, _ = gapped.preliminary_gapped_hsps_batch(work.init, work.codes, setup.residues, setup.offsets,
                                                   *args[1:])
     t_cpu = time.perf_counter() - t
+    t = time.perf_counter()
     cpu, _ = gapped.preliminary_gapped_hsps_batch(left, work.codes, setup.residues, setup.offsets, *args[1:])
+    t_left = time.perf_counter() - t
     both = np.concatenate([hsps, cpu])
     same = np.array_equal(both[np.argsort(both["subject"], kind="stable")], ref)
-    print(f"  gapped, ring {band}: {best * 1e3:8.2f} ms on the GPU (kernel+copies {best_launch * 1e3:.2f} ms), "
-          f"{len(np.unique(left['subject']))} subjects left to the CPU ({prelim.overflowed // 3} overflowed); "
-          f"numba on one CPU thread {t_cpu * 1e3:.1f} ms; same HSPs: {same}", flush=True)
+    print(f"  gapped, ring {band}, budget {budget:>10}: {best * 1e3:8.2f} ms on the GPU (kernel+copies "
+          f"{best_launch * 1e3:.2f} ms), {len(np.unique(left['subject']))} subjects left to the CPU "
+          f"({prelim.overflowed // 3} overflowed) {t_left * 1e3:.1f} ms on one CPU thread; "
+          f"all on one CPU thread {t_cpu * 1e3:.1f} ms; same HSPs: {same}", flush=True)
     assert same
 
 

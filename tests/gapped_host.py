@@ -21,11 +21,12 @@ CXX = shutil.which("g++") or shutil.which("c++")
 _P = ctypes.c_void_p
 
 
-def build(directory: Path, band: int = gpu_gapped.BAND):
-    """gapped.cu as a shared library (ctypes) with a ring of ``band`` cells."""
-    out = Path(directory) / f"gapped{band}.so"
-    subprocess.run([CXX, "-O2", "-std=c++17", "-shared", "-fPIC", "-x", "c++", f"-DBAND={band}", "-o", str(out),
-                    str(gpu_gapped.KERNEL_FILE)], check=True, capture_output=True)
+def build(directory: Path, band: int = gpu_gapped.BAND, cell_budget: int = gpu_gapped.CELL_BUDGET):
+    """gapped.cu as a shared library (ctypes) with a ring of ``band`` cells and a cell budget."""
+    out = Path(directory) / f"gapped{band}_{cell_budget}.so"
+    subprocess.run([CXX, "-O2", "-std=c++17", "-shared", "-fPIC", "-x", "c++", f"-DBAND={band}",
+                    f"-DCELL_BUDGET={cell_budget}", "-o", str(out), str(gpu_gapped.KERNEL_FILE)],
+                   check=True, capture_output=True)
     lib = ctypes.CDLL(str(out))
     lib.prelim_gapped_host.restype = None
     return lib

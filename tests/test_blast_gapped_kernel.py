@@ -43,6 +43,16 @@ def small_ring(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def unlimited(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("gapped"), gpu_gapped.BAND, 1 << 30)
+
+
+@pytest.fixture(scope="module")
+def small_budget(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("gapped"), gpu_gapped.BAND, 3000)
+
+
+@pytest.fixture(scope="module")
 def blosum62():
     return load_matrix("BLOSUM62")
 
@@ -105,8 +115,10 @@ def query_codes(db, i):
 
 
 @pytest.mark.parametrize("cutoff_scale", [1.0, 1.6, 2.5])
-def test_kernel_matches_numba_on_the_proteome(kernel, proteome, db_codes, blosum62, cutoff_scale):
-    """Queries of many lengths against the proteome; raised cutoffs force restricted extensions and restarts."""
+def test_kernel_matches_numba_on_the_proteome(kernel, unlimited, proteome, db_codes, blosum62, cutoff_scale):
+    """Queries of many lengths against the proteome; raised cutoffs force restricted extensions and
+    restarts.  Without a cell budget every subject is done by the kernel; with the default one, the
+    long extensions (the query against itself, true homologs) are left to the CPU."""
     residues, offsets = db_codes
     rng = np.random.default_rng(7)
     picks = rng.choice(proteome.n_seqs, 6, replace=False)
@@ -114,9 +126,11 @@ def test_kernel_matches_numba_on_the_proteome(kernel, proteome, db_codes, blosum
     for i in picks:
         q = query_codes(proteome, int(i))
         init, xd, cutoff = search(q, residues, offsets, blosum62, cutoff_scale)
-        n, r, over = compare(kernel, init, q, residues, offsets, blosum62.scores, xd, cutoff)
+        n, r, over = compare(unlimited, init, q, residues, offsets, blosum62.scores, xd, cutoff)
         assert n > 0 and over == 0
         restarts += r
+        n, _, over = compare(kernel, init, q, residues, offsets, blosum62.scores, xd, cutoff)
+        assert over < n / 10
     if cutoff_scale > 1:
         assert restarts > 0, "no restricted extension was restarted: the case is not exercised"
 
@@ -150,18 +164,21 @@ def homolog_db(proteome, query_index, copies, seed, long_subject=False):
     return q, np.concatenate(codes).astype(np.uint8), offsets
 
 
-def test_kernel_matches_numba_on_homologs(kernel, small_ring, proteome, blosum62):
-    """Mutated copies with indels: long, gapped extensions, a subject of 100,000 letters; with a ring of
-    16 cells most subjects overflow (left to the CPU) and the others still match."""
+def test_kernel_matches_numba_on_homologs(unlimited, kernel, small_ring, small_budget, proteome, blosum62):
+    """Mutated copies with indels: long, gapped extensions, a subject of 100,000 letters (no cell
+    budget: all on the "GPU"); with the default budget, a ring of 16 cells or a budget of 3,000
+    cells, subjects overflow (left to the CPU) and the others still match."""
     lengths = np.asarray(proteome.lengths)
     for target, seed in ((130, 1), (500, 2), (1000, 3)):
         i = int(np.argmin(np.abs(lengths - target)))
         q, residues, offsets = homolog_db(proteome, i, 30, seed, long_subject=target == 500)
         init, xd, cutoff = search(q, residues, offsets, blosum62)
-        n, _, over = compare(kernel, init, q, residues, offsets, blosum62.scores, xd, cutoff)
+        n, _, over = compare(unlimited, init, q, residues, offsets, blosum62.scores, xd, cutoff)
         assert n >= 25 and over == 0
-        n, _, over = compare(small_ring, init, q, residues, offsets, blosum62.scores, xd, cutoff)
-        assert over > 0
+        compare(kernel, init, q, residues, offsets, blosum62.scores, xd, cutoff)
+        for lib in (small_ring, small_budget):
+            n, _, over = compare(lib, init, q, residues, offsets, blosum62.scores, xd, cutoff)
+            assert over > 0
 
 
 def test_no_restricted_extensions_above_evalue_10(kernel, proteome, db_codes, blosum62):

@@ -19,25 +19,32 @@
 //
 // The DP keeps its two rows (best, best_gap) in a ring of BAND cells per
 // thread (local memory): only the band [first_b_index, b_size] is live.  A
-// band wider than the ring stops the subject with status OVERFLOW and the
-// host runs it on the CPU (same result; it happens for very long gapped
-// alignments only).  The host purges HSPs with common endpoints, sorts them
+// band wider than the ring stops the subject with status OVERFLOW, and so
+// does a subject whose extensions have computed more than CELL_BUDGET DP
+// cells: the host runs those on the CPU (same result).  The budget keeps the
+// long extensions of true homologs (serial work: slow on one GPU thread, and
+// the kernel lasts as long as its slowest thread) on CPU cores, and the
+// many short extensions of chance hits on the GPU.  The host purges HSPs with common endpoints, sorts them
 // by score and computes E-values (gapped.purge_and_sort_rows, engine.py).
 //
 // The same source builds as C++ for the host (no __CUDACC__): the per-subject
 // function is then called from prelim_gapped_host, so that the CPU-only test
 // suite checks this code against the numba reference without a GPU.
 //
-// Compile-time constant: BAND (ring cells per DP row, a power of two).
+// Compile-time constants: BAND (ring cells per DP row, a power of two),
+// CELL_BUDGET (DP cells a thread may compute for one subject).
 // Output per subject g: rows [group_start[g], + count[g]) of out, int32 x 7 =
 // score, q_start, q_end, s_start, s_end, q_gapped_start, s_gapped_start
 // (PRELIM_HSP_DTYPE), in the order BLAST saves them; status[g]: bit 0 the
-// restricted extensions restarted, bit 1 OVERFLOW.
+// restricted extensions restarted, bit 1 OVERFLOW (ring or budget: left to the CPU).
 
 #ifndef BAND
 #define BAND 256
 #endif
 #define BAND_MASK (BAND - 1)
+#ifndef CELL_BUDGET
+#define CELL_BUDGET (1 << 30)
+#endif
 #define ALPHABET 28                 // NCBIstdaa: matrix rows are 28 scores wide
 #define MININT (-(1 << 30))         // INT4_MIN / 2 in blast_gapalign.c
 #define RESTRICT_SIZE 10            // restricted DP: gaps open every 10 offsets
@@ -83,7 +90,7 @@ struct Result {
 // s_RestrictedGappedAlign (gapped.restricted_gapped_align).
 template <bool RESTRICTED>
 HD Result semi_gapped_align(const Extension& e, const int* matrix, int gap_open, int gap_extend,
-                            int x_dropoff, int* best, int* best_gap)
+                            int x_dropoff, int* best, int* best_gap, int* cells)
 {
     Result r = {0, 0, 0, false};
     const int gap_open_extend = gap_open + gap_extend;
@@ -154,6 +161,8 @@ HD Result semi_gapped_align(const Extension& e, const int* matrix, int gap_open,
             score = next_score;
         }
         if (RESTRICTED && !gap_in_a) score_gap_row = score;
+        *cells += b_size - first_b_index;
+        if (*cells > CELL_BUDGET) { r.overflow = true; return r; }
 
         if (first_b_index == b_size) break;
 
@@ -187,11 +196,11 @@ HD Result semi_gapped_align(const Extension& e, const int* matrix, int gap_open,
 }
 
 HD Result align(const Extension& e, const int* matrix, int gap_open, int gap_extend, int x_dropoff,
-                bool restricted, int* best, int* best_gap)
+                bool restricted, int* best, int* best_gap, int* cells)
 {
     return restricted
-        ? semi_gapped_align<true>(e, matrix, gap_open, gap_extend, x_dropoff, best, best_gap)
-        : semi_gapped_align<false>(e, matrix, gap_open, gap_extend, x_dropoff, best, best_gap);
+        ? semi_gapped_align<true>(e, matrix, gap_open, gap_extend, x_dropoff, best, best_gap, cells)
+        : semi_gapped_align<false>(e, matrix, gap_open, gap_extend, x_dropoff, best, best_gap, cells);
 }
 
 struct Gapped {
@@ -204,7 +213,7 @@ struct Gapped {
 // (gapped.prot_gapped_alignment).
 HD Gapped prot_gapped_alignment(Seq qp, Seq sp, int q_off, int s_off, const int* matrix,
                                 int gap_open, int gap_extend, int x_dropoff, bool restricted,
-                                int* best, int* best_gap)
+                                int* best, int* best_gap, int* cells)
 {
     Gapped g = {0, q_off, q_off, s_off, s_off, false};
     const int q_length = q_off + 1;
@@ -223,7 +232,7 @@ HD Gapped prot_gapped_alignment(Seq qp, Seq sp, int q_off, int s_off, const int*
     int score_left = 0;
     if (q_length != 0 && s_length != 0) {
         Extension e = {qp, sp, q_off + 2, -1, s_off + 2, -1, q_length, s_length};
-        Result r = align(e, matrix, gap_open, gap_extend, x_dropoff, restricted, best, best_gap);
+        Result r = align(e, matrix, gap_open, gap_extend, x_dropoff, restricted, best, best_gap, cells);
         if (r.overflow) { g.overflow = true; return g; }
         score_left = r.score;
         g.q_start = q_length - r.a_offset;
@@ -232,7 +241,7 @@ HD Gapped prot_gapped_alignment(Seq qp, Seq sp, int q_off, int s_off, const int*
     int score_right = 0;
     if (q_length < qp.length && s_length < subject_len_adj) {
         Extension e = {qp, sp, q_off + 1, 1, s_off + 1, 1, qp.length - q_length, subject_len_adj - s_length};
-        Result r = align(e, matrix, gap_open, gap_extend, x_dropoff, restricted, best, best_gap);
+        Result r = align(e, matrix, gap_open, gap_extend, x_dropoff, restricted, best, best_gap, cells);
         if (r.overflow) { g.overflow = true; return g; }
         score_right = r.score;
         g.q_stop = r.a_offset + q_off + 1;
@@ -340,6 +349,7 @@ HD int get_gapped_score(int lo, int hi, const int* init_q_start, const int* init
     // restricted_alignment_on: the subject's best init HSP below (Int4)(0.68 x cutoff)
     bool restricted = restricted_allowed && best_init < restricted_cutoff;
     int n_out = 0, n_tree = 0;
+    int cells = 0;                                   // DP cells computed for this subject
     *status = 0;
     for (int index = 0; index < n; index++) {
         const int x = order[index];
@@ -349,7 +359,7 @@ HD int get_gapped_score(int lo, int hi, const int* init_q_start, const int* init
         const int q_off = start_for_gapped_alignment(qp, sp, matrix, q_start, s_start, length);
         const int s_off = s_start + (q_off - q_start);
         const Gapped g = prot_gapped_alignment(qp, sp, q_off, s_off, matrix, gap_open, gap_extend,
-                                               x_dropoff, restricted, best, best_gap);
+                                               x_dropoff, restricted, best, best_gap, &cells);
         if (g.overflow) {
             *status |= STATUS_OVERFLOW;
             return 0;

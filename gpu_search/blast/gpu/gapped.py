@@ -10,8 +10,11 @@ ungapped stage uploaded (``GpuUngapped``'s resident chunks).
 What stays on the CPU (same results, the engine's threads run it):
 
 * subjects with more than ``MAX_GPU_GROUP`` init HSPs (a thread's work grows
-  with the square of their number: the containment test and the sort), and
-  subjects whose DP band outgrew the kernel's ring (status OVERFLOW): both
+  with the square of their number: the containment test and the sort),
+  subjects whose DP band outgrew the kernel's ring, and subjects whose
+  extensions need more than ``CELL_BUDGET`` DP cells (status OVERFLOW: the
+  long alignments of true homologs, serial work that a CPU core does many
+  times faster than one GPU thread, while the kernel would wait for it): all
   are returned as init HSPs for ``gapped.preliminary_gapped_hsps_batch``;
 * everything when the database is streamed (not resident on the GPU).
 
@@ -30,6 +33,7 @@ from .. import gapped
 
 KERNEL_FILE = Path(__file__).with_name("gapped.cu")
 BAND = 256                 # DP cells per row kept by a thread (a ring): wider bands go to the CPU
+CELL_BUDGET = 1 << 16      # DP cells a thread may compute for a subject: longer work goes to the CPU
 MAX_GPU_GROUP = 64         # subjects with more init HSPs go to the CPU
 THREADS = 128              # per block (the kernel's __launch_bounds__)
 STATUS_RESTARTED = 1
@@ -37,13 +41,14 @@ STATUS_OVERFLOW = 2
 
 
 @lru_cache(maxsize=None)
-def load_kernel(device_id: int, band: int = BAND):
-    """Compile gapped.cu for a ring size on one device; cached per process."""
+def load_kernel(device_id: int, band: int = BAND, cell_budget: int = CELL_BUDGET):
+    """Compile gapped.cu for a ring size and cell budget on one device; cached per process."""
     import cupy as cp
 
     source = f'#line 1 "{KERNEL_FILE.name}"\n' + KERNEL_FILE.read_text()
     with cp.cuda.Device(device_id):
-        return cp.RawModule(code=source, options=("-std=c++17", f"-DBAND={int(band)}")
+        return cp.RawModule(code=source, options=("-std=c++17", f"-DBAND={int(band)}",
+                                                  f"-DCELL_BUDGET={int(cell_budget)}")
                             ).get_function("prelim_gapped")
 
 
@@ -69,13 +74,17 @@ class GpuPrelim:
         ungapped: the GpuUngapped holding the database (its device and chunks).
         band: DP ring cells per row (a power of two).
         max_gpu_group: subjects with more init HSPs are left to the CPU.
+        cell_budget: DP cells a thread may compute for one subject before
+            leaving it to the CPU (long extensions: true homologs).
     """
 
-    def __init__(self, ungapped, band: int = BAND, max_gpu_group: int = MAX_GPU_GROUP):
+    def __init__(self, ungapped, band: int = BAND, max_gpu_group: int = MAX_GPU_GROUP,
+                 cell_budget: int = CELL_BUDGET):
         self.ungapped = ungapped
         self.band = int(band)
+        self.cell_budget = int(cell_budget)
         self.max_gpu_group = int(max_gpu_group)
-        self.overflowed = 0          # subjects sent back to the CPU by the band's ring, this run
+        self.overflowed = 0          # subjects sent back to the CPU by the ring or the budget, this run
 
     @property
     def available(self) -> bool:
@@ -126,7 +135,7 @@ class GpuPrelim:
     def _launch_on_device(self, cp, init, group_start, group_subject, on_gpu, query_codes, matrix_scores,
                           gap_open, gap_extend, x_dropoff, cutoff, expect_value):
         u = self.ungapped
-        kernel = load_kernel(u.device_id, self.band)
+        kernel = load_kernel(u.device_id, self.band, self.cell_budget)
         n_groups = len(group_subject)
         cols = [cp.asarray(np.ascontiguousarray(init[k], dtype=np.int32))
                 for k in ("q_start", "s_start", "length", "score")]
