@@ -89,6 +89,7 @@ def main():
     ap.add_argument("--work", default="/tmp/gsblastbench")
     ap.add_argument("--out", default=None, help="folder for results.json")
     ap.add_argument("--streams", default="", help="also run the last set with these --gpu-streams, e.g. 1,2,4")
+    ap.add_argument("--cells", default="", help="also run the last set with these --gpu-gapped-cells, e.g. 16384")
     args = ap.parse_args()
     blastp, makeblastdb = shutil.which("blastp"), shutil.which("makeblastdb")
     if not (blastp and makeblastdb):
@@ -141,13 +142,15 @@ def main():
         results.append(r)
         print(json.dumps(r), flush=True)
     sweep = []
-    for n in (int(x) for x in args.streams.split(",") if x.strip()):
+    options = [("--gpu-streams", x) for x in args.streams.split(",") if x.strip()] + \
+        [("--gpu-gapped-cells", x) for x in args.cells.split(",") if x.strip()]
+    for opt, n in options:
         t = time.perf_counter()
-        r = subprocess.run(ours + ["-query", str(q), "--gpu-streams", str(n)], capture_output=True, text=True,
+        r = subprocess.run(ours + ["-query", str(q), opt, n], capture_output=True, text=True,
                            env=dict(env, GPU_SEARCH_TIMINGS="1"))
-        sweep.append((n, time.perf_counter() - t, r.stdout == out_o and not r.returncode,
+        sweep.append((f"{opt} {n}", time.perf_counter() - t, r.stdout == out_o and not r.returncode,
                       r.stderr.strip().splitlines()[-1:]))
-        print(f"--gpu-streams {n}: {sweep[-1][1]:.2f} s, same rows: {sweep[-1][2]}  {sweep[-1][3]}", flush=True)
+        print(f"{opt} {n}: {sweep[-1][1]:.2f} s, same rows: {sweep[-1][2]}  {sweep[-1][3]}", flush=True)
     name = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
                           text=True).stdout.strip().splitlines()[0]
     commit = os.environ.get("GIT_COMMIT") or subprocess.run(  # the device's copy may carry a stale .git
@@ -162,7 +165,7 @@ def main():
               f"{r['blast_ungapped_s']:>18.2f} {r['ours_gpu_phases_s']:>16.2f} "
               f"{r['blast_ungapped_s'] / r['ours_gpu_phases_s']:>5.1f}x | {r['rows_blast']:>6} {r['identical']}")
     for n, t, same, _ in sweep:
-        print(f"{label} with --gpu-streams {n}: {t:.2f} s ({results[-1]['blast_s'] / t:.1f}x BLAST+), "
+        print(f"{label} with {n}: {t:.2f} s ({results[-1]['blast_s'] / t:.1f}x BLAST+), "
               f"same rows: {same}")
     print("our phases (seconds summed over threads), end-to-end runs:")
     for r in results:

@@ -382,13 +382,16 @@ class BlastCommand(click.Command):
 @click.option("--gpu-streams", "gpu_streams", type=click.IntRange(1, 16), default=3, show_default=True,
               help="Queries in flight on each GPU (one CUDA stream and host thread each), so that one "
                    "query's kernels overlap another's host work.")
+@click.option("--gpu-gapped-cells", "gpu_gapped_cells", type=click.IntRange(min=1), default=None,
+              help="DP cells a GPU thread may compute for one subject's gapped extensions before leaving "
+                   "the subject to a CPU thread (default: measured, see docs/benchmarks.md).  Same results.")
 @click.option("--gpu-gapped/--cpu-gapped", "gpu_gapped", default=True, show_default=True,
               help="With a GPU: the preliminary (score-only) gapped extensions of subjects with few init HSPs "
                    "on the GPU too, or all of them on CPU threads.  Same results.")
 @_device_option
 def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps, dbsize, matrix, gapopen, gapextend,
            word_size, threshold, window_size, comp_based_stats, num_threads, hits_out, gpu_extension,
-           gpu_window_lanes, gpu_streams, gpu_gapped, device, gpus, quiet):
+           gpu_window_lanes, gpu_streams, gpu_gapped_cells, gpu_gapped, device, gpus, quiet):
     """Protein BLAST: search protein queries against a protein database, as BLAST+ blastp.
 
     Rows are those of NCBI BLAST+ 2.12 blastp with -comp_based_stats 0.
@@ -421,7 +424,7 @@ def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps,
                    db_name=os.path.basename(str(db)), quiet=quiet, hits_out=hits_out,
                    device=device, gpus=gpu_ids, gpu_extension=gpu_extension,
                    gpu_window_lanes=None if gpu_window_lanes == "auto" else int(gpu_window_lanes),
-                   gpu_gapped=gpu_gapped, gpu_streams=gpu_streams)
+                   gpu_gapped=gpu_gapped, gpu_streams=gpu_streams, gpu_gapped_cells=gpu_gapped_cells)
         if not out:
             sys.stdout.write(fh.getvalue())
             sys.stdout.flush()

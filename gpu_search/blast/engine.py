@@ -510,7 +510,7 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
                db_name: str, quiet: bool = False, hits_out=None, device: str = "cpu",
                gpus: list[int] | None = None, gpu_extension: str = "window",
                gpu_window_lanes: int | None = None, gpu_gapped: bool = True,
-               gpu_streams: int = GPU_STREAMS) -> None:
+               gpu_streams: int = GPU_STREAMS, gpu_gapped_cells: int | None = None) -> None:
     """Search every query against the database and write the rows.
 
     ``device`` (``--device``: auto, gpu, cpu; resolved once the options
@@ -553,7 +553,8 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
     if engines and gpu_gapped:
         from .gpu.gapped import GpuPrelim
 
-        prelims = {id(e): GpuPrelim(e) for e in engines if not e.streamed}
+        kw = {} if gpu_gapped_cells is None else dict(cell_budget=gpu_gapped_cells)
+        prelims = {id(e): GpuPrelim(e, **kw) for e in engines if not e.streamed}
     progress = Progress("blastp", queries.n_seqs, "queries", quiet)
     saved = []
     threads = options.num_threads or os.cpu_count() or 1
