@@ -270,6 +270,8 @@ def test_gpu_pipeline_error_is_raised_not_hung(monkeypatch, proteome):
     calls = []
 
     class Failing:
+        streamed = True                       # one engine, no GPU gapped stage
+
         def __init__(self, residues, offsets, device_id=0, **kwargs):
             pass
 

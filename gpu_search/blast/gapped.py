@@ -960,8 +960,8 @@ def preliminary_gapped_hsps_batch(init_hsps: np.ndarray, query, residues, offset
     if restricted is None:
         best = np.maximum.reduceat(init_hsps['score'].astype(np.int64), group_start[:-1]) \
             if len(subj) else np.zeros(0, np.int64)
-        flags = np.array([restricted_alignment_on(int(b), cutoff, expect_value) for b in best],
-                         dtype=np.bool_)
+        # restricted_alignment_on for every group at once
+        flags = (best < int(RESTRICTED_MULT * cutoff)) & (expect_value <= RESTRICTED_ALIGNMENT_WORST_EVALUE)
     else:
         flags = np.broadcast_to(np.asarray(restricted, dtype=np.bool_),
                                 (len(group_subject),)).copy()

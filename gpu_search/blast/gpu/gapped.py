@@ -33,7 +33,8 @@ from .. import gapped
 
 KERNEL_FILE = Path(__file__).with_name("gapped.cu")
 BAND = 256                 # DP cells per row kept by a thread (a ring): wider bands go to the CPU
-CELL_BUDGET = 1 << 15      # DP cells a thread may compute for a subject: longer work goes to the CPU
+CELL_BUDGET = 1 << 18      # DP cells a thread may compute for a subject: longer work goes to the CPU
+#                            (smaller budgets were slower end to end on an H100: docs/benchmarks.md)
 MAX_GPU_GROUP = 64         # subjects with more init HSPs go to the CPU
 THREADS = 128              # per block (the kernel's __launch_bounds__)
 STATUS_RESTARTED = 1
