@@ -382,7 +382,7 @@ class BlastCommand(click.Command):
 @click.option("--gpu-streams", "gpu_streams", type=click.IntRange(1, 16), default=3, show_default=True,
               help="Queries in flight on each GPU (one CUDA stream and host thread each), so that one "
                    "query's kernels overlap another's host work.")
-@click.option("--gpu-gapped-cells", "gpu_gapped_cells", type=click.IntRange(min=1), default=None,
+@click.option("--gpu-gapped-cells", "gpu_gapped_cells", type=click.IntRange(1, 1 << 30), default=None,
               help="DP cells a GPU thread may compute for one subject's gapped extensions before leaving "
                    "the subject to a CPU thread (default: measured, see docs/benchmarks.md).  Same results.")
 @click.option("--gpu-gapped/--cpu-gapped", "gpu_gapped", default=True, show_default=True,

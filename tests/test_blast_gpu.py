@@ -292,3 +292,19 @@ def test_cli_cpu_gapped_identical(tmp_path, proteome_path):
     """--cpu-gapped (all gapped extensions on CPU threads) and the default --gpu-gapped: same bytes as the CPU."""
     outs = cli_outputs(tmp_path, proteome_path, 20, "6", ["--cpu-gapped"])
     assert outs["gpu"] == outs["cpu"]
+
+
+def test_prelim_gapped_out_of_memory_goes_to_the_cpu(gpu, db_codes, proteome, blosum62, monkeypatch):
+    """No GPU memory for a query's gapped buffers: all its subjects are left to the CPU (same HSPs)."""
+    import cupy as cp
+
+    from gpu_search.blast.gpu.gapped import GpuPrelim
+
+    prelim = GpuPrelim(gpu)
+
+    def no_memory(*args, **kwargs):
+        raise cp.cuda.memory.OutOfMemoryError(1 << 30, 1 << 30)
+
+    monkeypatch.setattr(prelim, "_launch_on_device", no_memory)
+    done, left = compare_prelim(prelim, db_codes, query_codes(proteome, 10), blosum62)
+    assert done == 0 and left > 0 and prelim.out_of_memory == 1

@@ -16,7 +16,8 @@ What stays on the CPU (same results, the engine's threads run it):
   long alignments of true homologs, serial work that a CPU core does many
   times faster than one GPU thread, while the kernel would wait for it): all
   are returned as init HSPs for ``gapped.preliminary_gapped_hsps_batch``;
-* everything when the database is streamed (not resident on the GPU).
+* everything when the database is streamed (not resident on the GPU), and a
+  query's subjects when the GPU has no memory left for its buffers.
 
 The purge of HSPs with common endpoints and the sort by score run on the host
 (``gapped.purge_and_sort_groups``): the kernel returns few rows.
@@ -86,6 +87,7 @@ class GpuPrelim:
         self.cell_budget = int(cell_budget)
         self.max_gpu_group = int(max_gpu_group)
         self.overflowed = 0          # subjects sent back to the CPU by the ring or the budget, this run
+        self.out_of_memory = 0       # queries whose subjects all went to the CPU for want of GPU memory
 
     @property
     def available(self) -> bool:
@@ -129,9 +131,16 @@ class GpuPrelim:
         import cupy as cp
 
         with cp.cuda.Device(self.ungapped.device_id), self.ungapped.stream:
-            return self._launch_on_device(cp, init, group_start, group_subject, on_gpu, query_codes,
-                                          matrix_scores, gap_open, gap_extend, x_dropoff, cutoff,
-                                          expect_value)
+            try:
+                return self._launch_on_device(cp, init, group_start, group_subject, on_gpu, query_codes,
+                                              matrix_scores, gap_open, gap_extend, x_dropoff, cutoff,
+                                              expect_value)
+            except cp.cuda.memory.OutOfMemoryError:
+                # no room for this query's buffers: its subjects go to the CPU threads (same HSPs)
+                self.out_of_memory += 1
+                cp.get_default_memory_pool().free_all_blocks()
+                none = np.zeros(len(group_subject), np.int32)
+                return np.empty((0, 7), np.int32), none, none + STATUS_OVERFLOW
 
     def _launch_on_device(self, cp, init, group_start, group_subject, on_gpu, query_codes, matrix_scores,
                           gap_open, gap_extend, x_dropoff, cutoff, expect_value):
