@@ -51,6 +51,7 @@ Contents:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable
 
 import numba
@@ -444,25 +445,36 @@ def alignment_strings(query, subject, q_start: int, s_start: int, ops, nums,
     """Aligned query and subject strings (BLAST's qseq / sseq) of an edit script."""
     if letters is None:
         from .alphabet import NCBISTDAA as letters
+    table = _letter_table(letters)
+    query = np.asarray(query)
+    subject = np.asarray(subject)
     q = q_start
     s = s_start
     qs = []
     ss = []
     for op, n in zip(np.asarray(ops).tolist(), np.asarray(nums).tolist()):
         if op == OP_SUB:
-            qs.extend(letters[c] for c in query[q:q + n])
-            ss.extend(letters[c] for c in subject[s:s + n])
+            qs.append(table[query[q:q + n]])
+            ss.append(table[subject[s:s + n]])
             q += n
             s += n
         elif op == OP_DEL:
-            qs.append("-" * n)
-            ss.extend(letters[c] for c in subject[s:s + n])
+            qs.append(np.full(n, ord("-"), np.uint8))
+            ss.append(table[subject[s:s + n]])
             s += n
         else:
-            qs.extend(letters[c] for c in query[q:q + n])
-            ss.append("-" * n)
+            qs.append(table[query[q:q + n]])
+            ss.append(np.full(n, ord("-"), np.uint8))
             q += n
-    return "".join(qs), "".join(ss)
+    if not qs:
+        return "", ""
+    return np.concatenate(qs).tobytes().decode("ascii"), np.concatenate(ss).tobytes().decode("ascii")
+
+
+@lru_cache(maxsize=8)
+def _letter_table(letters: str) -> np.ndarray:
+    """Residue code -> ASCII byte (one numpy gather per aligned segment, not a Python loop)."""
+    return np.frombuffer(letters.encode("ascii"), dtype=np.uint8).copy()
 
 
 # --------------------------------------------------------------------------------------------
