@@ -14,8 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from gpu_search.blast import gapped
+from gpu_search.blast import gapped, stats
 from gpu_search.blast.gpu import gapped as gpu_gapped
+from gpu_search.blast.lookup import build_lookup
+from gpu_search.blast.ungapped import ungapped_extensions
 
 CXX = shutil.which("g++") or shutil.which("c++")
 _P = ctypes.c_void_p
@@ -60,3 +62,15 @@ def run_host(lib, init, query, residues, offsets, matrix, x_dropoff, cutoff, exp
                            _p(order), _p(tree), _p(out), _p(counts), _p(status))
     rows = out.reshape(-1, 7)[gpu_gapped.row_index(group_start, counts)]
     return group_start, group_subject, rows, counts, status
+
+
+def search(query, residues, offsets, matrix, cutoff_scale=1.0):
+    """Init HSPs of a query (CPU path), and BLAST's gapped X-drop and cutoff (the cutoff scaled)."""
+    kbp = stats.ungapped_params(query, matrix)
+    g = stats.gapped_params(matrix.name, 11, 1)
+    cut = stats.search_cutoffs(kbp, g, len(query), stats.BLAST_SEQSRC_MINLENGTH, int(offsets[-1]), evalue=10.0)
+    lookup = build_lookup(query, matrix.scores, 3, 11)
+    init = ungapped_extensions(query, lookup, residues, offsets, np.arange(len(offsets) - 1), matrix.scores,
+                               min(cut.x_drop_ungapped, cut.ungapped_cutoff), cut.ungapped_cutoff, 40,
+                               method="scan")
+    return init, cut.x_drop_gapped, int(cut.cutoff_score * cutoff_scale)

@@ -20,14 +20,12 @@ import random
 
 import numpy as np
 import pytest
-from gapped_host import CXX, build, run_host
+from gapped_host import CXX, build, run_host, search
 
-from gpu_search.blast import gapped, stats
+from gpu_search.blast import gapped
 from gpu_search.blast.alphabet import EASEL_TO_NCBISTDAA, blast_query_codes, encode
 from gpu_search.blast.gpu import gapped as gpu_gapped
-from gpu_search.blast.lookup import build_lookup
 from gpu_search.blast.matrix import load_matrix
-from gpu_search.blast.ungapped import ungapped_extensions
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler")
 
@@ -91,18 +89,6 @@ def compare(lib, init, query, residues, offsets, matrix, x_dropoff, cutoff, expe
     overflowed = int(np.count_nonzero(status & gpu_gapped.STATUS_OVERFLOW))
     assert len(np.unique(left["subject"])) == overflowed
     return len(group_subject), int(np.count_nonzero(status & gpu_gapped.STATUS_RESTARTED)), overflowed
-
-
-def search(query, residues, offsets, matrix, cutoff_scale=1.0):
-    """Init HSPs of a query (CPU path), and BLAST's gapped X-drop and cutoff (the cutoff scaled)."""
-    kbp = stats.ungapped_params(query, matrix)
-    g = stats.gapped_params(matrix.name, 11, 1)
-    cut = stats.search_cutoffs(kbp, g, len(query), stats.BLAST_SEQSRC_MINLENGTH, int(offsets[-1]), evalue=10.0)
-    lookup = build_lookup(query, matrix.scores, 3, 11)
-    init = ungapped_extensions(query, lookup, residues, offsets, np.arange(len(offsets) - 1), matrix.scores,
-                               min(cut.x_drop_ungapped, cut.ungapped_cutoff), cut.ungapped_cutoff, 40,
-                               method="scan")
-    return init, cut.x_drop_gapped, int(cut.cutoff_score * cutoff_scale)
 
 
 @pytest.fixture(scope="module")

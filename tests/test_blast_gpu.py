@@ -237,24 +237,19 @@ def compare_prelim(prelim, db_codes, q, matrix, cutoff_scale=1.0):
     """GpuPrelim.run (+ the CPU for what it leaves) against gapped.preliminary_gapped_hsps_batch.
 
     Returns (subjects done on the GPU, subjects left to the CPU)."""
+    from gapped_host import search
+
     from gpu_search.blast import gapped
 
     residues, offsets = db_codes
-    kbp = stats.ungapped_params(q, matrix)
-    g = stats.gapped_params(matrix.name, 11, 1)
-    cut = stats.search_cutoffs(kbp, g, len(q), stats.BLAST_SEQSRC_MINLENGTH, int(offsets[-1]), evalue=10.0)
-    lookup = build_lookup(q, matrix.scores, 3, 11)
-    init = ungapped_extensions(q, lookup, residues, offsets, np.arange(len(offsets) - 1), matrix.scores,
-                               min(cut.x_drop_ungapped, cut.ungapped_cutoff), cut.ungapped_cutoff, 40,
-                               method="scan")
-    cutoff = int(cut.cutoff_score * cutoff_scale)
-    hsps, left = prelim.run(init, q, matrix.scores, 11, 1, cut.x_drop_gapped, cutoff)
+    init, x_drop, cutoff = search(q, residues, offsets, matrix, cutoff_scale)
+    hsps, left = prelim.run(init, q, matrix.scores, 11, 1, x_drop, cutoff)
     cpu, _ = gapped.preliminary_gapped_hsps_batch(left, q, residues, offsets, matrix.scores, 11, 1,
-                                                  cut.x_drop_gapped, cutoff)
+                                                  x_drop, cutoff)
     both = np.concatenate([hsps, cpu])
     both = both[np.argsort(both["subject"], kind="stable")]
     ref, _ = gapped.preliminary_gapped_hsps_batch(init, q, residues, offsets, matrix.scores, 11, 1,
-                                                  cut.x_drop_gapped, cutoff)
+                                                  x_drop, cutoff)
     assert np.array_equal(both, ref), f"GPU+CPU {len(both)} rows, CPU {len(ref)}"
     n_left = len(np.unique(left["subject"]))
     return len(np.unique(init["subject"])) - n_left, n_left
