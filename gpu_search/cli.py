@@ -67,7 +67,8 @@ def _device_option(f):
     f = click.option("--device", type=click.Choice(["auto", "cpu", "gpu", "reference"]), default="auto",
                      show_default=True,
                      help="Where the GPU stages run (hmmsearch: MSV/Viterbi filters; blastp: word hits, "
-                          "two-hit filter, ungapped extension): auto (GPU if usable, else CPU), cpu, "
+                          "two-hit filter, ungapped and preliminary gapped extension): auto (GPU if usable, "
+                          "else CPU), cpu, "
                           "gpu (CUDA, error if none), reference (hmmsearch: exact numpy filters, slow, "
                           "for testing; blastp: as cpu).  Results are the same on every device.")(f)
     f = click.option("--quiet", "-q", is_flag=True, help="No progress or notes on stderr.")(f)
