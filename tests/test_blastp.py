@@ -242,6 +242,7 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, proteome, gpus, gapped_ke
     monkeypatch.setattr(gpu_gapped, "GpuPrelim", PrelimStandIn)
     idx = list(range(0, proteome.n_seqs, proteome.n_seqs // 12))[:12]
     queries = proteome.subset(idx)
+    switch_interval = sys.getswitchinterval()
     out = {}
     for dev in ("cpu", "gpu"):
         fh = io.StringIO()
@@ -250,6 +251,7 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, proteome, gpus, gapped_ke
                           db_name="proteome", quiet=True, device=dev, gpus=gpus)
         out[dev] = fh.getvalue()
     assert out["gpu"] == out["cpu"]
+    assert sys.getswitchinterval() == switch_interval          # restored after the GPU run
     assert used == set(gpus or [0])          # every GPU got queries
     assert gapped_kernel_on_cpu is None or sum(kernel_runs) > 100
     assert out["cpu"].count("\n") > 200

@@ -45,6 +45,7 @@ from .ungapped import ungapped_extensions
 
 EVALUE_EPSILON = 1.0e-180          # s_EvalueComp: smaller E-values compare equal
 GPU_STREAMS = 3                    # queries in flight per GPU (--gpu-streams; measured, docs/benchmarks.md)
+GPU_SWITCH_INTERVAL = 0.0005       # seconds: the interpreter's GIL switch interval during GPU runs
 
 
 @dataclass
@@ -559,18 +560,29 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
     saved = []
     threads = options.num_threads or os.cpu_count() or 1
     n_done = 0
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="blastp") as pool:
-        # queries are independent: several at a time, written in input order
-        for i, results in enumerate(_results_in_order(queries, setup, pool, threads, engines, times,
-                                                                   prelims)):
-            qname, qdesc = queries.name(i), queries.description(i)
-            qtitle = f"{qname} {qdesc}" if qdesc else qname
-            rows = [h for r in select(results, options.max_target_seqs) for h in r.rows]
-            write_query(fh, fmt, columns, qtitle, db_name, rows)
-            if hits_out is not None:
-                saved.append((qtitle, results))
-            n_done += 1
-            progress.update(n_done)
+    # The GPU threads release the GIL at every kernel wait and copy; with many CPU
+    # threads running Python between their compiled stages, each release can cost
+    # a whole round of 5 ms switch intervals before the GIL comes back
+    # (bench/gil_convoy.py on 2 cores: 200 releases among 15 busy threads took
+    # 16-23 s at 5 ms, 2.2-2.7 s at 0.5 ms).  A shorter interval while the GPUs are fed.
+    switch_interval = sys.getswitchinterval()
+    if engines:
+        sys.setswitchinterval(min(switch_interval, GPU_SWITCH_INTERVAL))
+    try:
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="blastp") as pool:
+            # queries are independent: several at a time, written in input order
+            for i, results in enumerate(_results_in_order(queries, setup, pool, threads, engines, times,
+                                                          prelims)):
+                qname, qdesc = queries.name(i), queries.description(i)
+                qtitle = f"{qname} {qdesc}" if qdesc else qname
+                rows = [h for r in select(results, options.max_target_seqs) for h in r.rows]
+                write_query(fh, fmt, columns, qtitle, db_name, rows)
+                if hits_out is not None:
+                    saved.append((qtitle, results))
+                n_done += 1
+                progress.update(n_done)
+    finally:
+        sys.setswitchinterval(switch_interval)
     progress.close()
     write_footer(fh, fmt, n_done)
     if hits_out is not None:
