@@ -90,6 +90,9 @@ def main():
     ap.add_argument("--out", default=None, help="folder for results.json")
     ap.add_argument("--streams", default="", help="also run the last set with these --gpu-streams, e.g. 1,2,4")
     ap.add_argument("--cells", default="", help="also run the last set with these --gpu-gapped-cells, e.g. 16384")
+    ap.add_argument("--switch-intervals", default="",
+                    help="also run the last set with these GIL switch intervals in ms, e.g. 5,0.5 "
+                         "(GPU_SEARCH_SWITCH_INTERVAL)")
     args = ap.parse_args()
     blastp, makeblastdb = shutil.which("blastp"), shutil.which("makeblastdb")
     if not (blastp and makeblastdb):
@@ -143,11 +146,14 @@ def main():
         print(json.dumps(r), flush=True)
     sweep = []
     options = [("--gpu-streams", x) for x in args.streams.split(",") if x.strip()] + \
-        [("--gpu-gapped-cells", x) for x in args.cells.split(",") if x.strip()]
+        [("--gpu-gapped-cells", x) for x in args.cells.split(",") if x.strip()] + \
+        [("switch interval ms", x) for x in args.switch_intervals.split(",") if x.strip()]
     for opt, n in options:
         t = time.perf_counter()
-        r = subprocess.run(ours + ["-query", str(q), opt, n], capture_output=True, text=True,
-                           env=dict(env, GPU_SEARCH_TIMINGS="1"))
+        extra, run_env = [opt, n], dict(env, GPU_SEARCH_TIMINGS="1")
+        if opt.startswith("switch"):
+            extra, run_env["GPU_SEARCH_SWITCH_INTERVAL"] = [], str(float(n) / 1000)
+        r = subprocess.run(ours + ["-query", str(q)] + extra, capture_output=True, text=True, env=run_env)
         sweep.append((f"{opt} {n}", time.perf_counter() - t, r.stdout == out_o and not r.returncode,
                       r.stderr.strip().splitlines()[-1:]))
         print(f"{opt} {n}: {sweep[-1][1]:.2f} s, same rows: {sweep[-1][2]}  {sweep[-1][3]}", flush=True)
