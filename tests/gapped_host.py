@@ -57,7 +57,7 @@ def run_host(lib, init, query, residues, offsets, matrix, x_dropoff, cutoff, exp
     c_int = ctypes.c_int
     lib.prelim_gapped_host(c_int(n_groups), _p(group_start), _p(group_subject), *[_p(c) for c in cols],
                            _p(q), c_int(len(q)), _p(res), _p(off), _p(mat), c_int(gap_open), c_int(gap_extend),
-                           c_int(x_dropoff), c_int(cutoff), c_int(gpu_gapped.restricted_cutoff(cutoff)),
+                           c_int(x_dropoff), c_int(cutoff), c_int(gapped.restricted_cutoff(cutoff)),
                            c_int(int(expect_value <= gapped.RESTRICTED_ALIGNMENT_WORST_EVALUE)),
                            _p(order), _p(tree), _p(out), _p(counts), _p(status))
     rows = out.reshape(-1, 7)[gpu_gapped.row_index(group_start, counts)]

@@ -53,7 +53,7 @@ Contents:
        (numpy and numba versions, per group of rows), the batch kernel (one query, many
        subjects); the GPU twin of sections 2-5 is blast/gpu/gapped.cu
     7. public API: get_gapped_score(), preliminary_gapped_hsps(),
-       preliminary_gapped_hsps_batch(), restricted_alignment_on()
+       preliminary_gapped_hsps_batch(), restricted_cutoff(), restricted_alignment_on()
 """
 
 from __future__ import annotations
@@ -822,6 +822,12 @@ def _prelim_batch_kernel(group_start, group_subject, init_q_start, init_s_start,
 # 7. Public API
 # --------------------------------------------------------------------------------------------
 
+def restricted_cutoff(cutoff: int) -> int:
+    """``(Int4)(0.68 * cutoff)``: below it a subject's best init HSP starts restricted
+    extensions, and a restricted score from it up to the cutoff restarts them exactly."""
+    return int(RESTRICTED_MULT * cutoff)
+
+
 def restricted_alignment_on(best_ungapped_score: int, cutoff_score_min: int,
                             expect_value: float = 10.0) -> bool:
     """Whether ``BLAST_GetGappedScore`` starts with restricted (approximate) extensions.
@@ -836,7 +842,7 @@ def restricted_alignment_on(best_ungapped_score: int, cutoff_score_min: int,
     """
     if expect_value > RESTRICTED_ALIGNMENT_WORST_EVALUE:
         return False
-    return int(best_ungapped_score) < int(RESTRICTED_MULT * cutoff_score_min)
+    return int(best_ungapped_score) < restricted_cutoff(cutoff_score_min)
 
 
 def init_hsp_score_order(init_hsps: np.ndarray) -> np.ndarray:
@@ -961,7 +967,7 @@ def preliminary_gapped_hsps_batch(init_hsps: np.ndarray, query, residues, offset
         best = np.maximum.reduceat(init_hsps['score'].astype(np.int64), group_start[:-1]) \
             if len(subj) else np.zeros(0, np.int64)
         # restricted_alignment_on for every group at once
-        flags = (best < int(RESTRICTED_MULT * cutoff)) & (expect_value <= RESTRICTED_ALIGNMENT_WORST_EVALUE)
+        flags = (best < restricted_cutoff(cutoff)) & (expect_value <= RESTRICTED_ALIGNMENT_WORST_EVALUE)
     else:
         flags = np.broadcast_to(np.asarray(restricted, dtype=np.bool_),
                                 (len(group_subject),)).copy()

@@ -64,11 +64,6 @@ def subject_groups(init: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return group_start, subj[group_start[:-1]].astype(np.int32)
 
 
-def restricted_cutoff(cutoff: int) -> int:
-    """``(Int4)(0.68 * cutoff)``: BLAST_GetGappedScore's bound for restricted extensions."""
-    return int(gapped.RESTRICTED_MULT * cutoff)
-
-
 class GpuPrelim:
     """The preliminary gapped stage of one query at a time, on the GPU of a ``GpuUngapped``.
 
@@ -172,7 +167,7 @@ class GpuPrelim:
                    (cp.asarray(jobs), np.int32(len(jobs)), d_group_start, local_subject, *cols, query,
                     np.int32(len(query_codes)), c["residues"], c["offsets"], matrix, np.int32(gap_open),
                     np.int32(gap_extend), np.int32(x_dropoff), np.int32(cutoff),
-                    np.int32(restricted_cutoff(cutoff)), allowed, order, tree, out, d_counts, d_status))
+                    np.int32(gapped.restricted_cutoff(cutoff)), allowed, order, tree, out, d_counts, d_status))
         counts = d_counts.get()
         status = d_status.get()
         idx = row_index(group_start, counts)
@@ -201,10 +196,9 @@ def collect(init, group_start, group_subject, on_gpu, rows, counts, status):
         the init HSPs of the groups not run or overflowed, for the CPU.
     """
     done = on_gpu & (status & STATUS_OVERFLOW == 0)
-    keep = np.where(done, counts, 0).astype(np.int64)
-    if not np.array_equal(keep, counts):      # rows of overflowed groups (none: the kernel writes 0)
-        rows = rows[np.repeat(done, counts)]
-    hsps_rows, out_counts = gapped.purge_and_sort_groups(np.ascontiguousarray(rows, np.int32), keep)
+    counts = np.asarray(counts, np.int64)
+    assert not counts[~done].any(), "the kernel writes no rows for groups it left to the CPU"
+    hsps_rows, out_counts = gapped.purge_and_sort_groups(np.ascontiguousarray(rows, np.int32), counts)
     hsps = np.empty(len(hsps_rows), dtype=gapped.PRELIM_BATCH_DTYPE)
     hsps["subject"] = np.repeat(group_subject, out_counts)
     for k, name in enumerate(gapped.PRELIM_HSP_DTYPE.names):
