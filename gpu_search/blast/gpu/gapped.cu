@@ -17,6 +17,13 @@
 //   3. saves extensions reaching the cutoff and adds them to the containment
 //      set (BlastIntervalTreeAddHSP).
 //
+// That program runs as one flat loop of small steps (a DP cell, a cell added
+// to the band, the next init HSP, ...; see XDrop below) rather than as loops
+// nested four deep: a warp's 32 subjects need rows, extensions and HSP counts
+// of very different lengths, and with nested loops each thread waited for the
+// warp's longest one at every level (ncu: 7.5 of 32 threads active; 10.2 with
+// the flat loop, and the kernel 1.1-1.6x faster for queries over 1,000 letters).
+//
 // The DP keeps its two rows (best, best_gap) in a ring of BAND cells per
 // thread (local memory): only the band [first_b_index, b_size] is live.  A
 // band wider than the ring stops the subject with status OVERFLOW, and so
@@ -72,184 +79,6 @@ struct Seq {
     int length;
     HD int operator[](int p) const { return (p >= 1 && p <= length) ? res[p - 1] : 0; }
 };
-
-// Letters of A (query) at qp[q_base + q_dir * i] and of B (subject) at
-// sp[s_base + s_dir * j], i, j >= 1: right of a start point dir = +1, left of
-// it (the start pair included) dir = -1, as gapped.py.
-struct Extension {
-    Seq qp, sp;
-    int q_base, q_dir, s_base, s_dir, M, N;
-};
-
-struct Result {
-    int score, a_offset, b_offset;
-    bool overflow;
-};
-
-// Blast_SemiGappedAlign, score only (gapped.semi_gapped_align); RESTRICTED:
-// s_RestrictedGappedAlign (gapped.restricted_gapped_align).
-template <bool RESTRICTED>
-HD Result semi_gapped_align(const Extension& e, const int* matrix, int gap_open, int gap_extend,
-                            int x_dropoff, int* best, int* best_gap, int* cells)
-{
-    Result r = {0, 0, 0, false};
-    const int gap_open_extend = gap_open + gap_extend;
-    if (x_dropoff < gap_open_extend) x_dropoff = gap_open_extend;
-    if (e.N <= 0 || e.M <= 0) return r;
-
-    int score = -gap_open_extend;
-    best[0] = 0;
-    best_gap[0] = -gap_open_extend;
-    int i = 1;
-    while (i <= e.N) {
-        if (score < -x_dropoff) break;
-        if (i >= BAND) { r.overflow = true; return r; }
-        best[i] = score;
-        best_gap[i] = score - gap_open_extend;
-        score -= gap_extend;
-        i++;
-    }
-    int b_size = i;
-    int best_score = 0, a_offset = 0, b_offset = 0;
-    int first_b_index = 0;
-    int b_gap = 0;                                   // restricted: next column a gap may open in
-    int score_gap_row = MININT;
-
-    for (int a_index = 1; a_index <= e.M; a_index++) {
-        const int* row = matrix + e.qp[e.q_base + e.q_dir * a_index] * ALPHABET;
-        score = MININT;
-        score_gap_row = MININT;
-        int last_b_index = first_b_index;
-        const bool gap_in_a = !RESTRICTED || a_index % RESTRICT_SIZE == 0;   // gap in A may open
-        for (int b_index = first_b_index; b_index < b_size; b_index++) {
-            const int b = b_index & BAND_MASK;
-            const int next_score = best[b] + row[e.sp[e.s_base + e.s_dir * (b_index + 1)]];
-            const bool gap_in_b = !RESTRICTED || b_index == b_gap;            // gap in B may open
-            int score_gap_col = MININT;
-            if (RESTRICTED && gap_in_b) b_gap += RESTRICT_SIZE;
-            if (gap_in_b) {
-                score_gap_col = best_gap[b];
-                if (score < score_gap_col) score = score_gap_col;
-            }
-            if (gap_in_a && score < score_gap_row) score = score_gap_row;
-            if (best_score - score > x_dropoff) {
-                if (RESTRICTED) {
-                    best[b] = MININT;
-                    if (b_index == first_b_index) first_b_index++;
-                } else if (b_index == first_b_index) {
-                    first_b_index++;
-                } else {
-                    best[b] = MININT;
-                }
-            } else {
-                last_b_index = b_index;
-                if (score > best_score) {
-                    best_score = score;
-                    a_offset = a_index;
-                    b_offset = b_index;
-                }
-                if (gap_in_a) {
-                    score_gap_row -= gap_extend;
-                    score_gap_row = imax(score - gap_open_extend, score_gap_row);
-                }
-                if (gap_in_b) {
-                    score_gap_col -= gap_extend;
-                    best_gap[b] = imax(score - gap_open_extend, score_gap_col);
-                }
-                best[b] = score;
-            }
-            score = next_score;
-        }
-        if (RESTRICTED && !gap_in_a) score_gap_row = score;
-        *cells += b_size - first_b_index;
-        if (*cells > CELL_BUDGET) { r.overflow = true; return r; }
-
-        if (first_b_index == b_size) break;
-
-        if (RESTRICTED) {                            // first column of the next row a gap may open in
-            const int rem = first_b_index % RESTRICT_SIZE;
-            b_gap = first_b_index + (rem > 0 ? RESTRICT_SIZE - rem : 0);
-        }
-
-        if (last_b_index < b_size - 1) {
-            b_size = last_b_index + 1;
-        } else {
-            while (score_gap_row >= best_score - x_dropoff && b_size <= e.N) {
-                if (b_size - first_b_index >= BAND) { r.overflow = true; return r; }
-                best[b_size & BAND_MASK] = score_gap_row;
-                best_gap[b_size & BAND_MASK] = score_gap_row - gap_open_extend;
-                score_gap_row -= gap_extend;
-                b_size++;
-            }
-        }
-        if (b_size <= e.N) {
-            if (b_size - first_b_index >= BAND) { r.overflow = true; return r; }
-            best[b_size & BAND_MASK] = MININT;
-            best_gap[b_size & BAND_MASK] = MININT;
-            b_size++;
-        }
-    }
-    r.score = best_score;
-    r.a_offset = a_offset;
-    r.b_offset = b_offset;
-    return r;
-}
-
-HD Result align(const Extension& e, const int* matrix, int gap_open, int gap_extend, int x_dropoff,
-                bool restricted, int* best, int* best_gap, int* cells)
-{
-    return restricted
-        ? semi_gapped_align<true>(e, matrix, gap_open, gap_extend, x_dropoff, best, best_gap, cells)
-        : semi_gapped_align<false>(e, matrix, gap_open, gap_extend, x_dropoff, best, best_gap, cells);
-}
-
-struct Gapped {
-    int score, q_start, q_stop, s_start, s_stop;
-    bool overflow;
-};
-
-// s_BlastProtGappedAlignment from the start point (q_off, s_off), with
-// AdjustSubjectRange for subjects of 90,000 letters or more
-// (gapped.prot_gapped_alignment).
-HD Gapped prot_gapped_alignment(Seq qp, Seq sp, int q_off, int s_off, const int* matrix,
-                                int gap_open, int gap_extend, int x_dropoff, bool restricted,
-                                int* best, int* best_gap, int* cells)
-{
-    Gapped g = {0, q_off, q_off, s_off, s_off, false};
-    const int q_length = q_off + 1;
-    int s_length = s_off + 1;
-    int subject_len_adj = sp.length, subject_shift = 0;
-    if (sp.length >= MAX_SUBJECT_OFFSET) {
-        const int max_extension_left = q_length + MAX_TOTAL_GAPS;
-        const int max_extension_right = qp.length - q_length + MAX_TOTAL_GAPS;
-        const int s0 = s_length;
-        if (s0 > max_extension_left) {
-            subject_shift = s0 - max_extension_left;
-            s_length = max_extension_left;
-        }
-        subject_len_adj = imin(sp.length, s0 + max_extension_right) - subject_shift;
-    }
-    int score_left = 0;
-    if (q_length != 0 && s_length != 0) {
-        Extension e = {qp, sp, q_off + 2, -1, s_off + 2, -1, q_length, s_length};
-        Result r = align(e, matrix, gap_open, gap_extend, x_dropoff, restricted, best, best_gap, cells);
-        if (r.overflow) { g.overflow = true; return g; }
-        score_left = r.score;
-        g.q_start = q_length - r.a_offset;
-        g.s_start = s_length - r.b_offset + subject_shift;
-    }
-    int score_right = 0;
-    if (q_length < qp.length && s_length < subject_len_adj) {
-        Extension e = {qp, sp, q_off + 1, 1, s_off + 1, 1, qp.length - q_length, subject_len_adj - s_length};
-        Result r = align(e, matrix, gap_open, gap_extend, x_dropoff, restricted, best, best_gap, cells);
-        if (r.overflow) { g.overflow = true; return g; }
-        score_right = r.score;
-        g.q_stop = r.a_offset + q_off + 1;
-        g.s_stop = r.b_offset + s_off + 1;
-    }
-    g.score = score_left + score_right;
-    return g;
-}
 
 // BlastGetStartForGappedAlignment: centre of the best 11-letter window of the
 // ungapped HSP (its midpoint if at most 11 long, its start if no window scores > 0).
@@ -325,8 +154,74 @@ HD bool init_before(int a, int b, const int* q_start, const int* s_start, const 
     return q_start[a] < q_start[b];
 }
 
+// One score-only X-drop extension (Blast_SemiGappedAlign, gapped.semi_gapped_align;
+// with `restricted` s_RestrictedGappedAlign, gapped.restricted_gapped_align) kept as
+// a state that moves on one step at a time: a DP cell, a cell added to the band
+// on the right, or the end of a row.  The threads of a warp extend different
+// HSPs of different subjects, with rows and bands of different lengths; as one
+// loop of small steps (no loops nested in loops) they stay on the same
+// instructions, where nested loops had each thread wait for the warp's longest
+// row, extension and subject (ncu: 7.5 of 32 threads active).
+//
+// Letters of A (query) at qp[q_base + q_dir * i] and of B (subject) at
+// sp[s_base + s_dir * j], i, j >= 1: right of a start point dir = +1, left of
+// it (the start pair included) dir = -1, as gapped.py.
+enum Step { CELL, GROW, APPEND, CONTROL, FINISHED };
+enum Side { TAKE_HSP, LEFT_RUNNING, START_RIGHT, RIGHT_RUNNING, HSP_DONE };
+
+struct XDrop {
+    int q_base, q_dir, s_base, s_dir, M, N;            // the extension
+    int a_index, b_index, first_b_index, b_size, last_b_index, b_gap;
+    int score, score_gap_row, best_score, a_offset, b_offset;
+    bool gap_in_a;
+    const int* row;                                     // matrix row of the query letter a_index
+};
+
+// The DP's first row and band (best[0..b_size) in the ring).  Returns false if
+// the band outgrew the ring (OVERFLOW).
+HD bool xdrop_start(XDrop& d, int gap_open_extend, int gap_extend, int x_dropoff, int* best, int* best_gap)
+{
+    int score = -gap_open_extend;
+    best[0] = 0;
+    best_gap[0] = -gap_open_extend;
+    int i = 1;
+    while (i <= d.N) {
+        if (score < -x_dropoff) break;
+        if (i >= BAND) return false;
+        best[i] = score;
+        best_gap[i] = score - gap_open_extend;
+        score -= gap_extend;
+        i++;
+    }
+    d.b_size = i;
+    d.best_score = 0;
+    d.a_offset = 0;
+    d.b_offset = 0;
+    d.first_b_index = 0;
+    d.b_gap = 0;
+    d.a_index = 1;
+    return true;
+}
+
+// Start of row a_index: BLAST's per-row initialisation.
+HD void xdrop_row(XDrop& d, Seq qp, const int* matrix, bool restricted)
+{
+    d.row = matrix + qp[d.q_base + d.q_dir * d.a_index] * ALPHABET;
+    d.score = MININT;
+    d.score_gap_row = MININT;
+    d.last_b_index = d.first_b_index;
+    d.gap_in_a = !restricted || d.a_index % RESTRICT_SIZE == 0;     // a gap in A may open
+    d.b_index = d.first_b_index;
+}
+
 // BLAST_GetGappedScore for one subject: init HSPs [lo, hi) of the arrays.
 // Returns the number of rows written to out (7 ints each); sets *status.
+//
+// The program of gapped.py's _get_gapped_score_kernel, as steps: CONTROL picks
+// the next init HSP (sort order, containment test, start point), starts its
+// left then right extension (s_BlastProtGappedAlignment, with AdjustSubjectRange
+// for subjects of 90,000 letters or more), takes their scores, saves the HSP or
+// restarts the subject; CELL, GROW and APPEND run the extension's DP.
 HD int get_gapped_score(int lo, int hi, const int* init_q_start, const int* init_s_start,
                         const int* init_length, const int* init_score, Seq qp, Seq sp,
                         const int* matrix, int gap_open, int gap_extend, int x_dropoff, int cutoff,
@@ -348,38 +243,219 @@ HD int get_gapped_score(int lo, int hi, const int* init_q_start, const int* init
     }
     // restricted_alignment_on: the subject's best init HSP below (Int4)(0.68 x cutoff)
     bool restricted = restricted_allowed && best_init < restricted_cutoff;
+    const int gap_open_extend = gap_open + gap_extend;
+    const int x_drop = imax(x_dropoff, gap_open_extend);   // as Blast_SemiGappedAlign
     int n_out = 0, n_tree = 0;
     int cells = 0;                                   // DP cells computed for this subject
     *status = 0;
-    for (int index = 0; index < n; index++) {
-        const int x = order[index];
-        const int q_start = init_q_start[x], s_start = init_s_start[x], length = init_length[x];
-        if (tree_contains(tree, n_tree, q_start, q_start + length, s_start, s_start + length, init_score[x]))
-            continue;
-        const int q_off = start_for_gapped_alignment(qp, sp, matrix, q_start, s_start, length);
-        const int s_off = s_start + (q_off - q_start);
-        const Gapped g = prot_gapped_alignment(qp, sp, q_off, s_off, matrix, gap_open, gap_extend,
-                                               x_dropoff, restricted, best, best_gap, &cells);
-        if (g.overflow) {
-            *status |= STATUS_OVERFLOW;
-            return 0;
+
+    int index = 0;             // the init HSP order[index] is being extended
+    int side = TAKE_HSP;       // where CONTROL is in the program of one init HSP
+    int q_off = 0, s_off = 0, q_length = 0, s_length = 0, subject_len_adj = 0, subject_shift = 0;
+    int score_left = 0, score_right = 0, g_q_start = 0, g_q_stop = 0, g_s_start = 0, g_s_stop = 0;
+    bool overflow = false;
+    XDrop d;
+    int step = CONTROL;
+    while (step != FINISHED) {
+        if (step == CELL) {                          // one DP cell (a_index, b_index)
+            if (d.b_index < d.b_size) {
+                const int b_index = d.b_index;
+                const int b = b_index & BAND_MASK;
+                const int next_score = best[b] + d.row[sp[d.s_base + d.s_dir * (b_index + 1)]];
+                const bool gap_in_b = !restricted || b_index == d.b_gap;       // a gap in B may open
+                int score = d.score;
+                int score_gap_col = MININT;
+                if (restricted && gap_in_b) d.b_gap += RESTRICT_SIZE;
+                if (gap_in_b) {
+                    score_gap_col = best_gap[b];
+                    if (score < score_gap_col) score = score_gap_col;
+                }
+                if (d.gap_in_a && score < d.score_gap_row) score = d.score_gap_row;
+                if (d.best_score - score > x_drop) {
+                    if (restricted) {
+                        best[b] = MININT;
+                        if (b_index == d.first_b_index) d.first_b_index++;
+                    } else if (b_index == d.first_b_index) {
+                        d.first_b_index++;
+                    } else {
+                        best[b] = MININT;
+                    }
+                } else {
+                    d.last_b_index = b_index;
+                    if (score > d.best_score) {
+                        d.best_score = score;
+                        d.a_offset = d.a_index;
+                        d.b_offset = b_index;
+                    }
+                    if (d.gap_in_a) {
+                        d.score_gap_row -= gap_extend;
+                        d.score_gap_row = imax(score - gap_open_extend, d.score_gap_row);
+                    }
+                    if (gap_in_b) {
+                        score_gap_col -= gap_extend;
+                        best_gap[b] = imax(score - gap_open_extend, score_gap_col);
+                    }
+                    best[b] = score;
+                }
+                d.score = next_score;
+                d.b_index = b_index + 1;
+            }
+            if (d.b_index >= d.b_size) {             // end of the row
+                if (restricted && !d.gap_in_a) d.score_gap_row = d.score;
+                cells += d.b_size - d.first_b_index;
+                if (cells > CELL_BUDGET) {
+                    overflow = true;
+                    step = FINISHED;
+                } else if (d.first_b_index == d.b_size) {
+                    step = CONTROL;                  // the extension is over
+                } else {
+                    if (restricted) {                // first column of the next row a gap may open in
+                        const int rem = d.first_b_index % RESTRICT_SIZE;
+                        d.b_gap = d.first_b_index + (rem > 0 ? RESTRICT_SIZE - rem : 0);
+                    }
+                    if (d.last_b_index < d.b_size - 1) {
+                        d.b_size = d.last_b_index + 1;
+                        step = APPEND;
+                    } else {
+                        step = GROW;
+                    }
+                }
+            }
+        } else if (step == GROW) {                   // the band grows right while a gap in A stays in reach
+            if (d.score_gap_row >= d.best_score - x_drop && d.b_size <= d.N) {
+                if (d.b_size - d.first_b_index >= BAND) {
+                    overflow = true;
+                    step = FINISHED;
+                } else {
+                    best[d.b_size & BAND_MASK] = d.score_gap_row;
+                    best_gap[d.b_size & BAND_MASK] = d.score_gap_row - gap_open_extend;
+                    d.score_gap_row -= gap_extend;
+                    d.b_size++;
+                }
+            } else {
+                step = APPEND;
+            }
         }
-        if (restricted && g.score < cutoff && g.score >= restricted_cutoff) {
-            // inconclusive: drop everything and recompute exactly
-            restricted = false;
-            *status |= STATUS_RESTARTED;
-            n_out = 0;
-            n_tree = 0;
-            index = -1;
-            continue;
+        if (step == APPEND) {                        // one dead cell past the band, then the next row
+            if (d.b_size <= d.N) {
+                if (d.b_size - d.first_b_index >= BAND) {
+                    overflow = true;
+                    step = FINISHED;
+                } else {
+                    best[d.b_size & BAND_MASK] = MININT;
+                    best_gap[d.b_size & BAND_MASK] = MININT;
+                    d.b_size++;
+                }
+            }
+            if (step == APPEND) {
+                d.a_index++;
+                if (d.a_index > d.M) {
+                    step = CONTROL;                  // the extension is over
+                } else {
+                    xdrop_row(d, qp, matrix, restricted);
+                    step = CELL;
+                }
+            }
         }
-        if (g.score >= cutoff) {
-            int* o = out + 7 * n_out;
-            o[0] = g.score; o[1] = g.q_start; o[2] = g.q_stop; o[3] = g.s_start; o[4] = g.s_stop;
-            o[5] = q_off; o[6] = s_off;
-            n_out++;
-            n_tree = tree_add(tree, n_tree, g.q_start, g.q_stop, g.s_start, g.s_stop, g.score);
+        while (step == CONTROL) {                    // between extensions, until the next DP starts
+            if (side == TAKE_HSP) {                  // the next init HSP not contained in a gapped one
+                if (index == n) {
+                    step = FINISHED;
+                    break;
+                }
+                const int x = order[index];
+                const int q_start = init_q_start[x], s_start = init_s_start[x], length = init_length[x];
+                if (tree_contains(tree, n_tree, q_start, q_start + length, s_start, s_start + length,
+                                  init_score[x])) {
+                    index++;
+                    continue;
+                }
+                q_off = start_for_gapped_alignment(qp, sp, matrix, q_start, s_start, length);
+                s_off = s_start + (q_off - q_start);
+                // s_BlastProtGappedAlignment from (q_off, s_off), with AdjustSubjectRange
+                q_length = q_off + 1;
+                s_length = s_off + 1;
+                subject_len_adj = sp.length;
+                subject_shift = 0;
+                if (sp.length >= MAX_SUBJECT_OFFSET) {
+                    const int max_extension_left = q_length + MAX_TOTAL_GAPS;
+                    const int max_extension_right = qp.length - q_length + MAX_TOTAL_GAPS;
+                    const int s0 = s_length;
+                    if (s0 > max_extension_left) {
+                        subject_shift = s0 - max_extension_left;
+                        s_length = max_extension_left;
+                    }
+                    subject_len_adj = imin(sp.length, s0 + max_extension_right) - subject_shift;
+                }
+                g_q_start = g_q_stop = q_off;
+                g_s_start = g_s_stop = s_off;
+                score_left = score_right = 0;
+                if (q_length == 0 || s_length == 0) {
+                    side = START_RIGHT;              // no left extension
+                    continue;
+                }
+                d.q_base = q_off + 2; d.q_dir = -1; d.s_base = s_off + 2; d.s_dir = -1;
+                d.M = q_length; d.N = s_length;
+                side = LEFT_RUNNING;                 // its score comes back here when its DP ends
+            } else if (side == LEFT_RUNNING) {       // the left extension's score
+                score_left = d.best_score;
+                g_q_start = q_length - d.a_offset;
+                g_s_start = s_length - d.b_offset + subject_shift;
+                side = START_RIGHT;
+                continue;
+            } else if (side == START_RIGHT) {
+                if (!(q_length < qp.length && s_length < subject_len_adj)) {
+                    side = HSP_DONE;                 // no right extension
+                    continue;
+                }
+                d.q_base = q_off + 1; d.q_dir = 1; d.s_base = s_off + 1; d.s_dir = 1;
+                d.M = qp.length - q_length; d.N = subject_len_adj - s_length;
+                side = RIGHT_RUNNING;
+            } else if (side == RIGHT_RUNNING) {      // the right extension's score
+                score_right = d.best_score;
+                g_q_stop = d.a_offset + q_off + 1;
+                g_s_stop = d.b_offset + s_off + 1;
+                side = HSP_DONE;
+                continue;
+            } else {                                 // HSP_DONE: save it, or restart the subject
+                const int score = score_left + score_right;
+                side = TAKE_HSP;
+                if (restricted && score < cutoff && score >= restricted_cutoff) {
+                    // inconclusive: drop everything and recompute exactly
+                    restricted = false;
+                    *status |= STATUS_RESTARTED;
+                    n_out = 0;
+                    n_tree = 0;
+                    index = 0;
+                    continue;
+                }
+                if (score >= cutoff) {
+                    int* o = out + 7 * n_out;
+                    o[0] = score; o[1] = g_q_start; o[2] = g_q_stop; o[3] = g_s_start; o[4] = g_s_stop;
+                    o[5] = q_off; o[6] = s_off;
+                    n_out++;
+                    n_tree = tree_add(tree, n_tree, g_q_start, g_q_stop, g_s_start, g_s_stop, score);
+                }
+                index++;
+                continue;
+            }
+            // an extension is set up in d: its DP starts (an empty one scores 0 at once)
+            if (d.N <= 0 || d.M <= 0) {
+                d.best_score = 0;
+                d.a_offset = 0;
+                d.b_offset = 0;
+            } else if (!xdrop_start(d, gap_open_extend, gap_extend, x_drop, best, best_gap)) {
+                overflow = true;
+                step = FINISHED;
+            } else {
+                xdrop_row(d, qp, matrix, restricted);
+                step = CELL;
+            }
         }
+    }
+    if (overflow) {
+        *status |= STATUS_OVERFLOW;
+        return 0;
     }
     return n_out;
 }
