@@ -26,6 +26,7 @@ from gpu_search.blast import gapped
 from gpu_search.blast.alphabet import EASEL_TO_NCBISTDAA, blast_query_codes, encode
 from gpu_search.blast.gpu import gapped as gpu_gapped
 from gpu_search.blast.matrix import load_matrix
+from gpu_search.blast.ungapped import INIT_HSP_DTYPE
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler")
 
@@ -173,3 +174,31 @@ def test_no_restricted_extensions_above_evalue_10(kernel, proteome, db_codes, bl
     init, xd, cutoff = search(q, residues, offsets, blosum62, 2.5)
     _, restarted, _ = compare(kernel, init, q, residues, offsets, blosum62.scores, xd, cutoff, expect_value=100.0)
     assert restarted == 0
+
+
+def test_kernel_matches_numba_on_restricted_first_row_growth(kernel):
+    """Subjects with a 28-32 letter insertion right after the start point, restricted extensions.
+
+    s_RestrictedGappedAlign ends a row in which no gap in A may open with
+    score_gap_row = the diagonal score past the band, and grows the band from
+    it: in the first row (the band of the initial gap row still whole) the
+    extension can then jump the insertion, which an unrestricted or exact DP
+    cannot (a 29-letter gap costs more than the X-drop).  Proteome searches
+    hardly reach this branch, so it gets inputs of its own."""
+    blosum62 = load_matrix("BLOSUM62")
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        query = rng.integers(1, 23, 90).astype(np.uint8)
+        subjects, init = [], []
+        for s in range(20):
+            at = int(rng.integers(15, 30))
+            insertion = rng.integers(1, 23, int(rng.integers(28, 33))).astype(np.uint8)
+            insertion[27] = query[at]                       # a match where the first row's band ends
+            subjects.append(np.concatenate([query[:at], insertion, query[at:]]))
+            init.append((s, at - 1, at - 1, at - 1, at - 1, 1, 20))   # start point at - 1: row 1 is query[at]
+        offsets = np.concatenate(([0], np.cumsum([len(x) for x in subjects]))).astype(np.int64)
+        init = np.array(init, dtype=INIT_HSP_DTYPE)
+        # cutoff 45: init scores below 0.68 x 45 make every extension restricted
+        n, restarted, overflowed = compare(kernel, init, query, np.concatenate(subjects), offsets,
+                                           blosum62.scores, 38, 45)
+        assert n == 20 and overflowed == 0
