@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpu_search.blast import gapped, stats
+from gpu_search.blast import stats
 from gpu_search.blast.gpu import gapped as gpu_gapped
 from gpu_search.blast.lookup import build_lookup
 from gpu_search.blast.ungapped import ungapped_extensions
@@ -38,30 +38,39 @@ def _p(a):
     return a.ctypes.data_as(_P)
 
 
-def run_host(lib, init, query, residues, offsets, matrix, x_dropoff, cutoff, expect_value=10.0,
-             gap_open=11, gap_extend=1):
-    """prelim_gapped_host over every subject group of ``init``.
+def run_batch(lib, batch, residues, offsets, matrix, gap_open=11, gap_extend=1):
+    """prelim_gapped_host over every group of a ``gpu_gapped.PrelimBatch`` (on_gpu ignored).
 
-    Returns (group_start, group_subject, rows, counts, status): rows of the
-    groups one after the other (as GpuPrelim gathers them from the kernel).
-    """
-    group_start, group_subject = gpu_gapped.subject_groups(init)
+    Returns (rows, counts, status): rows of the groups one after the other (as
+    GpuPrelim gathers them from the kernel)."""
+    init = batch.init
     cols = [np.ascontiguousarray(init[k], np.int32) for k in ("q_start", "s_start", "length", "score")]
-    n, n_groups = len(init), len(group_subject)
+    n, n_groups = len(init), len(batch.group_subject)
     order, tree, out = np.zeros(n, np.int32), np.zeros(6 * n, np.int32), np.zeros(7 * n, np.int32)
     counts, status = np.zeros(n_groups, np.int32), np.zeros(n_groups, np.int32)
-    q = np.ascontiguousarray(query, np.uint8)
     res = np.ascontiguousarray(residues, np.uint8)
     off = np.ascontiguousarray(offsets, np.int64)
     mat = np.ascontiguousarray(matrix, np.int32)
+    params = np.ascontiguousarray(batch.params, np.int32)
     c_int = ctypes.c_int
-    lib.prelim_gapped_host(c_int(n_groups), _p(group_start), _p(group_subject), *[_p(c) for c in cols],
-                           _p(q), c_int(len(q)), _p(res), _p(off), _p(mat), c_int(gap_open), c_int(gap_extend),
-                           c_int(x_dropoff), c_int(cutoff), c_int(gapped.restricted_cutoff(cutoff)),
-                           c_int(int(expect_value <= gapped.RESTRICTED_ALIGNMENT_WORST_EVALUE)),
-                           _p(order), _p(tree), _p(out), _p(counts), _p(status))
-    rows = out.reshape(-1, 7)[gpu_gapped.row_index(group_start, counts)]
-    return group_start, group_subject, rows, counts, status
+    lib.prelim_gapped_host(c_int(n_groups), _p(batch.group_start), _p(batch.group_subject),
+                           _p(batch.group_query), *[_p(c) for c in cols], _p(batch.queries),
+                           _p(batch.query_start), _p(params), _p(res), _p(off), _p(mat), c_int(gap_open),
+                           c_int(gap_extend), _p(order), _p(tree), _p(out), _p(counts), _p(status))
+    rows = out.reshape(-1, 7)[gpu_gapped.row_index(batch.group_start, counts)]
+    return rows, counts, status
+
+
+def run_host(lib, init, query, residues, offsets, matrix, x_dropoff, cutoff, expect_value=10.0,
+             gap_open=11, gap_extend=1):
+    """prelim_gapped_host over every subject group of one query's ``init``.
+
+    Returns (group_start, group_subject, rows, counts, status).
+    """
+    batch = gpu_gapped.make_batch([gpu_gapped.PrelimJob(init, np.ascontiguousarray(query, np.uint8),
+                                                        x_dropoff, cutoff, expect_value)])
+    rows, counts, status = run_batch(lib, batch, residues, offsets, matrix, gap_open, gap_extend)
+    return batch.group_start, batch.group_subject, rows, counts, status
 
 
 def search(query, residues, offsets, matrix, cutoff_scale=1.0):

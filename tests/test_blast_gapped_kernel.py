@@ -20,7 +20,7 @@ import random
 
 import numpy as np
 import pytest
-from gapped_host import CXX, build, run_host, search
+from gapped_host import CXX, build, run_batch, run_host, search
 
 from gpu_search.blast import gapped
 from gpu_search.blast.alphabet import EASEL_TO_NCBISTDAA, blast_query_codes, encode
@@ -202,3 +202,53 @@ def test_kernel_matches_numba_on_restricted_first_row_growth(kernel):
         n, restarted, overflowed = compare(kernel, init, query, np.concatenate(subjects), offsets,
                                            blosum62.scores, 38, 45)
         assert n == 20 and overflowed == 0
+
+
+class HostPrelim(gpu_gapped.GpuPrelim):
+    """GpuPrelim with the kernel's host build in place of the GPU (``max_queries``: a batch of more
+    queries "runs out of GPU memory")."""
+
+    def __init__(self, lib, residues, offsets, max_queries=None, **kwargs):
+        class Resident:                                 # what GpuPrelim reads of a GpuUngapped
+            streamed = False
+
+        super().__init__(Resident(), **kwargs)
+        self.lib, self.residues, self.offsets, self.max_queries = lib, residues, offsets, max_queries
+        self.batches = []
+
+    def _launch(self, batch, matrix_scores, gap_open, gap_extend):
+        n_queries = len(batch.query_start) - 1
+        if self.max_queries is not None and n_queries > self.max_queries:
+            return None
+        self.batches.append(n_queries)
+        rows, counts, status = run_batch(self.lib, batch, self.residues, self.offsets, matrix_scores,
+                                         gap_open, gap_extend)
+        on = np.repeat(batch.on_gpu, counts)
+        return rows[on], np.where(batch.on_gpu, counts, 0), np.where(batch.on_gpu, status, 0)
+
+
+@pytest.mark.parametrize("max_queries", [None, 2, 0])
+def test_several_queries_per_launch(kernel, proteome, db_codes, blosum62, max_queries):
+    """run_many: queries of different lengths and cutoffs in one launch give each query's
+    preliminary gapped HSPs as the CPU path; batches the "GPU" has no memory for are halved
+    until they fit (max_queries 2), or left to the CPU (0)."""
+    residues, offsets = db_codes
+    rng = np.random.default_rng(5)
+    jobs, refs = [], []
+    for i, scale in zip(rng.choice(proteome.n_seqs, 5, replace=False), (1.0, 2.5, 1.0, 1.6, 1.0)):
+        q = query_codes(proteome, int(i))
+        init, xd, cutoff = search(q, residues, offsets, blosum62, scale)
+        jobs.append(gpu_gapped.PrelimJob(init, q, xd, cutoff))
+        refs.append(gapped.preliminary_gapped_hsps_batch(init, q, residues, offsets, blosum62.scores, 11, 1,
+                                                         xd, cutoff)[0])
+    prelim = HostPrelim(kernel, residues, offsets, max_queries, max_gpu_group=8)
+    results = prelim.run_many(jobs, blosum62.scores, 11, 1)
+    for job, ref, (hsps, left) in zip(jobs, refs, results):
+        cpu, _ = gapped.preliminary_gapped_hsps_batch(left, job.query_codes, residues, offsets, blosum62.scores,
+                                                      11, 1, job.x_dropoff, job.cutoff)
+        both = np.concatenate([hsps, cpu])
+        assert np.array_equal(both[np.argsort(both["subject"], kind="stable")], ref)
+        if max_queries != 0:
+            assert len(hsps) > 0
+    assert prelim.batches == {None: [5], 2: [2, 1, 2], 0: []}[max_queries]
+    assert prelim.out_of_memory == (5 if max_queries == 0 else 0)

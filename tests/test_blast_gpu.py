@@ -303,3 +303,44 @@ def test_prelim_gapped_out_of_memory_goes_to_the_cpu(gpu, db_codes, proteome, bl
     monkeypatch.setattr(prelim, "_launch_on_device", no_memory)
     done, left = compare_prelim(prelim, db_codes, query_codes(proteome, 10), blosum62)
     assert done == 0 and left > 0 and prelim.out_of_memory == 1
+
+
+def test_prelim_gapped_several_queries_per_launch(gpu, db_codes, proteome, blosum62, monkeypatch):
+    """run_many: queries of every length and two cutoffs in one launch, each as the CPU path; a
+    batch without GPU memory is halved until it fits."""
+    from gapped_host import search
+
+    from gpu_search.blast import gapped
+    from gpu_search.blast.gpu.gapped import GpuPrelim, PrelimJob
+
+    residues, offsets = db_codes
+    lengths = np.diff(np.asarray(proteome.offsets))
+    jobs = []
+    for n, scale in ((60, 1.0), (130, 2.5), (500, 1.0), (1000, 1.6), (2000, 1.0), (300, 1.0)):
+        q = query_codes(proteome, int(np.argmin(np.abs(lengths - n))))
+        init, x_drop, cutoff = search(q, residues, offsets, blosum62, scale)
+        jobs.append(PrelimJob(init, q, x_drop, cutoff))
+    for max_queries in (None, 2):
+        prelim = GpuPrelim(gpu)
+        launches = []
+        real = prelim._launch_on_device
+
+        def launch(cp, batch, *args):
+            launches.append(len(batch.query_start) - 1)
+            if max_queries is not None and launches[-1] > max_queries:
+                raise cp.cuda.memory.OutOfMemoryError(1 << 30, 1 << 30)
+            return real(cp, batch, *args)
+
+        monkeypatch.setattr(prelim, "_launch_on_device", launch)
+        on_gpu = 0
+        for job, (hsps, left) in zip(jobs, prelim.run_many(jobs, blosum62.scores, 11, 1)):
+            cpu, _ = gapped.preliminary_gapped_hsps_batch(left, job.query_codes, residues, offsets,
+                                                          blosum62.scores, 11, 1, job.x_dropoff, job.cutoff)
+            both = np.concatenate([hsps, cpu])
+            ref, _ = gapped.preliminary_gapped_hsps_batch(job.init, job.query_codes, residues, offsets,
+                                                          blosum62.scores, 11, 1, job.x_dropoff, job.cutoff)
+            assert np.array_equal(both[np.argsort(both["subject"], kind="stable")], ref)
+            on_gpu += len(hsps)
+        assert on_gpu > 100 and prelim.out_of_memory == 0
+        assert launches == ([6] if max_queries is None else [6, 3, 1, 2, 3, 1, 2])
+        assert prelim.kernel_seconds > 0

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -183,33 +184,36 @@ def gapped_kernel_on_cpu(tmp_path_factory):
 @pytest.mark.parametrize("gpus", [None, [0, 1, 2]])
 def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, proteome, gpus, gapped_kernel_on_cpu):
     """The GPU pipeline of run_blastp (tables built ahead, each query's gapped work cut into
-    pieces on threads, the preliminary gapped kernel on the GPU thread for subjects with at
-    most 2 init HSPs, traceback in query order) with stand-ins for the GPU: the CPU word
+    pieces on threads, the preliminary gapped kernel for subjects with at most 2 init HSPs on
+    each GPU's own thread, for every query waiting at once, traceback in query order) with
+    stand-ins for the GPU: the CPU word
     finder, and gapped.cu built for the CPU: the same output as the CPU path.  (The kernels
     themselves are checked against the CPU path in test_blast_gpu.py, on the GPU host.)"""
     import io
 
-    from gapped_host import run_host
+    from gapped_host import run_batch
 
     import gpu_search.blast.gpu.gapped as gpu_gapped
 
-    kernel_runs = []
+    kernel_runs, batch_sizes = [], []
 
     class PrelimStandIn(gpu_gapped.GpuPrelim):
         def __init__(self, ungapped):
             super().__init__(ungapped, max_gpu_group=2)
 
-        def _launch(self, init, group_start, group_subject, on_gpu, query_codes, matrix_scores, gap_open,
-                    gap_extend, x_dropoff, cutoff, expect_value):
+        def _launch(self, batch, matrix_scores, gap_open, gap_extend):
             u = self.ungapped
+            on_gpu = batch.on_gpu
             if gapped_kernel_on_cpu is None:                  # no compiler: every group "overflows"
-                z = np.zeros(len(group_subject), np.int32)
+                z = np.zeros(len(on_gpu), np.int32)
                 return np.empty((0, 7), np.int32), z, z + gpu_gapped.STATUS_OVERFLOW
-            _, _, rows, counts, status = run_host(gapped_kernel_on_cpu, init, query_codes, u.residues,
-                                                  u.offsets, matrix_scores, x_dropoff, cutoff, expect_value,
-                                                  gap_open, gap_extend)
+            rows, counts, status = run_batch(gapped_kernel_on_cpu, batch, u.residues, u.offsets, matrix_scores,
+                                             gap_open, gap_extend)
             rows = rows[np.repeat(on_gpu, counts)]
             kernel_runs.append(int(on_gpu.sum()))
+            batch_sizes.append(len(batch.query_start) - 1)
+            if len(batch_sizes) == 1:
+                time.sleep(0.5)                               # a slow first launch: queries pile up
             return rows, np.where(on_gpu, counts, 0), np.where(on_gpu, status, 0)
 
     import gpu_search.blast.gpu as gpu_module
@@ -254,6 +258,7 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, proteome, gpus, gapped_ke
     assert sys.getswitchinterval() == switch_interval          # restored after the GPU run
     assert used == set(gpus or [0])          # every GPU got queries
     assert gapped_kernel_on_cpu is None or sum(kernel_runs) > 100
+    assert gapped_kernel_on_cpu is None or max(batch_sizes) > 1       # several queries per launch
     assert out["cpu"].count("\n") > 200
 
 

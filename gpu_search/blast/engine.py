@@ -46,6 +46,7 @@ from .ungapped import ungapped_extensions
 EVALUE_EPSILON = 1.0e-180          # s_EvalueComp: smaller E-values compare equal
 GPU_STREAMS = 3                    # queries in flight per GPU (--gpu-streams; measured, docs/benchmarks.md)
 GPU_SWITCH_INTERVAL = 0.0005       # seconds: the interpreter's GIL switch interval during GPU runs
+PRELIM_BATCH_QUERIES = 16          # most queries per launch of the GPU's preliminary gapped kernel
 
 
 @dataclass
@@ -336,8 +337,11 @@ class PhaseTimes:
         self._lock = threading.Lock()
 
     def add(self, phase: str, t0: float) -> None:
+        self.add_seconds(phase, time.perf_counter() - t0)
+
+    def add_seconds(self, phase: str, seconds: float) -> None:
         with self._lock:
-            self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - t0
+            self.seconds[phase] = self.seconds.get(phase, 0.0) + seconds
 
     def line(self) -> str:
         return "  ".join(f"{k} {v:.2f} s" for k, v in self.seconds.items())
@@ -364,10 +368,13 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
     pieces keep every thread busy even when one query has most of the work);
     when a query's last piece is done, its traceback (only the preliminary hit
     list's subjects) is queued on the pool as well.  This thread writes the
-    queries in order.  With ``gpu_prelims`` ({id(GpuUngapped): GpuPrelim}) the
-    GPU thread also runs the preliminary gapped extensions of the query's
-    subjects with few init HSPs (blast/gpu/gapped.py); the pool gets the
-    E-values of their HSPs and the other subjects.
+    queries in order.  With ``gpu_prelims`` ({id(GpuUngapped): GpuPrelim}, one
+    GpuPrelim per GPU) the GPU threads hand each query, its init HSPs found,
+    to the GpuPrelim's own thread, which runs the preliminary gapped
+    extensions of the subjects with few init HSPs (blast/gpu/gapped.py) for
+    every query waiting, up to PRELIM_BATCH_QUERIES, in one kernel launch
+    (one query's subjects fill a few dozen blocks of the GPU); the pool gets
+    the E-values of their HSPs and the other subjects.
     """
     n = queries.n_seqs
     gpu_prelims = gpu_prelims or {}
@@ -460,6 +467,20 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
                     ahead_futures[k] = ahead.submit(prepare, k)
             return i, ahead_futures.pop(i)
 
+    def publish(i, future):
+        with state:
+            results[i] = future
+            state.notify_all()
+
+    def give_up(exc):                       # handed to the writer, which raises it
+        with state:
+            errors.append(exc)
+            state.notify_all()
+
+    # per GpuPrelim: the queries handed over and not yet launched, the GPU threads still feeding it
+    waiting = {id(p): [] for p in gpu_prelims.values()}
+    feeders = {id(p): sum(1 for g in gpus if gpu_prelims.get(id(g)) is p) for p in gpu_prelims.values()}
+
     def produce(gpu, ahead):
         prelim = gpu_prelims.get(id(gpu))
         try:
@@ -475,26 +496,52 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
                 if lookup is not None:
                     ungapped_stage(work, setup, gpu, lookup)
                 times.add("GPU phases", t0)
-                gpu_hsps = None
                 if prelim is not None and len(work.init):
-                    t0 = time.perf_counter()
-                    cut = work.cutoffs
-                    gpu_hsps, work.init = prelim.run(
-                        work.init, work.codes, setup.matrix.scores, setup.gap_open, setup.gap_extend,
-                        cut.x_drop_gapped, cut.cutoff_score, setup.options.evalue)
-                    times.add("preliminary gapped (GPU)", t0)
-                future = submit(work, gpu_hsps)
+                    with state:
+                        waiting[id(prelim)].append((i, work))
+                        state.notify_all()
+                else:
+                    publish(i, submit(work))
+        except BaseException as exc:
+            give_up(exc)
+        finally:
+            if prelim is not None:
                 with state:
-                    results[i] = future
+                    feeders[id(prelim)] -= 1
                     state.notify_all()
-        except BaseException as exc:            # handed to the writer, which raises it
-            with state:
-                errors.append(exc)
-                state.notify_all()
+
+    def prelim_batches(prelim):
+        """One GPU's preliminary gapped kernel: every query waiting, in one launch."""
+        from .gpu.gapped import PrelimJob
+
+        key = id(prelim)
+        # GPU_SEARCH_PRELIM_BATCH: for benchmarks comparing batch sizes (1: one query per launch)
+        most = int(os.environ.get("GPU_SEARCH_PRELIM_BATCH") or PRELIM_BATCH_QUERIES)
+        try:
+            while True:
+                with state:
+                    while not waiting[key] and feeders[key] and not errors:
+                        state.wait()
+                    if errors or not waiting[key]:
+                        return
+                    batch = waiting[key][:max(1, most)]
+                    del waiting[key][:len(batch)]
+                t0 = time.perf_counter()
+                jobs = [PrelimJob(work.init, work.codes, work.cutoffs.x_drop_gapped, work.cutoffs.cutoff_score,
+                                  setup.options.evalue) for _, work in batch]
+                found = prelim.run_many(jobs, setup.matrix.scores, setup.gap_open, setup.gap_extend)
+                times.add("preliminary gapped (GPU thread)", t0)
+                for (i, work), (gpu_hsps, left) in zip(batch, found):
+                    work.init = left
+                    publish(i, submit(work, gpu_hsps))
+        except BaseException as exc:
+            give_up(exc)
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="blastp-lookup") as ahead:
         for k, gpu in enumerate(gpus):
             threading.Thread(target=produce, args=(gpu, ahead), name=f"blastp-gpu{k}", daemon=True).start()
+        for k, prelim in enumerate({id(p): p for p in gpu_prelims.values()}.values()):
+            threading.Thread(target=prelim_batches, args=(prelim,), name=f"blastp-gapped{k}", daemon=True).start()
         for i in range(n):
             with state:
                 while i not in results and not errors:
@@ -555,7 +602,12 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
         from .gpu.gapped import GpuPrelim
 
         kw = {} if gpu_gapped_cells is None else dict(cell_budget=gpu_gapped_cells)
-        prelims = {id(e): GpuPrelim(e, **kw) for e in engines if not e.streamed}
+        # one per GPU, on a stream of its own (a worker of the GPU's first engine)
+        per_device = {}
+        for e in engines:
+            if not e.streamed and e.device_id not in per_device:
+                per_device[e.device_id] = GpuPrelim(e.worker(), **kw)
+        prelims = {id(e): per_device[e.device_id] for e in engines if not e.streamed}
     progress = Progress("blastp", queries.n_seqs, "queries", quiet)
     saved = []
     threads = options.num_threads or os.cpu_count() or 1
@@ -586,6 +638,8 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
     finally:
         sys.setswitchinterval(switch_interval)
     progress.close()
+    for prelim in {id(p): p for p in prelims.values()}.values():
+        times.add_seconds("preliminary gapped kernel (GPU time)", prelim.kernel_seconds)
     write_footer(fh, fmt, n_done)
     if hits_out is not None:
         from .merge import save_hits

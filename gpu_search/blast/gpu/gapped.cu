@@ -1,5 +1,5 @@
 // blastp's preliminary gapped stage on the GPU: BLAST_GetGappedScore of
-// BLAST+ 2.12 for one query against many subjects, score only, one thread per
+// BLAST+ 2.12 for queries against many subjects, score only, one thread per
 // subject (the subject's "group" of init HSPs).
 //
 // Each thread replays gapped.py's _get_gapped_score_kernel for its subject,
@@ -40,6 +40,7 @@
 //
 // Compile-time constants: BAND (ring cells per DP row, a power of two),
 // CELL_BUDGET (DP cells a thread may compute for one subject).
+// Inputs: the groups of several queries (prelim_gapped below).
 // Output per subject g: rows [group_start[g], + count[g]) of out, int32 x 7 =
 // score, q_start, q_end, s_start, s_end, q_gapped_start, s_gapped_start
 // (PRELIM_HSP_DTYPE), in the order BLAST saves them; status[g]: bit 0 the
@@ -462,17 +463,21 @@ HD int get_gapped_score(int lo, int hi, const int* init_q_start, const int* init
 
 #ifdef __CUDACC__
 
-// One thread per job (a subject group), jobs[] in the order the host chose
-// (most init HSPs first, so that a warp's threads do similar work).
+// One thread per job (a subject group of one of the batch's queries), jobs[]
+// in the order the host chose (most init HSPs first, so that a warp's threads
+// do similar work).  Query q of the batch: letters queries[query_start[q],
+// query_start[q + 1]), params[4 q ..] = X-drop, cutoff, restricted cutoff,
+// restricted extensions allowed.  Several queries per launch fill the GPU:
+// one query's subjects make a few dozen blocks.
 extern "C" __global__ void __launch_bounds__(128)
 prelim_gapped(const int* __restrict__ jobs, int n_jobs, const int* __restrict__ group_start,
-              const int* __restrict__ group_subject, const int* __restrict__ init_q_start,
-              const int* __restrict__ init_s_start, const int* __restrict__ init_length,
-              const int* __restrict__ init_score, const unsigned char* __restrict__ query,
-              int query_length, const unsigned char* __restrict__ residues,
+              const int* __restrict__ group_subject, const int* __restrict__ group_query,
+              const int* __restrict__ init_q_start, const int* __restrict__ init_s_start,
+              const int* __restrict__ init_length, const int* __restrict__ init_score,
+              const unsigned char* __restrict__ queries, const int* __restrict__ query_start,
+              const int* __restrict__ params, const unsigned char* __restrict__ residues,
               const long long* __restrict__ offsets, const int* __restrict__ matrix_g,
-              int gap_open, int gap_extend, int x_dropoff, int cutoff, int restricted_cutoff,
-              int restricted_allowed, int* __restrict__ order, int* __restrict__ tree,
+              int gap_open, int gap_extend, int* __restrict__ order, int* __restrict__ tree,
               int* __restrict__ out, int* __restrict__ count, int* __restrict__ status)
 {
     __shared__ int matrix[ALPHABET * ALPHABET];
@@ -482,16 +487,16 @@ prelim_gapped(const int* __restrict__ jobs, int n_jobs, const int* __restrict__ 
     if (j >= n_jobs) return;
     const int g = jobs[j];
     const int lo = group_start[g], hi = group_start[g + 1];
-    const int s = group_subject[g];
+    const int s = group_subject[g], q = group_query[g];
+    const int* p = params + 4 * q;
     const long long s0 = offsets[s];
-    Seq qp = {query, query_length};
+    Seq qp = {queries + query_start[q], query_start[q + 1] - query_start[q]};
     Seq sp = {residues + s0, (int)(offsets[s + 1] - s0)};
     int best[BAND], best_gap[BAND];                   // the DP's band, a ring (local memory)
     int st;
     count[g] = get_gapped_score(lo, hi, init_q_start, init_s_start, init_length, init_score, qp, sp,
-                                matrix, gap_open, gap_extend, x_dropoff, cutoff, restricted_cutoff,
-                                restricted_allowed != 0, order + lo, tree + 6 * lo, out + 7 * lo,
-                                best, best_gap, &st);
+                                matrix, gap_open, gap_extend, p[0], p[1], p[2], p[3] != 0, order + lo,
+                                tree + 6 * lo, out + 7 * lo, best, best_gap, &st);
     status[g] = st;
 }
 
@@ -501,25 +506,24 @@ prelim_gapped(const int* __restrict__ jobs, int n_jobs, const int* __restrict__ 
 // minus jobs (all groups).
 #include <vector>
 extern "C" void prelim_gapped_host(int n_groups, const int* group_start, const int* group_subject,
-                                   const int* init_q_start, const int* init_s_start,
-                                   const int* init_length, const int* init_score,
-                                   const unsigned char* query, int query_length,
+                                   const int* group_query, const int* init_q_start,
+                                   const int* init_s_start, const int* init_length, const int* init_score,
+                                   const unsigned char* queries, const int* query_start, const int* params,
                                    const unsigned char* residues, const long long* offsets,
-                                   const int* matrix, int gap_open, int gap_extend, int x_dropoff,
-                                   int cutoff, int restricted_cutoff, int restricted_allowed,
+                                   const int* matrix, int gap_open, int gap_extend,
                                    int* order, int* tree, int* out, int* count, int* status)
 {
     std::vector<int> best(BAND), best_gap(BAND);
     for (int g = 0; g < n_groups; g++) {
         const int lo = group_start[g], hi = group_start[g + 1];
-        const int s = group_subject[g];
-        Seq qp = {query, query_length};
+        const int s = group_subject[g], q = group_query[g];
+        const int* p = params + 4 * q;
+        Seq qp = {queries + query_start[q], query_start[q + 1] - query_start[q]};
         Seq sp = {residues + offsets[s], (int)(offsets[s + 1] - offsets[s])};
         int st;
         count[g] = get_gapped_score(lo, hi, init_q_start, init_s_start, init_length, init_score, qp, sp,
-                                    matrix, gap_open, gap_extend, x_dropoff, cutoff, restricted_cutoff,
-                                    restricted_allowed != 0, order + lo, tree + 6 * lo, out + 7 * lo,
-                                    best.data(), best_gap.data(), &st);
+                                    matrix, gap_open, gap_extend, p[0], p[1], p[2], p[3] != 0, order + lo,
+                                    tree + 6 * lo, out + 7 * lo, best.data(), best_gap.data(), &st);
         status[g] = st;
     }
 }

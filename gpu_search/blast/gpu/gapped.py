@@ -1,11 +1,13 @@
 """blastp's preliminary gapped stage on the GPU (``gapped.cu``), score only.
 
-For one query: the init HSPs of the ungapped stage go in (already on the host,
-in BLAST's order, subject by subject), the preliminary gapped HSPs of every
-subject come out, purged and in score order -- the same rows as the CPU path's
+For several queries at once (one kernel launch; a single query's subjects
+fill only a few dozen blocks of the GPU): the init HSPs of the ungapped stage
+go in (already on the host, in BLAST's order, subject by subject), the
+preliminary gapped HSPs of every subject come out, purged and in score
+order -- for each query the same rows as the CPU path's
 ``gapped.preliminary_gapped_hsps_batch``.  One GPU thread replays
-``BLAST_GetGappedScore`` for one subject; the database is the one the
-ungapped stage uploaded (``GpuUngapped``'s resident chunks).
+``BLAST_GetGappedScore`` for one subject of one query; the database is the
+one the ungapped stage uploaded (``GpuUngapped``'s resident chunks).
 
 What stays on the CPU (same results, the engine's threads run it):
 
@@ -25,8 +27,10 @@ The purge of HSPs with common endpoints and the sort by score run on the host
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -64,11 +68,64 @@ def subject_groups(init: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return group_start, subj[group_start[:-1]].astype(np.int32)
 
 
+class PrelimJob(NamedTuple):
+    """One query's share of a batch: its init HSPs (subject by subject) and its parameters."""
+    init: np.ndarray
+    query_codes: np.ndarray
+    x_dropoff: int
+    cutoff: int
+    expect_value: float = 10.0
+
+
+@dataclass
+class PrelimBatch:
+    """The subject groups of several queries, one after the other, as one kernel launch takes them."""
+    init: np.ndarray             # every query's init HSPs, query after query
+    group_start: np.ndarray      # (n_groups + 1,) into init
+    group_subject: np.ndarray    # (n_groups,)
+    group_query: np.ndarray      # (n_groups,) the query of the batch each group belongs to
+    query_groups: np.ndarray     # (n_queries + 1,) each query's first group
+    queries: np.ndarray          # every query's letters, concatenated (uint8)
+    query_start: np.ndarray      # (n_queries + 1,) into queries
+    params: np.ndarray           # (n_queries, 4) int32: X-drop, cutoff, restricted cutoff, restricted allowed
+    on_gpu: np.ndarray           # bool per group: the groups the kernel runs
+
+
+def make_batch(jobs: list[PrelimJob], max_gpu_group: int = MAX_GPU_GROUP) -> PrelimBatch:
+    """The kernel's inputs for ``jobs`` (at least one); groups with more than ``max_gpu_group`` init
+    HSPs stay off the GPU."""
+    starts, subjects, owners, n_groups = [], [], [], [0]
+    base = 0
+    for k, job in enumerate(jobs):
+        gs, gsub = subject_groups(job.init)
+        starts.append(gs[:-1] + base)
+        subjects.append(gsub)
+        owners.append(np.full(len(gsub), k, np.int32))
+        n_groups.append(n_groups[-1] + len(gsub))
+        base += len(job.init)
+    group_start = np.concatenate(starts + [[base]]).astype(np.int32)
+    lengths = [len(job.query_codes) for job in jobs]
+    params = np.array([(job.x_dropoff, job.cutoff, gapped.restricted_cutoff(job.cutoff),
+                        int(job.expect_value <= gapped.RESTRICTED_ALIGNMENT_WORST_EVALUE)) for job in jobs],
+                      np.int32).reshape(-1, 4)
+    return PrelimBatch(
+        init=np.concatenate([job.init for job in jobs]),
+        group_start=group_start,
+        group_subject=np.concatenate(subjects).astype(np.int32),
+        group_query=np.concatenate(owners).astype(np.int32),
+        query_groups=np.asarray(n_groups, np.int64),
+        queries=np.concatenate([np.asarray(job.query_codes, np.uint8) for job in jobs]),
+        query_start=np.concatenate(([0], np.cumsum(lengths))).astype(np.int32),
+        params=params,
+        on_gpu=np.diff(group_start) <= max_gpu_group)
+
+
 class GpuPrelim:
-    """The preliminary gapped stage of one query at a time, on the GPU of a ``GpuUngapped``.
+    """The preliminary gapped stage of several queries at a time, on the GPU of a ``GpuUngapped``.
 
     Args:
-        ungapped: the GpuUngapped holding the database (its device and chunks).
+        ungapped: the GpuUngapped holding the database (its device, chunks
+            and stream).
         band: DP ring cells per row (a power of two).
         max_gpu_group: subjects with more init HSPs are left to the CPU.
         cell_budget: DP cells a thread may compute for one subject before
@@ -83,6 +140,7 @@ class GpuPrelim:
         self.max_gpu_group = int(max_gpu_group)
         self.overflowed = 0          # subjects sent back to the CPU by the ring or the budget, this run
         self.out_of_memory = 0       # queries whose subjects all went to the CPU for want of GPU memory
+        self.kernel_seconds = 0.0    # GPU time of the kernel launches, this run
 
     @property
     def available(self) -> bool:
@@ -99,77 +157,97 @@ class GpuPrelim:
             order, as ``gapped.preliminary_gapped_hsps_batch``); ``left`` the
             init HSPs of the subjects the CPU must do (whole subjects).
         """
+        return self.run_many([PrelimJob(init, query_codes, x_dropoff, cutoff, expect_value)],
+                             matrix_scores, gap_open, gap_extend)[0]
+
+    def run_many(self, jobs: list[PrelimJob], matrix_scores, gap_open: int,
+                 gap_extend: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``run`` for several queries in one kernel launch: (hsps, left) of each job, in order.
+
+        A batch the GPU has no memory for is split in two and retried; a single
+        query's subjects then go to the CPU (same HSPs)."""
         empty = np.empty(0, dtype=gapped.PRELIM_BATCH_DTYPE)
-        if not len(init):
-            return empty, init
-        if not self.available:
-            return empty, init
-        group_start, group_subject = subject_groups(init)
-        sizes = np.diff(group_start)
-        on_gpu = sizes <= self.max_gpu_group
-        counts = np.zeros(len(group_subject), np.int32)
-        status = np.zeros(len(group_subject), np.int32)
+        if not self.available or not jobs:
+            return [(empty, job.init) for job in jobs]
+        batch = make_batch(jobs, self.max_gpu_group)
+        n_groups = len(batch.group_subject)
+        counts = np.zeros(n_groups, np.int32)
+        status = np.zeros(n_groups, np.int32)
         rows = np.empty((0, 7), np.int32)
-        if on_gpu.any():
-            rows, counts, status = self._launch(init, group_start, group_subject, on_gpu, query_codes,
-                                                matrix_scores, gap_open, gap_extend, x_dropoff, cutoff,
-                                                expect_value)
-        hsps, left = collect(init, group_start, group_subject, on_gpu, rows, counts, status)
-        self.overflowed += int(np.count_nonzero(on_gpu & (status & STATUS_OVERFLOW != 0)))
-        return hsps, left
+        if batch.on_gpu.any():
+            launched = self._launch(batch, matrix_scores, gap_open, gap_extend)
+            if launched is None:                          # out of GPU memory
+                if len(jobs) > 1:
+                    half = len(jobs) // 2
+                    return (self.run_many(jobs[:half], matrix_scores, gap_open, gap_extend) +
+                            self.run_many(jobs[half:], matrix_scores, gap_open, gap_extend))
+                self.out_of_memory += 1
+                status += STATUS_OVERFLOW
+            else:
+                rows, counts, status = launched
+        self.overflowed += int(np.count_nonzero(batch.on_gpu & (status & STATUS_OVERFLOW != 0)))
+        # each query's groups and rows (rows are group after group)
+        row_at = np.concatenate(([0], np.cumsum(counts, dtype=np.int64)))
+        results = []
+        for k, job in enumerate(jobs):
+            g0, g1 = batch.query_groups[k], batch.query_groups[k + 1]
+            results.append(collect(job.init, batch.group_start[g0:g1 + 1] - batch.group_start[g0],
+                                   batch.group_subject[g0:g1], batch.on_gpu[g0:g1],
+                                   rows[row_at[g0]:row_at[g1]], counts[g0:g1], status[g0:g1]))
+        return results
 
-    def _launch(self, init, group_start, group_subject, on_gpu, query_codes, matrix_scores, gap_open,
-                gap_extend, x_dropoff, cutoff, expect_value):
-        """The kernel over the GPU groups, chunk by chunk of the resident database.
+    def _launch(self, batch: PrelimBatch, matrix_scores, gap_open, gap_extend):
+        """The kernel over the batch's GPU groups, chunk by chunk of the resident database.
 
-        Returns (rows of every group in group order, counts, status) on the host."""
+        Returns (rows of every group in group order, counts, status) on the
+        host, or None when the GPU has no memory for the batch's buffers."""
         import cupy as cp
 
         with cp.cuda.Device(self.ungapped.device_id), self.ungapped.stream:
             try:
-                return self._launch_on_device(cp, init, group_start, group_subject, on_gpu, query_codes,
-                                              matrix_scores, gap_open, gap_extend, x_dropoff, cutoff,
-                                              expect_value)
+                return self._launch_on_device(cp, batch, matrix_scores, gap_open, gap_extend)
             except cp.cuda.memory.OutOfMemoryError:
-                # no room for this query's buffers: its subjects go to the CPU threads (same HSPs)
-                self.out_of_memory += 1
                 cp.get_default_memory_pool().free_all_blocks()
-                none = np.zeros(len(group_subject), np.int32)
-                return np.empty((0, 7), np.int32), none, none + STATUS_OVERFLOW
+                return None
 
-    def _launch_on_device(self, cp, init, group_start, group_subject, on_gpu, query_codes, matrix_scores,
-                          gap_open, gap_extend, x_dropoff, cutoff, expect_value):
+    def _launch_on_device(self, cp, batch: PrelimBatch, matrix_scores, gap_open, gap_extend):
         u = self.ungapped
         kernel = load_kernel(u.device_id, self.band, self.cell_budget)
+        init, group_start, group_subject = batch.init, batch.group_start, batch.group_subject
         n_groups = len(group_subject)
         cols = [cp.asarray(np.ascontiguousarray(init[k], dtype=np.int32))
                 for k in ("q_start", "s_start", "length", "score")]
         d_group_start = cp.asarray(group_start)
+        d_group_query = cp.asarray(batch.group_query)
         n = len(init)
         order = cp.empty(n, np.int32)
         tree = cp.empty(6 * n, np.int32)
         out = cp.empty(7 * n, np.int32)
         d_counts = cp.zeros(n_groups, np.int32)
         d_status = cp.zeros(n_groups, np.int32)
-        query = cp.asarray(np.ascontiguousarray(query_codes, dtype=np.uint8))
+        queries = cp.asarray(batch.queries)
+        query_start = cp.asarray(batch.query_start)
+        params = cp.asarray(np.ascontiguousarray(batch.params, np.int32))
         matrix = cp.asarray(np.ascontiguousarray(matrix_scores, dtype=np.int32))
-        allowed = np.int32(expect_value <= gapped.RESTRICTED_ALIGNMENT_WORST_EVALUE)
         sizes = np.diff(group_start)
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
         for c in u.chunks:
             first, last = c["first"], c["first"] + c["n"]
-            jobs = np.flatnonzero(on_gpu & (group_subject >= first) & (group_subject < last))
+            jobs = np.flatnonzero(batch.on_gpu & (group_subject >= first) & (group_subject < last))
             if not len(jobs):
                 continue
             # most init HSPs first: a warp's threads get similar work
             jobs = jobs[np.argsort(-sizes[jobs], kind="stable")].astype(np.int32)
             local_subject = cp.asarray(group_subject - np.int32(first))
             kernel(((len(jobs) + THREADS - 1) // THREADS,), (THREADS,),
-                   (cp.asarray(jobs), np.int32(len(jobs)), d_group_start, local_subject, *cols, query,
-                    np.int32(len(query_codes)), c["residues"], c["offsets"], matrix, np.int32(gap_open),
-                    np.int32(gap_extend), np.int32(x_dropoff), np.int32(cutoff),
-                    np.int32(gapped.restricted_cutoff(cutoff)), allowed, order, tree, out, d_counts, d_status))
+                   (cp.asarray(jobs), np.int32(len(jobs)), d_group_start, local_subject, d_group_query, *cols,
+                    queries, query_start, params, c["residues"], c["offsets"], matrix, np.int32(gap_open),
+                    np.int32(gap_extend), order, tree, out, d_counts, d_status))
+        end.record()
         counts = d_counts.get()
         status = d_status.get()
+        self.kernel_seconds += cp.cuda.get_elapsed_time(start, end) / 1000
         idx = row_index(group_start, counts)
         rows = out.reshape(-1, 7)[cp.asarray(idx)].get() if len(idx) else np.empty((0, 7), np.int32)
         return rows, counts, status
