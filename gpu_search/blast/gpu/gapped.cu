@@ -1,9 +1,9 @@
 // blastp's preliminary gapped stage on the GPU: BLAST_GetGappedScore of
 // BLAST+ 2.12 for queries against many subjects, score only, one thread per
-// subject (the subject's "group" of init HSPs) at a time.
+// subject (the subject's "group" of init HSPs).
 //
-// Each thread replays gapped.py's _get_gapped_score_kernel for a subject,
-// step for step, then takes the next subject:
+// Each thread replays gapped.py's _get_gapped_score_kernel for its subject,
+// step for step:
 //
 //   1. sorts the subject's init HSPs as Blast_InitHitListSortByScore
 //      (insertion sort: stable, groups are small -- big ones stay on the CPU);
@@ -23,8 +23,6 @@
 // of very different lengths, and with nested loops each thread waited for the
 // warp's longest one at every level (ncu: 7.5 of 32 threads active; 10.2 with
 // the flat loop, and the kernel 1.1-1.6x faster for queries over 1,000 letters).
-// Taking the next subject is a step of the same loop, so a thread whose
-// subject is done does not wait for the warp's longest subject either.
 //
 // The DP keeps its two rows (best, best_gap) in a ring of BAND cells per
 // thread (local memory): only the band [first_b_index, b_size] is live.  A
@@ -33,13 +31,12 @@
 // cells: the host runs those on the CPU (same result).  The budget keeps the
 // long extensions of true homologs (serial work: slow on one GPU thread, and
 // the kernel lasts as long as its slowest thread) on CPU cores, and the
-// many short extensions of chance hits on the GPU.  The host purges HSPs with
-// common endpoints, sorts them by score and computes E-values
-// (gapped.purge_and_sort_groups, engine.py).
+// many short extensions of chance hits on the GPU.  The host purges HSPs with common endpoints, sorts them
+// by score and computes E-values (gapped.purge_and_sort_rows, engine.py).
 //
-// The same source builds as C++ for the host (no __CUDACC__): the loop is then
-// run over every group by prelim_gapped_host, so that the CPU-only test suite
-// checks this code against the numba reference without a GPU.
+// The same source builds as C++ for the host (no __CUDACC__): the per-subject
+// function is then called from prelim_gapped_host, so that the CPU-only test
+// suite checks this code against the numba reference without a GPU.
 //
 // Compile-time constants: BAND (ring cells per DP row, a power of two),
 // CELL_BUDGET (DP cells a thread may compute for one subject).
@@ -170,7 +167,7 @@ HD bool init_before(int a, int b, const int* q_start, const int* s_start, const 
 // Letters of A (query) at qp[q_base + q_dir * i] and of B (subject) at
 // sp[s_base + s_dir * j], i, j >= 1: right of a start point dir = +1, left of
 // it (the start pair included) dir = -1, as gapped.py.
-enum Step { CELL, GROW, APPEND, CONTROL, FINISHED, START };
+enum Step { CELL, GROW, APPEND, CONTROL, FINISHED };
 enum Side { TAKE_HSP, LEFT_RUNNING, START_RIGHT, RIGHT_RUNNING, HSP_DONE };
 
 struct XDrop {
@@ -218,58 +215,49 @@ HD void xdrop_row(XDrop& d, Seq qp, const int* matrix, bool restricted)
     d.b_index = d.first_b_index;
 }
 
-// The batch a launch works on: queries, subject groups and their init HSPs,
-// the database, and where each group's results go.
-struct Batch {
-    const int* group_start;          // group g: init HSPs [group_start[g], group_start[g + 1])
-    const int* group_subject;
-    const int* group_query;          // query q of the batch: letters queries[query_start[q], query_start[q + 1]),
-    const unsigned char* queries;    // params[4 q ..] = X-drop, cutoff, restricted cutoff,
-    const int* query_start;          // restricted extensions allowed
-    const int* params;
-    const int *init_q_start, *init_s_start, *init_length, *init_score;
-    const unsigned char* residues;
-    const long long* offsets;
-    const int* matrix;
-    int gap_open, gap_extend;
-    int *order, *tree, *out;         // per init HSP: scratch, and the rows of the group's gapped HSPs
-    int *count, *status;             // per group
-};
-
-// BLAST_GetGappedScore for the subject groups that next_job() hands out, one
-// after the other, until it returns -1; each group's rows, count and status
-// are written as it ends.
+// BLAST_GetGappedScore for one subject: init HSPs [lo, hi) of the arrays.
+// Returns the number of rows written to out (7 ints each); sets *status.
 //
-// The program of gapped.py's _get_gapped_score_kernel, as steps: START takes
-// the next group (sorts its init HSPs, decides restricted extensions), CONTROL
-// picks the next init HSP (sort order, containment test, start point), starts
-// its left then right extension (s_BlastProtGappedAlignment, with
-// AdjustSubjectRange for subjects of 90,000 letters or more), takes their
-// scores, saves the HSP or restarts the subject; CELL, GROW and APPEND run the
-// extension's DP; FINISHED writes the group's count and status.  A thread
-// whose group ends takes the next one inside the same loop (persistent
-// threads): it does not wait for the longest group of its warp.
-template <class NextJob>
-HD void get_gapped_scores(const Batch& bt, NextJob next_job, int* best, int* best_gap)
+// The program of gapped.py's _get_gapped_score_kernel, as steps: CONTROL picks
+// the next init HSP (sort order, containment test, start point), starts its
+// left then right extension (s_BlastProtGappedAlignment, with AdjustSubjectRange
+// for subjects of 90,000 letters or more), takes their scores, saves the HSP or
+// restarts the subject; CELL, GROW and APPEND run the extension's DP.
+HD int get_gapped_score(int lo, int hi, const int* init_q_start, const int* init_s_start,
+                        const int* init_length, const int* init_score, Seq qp, Seq sp,
+                        const int* matrix, int gap_open, int gap_extend, int x_dropoff, int cutoff,
+                        int restricted_cutoff, bool restricted_allowed, int* order, int* tree, int* out,
+                        int* best, int* best_gap, int* status)
 {
-    const int gap_open_extend = bt.gap_open + bt.gap_extend;
-    // the group being done
-    int g = -1, lo = 0, n = 0;
-    Seq qp = {bt.queries, 0}, sp = {bt.residues, 0};
-    int x_drop = 0, cutoff = 0, restricted_cutoff = 0;
-    bool restricted = false, overflow = false;
-    int* order = bt.order;
-    int* tree = bt.tree;
-    int* out = bt.out;
-    int n_out = 0, n_tree = 0, status = 0;
-    int cells = 0;             // DP cells computed for this group
+    const int n = hi - lo;
+    // Blast_InitHitListSortByScore (stable), and the subject's best init score
+    int best_init = init_score[lo];
+    for (int k = 0; k < n; k++) {
+        const int x = lo + k;
+        best_init = imax(best_init, init_score[x]);
+        int m = k - 1;
+        while (m >= 0 && init_before(x, order[m], init_q_start, init_s_start, init_length, init_score)) {
+            order[m + 1] = order[m];
+            m--;
+        }
+        order[m + 1] = x;
+    }
+    // restricted_alignment_on: the subject's best init HSP below (Int4)(0.68 x cutoff)
+    bool restricted = restricted_allowed && best_init < restricted_cutoff;
+    const int gap_open_extend = gap_open + gap_extend;
+    const int x_drop = imax(x_dropoff, gap_open_extend);   // as Blast_SemiGappedAlign
+    int n_out = 0, n_tree = 0;
+    int cells = 0;                                   // DP cells computed for this subject
+    *status = 0;
+
     int index = 0;             // the init HSP order[index] is being extended
     int side = TAKE_HSP;       // where CONTROL is in the program of one init HSP
     int q_off = 0, s_off = 0, q_length = 0, s_length = 0, subject_len_adj = 0, subject_shift = 0;
     int score_left = 0, score_right = 0, g_q_start = 0, g_q_stop = 0, g_s_start = 0, g_s_stop = 0;
+    bool overflow = false;
     XDrop d;
-    int step = START;
-    while (true) {
+    int step = CONTROL;
+    while (step != FINISHED) {
         if (step == CELL) {                          // one DP cell (a_index, b_index)
             if (d.b_index < d.b_size) {
                 const int b_index = d.b_index;
@@ -301,11 +289,11 @@ HD void get_gapped_scores(const Batch& bt, NextJob next_job, int* best, int* bes
                         d.b_offset = b_index;
                     }
                     if (d.gap_in_a) {
-                        d.score_gap_row -= bt.gap_extend;
+                        d.score_gap_row -= gap_extend;
                         d.score_gap_row = imax(score - gap_open_extend, d.score_gap_row);
                     }
                     if (gap_in_b) {
-                        score_gap_col -= bt.gap_extend;
+                        score_gap_col -= gap_extend;
                         best_gap[b] = imax(score - gap_open_extend, score_gap_col);
                     }
                     best[b] = score;
@@ -342,7 +330,7 @@ HD void get_gapped_scores(const Batch& bt, NextJob next_job, int* best, int* bes
                 } else {
                     best[d.b_size & BAND_MASK] = d.score_gap_row;
                     best_gap[d.b_size & BAND_MASK] = d.score_gap_row - gap_open_extend;
-                    d.score_gap_row -= bt.gap_extend;
+                    d.score_gap_row -= gap_extend;
                     d.b_size++;
                 }
             } else {
@@ -365,7 +353,7 @@ HD void get_gapped_scores(const Batch& bt, NextJob next_job, int* best, int* bes
                 if (d.a_index > d.M) {
                     step = CONTROL;                  // the extension is over
                 } else {
-                    xdrop_row(d, qp, bt.matrix, restricted);
+                    xdrop_row(d, qp, matrix, restricted);
                     step = CELL;
                 }
             }
@@ -377,13 +365,13 @@ HD void get_gapped_scores(const Batch& bt, NextJob next_job, int* best, int* bes
                     break;
                 }
                 const int x = order[index];
-                const int q_start = bt.init_q_start[x], s_start = bt.init_s_start[x], length = bt.init_length[x];
+                const int q_start = init_q_start[x], s_start = init_s_start[x], length = init_length[x];
                 if (tree_contains(tree, n_tree, q_start, q_start + length, s_start, s_start + length,
-                                  bt.init_score[x])) {
+                                  init_score[x])) {
                     index++;
                     continue;
                 }
-                q_off = start_for_gapped_alignment(qp, sp, bt.matrix, q_start, s_start, length);
+                q_off = start_for_gapped_alignment(qp, sp, matrix, q_start, s_start, length);
                 s_off = s_start + (q_off - q_start);
                 // s_BlastProtGappedAlignment from (q_off, s_off), with AdjustSubjectRange
                 q_length = q_off + 1;
@@ -436,7 +424,7 @@ HD void get_gapped_scores(const Batch& bt, NextJob next_job, int* best, int* bes
                 if (restricted && score < cutoff && score >= restricted_cutoff) {
                     // inconclusive: drop everything and recompute exactly
                     restricted = false;
-                    status |= STATUS_RESTARTED;
+                    *status |= STATUS_RESTARTED;
                     n_out = 0;
                     n_tree = 0;
                     index = 0;
@@ -457,92 +445,65 @@ HD void get_gapped_scores(const Batch& bt, NextJob next_job, int* best, int* bes
                 d.best_score = 0;
                 d.a_offset = 0;
                 d.b_offset = 0;
-            } else if (!xdrop_start(d, gap_open_extend, bt.gap_extend, x_drop, best, best_gap)) {
+            } else if (!xdrop_start(d, gap_open_extend, gap_extend, x_drop, best, best_gap)) {
                 overflow = true;
                 step = FINISHED;
             } else {
-                xdrop_row(d, qp, bt.matrix, restricted);
+                xdrop_row(d, qp, matrix, restricted);
                 step = CELL;
             }
         }
-        if (step == FINISHED) {                      // the group's results (none if left to the CPU)
-            bt.count[g] = overflow ? 0 : n_out;
-            bt.status[g] = overflow ? status | STATUS_OVERFLOW : status;
-            step = START;
-        }
-        if (step == START) {                         // the next group
-            g = next_job();
-            if (g < 0) break;
-            lo = bt.group_start[g];
-            n = bt.group_start[g + 1] - lo;
-            const int q = bt.group_query[g], s = bt.group_subject[g];
-            const int* p = bt.params + 4 * q;
-            qp = Seq{bt.queries + bt.query_start[q], bt.query_start[q + 1] - bt.query_start[q]};
-            sp = Seq{bt.residues + bt.offsets[s], (int)(bt.offsets[s + 1] - bt.offsets[s])};
-            x_drop = imax(p[0], gap_open_extend);   // as Blast_SemiGappedAlign
-            cutoff = p[1];
-            restricted_cutoff = p[2];
-            order = bt.order + lo;
-            tree = bt.tree + 6 * lo;
-            out = bt.out + 7 * lo;
-            // Blast_InitHitListSortByScore (stable), and the subject's best init score
-            int best_init = bt.init_score[lo];
-            for (int k = 0; k < n; k++) {
-                const int x = lo + k;
-                best_init = imax(best_init, bt.init_score[x]);
-                int m = k - 1;
-                while (m >= 0 && init_before(x, order[m], bt.init_q_start, bt.init_s_start, bt.init_length,
-                                             bt.init_score)) {
-                    order[m + 1] = order[m];
-                    m--;
-                }
-                order[m + 1] = x;
-            }
-            // restricted_alignment_on: the subject's best init HSP below (Int4)(0.68 x cutoff)
-            restricted = p[3] != 0 && best_init < restricted_cutoff;
-            overflow = false;
-            n_out = n_tree = status = cells = index = 0;
-            side = TAKE_HSP;
-            step = CONTROL;
-        }
     }
+    if (overflow) {
+        *status |= STATUS_OVERFLOW;
+        return 0;
+    }
+    return n_out;
 }
 
 #ifdef __CUDACC__
 
-// Persistent threads: each takes the next job (a subject group) from jobs[]
-// when its group ends, in the order the host chose (most init HSPs first);
-// *next_job counts the jobs taken.  Several queries per launch fill the GPU
-// when one query's subjects make only a few dozen blocks.
+// One thread per job (a subject group of one of the batch's queries), jobs[]
+// in the order the host chose (most init HSPs first, so that a warp's threads
+// do similar work).  Query q of the batch: letters queries[query_start[q],
+// query_start[q + 1]), params[4 q ..] = X-drop, cutoff, restricted cutoff,
+// restricted extensions allowed.  Several queries per launch fill the GPU:
+// one query's subjects make a few dozen blocks.
 extern "C" __global__ void __launch_bounds__(128)
-prelim_gapped(const int* __restrict__ jobs, int n_jobs, int* __restrict__ next_job,
-              const int* __restrict__ group_start, const int* __restrict__ group_subject,
-              const int* __restrict__ group_query, const int* __restrict__ init_q_start,
-              const int* __restrict__ init_s_start, const int* __restrict__ init_length,
-              const int* __restrict__ init_score, const unsigned char* __restrict__ queries,
-              const int* __restrict__ query_start, const int* __restrict__ params,
-              const unsigned char* __restrict__ residues, const long long* __restrict__ offsets,
-              const int* __restrict__ matrix_g, int gap_open, int gap_extend, int* __restrict__ order,
-              int* __restrict__ tree, int* __restrict__ out, int* __restrict__ count,
-              int* __restrict__ status)
+prelim_gapped(const int* __restrict__ jobs, int n_jobs, const int* __restrict__ group_start,
+              const int* __restrict__ group_subject, const int* __restrict__ group_query,
+              const int* __restrict__ init_q_start, const int* __restrict__ init_s_start,
+              const int* __restrict__ init_length, const int* __restrict__ init_score,
+              const unsigned char* __restrict__ queries, const int* __restrict__ query_start,
+              const int* __restrict__ params, const unsigned char* __restrict__ residues,
+              const long long* __restrict__ offsets, const int* __restrict__ matrix_g,
+              int gap_open, int gap_extend, int* __restrict__ order, int* __restrict__ tree,
+              int* __restrict__ out, int* __restrict__ count, int* __restrict__ status)
 {
     __shared__ int matrix[ALPHABET * ALPHABET];
     for (int k = threadIdx.x; k < ALPHABET * ALPHABET; k += blockDim.x) matrix[k] = matrix_g[k];
     __syncthreads();
-    const Batch bt = {group_start, group_subject, group_query, queries, query_start, params,
-                      init_q_start, init_s_start, init_length, init_score, residues, offsets, matrix,
-                      gap_open, gap_extend, order, tree, out, count, status};
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n_jobs) return;
+    const int g = jobs[j];
+    const int lo = group_start[g], hi = group_start[g + 1];
+    const int s = group_subject[g], q = group_query[g];
+    const int* p = params + 4 * q;
+    const long long s0 = offsets[s];
+    Seq qp = {queries + query_start[q], query_start[q + 1] - query_start[q]};
+    Seq sp = {residues + s0, (int)(offsets[s + 1] - s0)};
     int best[BAND], best_gap[BAND];                   // the DP's band, a ring (local memory)
-    get_gapped_scores(bt, [&]() {
-        const int j = atomicAdd(next_job, 1);
-        return j < n_jobs ? jobs[j] : -1;
-    }, best, best_gap);
+    int st;
+    count[g] = get_gapped_score(lo, hi, init_q_start, init_s_start, init_length, init_score, qp, sp,
+                                matrix, gap_open, gap_extend, p[0], p[1], p[2], p[3] != 0, order + lo,
+                                tree + 6 * lo, out + 7 * lo, best, best_gap, &st);
+    status[g] = st;
 }
 
 #else
 
 // The host build (tests): every group in turn, same arguments as the kernel
-// minus the job list (all groups).
+// minus jobs (all groups).
 #include <vector>
 extern "C" void prelim_gapped_host(int n_groups, const int* group_start, const int* group_subject,
                                    const int* group_query, const int* init_q_start,
@@ -552,12 +513,19 @@ extern "C" void prelim_gapped_host(int n_groups, const int* group_start, const i
                                    const int* matrix, int gap_open, int gap_extend,
                                    int* order, int* tree, int* out, int* count, int* status)
 {
-    const Batch bt = {group_start, group_subject, group_query, queries, query_start, params,
-                      init_q_start, init_s_start, init_length, init_score, residues, offsets, matrix,
-                      gap_open, gap_extend, order, tree, out, count, status};
     std::vector<int> best(BAND), best_gap(BAND);
-    int next = 0;
-    get_gapped_scores(bt, [&]() { return next < n_groups ? next++ : -1; }, best.data(), best_gap.data());
+    for (int g = 0; g < n_groups; g++) {
+        const int lo = group_start[g], hi = group_start[g + 1];
+        const int s = group_subject[g], q = group_query[g];
+        const int* p = params + 4 * q;
+        Seq qp = {queries + query_start[q], query_start[q + 1] - query_start[q]};
+        Seq sp = {residues + offsets[s], (int)(offsets[s + 1] - offsets[s])};
+        int st;
+        count[g] = get_gapped_score(lo, hi, init_q_start, init_s_start, init_length, init_score, qp, sp,
+                                    matrix, gap_open, gap_extend, p[0], p[1], p[2], p[3] != 0, order + lo,
+                                    tree + 6 * lo, out + 7 * lo, best.data(), best_gap.data(), &st);
+        status[g] = st;
+    }
 }
 
 #endif

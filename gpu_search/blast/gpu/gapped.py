@@ -5,10 +5,9 @@ fill only a few dozen blocks of the GPU): the init HSPs of the ungapped stage
 go in (already on the host, in BLAST's order, subject by subject), the
 preliminary gapped HSPs of every subject come out, purged and in score
 order -- for each query the same rows as the CPU path's
-``gapped.preliminary_gapped_hsps_batch``.  A GPU thread replays
-``BLAST_GetGappedScore`` for one subject of one query, then takes the next
-subject (persistent threads); the database is the one the ungapped stage
-uploaded (``GpuUngapped``'s resident chunks).
+``gapped.preliminary_gapped_hsps_batch``.  One GPU thread replays
+``BLAST_GetGappedScore`` for one subject of one query; the database is the
+one the ungapped stage uploaded (``GpuUngapped``'s resident chunks).
 
 What stays on the CPU (same results, the engine's threads run it):
 
@@ -43,8 +42,6 @@ CELL_BUDGET = 1 << 18      # DP cells a thread may compute for a subject: longer
 #                            (smaller budgets were slower end to end on an H100: docs/benchmarks.md)
 MAX_GPU_GROUP = 64         # subjects with more init HSPs go to the CPU
 THREADS = 128              # per block (the kernel's __launch_bounds__)
-RESIDENT_BLOCKS_PER_SM = 8  # the persistent grid: 65,536 registers per SM / (80 x 128) = 6 blocks run
-#                             at once on sm_90; blocks past those find the jobs taken and end at once
 STATUS_RESTARTED = 1
 STATUS_OVERFLOW = 2
 
@@ -243,13 +240,10 @@ class GpuPrelim:
             # most init HSPs first: a warp's threads get similar work
             jobs = jobs[np.argsort(-sizes[jobs], kind="stable")].astype(np.int32)
             local_subject = cp.asarray(group_subject - np.int32(first))
-            # persistent threads: no more blocks than the GPU holds at once, each thread takes
-            # the next job when its subject is done
-            blocks = min((len(jobs) + THREADS - 1) // THREADS, self._resident_blocks(cp))
-            kernel((blocks,), (THREADS,),
-                   (cp.asarray(jobs), np.int32(len(jobs)), cp.zeros(1, np.int32), d_group_start, local_subject,
-                    d_group_query, *cols, queries, query_start, params, c["residues"], c["offsets"], matrix,
-                    np.int32(gap_open), np.int32(gap_extend), order, tree, out, d_counts, d_status))
+            kernel(((len(jobs) + THREADS - 1) // THREADS,), (THREADS,),
+                   (cp.asarray(jobs), np.int32(len(jobs)), d_group_start, local_subject, d_group_query, *cols,
+                    queries, query_start, params, c["residues"], c["offsets"], matrix, np.int32(gap_open),
+                    np.int32(gap_extend), order, tree, out, d_counts, d_status))
         end.record()
         counts = d_counts.get()
         status = d_status.get()
@@ -257,11 +251,6 @@ class GpuPrelim:
         idx = row_index(group_start, counts)
         rows = out.reshape(-1, 7)[cp.asarray(idx)].get() if len(idx) else np.empty((0, 7), np.int32)
         return rows, counts, status
-
-    def _resident_blocks(self, cp) -> int:
-        """Blocks for a persistent grid: at least as many as the GPU runs at once."""
-        sms = cp.cuda.Device(self.ungapped.device_id).attributes["MultiProcessorCount"]
-        return sms * RESIDENT_BLOCKS_PER_SM
 
 
 def row_index(group_start: np.ndarray, counts: np.ndarray) -> np.ndarray:
