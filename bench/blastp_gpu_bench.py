@@ -96,6 +96,9 @@ def main():
     ap.add_argument("--prelim-batches", default="",
                     help="also run the last set with at most these queries per launch of the GPU's "
                          "preliminary gapped kernel, e.g. 1,4 (GPU_SEARCH_PRELIM_BATCH)")
+    ap.add_argument("--prelim-threads", default="",
+                    help="also run the last set with these numbers of threads per GPU launching the "
+                         "preliminary gapped kernel, e.g. 1,3 (GPU_SEARCH_PRELIM_THREADS)")
     args = ap.parse_args()
     blastp, makeblastdb = shutil.which("blastp"), shutil.which("makeblastdb")
     if not (blastp and makeblastdb):
@@ -152,7 +155,8 @@ def main():
     options = [("--gpu-streams", x) for x in args.streams.split(",") if x.strip()] + \
         [("--gpu-gapped-cells", x) for x in args.cells.split(",") if x.strip()] + \
         [("switch interval ms", x) for x in args.switch_intervals.split(",") if x.strip()] + \
-        [("queries per gapped launch", x) for x in args.prelim_batches.split(",") if x.strip()]
+        [("queries per gapped launch", x) for x in args.prelim_batches.split(",") if x.strip()] + \
+        [("gapped threads per GPU", x) for x in args.prelim_threads.split(",") if x.strip()]
     for opt, n in options:
         t = time.perf_counter()
         extra, run_env = [opt, n], dict(env, GPU_SEARCH_TIMINGS="1")
@@ -160,6 +164,8 @@ def main():
             extra, run_env["GPU_SEARCH_SWITCH_INTERVAL"] = [], str(float(n) / 1000)
         if opt.startswith("queries"):
             extra, run_env["GPU_SEARCH_PRELIM_BATCH"] = [], n
+        if opt.startswith("gapped threads"):
+            extra, run_env["GPU_SEARCH_PRELIM_THREADS"] = [], n
         r = subprocess.run(ours + ["-query", str(q)] + extra, capture_output=True, text=True, env=run_env)
         sweep.append((f"{opt} {n}", time.perf_counter() - t, r.stdout == out_o and not r.returncode,
                       r.stderr.strip().splitlines()[-1:]))

@@ -46,6 +46,7 @@ from .ungapped import ungapped_extensions
 EVALUE_EPSILON = 1.0e-180          # s_EvalueComp: smaller E-values compare equal
 GPU_STREAMS = 3                    # queries in flight per GPU (--gpu-streams; measured, docs/benchmarks.md)
 GPU_SWITCH_INTERVAL = 0.0005       # seconds: the interpreter's GIL switch interval during GPU runs
+PRELIM_THREADS = 2                 # host threads (and streams) per GPU launching that kernel
 PRELIM_BATCH_QUERIES = 4           # most queries per launch of the GPU's preliminary gapped kernel (measured:
 #                                    docs/benchmarks.md; larger batches bunch the CPU work that follows)
 
@@ -369,13 +370,14 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
     pieces keep every thread busy even when one query has most of the work);
     when a query's last piece is done, its traceback (only the preliminary hit
     list's subjects) is queued on the pool as well.  This thread writes the
-    queries in order.  With ``gpu_prelims`` ({id(GpuUngapped): GpuPrelim}, one
-    GpuPrelim per GPU) the GPU threads hand each query, its init HSPs found,
-    to the GpuPrelim's own thread, which runs the preliminary gapped
-    extensions of the subjects with few init HSPs (blast/gpu/gapped.py) for
-    every query waiting, up to PRELIM_BATCH_QUERIES, in one kernel launch
-    (one query's subjects fill a few dozen blocks of the GPU); the pool gets
-    the E-values of their HSPs and the other subjects.
+    queries in order.  With ``gpu_prelims`` ({id(GpuUngapped): [GpuPrelim, ...]},
+    the same list for every engine of one GPU) the GPU threads hand each
+    query, its init HSPs found, to the GPU's gapped threads (one per
+    GpuPrelim, each on a stream of its own), which run the preliminary
+    gapped extensions of the subjects with few init HSPs
+    (blast/gpu/gapped.py) for the queries waiting, up to
+    PRELIM_BATCH_QUERIES, in one kernel launch; the pool gets the E-values
+    of their HSPs and the other subjects.
     """
     n = queries.n_seqs
     gpu_prelims = gpu_prelims or {}
@@ -479,11 +481,11 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
             state.notify_all()
 
     # per GpuPrelim: the queries handed over and not yet launched, the GPU threads still feeding it
-    waiting = {id(p): [] for p in gpu_prelims.values()}
-    feeders = {id(p): sum(1 for g in gpus if gpu_prelims.get(id(g)) is p) for p in gpu_prelims.values()}
+    waiting = {id(ps): [] for ps in gpu_prelims.values()}
+    feeders = {id(ps): sum(1 for g in gpus if gpu_prelims.get(id(g)) is ps) for ps in gpu_prelims.values()}
 
     def produce(gpu, ahead):
-        prelim = gpu_prelims.get(id(gpu))
+        prelims = gpu_prelims.get(id(gpu))
         try:
             while True:
                 in_flight.acquire()
@@ -497,25 +499,24 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
                 if lookup is not None:
                     ungapped_stage(work, setup, gpu, lookup)
                 times.add("GPU phases", t0)
-                if prelim is not None and len(work.init):
+                if prelims is not None and len(work.init):
                     with state:
-                        waiting[id(prelim)].append((i, work))
+                        waiting[id(prelims)].append((i, work))
                         state.notify_all()
                 else:
                     publish(i, submit(work))
         except BaseException as exc:
             give_up(exc)
         finally:
-            if prelim is not None:
+            if prelims is not None:
                 with state:
-                    feeders[id(prelim)] -= 1
+                    feeders[id(prelims)] -= 1
                     state.notify_all()
 
-    def prelim_batches(prelim):
-        """One GPU's preliminary gapped kernel: every query waiting, in one launch."""
+    def prelim_batches(prelim, key):
+        """One of a GPU's gapped threads: the queries waiting for the GPU ``key``, in one launch."""
         from .gpu.gapped import PrelimJob
 
-        key = id(prelim)
         # GPU_SEARCH_PRELIM_BATCH: for benchmarks comparing batch sizes (1: one query per launch)
         most = int(os.environ.get("GPU_SEARCH_PRELIM_BATCH") or PRELIM_BATCH_QUERIES)
         try:
@@ -531,7 +532,7 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
                 jobs = [PrelimJob(work.init, work.codes, work.cutoffs.x_drop_gapped, work.cutoffs.cutoff_score,
                                   setup.options.evalue) for _, work in batch]
                 found = prelim.run_many(jobs, setup.matrix.scores, setup.gap_open, setup.gap_extend)
-                times.add("preliminary gapped (GPU thread)", t0)
+                times.add("preliminary gapped (GPU threads)", t0)
                 for (i, work), (gpu_hsps, left) in zip(batch, found):
                     work.init = left
                     publish(i, submit(work, gpu_hsps))
@@ -541,8 +542,10 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="blastp-lookup") as ahead:
         for k, gpu in enumerate(gpus):
             threading.Thread(target=produce, args=(gpu, ahead), name=f"blastp-gpu{k}", daemon=True).start()
-        for k, prelim in enumerate({id(p): p for p in gpu_prelims.values()}.values()):
-            threading.Thread(target=prelim_batches, args=(prelim,), name=f"blastp-gapped{k}", daemon=True).start()
+        for prelims in {id(ps): ps for ps in gpu_prelims.values()}.values():
+            for prelim in prelims:
+                threading.Thread(target=prelim_batches, args=(prelim, id(prelims)), name="blastp-gapped",
+                                 daemon=True).start()
         for i in range(n):
             with state:
                 while i not in results and not errors:
@@ -603,11 +606,15 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
         from .gpu.gapped import GpuPrelim
 
         kw = {} if gpu_gapped_cells is None else dict(cell_budget=gpu_gapped_cells)
-        # one per GPU, on a stream of its own (a worker of the GPU's first engine)
+        # PRELIM_THREADS per GPU, each on a stream of its own (workers of the GPU's first engine):
+        # the kernel lasts as long as its longest subject and leaves most of the GPU free, and
+        # each thread's host work (inputs, purge) overlaps the others' kernels
+        # (GPU_SEARCH_PRELIM_THREADS: for benchmarks comparing thread counts)
+        n_threads = max(1, int(os.environ.get("GPU_SEARCH_PRELIM_THREADS") or PRELIM_THREADS))
         per_device = {}
         for e in engines:
             if not e.streamed and e.device_id not in per_device:
-                per_device[e.device_id] = GpuPrelim(e.worker(), **kw)
+                per_device[e.device_id] = [GpuPrelim(e.worker(), **kw) for _ in range(n_threads)]
         prelims = {id(e): per_device[e.device_id] for e in engines if not e.streamed}
     progress = Progress("blastp", queries.n_seqs, "queries", quiet)
     saved = []
@@ -639,8 +646,9 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
     finally:
         sys.setswitchinterval(switch_interval)
     progress.close()
-    for prelim in {id(p): p for p in prelims.values()}.values():
-        times.add_seconds("preliminary gapped kernel (GPU time)", prelim.kernel_seconds)
+    for per_gpu in {id(ps): ps for ps in prelims.values()}.values():
+        for prelim in per_gpu:
+            times.add_seconds("preliminary gapped kernel (GPU time)", prelim.kernel_seconds)
     write_footer(fh, fmt, n_done)
     if hits_out is not None:
         from .merge import save_hits
