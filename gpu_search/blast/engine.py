@@ -332,14 +332,29 @@ def new_work(i: int, queries) -> QueryWork:
 
 
 class PhaseTimes:
-    """Seconds spent per phase, summed over threads (``GPU_SEARCH_TIMINGS=1`` prints them)."""
+    """Seconds spent per phase, summed over threads (``GPU_SEARCH_TIMINGS=1`` prints them).
+
+    With ``GPU_SEARCH_TIMELINE=file.json`` every timed interval is also kept
+    (thread, phase, start, end; bench/timeline.py summarises them)."""
 
     def __init__(self):
         self.seconds: dict[str, float] = {}
         self._lock = threading.Lock()
+        self.events: list | None = [] if os.environ.get("GPU_SEARCH_TIMELINE") else None
 
     def add(self, phase: str, t0: float) -> None:
-        self.add_seconds(phase, time.perf_counter() - t0)
+        t1 = time.perf_counter()
+        self.add_seconds(phase, t1 - t0)
+        if self.events is not None:
+            with self._lock:
+                self.events.append((threading.current_thread().name, phase, t0, t1))
+
+    def save_timeline(self, origin: float) -> None:
+        if self.events is not None:
+            import json
+
+            with open(os.environ["GPU_SEARCH_TIMELINE"], "w") as fh:
+                json.dump([(n, p, a - origin, b - origin) for n, p, a, b in self.events], fh)
 
     def add_seconds(self, phase: str, seconds: float) -> None:
         with self._lock:
@@ -488,7 +503,9 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
         prelims = gpu_prelims.get(id(gpu))
         try:
             while True:
+                t0 = time.perf_counter()
                 in_flight.acquire()
+                times.add("GPU threads held back (queries in flight)", t0)
                 item = take(ahead)
                 if item is None:
                     in_flight.release()
@@ -654,6 +671,7 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
         from .merge import save_hits
 
         save_hits(hits_out, saved, options=options, db_name=db_name)
+    times.save_timeline(t_start)
     if os.environ.get("GPU_SEARCH_TIMINGS"):
         print(f"gpu-search blastp timings: {times.line()}  wall {time.perf_counter() - t_start:.2f} s",
               file=sys.stderr)
