@@ -99,6 +99,8 @@ def main():
     ap.add_argument("--prelim-threads", default="",
                     help="also run the last set with these numbers of threads per GPU launching the "
                          "preliminary gapped kernel, e.g. 1,3 (GPU_SEARCH_PRELIM_THREADS)")
+    ap.add_argument("--timeline", action="store_true",
+                    help="keep the last set's main run's timeline (GPU_SEARCH_TIMELINE) and summarise it")
     args = ap.parse_args()
     blastp, makeblastdb = shutil.which("blastp"), shutil.which("makeblastdb")
     if not (blastp and makeblastdb):
@@ -132,8 +134,10 @@ def main():
         t_b, out_b = timed(blast)
         t_bu, _ = timed(blast + ["-ungapped"])
         t = time.perf_counter()
+        timeline = work / "timeline.json"
         r = subprocess.run(ours + ["-query", str(q)], capture_output=True, text=True,
-                           env=dict(env, GPU_SEARCH_TIMINGS="1"))
+                           env=dict(env, GPU_SEARCH_TIMINGS="1",
+                                    **({"GPU_SEARCH_TIMELINE": str(timeline)} if args.timeline else {})))
         t_o, out_o = time.perf_counter() - t, r.stdout
         if r.returncode:
             raise SystemExit(f"gpu-search failed: {r.stderr}")
@@ -189,6 +193,12 @@ def main():
     print("our phases (seconds summed over threads), end-to-end runs:")
     for r in results:
         print(f"  {r['queries']:20} {r['our_phases'].split(': ', 1)[-1]}")
+    if args.timeline:
+        print(f"timeline of the last set's main run ({timeline}):", flush=True)
+        subprocess.run([sys.executable, str(Path(__file__).with_name("timeline.py")), str(timeline),
+                        "--step", "1"])
+        if args.out:
+            shutil.copy(timeline, Path(args.out) / "timeline.json")
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
         (Path(args.out) / "blastp_gpu_bench.json").write_text(json.dumps(dict(device=name, commit=commit,
