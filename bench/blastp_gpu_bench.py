@@ -198,6 +198,7 @@ def main():
         subprocess.run([sys.executable, str(Path(__file__).with_name("timeline.py")), str(timeline),
                         "--step", "1"])
         if args.out:
+            Path(args.out).mkdir(parents=True, exist_ok=True)
             shutil.copy(timeline, Path(args.out) / "timeline.json")
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
