@@ -27,7 +27,7 @@ def main():
     busy = defaultdict(lambda: [0.0] * n)           # (group, phase) -> busy seconds per step
     threads = defaultdict(set)
     for name, phase, a, b in events:
-        group = re.sub(r"[_-]?\d+$", "", name)
+        group = re.sub(r"[_-]?[\d.]+$", "", name)
         threads[group].add(name)
         k = int(a / args.step)
         while a < b:

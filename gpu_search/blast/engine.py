@@ -471,7 +471,10 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
     ahead_futures: dict = {}
     results: dict = {}
     errors: list = []
-    in_flight = threading.Semaphore(2 * threads + 2 * len(gpus))   # bounds the init HSPs held
+    # bounds the queries taken whose results are not ready (their init HSPs are held); a
+    # query's room is given back when its results are, not when they are written: one slow
+    # query (a long traceback) must not hold back the GPUs until it is written
+    in_flight = threading.Semaphore(2 * threads + 2 * len(gpus))
     lookahead = 2 + 2 * len(gpus)
 
     def take(ahead):
@@ -486,6 +489,7 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
             return i, ahead_futures.pop(i)
 
     def publish(i, future):
+        future.add_done_callback(lambda f: in_flight.release())
         with state:
             results[i] = future
             state.notify_all()
@@ -559,9 +563,9 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="blastp-lookup") as ahead:
         for k, gpu in enumerate(gpus):
             threading.Thread(target=produce, args=(gpu, ahead), name=f"blastp-gpu{k}", daemon=True).start()
-        for prelims in {id(ps): ps for ps in gpu_prelims.values()}.values():
-            for prelim in prelims:
-                threading.Thread(target=prelim_batches, args=(prelim, id(prelims)), name="blastp-gapped",
+        for k, prelims in enumerate({id(ps): ps for ps in gpu_prelims.values()}.values()):
+            for m, prelim in enumerate(prelims):
+                threading.Thread(target=prelim_batches, args=(prelim, id(prelims)), name=f"blastp-gapped{k}.{m}",
                                  daemon=True).start()
         for i in range(n):
             with state:
@@ -570,9 +574,7 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
                 if errors:
                     raise errors[0]
                 future = results.pop(i)
-            value = future.result()
-            in_flight.release()
-            yield value
+            yield future.result()
 
 
 def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, columns: list[str],
