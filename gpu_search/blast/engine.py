@@ -668,6 +668,8 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
     for per_gpu in {id(ps): ps for ps in prelims.values()}.values():
         for prelim in per_gpu:
             times.add_seconds("preliminary gapped kernel (GPU time)", prelim.kernel_seconds)
+            for part, seconds in prelim.seconds.items():
+                times.add_seconds(f"gapped GPU threads: {part}", seconds)
     write_footer(fh, fmt, n_done)
     if hits_out is not None:
         from .merge import save_hits

@@ -27,6 +27,7 @@ The purge of HSPs with common endpoints and the sort by score run on the host
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -141,6 +142,7 @@ class GpuPrelim:
         self.overflowed = 0          # subjects sent back to the CPU by the ring or the budget, this run
         self.out_of_memory = 0       # queries whose subjects all went to the CPU for want of GPU memory
         self.kernel_seconds = 0.0    # GPU time of the kernel launches, this run
+        self.seconds = dict.fromkeys(("inputs and launch", "kernel and copy back", "results"), 0.0)
 
     @property
     def available(self) -> bool:
@@ -187,6 +189,7 @@ class GpuPrelim:
                 rows, counts, status = launched
         self.overflowed += int(np.count_nonzero(batch.on_gpu & (status & STATUS_OVERFLOW != 0)))
         # each query's groups and rows (rows are group after group)
+        t0 = time.perf_counter()
         row_at = np.concatenate(([0], np.cumsum(counts, dtype=np.int64)))
         results = []
         for k, job in enumerate(jobs):
@@ -194,6 +197,7 @@ class GpuPrelim:
             results.append(collect(job.init, batch.group_start[g0:g1 + 1] - batch.group_start[g0],
                                    batch.group_subject[g0:g1], batch.on_gpu[g0:g1],
                                    rows[row_at[g0]:row_at[g1]], counts[g0:g1], status[g0:g1]))
+        self.seconds["results"] += time.perf_counter() - t0
         return results
 
     def _launch(self, batch: PrelimBatch, matrix_scores, gap_open, gap_extend):
@@ -212,44 +216,50 @@ class GpuPrelim:
 
     def _launch_on_device(self, cp, batch: PrelimBatch, matrix_scores, gap_open, gap_extend):
         u = self.ungapped
+        t0 = time.perf_counter()
         kernel = load_kernel(u.device_id, self.band, self.cell_budget)
         init, group_start, group_subject = batch.init, batch.group_start, batch.group_subject
-        n_groups = len(group_subject)
-        cols = [cp.asarray(np.ascontiguousarray(init[k], dtype=np.int32))
-                for k in ("q_start", "s_start", "length", "score")]
-        d_group_start = cp.asarray(group_start)
-        d_group_query = cp.asarray(batch.group_query)
-        n = len(init)
-        order = cp.empty(n, np.int32)
-        tree = cp.empty(6 * n, np.int32)
-        out = cp.empty(7 * n, np.int32)
-        d_counts = cp.zeros(n_groups, np.int32)
-        d_status = cp.zeros(n_groups, np.int32)
-        queries = cp.asarray(batch.queries)
-        query_start = cp.asarray(batch.query_start)
-        params = cp.asarray(np.ascontiguousarray(batch.params, np.int32))
-        matrix = cp.asarray(np.ascontiguousarray(matrix_scores, dtype=np.int32))
+        n, n_groups = len(init), len(group_subject)
         sizes = np.diff(group_start)
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
+        # each resident chunk's jobs, most init HSPs first (a warp's threads get similar work)
+        launches = []
         for c in u.chunks:
             first, last = c["first"], c["first"] + c["n"]
             jobs = np.flatnonzero(batch.on_gpu & (group_subject >= first) & (group_subject < last))
-            if not len(jobs):
-                continue
-            # most init HSPs first: a warp's threads get similar work
-            jobs = jobs[np.argsort(-sizes[jobs], kind="stable")].astype(np.int32)
-            local_subject = cp.asarray(group_subject - np.int32(first))
+            if len(jobs):
+                launches.append((c, jobs[np.argsort(-sizes[jobs], kind="stable")], group_subject - first))
+        # every int input in one upload, every result in one buffer: few copies, and few waits for
+        # the GIL when the CPU threads are busy
+        parts = [group_start, batch.group_query, init["q_start"], init["s_start"], init["length"],
+                 init["score"], batch.query_start, batch.params, matrix_scores]
+        for _, jobs, local_subject in launches:
+            parts += [jobs, local_subject]
+        host = [np.ascontiguousarray(x, dtype=np.int32).ravel() for x in parts]
+        at = np.concatenate(([0], np.cumsum([len(x) for x in host])))
+        inputs = cp.asarray(np.concatenate(host))
+        d = [inputs[at[k]:at[k + 1]] for k in range(len(host))]
+        d_group_start, d_group_query, cols, query_start, params, matrix = d[0], d[1], d[2:6], d[6], d[7], d[8]
+        queries = cp.asarray(batch.queries)
+        scratch = cp.empty(7 * n, np.int32)                   # order, tree
+        results = cp.zeros(2 * n_groups + 7 * n, np.int32)    # counts, status, out
+        d_counts, d_status, out = results[:n_groups], results[n_groups:2 * n_groups], results[2 * n_groups:]
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        for k, (c, jobs, _) in enumerate(launches):
+            d_jobs, local_subject = d[9 + 2 * k], d[10 + 2 * k]
             kernel(((len(jobs) + THREADS - 1) // THREADS,), (THREADS,),
-                   (cp.asarray(jobs), np.int32(len(jobs)), d_group_start, local_subject, d_group_query, *cols,
+                   (d_jobs, np.int32(len(jobs)), d_group_start, local_subject, d_group_query, *cols,
                     queries, query_start, params, c["residues"], c["offsets"], matrix, np.int32(gap_open),
-                    np.int32(gap_extend), order, tree, out, d_counts, d_status))
+                    np.int32(gap_extend), scratch[:n], scratch[n:], out, d_counts, d_status))
         end.record()
-        counts = d_counts.get()
-        status = d_status.get()
+        t1 = time.perf_counter()
+        back = results.get()
+        t2 = time.perf_counter()
         self.kernel_seconds += cp.cuda.get_elapsed_time(start, end) / 1000
-        idx = row_index(group_start, counts)
-        rows = out.reshape(-1, 7)[cp.asarray(idx)].get() if len(idx) else np.empty((0, 7), np.int32)
+        self.seconds["inputs and launch"] += t1 - t0
+        self.seconds["kernel and copy back"] += t2 - t1
+        counts, status = back[:n_groups], back[n_groups:2 * n_groups]
+        rows = back[2 * n_groups:].reshape(-1, 7)[row_index(group_start, counts)]
         return rows, counts, status
 
 
