@@ -57,8 +57,8 @@ from typing import Callable
 import numba
 import numpy as np
 
-from .gapped import (HSP_MAX_WINDOW, MININT, adjust_subject_range, pad,
-                     purge_common_endpoints_index, score_order, tree_add, tree_contains)
+from .gapped import (HSP_MAX_WINDOW, MININT, adjust_subject_range, pad, purge_and_sort_rows, tree_add,
+                     tree_contains)
 
 # --------------------------------------------------------------------------------------------
 # 1. Output type, op codes
@@ -481,6 +481,98 @@ def _letter_table(letters: str) -> np.ndarray:
 # 6. Blast_TracebackFromHSPList
 # --------------------------------------------------------------------------------------------
 
+@numba.njit(cache=True, nogil=True)
+def _traceback_kernel(prelim, qp, qlen, subject, sp, mat, gap_open, gap_extend, x_dropoff_final,
+                      cutoff, percent_identity, min_hit_length):
+    """The body of ``traceback`` for one subject, compiled: one call instead of a Python
+    loop over the preliminary HSPs (Python here held the GIL the GPU threads need).
+
+    Args:
+        prelim: int64 (n, 7) rows score, q_start, q_end, s_start, s_end,
+            q_gapped_start, s_gapped_start, in score order.
+        cutoff: drop an HSP whose traceback score is below it (MININT: keep all).
+
+    Returns:
+        (rows, ops, nums, script_start): rows int64 (k, 12) in FINAL_HSP_DTYPE
+        field order (evalue aside), purged, in score order; HSP i's edit script
+        is ops/nums[script_start[i]:script_start[i + 1]].
+    """
+    slen = len(subject)
+    n = prelim.shape[0]
+    tree = np.zeros((max(n, 1), 6), dtype=np.int64)
+    n_tree = 0
+    rows = np.empty((n, 14), dtype=np.int64)       # + columns 12, 13: the HSP's script (start, length)
+    ops_all = np.empty(64, dtype=np.int32)
+    nums_all = np.empty(64, dtype=np.int32)
+    used = 0
+    k = 0
+    for i in range(n):
+        score, q_off, q_end, s_off, s_end = prelim[i, 0], prelim[i, 1], prelim[i, 2], prelim[i, 3], prelim[i, 4]
+        if tree_contains(tree, n_tree, q_off, q_end, s_off, s_end, score):
+            continue
+        q_gs = prelim[i, 5]
+        s_gs = prelim[i, 6]
+        if (q_gs == 0 and s_gs == 0) or not check_start_for_gapped_alignment(
+                qp, sp, mat, q_off, q_end, s_off, s_end, q_gs, s_gs):
+            found, q_gs, s_gs = get_offsets_for_gapped_alignment(qp, sp, mat, q_off, q_end, s_off, s_end)
+            if not found:
+                continue
+        s_adj, s_len_adj, shift = adjust_subject_range(s_gs, slen, q_gs, qlen)
+        if shift:
+            sub = np.empty(s_len_adj + 2, dtype=np.uint8)      # pad(subject[shift:shift + s_len_adj])
+            sub[0] = 0
+            sub[s_len_adj + 1] = 0
+            sub[1:s_len_adj + 1] = subject[shift:shift + s_len_adj]
+        else:
+            sub = sp
+        t_score, q0, q1, s0, s1, ops, nums = gapped_alignment_with_traceback(
+            qp, qlen, sub, s_len_adj, q_gs, s_adj, mat, gap_open, gap_extend, x_dropoff_final)
+        if t_score < cutoff:
+            continue
+        ident, pos, length, gaps, opens = alignment_stats(qp, sub, mat, q0, s0, ops, nums)
+        if ident * 100.0 < length * percent_identity or length < min_hit_length:
+            continue
+        s0 += shift
+        s1 += shift
+        while used + len(ops) > len(ops_all):
+            ops_all = np.concatenate((ops_all, np.empty(len(ops_all), dtype=np.int32)))
+            nums_all = np.concatenate((nums_all, np.empty(len(nums_all), dtype=np.int32)))
+        ops_all[used:used + len(ops)] = ops
+        nums_all[used:used + len(ops)] = nums
+        r = rows[k]
+        r[0] = t_score; r[1] = q0; r[2] = q1; r[3] = s0; r[4] = s1; r[5] = q_gs; r[6] = s_gs + shift
+        r[7] = ident; r[8] = pos; r[9] = gaps; r[10] = opens; r[11] = length; r[12] = used; r[13] = len(ops)
+        used += len(ops)
+        k += 1
+        n_tree = tree_add(tree, n_tree, q0, q1, s0, s1, t_score)
+    # Blast_HSPListPurgeHSPsWithCommonEndpoints, Blast_HSPListSortByScore, then the
+    # containment pass over the score-sorted list
+    arr = purge_and_sort_rows(rows[:k])
+    tree = np.zeros((max(arr.shape[0], 1), 6), dtype=np.int64)
+    n_tree = 0
+    keep = np.zeros(arr.shape[0], dtype=np.bool_)
+    for i in range(arr.shape[0]):
+        if tree_contains(tree, n_tree, arr[i, 1], arr[i, 2], arr[i, 3], arr[i, 4], arr[i, 0]):
+            continue
+        n_tree = tree_add(tree, n_tree, arr[i, 1], arr[i, 2], arr[i, 3], arr[i, 4], arr[i, 0])
+        keep[i] = True
+    arr = arr[keep]
+    # the kept HSPs' scripts, in their order
+    script_start = np.zeros(arr.shape[0] + 1, dtype=np.int64)
+    total = 0
+    for i in range(arr.shape[0]):
+        total += arr[i, 13]
+        script_start[i + 1] = total
+    ops_out = np.empty(total, dtype=np.int32)
+    nums_out = np.empty(total, dtype=np.int32)
+    for i in range(arr.shape[0]):
+        a = arr[i, 12]
+        m = arr[i, 13]
+        ops_out[script_start[i]:script_start[i + 1]] = ops_all[a:a + m]
+        nums_out[script_start[i]:script_start[i + 1]] = nums_all[a:a + m]
+    return arr[:, :12].copy(), ops_out, nums_out, script_start
+
+
 def traceback(prelim_hsps: np.ndarray, query, subject, matrix, gap_open: int, gap_extend: int,
               x_dropoff_final: int, cutoff: int | None = None, *,
               evalue: Callable[[np.ndarray], np.ndarray] | None = None,
@@ -519,80 +611,25 @@ def traceback(prelim_hsps: np.ndarray, query, subject, matrix, gap_open: int, ga
     """
     query = np.asarray(query, dtype=np.uint8)
     subject = np.asarray(subject, dtype=np.uint8)
-    qp = pad(query)
-    sp = pad(subject)
-    mat = np.ascontiguousarray(matrix, dtype=np.int32)
-    qlen = len(query)
-    slen = len(subject)
-    n = len(prelim_hsps)
-    tree = np.zeros((max(n, 1), 6), dtype=np.int64)
-    n_tree = 0
-    rows = []      # kept HSPs, in FINAL_HSP_DTYPE field order (evalue aside)
-    scripts = []
-    for h in prelim_hsps:
-        if tree_contains(tree, n_tree, int(h['q_start']), int(h['q_end']), int(h['s_start']),
-                         int(h['s_end']), int(h['score'])):
-            continue
-        q_gs = int(h['q_gapped_start'])
-        s_gs = int(h['s_gapped_start'])
-        if (q_gs == 0 and s_gs == 0) or not check_start_for_gapped_alignment(
-                qp, sp, mat, int(h['q_start']), int(h['q_end']), int(h['s_start']),
-                int(h['s_end']), q_gs, s_gs):
-            found, q_gs, s_gs = get_offsets_for_gapped_alignment(
-                qp, sp, mat, int(h['q_start']), int(h['q_end']), int(h['s_start']),
-                int(h['s_end']))
-            if not found:
-                continue
-        s_adj, s_len_adj, shift = adjust_subject_range(s_gs, slen, q_gs, qlen)
-        if shift:
-            sub = pad(subject[shift:shift + s_len_adj])
-        else:
-            sub = sp
-        score, q0, q1, s0, s1, ops, nums = gapped_alignment_with_traceback(
-            qp, qlen, sub, s_len_adj, q_gs, s_adj, mat, int(gap_open), int(gap_extend),
-            int(x_dropoff_final))
-        if cutoff is not None and score < cutoff:
-            continue
-        ident, pos, length, gaps, opens = alignment_stats(qp, sub, mat, q0, s0, ops, nums)
-        if ident * 100.0 < length * percent_identity or length < min_hit_length:
-            continue
-        s0 += shift
-        s1 += shift
-        rows.append([score, q0, q1, s0, s1, q_gs, s_gs + shift, ident, pos, gaps, opens, length])
-        scripts.append((ops, nums))
-        n_tree = tree_add(tree, n_tree, q0, q1, s0, s1, score)
-
-    arr = np.array(rows, dtype=np.int64).reshape(-1, 12)
-    if len(arr):
-        keep = purge_common_endpoints_index(arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3], arr[:, 4])
-        arr = arr[keep]
-        scripts = [scripts[i] for i in keep]
-        order = score_order(arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3], arr[:, 4])
-        arr = arr[order]
-        scripts = [scripts[i] for i in order]
-        # containment pass over the score-sorted list
-        tree = np.zeros((len(arr), 6), dtype=np.int64)
-        n_tree = 0
-        kept = []
-        for i, r in enumerate(arr.tolist()):
-            if tree_contains(tree, n_tree, r[1], r[2], r[3], r[4], r[0]):
-                continue
-            n_tree = tree_add(tree, n_tree, r[1], r[2], r[3], r[4], r[0])
-            kept.append(i)
-        arr = arr[kept]
-        scripts = [scripts[i] for i in kept]
-
+    prelim = np.empty((len(prelim_hsps), 7), dtype=np.int64)
+    for k, name in enumerate(("score", "q_start", "q_end", "s_start", "s_end", "q_gapped_start",
+                              "s_gapped_start")):
+        prelim[:, k] = prelim_hsps[name]
+    arr, ops, nums, at = _traceback_kernel(
+        prelim, pad(query), len(query), subject, pad(subject), np.ascontiguousarray(matrix, dtype=np.int32),
+        int(gap_open), int(gap_extend), int(x_dropoff_final), MININT if cutoff is None else int(cutoff),
+        float(percent_identity), int(min_hit_length))
     out = np.zeros(len(arr), dtype=FINAL_HSP_DTYPE)
     for k, name in enumerate(FINAL_HSP_DTYPE.names[:12]):
-        out[name] = arr[:, k] if len(arr) else []
+        out[name] = arr[:, k]
     out['evalue'] = np.nan
+    keep = range(len(arr))
     if evalue is not None and len(out):
         out['evalue'] = np.asarray(evalue(out['score'].copy()), dtype=np.float64)
         if expect_value is not None:
-            keep = np.flatnonzero(~(out['evalue'] > expect_value))
+            keep = np.flatnonzero(~(out['evalue'] > expect_value)).tolist()
             out = out[keep]
-            scripts = [scripts[i] for i in keep]
-    return TracebackResult(out, [s[0] for s in scripts], [s[1] for s in scripts])
+    return TracebackResult(out, [ops[at[i]:at[i + 1]] for i in keep], [nums[at[i]:at[i + 1]] for i in keep])
 
 
 def tabular_rows(result: TracebackResult, query, subject, letters: str | None = None):
