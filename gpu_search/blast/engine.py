@@ -273,11 +273,18 @@ def final_stage(work: QueryWork, setup: SearchSetup, queries) -> list[SubjectRes
     if not work.prelim:
         return []
     first = int(setup.subjects.first_index)
-    lists = []
-    for s, hsps in work.prelim.items():
-        ev = _evalues(hsps["score"], work, setup, setup.lengths[s])
-        lists.append((_list_order_key(float(ev.min()), int(hsps["score"].max()), first + s), s))
-    lists.sort()
+    # every subject's best E-value and score at once (a query has thousands of subjects here,
+    # chance hits mostly: a Python loop over them held the GIL the GPU threads wait for)
+    subjects = list(work.prelim)
+    counts = np.array([len(work.prelim[s]) for s in subjects], dtype=np.int64)
+    scores = np.concatenate([work.prelim[s]["score"] for s in subjects]).astype(np.int64)
+    lengths = np.repeat(setup.lengths[subjects].astype(np.int64), counts)
+    pairs, inverse = np.unique(np.stack([scores, lengths]), axis=1, return_inverse=True)
+    ev = np.array([_evalue(int(sc), work, setup, int(n)) for sc, n in pairs.T], dtype=np.float64)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    best_ev = np.minimum.reduceat(ev[inverse.ravel()], starts).tolist()
+    best_score = np.maximum.reduceat(scores, starts).tolist()
+    lists = sorted((_list_order_key(e, sc, first + s), s) for e, sc, s in zip(best_ev, best_score, subjects))
 
     results = []
     for key, s in lists[: prelim_hitlist_size(opts.max_target_seqs)]:
