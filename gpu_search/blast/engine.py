@@ -46,8 +46,8 @@ from .ungapped import ungapped_extensions
 EVALUE_EPSILON = 1.0e-180          # s_EvalueComp: smaller E-values compare equal
 GPU_STREAMS = 3                    # queries in flight per GPU (--gpu-streams; measured, docs/benchmarks.md)
 GPU_SWITCH_INTERVAL = 0.0005       # seconds: the interpreter's GIL switch interval during GPU runs
-PRELIM_THREADS = 1                 # host threads (and streams) per GPU launching that kernel (1 measured
-#                                    best of 1-3: docs/benchmarks.md; more wait longer for the GIL)
+PRELIM_THREADS = 1                 # host threads (and streams) per GPU launching that kernel (1-3
+#                                    measured: no difference beyond the host's noise, docs/benchmarks.md)
 PRELIM_BATCH_QUERIES = 4           # most queries per launch of the GPU's preliminary gapped kernel (measured:
 #                                    docs/benchmarks.md; larger batches bunch the CPU work that follows)
 
