@@ -8,6 +8,7 @@ most 1% extra rows; a failing test lists every difference.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -182,7 +183,7 @@ def gapped_kernel_on_cpu(tmp_path_factory):
 
 
 @pytest.mark.parametrize("gpus", [None, [0, 1, 2]])
-def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, proteome, gpus, gapped_kernel_on_cpu):
+def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, tmp_path, proteome, gpus, gapped_kernel_on_cpu):
     """The GPU pipeline of run_blastp (tables built ahead, each query's gapped work cut into
     pieces on threads, the preliminary gapped kernel for subjects with at most 2 init HSPs on
     each GPU's gapped threads, for the queries waiting at once, traceback in query order) with
@@ -253,10 +254,18 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, proteome, gpus, gapped_ke
     for dev in ("cpu", "gpu"):
         fh = io.StringIO()
         fmt, columns = parse_outfmt("6 std qlen slen")
+        if dev == "gpu":                         # the GPU run's timeline (GPU_SEARCH_TIMELINE)
+            monkeypatch.setenv("GPU_SEARCH_TIMELINE", str(tmp_path / "timeline.json"))
         engine.run_blastp(queries, proteome, BlastOptions(num_threads=3), fh, fmt=fmt, columns=columns,
                           db_name="proteome", quiet=True, device=dev, gpus=gpus)
         out[dev] = fh.getvalue()
     assert out["gpu"] == out["cpu"]
+    timeline = json.loads((tmp_path / "timeline.json").read_text())
+    assert all(0 <= start <= end for _, _, start, end in timeline)
+    threads = {(name.rstrip("0123456789."), phase) for name, phase, _, _ in timeline}
+    assert {("blastp-gpu", "GPU phases"), ("blastp_", "traceback (CPU threads)")} <= threads
+    if gapped_kernel_on_cpu is not None:
+        assert ("blastp-gapped", "preliminary gapped (GPU threads)") in threads
     assert sys.getswitchinterval() == switch_interval          # restored after the GPU run
     assert used == set(gpus or [0])          # every GPU got queries
     assert gapped_kernel_on_cpu is None or sum(kernel_runs) > 100
