@@ -235,6 +235,8 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, tmp_path, proteome, gpus,
         def worker(self):                     # a second query in flight on the same "GPU"
             return StandIn(self.residues, self.offsets, self.device_id)
 
+        stream_twin = worker                  # the gapped threads' view of the "GPU"
+
         def ungapped_extensions(self, q, lookup, scores, x_drop, cutoff, window=40):
             used.add(self.device_id)
             ids = np.arange(len(self.offsets) - 1, dtype=np.int64)
@@ -306,3 +308,53 @@ def test_gpu_pipeline_error_is_raised_not_hung(monkeypatch, proteome):
     with pytest.raises(DeviceError, match="planted"):
         engine.run_blastp(proteome.subset(list(range(8))), proteome, BlastOptions(num_threads=2), io.StringIO(),
                           fmt=fmt, columns=columns, db_name="p", quiet=True, device="gpu", gpus=[0, 1])
+
+
+def test_gpu_pipeline_threads_end_after_a_failure(monkeypatch, proteome):
+    """A failing gapped launch: the error reaches the caller, and the GPU and gapped threads end
+    (the queries it never handed over give no room back to the threads waiting for some)."""
+    import io
+    import threading
+
+    import gpu_search.blast.gpu as gpu_module
+    import gpu_search.blast.gpu.gapped as gpu_gapped
+    import gpu_search.device as device
+    from gpu_search.blast import engine
+    from gpu_search.blast.options import BlastOptions
+    from gpu_search.blast.output import parse_outfmt
+    from gpu_search.blast.ungapped import INIT_HSP_DTYPE
+    from gpu_search.errors import DeviceError
+
+    class Resident:
+        streamed = False
+
+        def __init__(self, residues, offsets, device_id=0, **kwargs):
+            self.device_id = device_id
+
+        def worker(self):
+            return Resident(None, None, self.device_id)
+
+        stream_twin = worker
+
+        def ungapped_extensions(self, *args, **kwargs):        # one init HSP on subject 0
+            return np.array([(0, 0, 0, 0, 0, 1, 20)], dtype=INIT_HSP_DTYPE)
+
+    class FailingPrelim(gpu_gapped.GpuPrelim):
+        def run_many(self, *args, **kwargs):
+            time.sleep(0.3)                                    # the GPU threads fill the window meanwhile
+            raise DeviceError("gapped launch failed (planted)")
+
+    monkeypatch.setattr(gpu_module, "GpuUngapped", Resident)
+    monkeypatch.setattr(gpu_gapped, "GpuPrelim", FailingPrelim)
+    monkeypatch.setattr(device, "resolve", lambda d, quiet=False: "gpu")
+    fmt, columns = parse_outfmt("6")
+    with pytest.raises(DeviceError, match="planted"):
+        engine.run_blastp(proteome.subset(list(range(40))), proteome, BlastOptions(num_threads=2),
+                          io.StringIO(), fmt=fmt, columns=columns, db_name="p", quiet=True, device="gpu")
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        alive = [t.name for t in threading.enumerate() if t.name.startswith(("blastp-gpu", "blastp-gapped"))]
+        if not alive:
+            break
+        time.sleep(0.05)
+    assert not alive, alive

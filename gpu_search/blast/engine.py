@@ -483,10 +483,16 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
     # query's room is given back when its results are, not when they are written: one slow
     # query (a long traceback) must not hold back the GPUs until it is written
     in_flight = threading.Semaphore(2 * threads + 2 * len(gpus))
+    # and a looser bound on the queries taken and not yet written (finished results wait
+    # for the slow query before them)
+    unwritten_cap = 4 * (2 * threads + 2 * len(gpus))
+    written = [0]
     lookahead = 2 + 2 * len(gpus)
 
     def take(ahead):
         with state:
+            while taken[0] - written[0] >= unwritten_cap and not errors:
+                state.wait()
             i = taken[0]
             if i >= n or errors:
                 return None
@@ -516,7 +522,9 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
         try:
             while True:
                 t0 = time.perf_counter()
-                in_flight.acquire()
+                while not in_flight.acquire(timeout=0.1):
+                    if errors:                  # queries not published never give their room back
+                        return
                 times.add("GPU threads held back (queries in flight)", t0)
                 item = take(ahead)
                 if item is None:
@@ -582,6 +590,8 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
                 if errors:
                     raise errors[0]
                 future = results.pop(i)
+                written[0] += 1
+                state.notify_all()
             yield future.result()
 
 
@@ -633,7 +643,7 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
         from .gpu.gapped import GpuPrelim
 
         kw = {} if gpu_gapped_cells is None else dict(cell_budget=gpu_gapped_cells)
-        # PRELIM_THREADS per GPU, each on a stream of its own (workers of the GPU's first engine):
+        # PRELIM_THREADS per GPU, each on a stream of its own (twins of the GPU's first engine):
         # the kernel lasts as long as its longest subject and leaves most of the GPU free, and
         # each thread's host work (inputs, purge) overlaps the others' kernels
         # (GPU_SEARCH_PRELIM_THREADS: for benchmarks comparing thread counts)
@@ -641,7 +651,7 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
         per_device = {}
         for e in engines:
             if not e.streamed and e.device_id not in per_device:
-                per_device[e.device_id] = [GpuPrelim(e.worker(), **kw) for _ in range(n_threads)]
+                per_device[e.device_id] = [GpuPrelim(e.stream_twin(), **kw) for _ in range(n_threads)]
         prelims = {id(e): per_device[e.device_id] for e in engines if not e.streamed}
     progress = Progress("blastp", queries.n_seqs, "queries", quiet)
     saved = []
