@@ -197,11 +197,10 @@ def main():
         print(f"timeline of the last set's main run ({timeline}):", flush=True)
         subprocess.run([sys.executable, str(Path(__file__).with_name("timeline.py")), str(timeline),
                         "--step", "1"])
-        if args.out:
-            Path(args.out).mkdir(parents=True, exist_ok=True)
-            shutil.copy(timeline, Path(args.out) / "timeline.json")
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
+        if args.timeline:
+            shutil.copy(timeline, Path(args.out) / "timeline.json")
         (Path(args.out) / "blastp_gpu_bench.json").write_text(json.dumps(dict(device=name, commit=commit,
                                                                                 results=results), indent=1))
 

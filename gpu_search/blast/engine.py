@@ -162,6 +162,14 @@ def _evalues(scores, work, setup, subject_len: int) -> np.ndarray:
     return np.array([_evalue(int(s), work, setup, int(subject_len)) for s in scores], dtype=np.float64)
 
 
+def _evalues_by_length(scores, lengths, work, setup) -> np.ndarray:
+    """E-values of many (score, subject length) pairs: each distinct pair computed once."""
+    pairs, inverse = np.unique(np.stack([np.asarray(scores, np.int64), np.asarray(lengths, np.int64)]),
+                               axis=1, return_inverse=True)
+    ev = np.array([_evalue(int(sc), work, setup, int(n)) for sc, n in pairs.T], dtype=np.float64)
+    return ev[inverse.ravel()]
+
+
 PRELIM_PIECE = 4096      # init HSPs per task when one query's gapped stage is spread over threads
 
 
@@ -195,11 +203,8 @@ def reap_by_evalue(hsps: np.ndarray, work: QueryWork, setup: SearchSetup) -> dic
     """
     if not len(hsps):
         return {}
-    lengths = setup.lengths[hsps["subject"]].astype(np.int64)
-    pairs, inverse = np.unique(np.stack([hsps["score"].astype(np.int64), lengths]), axis=1,
-                               return_inverse=True)
-    ev = np.array([_evalue(int(sc), work, setup, int(n)) for sc, n in pairs.T], dtype=np.float64)
-    kept = hsps[ev[inverse.ravel()] <= work.cutoffs.prelim_evalue]
+    ev = _evalues_by_length(hsps["score"], setup.lengths[hsps["subject"]], work, setup)
+    kept = hsps[ev <= work.cutoffs.prelim_evalue]
     if not len(kept):
         return {}
     subj = kept["subject"]
@@ -278,11 +283,9 @@ def final_stage(work: QueryWork, setup: SearchSetup, queries) -> list[SubjectRes
     subjects = list(work.prelim)
     counts = np.array([len(work.prelim[s]) for s in subjects], dtype=np.int64)
     scores = np.concatenate([work.prelim[s]["score"] for s in subjects]).astype(np.int64)
-    lengths = np.repeat(setup.lengths[subjects].astype(np.int64), counts)
-    pairs, inverse = np.unique(np.stack([scores, lengths]), axis=1, return_inverse=True)
-    ev = np.array([_evalue(int(sc), work, setup, int(n)) for sc, n in pairs.T], dtype=np.float64)
+    ev = _evalues_by_length(scores, np.repeat(setup.lengths[subjects], counts), work, setup)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    best_ev = np.minimum.reduceat(ev[inverse.ravel()], starts).tolist()
+    best_ev = np.minimum.reduceat(ev, starts).tolist()
     best_score = np.maximum.reduceat(scores, starts).tolist()
     lists = sorted((_list_order_key(e, sc, first + s), s) for e, sc, s in zip(best_ev, best_score, subjects))
 
@@ -638,7 +641,7 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
         # several queries in flight per GPU, each engine on its own stream and host thread
         engines += [e.worker() for e in list(engines) if not e.streamed for _ in range(gpu_streams - 1)]
         times.add("GPU upload", t0)
-    prelims = {}
+    prelims, per_device = {}, {}
     if engines and gpu_gapped:
         from .gpu.gapped import GpuPrelim
 
@@ -648,7 +651,6 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
         # each thread's host work (inputs, purge) overlaps the others' kernels
         # (GPU_SEARCH_PRELIM_THREADS: for benchmarks comparing thread counts)
         n_threads = max(1, int(os.environ.get("GPU_SEARCH_PRELIM_THREADS") or PRELIM_THREADS))
-        per_device = {}
         for e in engines:
             if not e.streamed and e.device_id not in per_device:
                 per_device[e.device_id] = [GpuPrelim(e.stream_twin(), **kw) for _ in range(n_threads)]
@@ -683,7 +685,7 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
     finally:
         sys.setswitchinterval(switch_interval)
     progress.close()
-    for per_gpu in {id(ps): ps for ps in prelims.values()}.values():
+    for per_gpu in per_device.values():
         for prelim in per_gpu:
             times.add_seconds("preliminary gapped kernel (GPU time)", prelim.kernel_seconds)
             for part, seconds in prelim.seconds.items():
