@@ -61,6 +61,10 @@ def main():
     ap.add_argument("--work", default="/tmp/gsbench")
     ap.add_argument("--all-int32", action="store_true", help="every int32-kernel geometry, not only the default")
     ap.add_argument("--models", default="", help="comma-separated model names (default: five of M 178..2,485)")
+    ap.add_argument("--random", default="", help="also random models of these sizes, e.g. 300,330,370")
+    ap.add_argument("--g32", action="store_true", help="G=32 geometries (1, 2, 4 sequences) and the default")
+    ap.add_argument("--flags", default="",
+                    help="extra filters.cu flag sets to time, ';'-separated, '+' within a set: REDUX;TRANS_REGS")
     ap.add_argument("--one", metavar="MODEL,G,W,SEQS[,FLAG...]",
                     help="run one variant once after a warm-up launch (for ncu), e.g. LuxC,32,13,2")
     args = ap.parse_args()
@@ -76,6 +80,11 @@ def main():
     backend = GpuBackend(db)
     allidx = np.arange(db.n_seqs)
     hmms = read_hmms(models)
+    for M in (int(m) for m in args.random.split(",") if m):      # random models of chosen sizes
+        from pyhmmer.easel import Alphabet, Randomness
+        from pyhmmer.plan7 import HMM
+        hmms.append(HMM.sample(Alphabet.amino(), M, Randomness(M)))
+        hmms[-1].name = f"random{M}"
     rows = []
     if args.one:
         name, G, W, seqs, *flags = args.one.split(",")
@@ -87,8 +96,10 @@ def main():
         backend.viterbi(prof, allidx, geo, block=128)
         print(f"{name} {geo} {flags}: {prof.M * db.n_residues / backend.kernel_seconds['viterbi'] / 1e9:.0f} GCUPS")
         return
-    flag_sets = [()]
-    chosen = ([h for h in hmms if h.name in args.models.split(",")] if args.models else
+    flag_sets = [()] + [tuple(f"-D{f}=1" for f in fs.split("+")) for fs in args.flags.split(";") if fs]
+    chosen = (hmms if args.models == "all" else
+              [h for h in hmms if h.name.startswith("random")] if args.models == "random" else
+              [h for h in hmms if h.name in args.models.split(",")] if args.models else
               [hmms[i] for i in (1, 0, 2)] + [h for h in hmms if h.M > 1000][:2])
     for hmm in chosen:
         prof = FilterProfile.from_hmm(hmm)
@@ -102,17 +113,20 @@ def main():
         print(f"{hmm.name} M={prof.M}: rows {stats[0]:,}, HMMER's Lazy-F test true in {stats[1] / stats[0]:.1%}",
               flush=True)
         variants = [(Geometry(*old_geometry(prof.M)), 256, ())]      # as before this work
-        if args.all_int32:
-            for seqs in (1, 2):                                       # int32 kernel
-                for G in (8, 16, 32):
+        if args.all_int32 or args.g32:
+            for seqs in (1, 2, 4):                                    # int32 kernel
+                for G in ((32,) if args.g32 else (8, 16, 32)):
                     W = -(-prof.M // G)
                     if W * seqs > 48 or W < 2:
                         continue
                     for flags in flag_sets:
+                        if "-DTRANS_REGS=1" in flags and W * 8 + 3 * W * seqs > 160:
+                            continue                                  # would spill
                         variants.append((Geometry(G, W, 1, seqs), 128, flags))
-        else:
+        if not args.all_int32:
             geo = viterbi_geometry(prof.M)                           # the default
-            variants.append((geo, gpu.VITERBI_BLOCK if geo.seqs > 1 else gpu.BLOCK, ()))
+            for flags in flag_sets:
+                variants.append((geo, gpu.viterbi_block(geo), flags))
         for geo, block, flags in variants:
             gpu.VITERBI_DEFINES = flags
             t0 = time.perf_counter()
@@ -125,7 +139,8 @@ def main():
                 t = backend.kernel_seconds["viterbi"]
                 best = t if best is None else min(best, t)
             same = bool(np.array_equal(ovf, ref_ovf) and np.array_equal(xC[~ovf], ref[~ref_ovf]))
-            flag_names = "+".join(f[2:-2] for f in flags) or "-"
+            switches = [n for n, on in (("REDUX", geo.redux), ("TRANS_REGS", geo.trans_regs)) if on]
+            flag_names = "+".join(dict.fromkeys(switches + [f[2:-2] for f in flags])) or "-"
             rows.append((hmm.name, prof.M, geo.G, geo.W, geo.seqs, block, flag_names,
                          cells / best / 1e9, same, t_compile))
             print("%-14s M=%-5d G=%-2d W=%-3d S=%d B=%-3d %-30s %7.0f GCUPS same=%s (compile %.1f s)" % rows[-1],

@@ -76,7 +76,7 @@ def test_gpu_filters_equal_hmmer(model, data_dir, proteome, proteome_path, gpu_p
         assert np.all(np.isfinite(fwd)) and err.max() < 1e-3, f"{hmm.name}: Forward off by {err.max()}"
 
 
-@pytest.mark.parametrize("M", [1, 2, 5, 16, 31, 33, 64, 65, 129, 300, 511, 700, 1024, 1500, 2500])
+@pytest.mark.parametrize("M", [1, 2, 5, 16, 31, 33, 64, 65, 97, 129, 300, 385, 511, 700, 705, 1024, 1500, 2500])
 def test_gpu_filters_equal_reference_random_models(M, proteome):
     """Random models of every geometry (G, W) against the numpy reference."""
     from pyhmmer.easel import Alphabet, Randomness
@@ -182,8 +182,11 @@ def test_out_of_memory_retries_with_smaller_batches(proteome, monkeypatch):
 @pytest.mark.parametrize("seqs,block", [(1, 128), (2, 64), (2, 128), (2, 256)])
 def test_viterbi_variants_equal_reference(M, seqs, block, proteome, gpu_proteome):
     """Each Viterbi-filter variant (sequences per group, lanes per group,
-    block size) against the numpy reference, on an odd count of sequences so
-    that a group of two gets one sequence at the end."""
+    block size, transitions in registers or shared memory, REDUX or shuffles
+    for the row maximum) against the numpy reference, on an odd count of
+    sequences so that a group of two gets one sequence at the end."""
+    from dataclasses import replace
+
     from pyhmmer.easel import Alphabet, Randomness
     from pyhmmer.plan7 import HMM
 
@@ -195,7 +198,9 @@ def test_viterbi_variants_equal_reference(M, seqs, block, proteome, gpu_proteome
     idx = np.arange(0, proteome.n_seqs, 3)[: 401 if M < 500 else 151]
     rC, rO = R.viterbi_filter(prof, proteome.residues, proteome.offsets, proteome.lengths, idx)
     geo = viterbi_geometry(M, seqs=seqs)
-    for g in (geo, Geometry(max(1, geo.G // 2), -(-M // max(1, geo.G // 2)), 1, seqs)):
+    half = Geometry(max(1, geo.G // 2), -(-M // max(1, geo.G // 2)), 1, seqs)
+    for g in dict.fromkeys((geo, replace(geo, redux=False, trans_regs=False),
+                            replace(geo, redux=True, trans_regs=True), half, replace(half, redux=True))):
         gC, gO = gpu_proteome.viterbi(prof, idx, g, block=block)
         assert np.array_equal(gO, rO), f"{g}: overflow flags differ"
         bad = np.flatnonzero(~rO & (gC != rC))

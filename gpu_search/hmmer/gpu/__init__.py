@@ -54,10 +54,17 @@ class Geometry:
     W: int
     cells_per_word: int
     seqs: int = 1
+    redux: bool = False          # the group's row maximum in one REDUX instruction (G = 32)
+    trans_regs: bool = False     # Viterbi transitions held in registers, not shared memory
 
     @property
     def nodes(self) -> int:
         return self.G * self.W * self.cells_per_word
+
+    @property
+    def defines(self) -> tuple:
+        """filters.cu's compile-time switches for this geometry."""
+        return (f"-DREDUX={int(self.redux)}", f"-DTRANS_REGS={int(self.trans_regs)}")
 
 
 def _pow2_at_least(x: int) -> int:
@@ -73,25 +80,43 @@ def msv_geometry(M: int, cells_per_lane: int = 64) -> Geometry:
     return Geometry(G, W, 2)
 
 
-def viterbi_geometry(M: int, cells_per_lane: int = 32, seqs: int | None = None) -> Geometry:
-    """G lanes per group, W nodes per lane, ``seqs`` sequences per group.
+def viterbi_geometry(M: int, seqs: int | None = None) -> Geometry:
+    """A warp (G = 32) per group, W = ceil(M / 32) nodes per lane, ``seqs``
+    sequences per group, and the kernel switches, by W.
 
-    Chosen by measurement (docs/benchmarks.md, bench/viterbi_sweep.py on an
-    H100): fewer lanes per sequence and more cells per lane beat the reverse
-    while the DP rows fit in registers; two sequences per group (sharing each
-    node's transition loads) beat one up to W = 22 nodes a lane at G = 32
-    (M <= 704: 1.06-1.36x), best with at most 36 cells per lane (both
-    sequences); one sequence a group: about ``cells_per_lane`` cells.
+    Chosen by measurement on an H100 (bench/viterbi_sweep.py --g32, all 20
+    benchmark models, docs/benchmarks.md):
+
+        W        seqs  transitions   row max   GCUPS
+        1-3      2     registers     REDUX      808-916  (M 83-93)
+        4-12     1     registers     REDUX      763-1,245 (M 100-277)
+        13-22    2     shared mem    REDUX    1,078-1,123 (M 400-696)
+        23-48    1     shared mem    REDUX      852 (M 1,152)
+        > 48     1     shared mem    shuffles   686 (M 2,485)
+
+    Transitions in registers spare the shared-memory loads that bound the
+    kernel, while the registers last (7 + 3 x seqs per node); REDUX replaces
+    the row maximum's five shuffles, a win on a whole warp only.
+    ``seqs`` given (tests): the same switches where the registers allow.
     """
+    W = math.ceil(M / 32)
     if seqs is None:
-        seqs = 2 if math.ceil(M / 32) <= 22 else 1
-    if seqs == 2:
-        G = 1
-        while G < 32 and math.ceil(M / G) * 2 > 36:
-            G *= 2
-    else:
-        G = min(32, _pow2_at_least(math.ceil(M * seqs / cells_per_lane)))
-    return Geometry(G, math.ceil(M / G), 1, seqs)
+        seqs = 2 if W <= 3 or 13 <= W <= 22 else 1
+    trans_regs = W <= 3 if seqs > 1 else W <= 12
+    return Geometry(32, W, 1, seqs, redux=W <= 48, trans_regs=trans_regs)
+
+
+def viterbi_block(geo: Geometry) -> int:
+    """Threads a block for the Viterbi filter: 128 (256 would leave an SM one
+    block of the register-heavy variants), 256 for the long rows of W > 48
+    (M > 1,536): measured on an H100 (docs/benchmarks.md)."""
+    return BLOCK if geo.W > 48 else VITERBI_BLOCK
+
+
+def forward_geometry(M: int) -> Geometry:
+    """About 16 float cells per lane, one sequence a group (forward.cu)."""
+    G = min(32, _pow2_at_least(math.ceil(M / 16)))
+    return Geometry(G, math.ceil(M / G), 1)
 
 
 # --- kernels -------------------------------------------------------------------------------
@@ -448,9 +473,7 @@ class GpuBackend:
     def _viterbi(self, prof, idx, geometry, block):
         cp = _cupy()
         geo = geometry or viterbi_geometry(prof.M)
-        # 128 threads a block for two sequences a group, 256 for one (M > 704):
-        # measured on an H100 (docs/benchmarks.md)
-        block = block or (VITERBI_BLOCK if geo.seqs > 1 else BLOCK)
+        block = block or viterbi_block(geo)
         vemis_host, vtrans_host = pack_viterbi_profile(prof, geo)
         results = np.zeros(len(idx), dtype=np.int64)
         profiles = {}
@@ -459,7 +482,8 @@ class GpuBackend:
             smem = vemis_host.nbytes + vtrans_host.nbytes
             smem += (-smem) % 16
             in_smem = smem <= part.smem_optin - 1024
-            _, kernel = load_kernels(geo.G, geo.W, in_smem, part.device_id, geo.seqs, VITERBI_DEFINES)
+            _, kernel = load_kernels(geo.G, geo.W, in_smem, part.device_id, geo.seqs,
+                                     geo.defines + VITERBI_DEFINES)
             smem = smem if in_smem else 0
             _set_smem(kernel, smem)
             if part.device_id not in profiles:
@@ -487,7 +511,7 @@ class GpuBackend:
 
     def _forward(self, prof, idx, geometry):
         cp = _cupy()
-        geo = geometry or viterbi_geometry(prof.M, cells_per_lane=16, seqs=1)
+        geo = geometry or forward_geometry(prof.M)
         femis_host, ftrans_host = pack_forward_profile(prof, geo)
         results = np.zeros(len(idx), dtype=np.float64)
         profiles = {}

@@ -150,6 +150,9 @@ enum { T_BM, T_MM, T_IM, T_DM, T_MD, T_MI, T_II, T_DD, NTRANS };
 #ifndef SEQS
 #define SEQS 1
 #endif
+#ifndef TRANS_REGS
+#define TRANS_REGS 0
+#endif
 #ifdef LAZY_STATS
 __device__ unsigned long long lazy_stats[2];   /* rows, rows where HMMER's Lazy-F test holds */
 #endif
@@ -182,7 +185,17 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
     const int lane = threadIdx.x & 31;
     const int gl = lane & (G - 1);
     const unsigned gmask = group_mask(lane);
+#if TRANS_REGS
+    /* every node's transitions held in registers for the kernel's life */
+    int tr[W][NTRANS];
+#pragma unroll
+    for (int q = 0; q < W; q++)
+#pragma unroll
+        for (int t = 0; t < NTRANS; t++) tr[q][t] = vtrans[(q * NTRANS + t) * G + gl];
+#define TR(q, t) tr[q][t]
+#else
 #define TR(q, t) vtrans[((q) * NTRANS + (t)) * G + gl]
+#endif
 
     for (int first = next_work(work_counter, lane, GROUPS_PER_WARP * SEQS); first < n;
          first = next_work(work_counter, lane, GROUPS_PER_WARP * SEQS)) {

@@ -18,6 +18,9 @@
 #ifndef KP
 #define KP 29
 #endif
+#ifndef REDUX
+#define REDUX 0
+#endif
 #ifndef PROFILE_IN_SMEM
 #define PROFILE_IN_SMEM 1
 #endif
@@ -44,9 +47,13 @@ __device__ __forceinline__ unsigned group_mask(int lane)
 /* Maximum of a value over the lanes of a group. */
 __device__ __forceinline__ int group_max(unsigned gmask, int v)
 {
+#if REDUX
+    return __reduce_max_sync(gmask, v);   /* one REDUX instruction (sm_80+) */
+#else
 #pragma unroll
     for (int d = G / 2; d >= 1; d /= 2) v = max(v, __shfl_xor_sync(gmask, v, d, G));
     return v;
+#endif
 }
 
 /* Sum of a value over the lanes of a group. */
