@@ -28,7 +28,9 @@
  *     Lazy-F (Farrar): the D->D chain is computed only when max D + ddbound > xB,
  *     then exactly, with a max-plus scan across the group's lanes.  A group may
  *     score SEQS = 2 sequences at once, so that each transition loaded from
- *     shared memory serves two cells (chosen by measurement for M <= 704).
+ *     shared memory serves two cells; TRANS_REGS holds the transitions in
+ *     registers instead; REDUX takes the row maximum in one instruction
+ *     (which of them, by model size: viterbi_geometry, from measurements).
  *
  * Memory layout
  *   residues  uint8, the whole database; offsets int64 [n+1]; order int32: the
