@@ -62,6 +62,8 @@ def main():
     ap.add_argument("--all-int32", action="store_true", help="every int32-kernel geometry, not only the default")
     ap.add_argument("--models", default="", help="comma-separated model names (default: five of M 178..2,485)")
     ap.add_argument("--random", default="", help="also random models of these sizes, e.g. 300,330,370")
+    ap.add_argument("--trans", default="", metavar="K,K,...",
+                    help="G=32 with REDUX and the transitions of K (and all) nodes a lane in registers, e.g. 0,4,8")
     ap.add_argument("--g32", action="store_true", help="G=32 geometries (1, 2, 4 sequences) and the default")
     ap.add_argument("--flags", default="",
                     help="extra filters.cu flag sets to time, ';'-separated, '+' within a set: REDUX;TRANS_REGS")
@@ -96,7 +98,8 @@ def main():
         backend.viterbi(prof, allidx, geo, block=128)
         print(f"{name} {geo} {flags}: {prof.M * db.n_residues / backend.kernel_seconds['viterbi'] / 1e9:.0f} GCUPS")
         return
-    flag_sets = [()] + [tuple(f"-D{f}=1" for f in fs.split("+")) for fs in args.flags.split(";") if fs]
+    flag_sets = [()] + [tuple(f"-D{f}" if "=" in f else f"-D{f}=1" for f in fs.split("+"))
+                        for fs in args.flags.split(";") if fs]
     chosen = (hmms if args.models == "all" else
               [h for h in hmms if h.name.startswith("random")] if args.models == "random" else
               [h for h in hmms if h.name in args.models.split(",")] if args.models else
@@ -123,6 +126,12 @@ def main():
                         if "-DTRANS_REGS=1" in flags and W * 8 + 3 * W * seqs > 160:
                             continue                                  # would spill
                         variants.append((Geometry(G, W, 1, seqs), 128, flags))
+        if args.trans:                                                # nodes with transitions in registers
+            W = -(-prof.M // 32)
+            for seqs in (1, 2):
+                for k in sorted({int(k) for k in args.trans.split(",")} | {W}):
+                    if k <= W and W * seqs <= 48 and 3 * W * seqs + 8 * k <= 260:
+                        variants.append((Geometry(32, W, 1, seqs, redux=True, trans_regs=k), 128, ()))
         if not args.all_int32:
             geo = viterbi_geometry(prof.M)                           # the default
             for flags in flag_sets:
@@ -139,7 +148,7 @@ def main():
                 t = backend.kernel_seconds["viterbi"]
                 best = t if best is None else min(best, t)
             same = bool(np.array_equal(ovf, ref_ovf) and np.array_equal(xC[~ovf], ref[~ref_ovf]))
-            switches = [n for n, on in (("REDUX", geo.redux), ("TRANS_REGS", geo.trans_regs)) if on]
+            switches = ["REDUX"] * geo.redux + [f"TRANS_REGS={geo.trans_regs}"] * (geo.trans_regs > 0)
             flag_names = "+".join(dict.fromkeys(switches + [f[2:-2] for f in flags])) or "-"
             rows.append((hmm.name, prof.M, geo.G, geo.W, geo.seqs, block, flag_names,
                          cells / best / 1e9, same, t_compile))

@@ -182,7 +182,7 @@ def test_out_of_memory_retries_with_smaller_batches(proteome, monkeypatch):
 @pytest.mark.parametrize("seqs,block", [(1, 128), (2, 64), (2, 128), (2, 256)])
 def test_viterbi_variants_equal_reference(M, seqs, block, proteome, gpu_proteome):
     """Each Viterbi-filter variant (sequences per group, lanes per group,
-    block size, transitions in registers or shared memory, REDUX or shuffles
+    block size, transitions of none, some or all nodes in registers, REDUX or shuffles
     for the row maximum) against the numpy reference, on an odd count of
     sequences so that a group of two gets one sequence at the end."""
     from dataclasses import replace
@@ -199,8 +199,9 @@ def test_viterbi_variants_equal_reference(M, seqs, block, proteome, gpu_proteome
     rC, rO = R.viterbi_filter(prof, proteome.residues, proteome.offsets, proteome.lengths, idx)
     geo = viterbi_geometry(M, seqs=seqs)
     half = Geometry(max(1, geo.G // 2), -(-M // max(1, geo.G // 2)), 1, seqs)
-    for g in dict.fromkeys((geo, replace(geo, redux=False, trans_regs=False),
-                            replace(geo, redux=True, trans_regs=True), half, replace(half, redux=True))):
+    for g in dict.fromkeys((geo, replace(geo, redux=False, trans_regs=0),
+                            replace(geo, redux=True, trans_regs=geo.W),
+                            replace(geo, trans_regs=max(1, geo.W // 2)), half, replace(half, redux=True))):
         gC, gO = gpu_proteome.viterbi(prof, idx, g, block=block)
         assert np.array_equal(gO, rO), f"{g}: overflow flags differ"
         bad = np.flatnonzero(~rO & (gC != rC))

@@ -55,7 +55,7 @@ class Geometry:
     cells_per_word: int
     seqs: int = 1
     redux: bool = False          # the group's row maximum in one REDUX instruction (G = 32)
-    trans_regs: bool = False     # Viterbi transitions held in registers, not shared memory
+    trans_regs: int = 0          # nodes a lane whose Viterbi transitions stay in registers
 
     @property
     def nodes(self) -> int:
@@ -64,7 +64,7 @@ class Geometry:
     @property
     def defines(self) -> tuple:
         """filters.cu's compile-time switches for this geometry."""
-        return (f"-DREDUX={int(self.redux)}", f"-DTRANS_REGS={int(self.trans_regs)}")
+        return (f"-DREDUX={int(self.redux)}", f"-DTRANS_REGS={min(self.W, int(self.trans_regs))}")
 
 
 def _pow2_at_least(x: int) -> int:
@@ -84,33 +84,43 @@ def viterbi_geometry(M: int, seqs: int | None = None) -> Geometry:
     """A warp (G = 32) per group, W = ceil(M / 32) nodes per lane, ``seqs``
     sequences per group, and the kernel switches, by W.
 
-    Chosen by measurement on an H100 (bench/viterbi_sweep.py --g32, all 20
-    benchmark models, docs/benchmarks.md):
+    Chosen by measurement on an H100 (bench/viterbi_sweep.py --g32 / --trans,
+    the 20 benchmark models and random ones, docs/benchmarks.md):
 
-        W        seqs  transitions   row max   GCUPS
-        1-3      2     registers     REDUX      808-916  (M 83-93)
-        4-12     1     registers     REDUX      763-1,245 (M 100-277)
-        13-22    2     shared mem    REDUX    1,078-1,123 (M 400-696)
-        23-48    1     shared mem    REDUX      852 (M 1,152)
-        > 48     1     shared mem    shuffles   686 (M 2,485)
+        W        seqs  nodes a lane with     row max    GCUPS
+                       transitions in regs
+        1-3      2     all                   REDUX      810-928 (M 83-93)
+        4-12     1     all                   REDUX      766-1,251 (M 100-360)
+        13-18    1     8                     REDUX    1,065-1,162 (M 400-576)
+        19-32    1     16                    REDUX    1,089-1,166 (M 696-960)
+        33-36    1     12                    REDUX    1,082 (M 1,152)
+        > 36     1     none (256 threads)    shuffles   686-811 (M 1,344-2,485)
 
     Transitions in registers spare the shared-memory loads that bound the
-    kernel, while the registers last (7 + 3 x seqs per node); REDUX replaces
-    the row maximum's five shuffles, a win on a whole warp only.
-    ``seqs`` given (tests): the same switches where the registers allow.
+    kernel; how many nodes' worth pays depends on the registers left beside
+    the DP row (3 per node): past these counts the SM holds fewer blocks
+    (W=13: all 13 nodes 962 vs 8 nodes 1,119).  REDUX replaces the row
+    maximum's five shuffles; it lost with a sub-warp group and for W > 36.
+    ``seqs`` given (tests): two sequences keep the transitions in shared
+    memory above W = 3.
     """
     W = math.ceil(M / 32)
     if seqs is None:
-        seqs = 2 if W <= 3 or 13 <= W <= 22 else 1
-    trans_regs = W <= 3 if seqs > 1 else W <= 12
-    return Geometry(32, W, 1, seqs, redux=W <= 48, trans_regs=trans_regs)
+        seqs = 2 if W <= 3 else 1
+    if W > 36:
+        return Geometry(32, W, 1, seqs)
+    if seqs > 1:
+        nodes_in_regs = W if W <= 3 else 0
+    else:
+        nodes_in_regs = W if W <= 12 else 8 if W <= 18 else 16 if W <= 32 else 12
+    return Geometry(32, W, 1, seqs, redux=True, trans_regs=nodes_in_regs)
 
 
 def viterbi_block(geo: Geometry) -> int:
     """Threads a block for the Viterbi filter: 128 (256 would leave an SM one
-    block of the register-heavy variants), 256 for the long rows of W > 48
-    (M > 1,536): measured on an H100 (docs/benchmarks.md)."""
-    return BLOCK if geo.W > 48 else VITERBI_BLOCK
+    block of the register-heavy variants: M=300 901 vs 708 GCUPS), 256 for the
+    long rows of W > 36 (M=2,485: 670 vs 482): measured on an H100."""
+    return BLOCK if geo.W > 36 else VITERBI_BLOCK
 
 
 def forward_geometry(M: int) -> Geometry:

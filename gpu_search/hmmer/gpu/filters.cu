@@ -28,8 +28,8 @@
  *     Lazy-F (Farrar): the D->D chain is computed only when max D + ddbound > xB,
  *     then exactly, with a max-plus scan across the group's lanes.  A group may
  *     score SEQS = 2 sequences at once, so that each transition loaded from
- *     shared memory serves two cells; TRANS_REGS holds the transitions in
- *     registers instead; REDUX takes the row maximum in one instruction
+ *     shared memory serves two cells; TRANS_REGS holds the transitions of
+ *     that many nodes a lane in registers instead; REDUX takes the row maximum in one instruction
  *     (which of them, by model size: viterbi_geometry, from measurements).
  *
  * Memory layout
@@ -153,7 +153,7 @@ enum { T_BM, T_MM, T_IM, T_DM, T_MD, T_MI, T_II, T_DD, NTRANS };
 #define SEQS 1
 #endif
 #ifndef TRANS_REGS
-#define TRANS_REGS 0
+#define TRANS_REGS 0      /* nodes a lane (of W) whose transitions stay in registers */
 #endif
 #ifdef LAZY_STATS
 __device__ unsigned long long lazy_stats[2];   /* rows, rows where HMMER's Lazy-F test holds */
@@ -187,14 +187,15 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
     const int lane = threadIdx.x & 31;
     const int gl = lane & (G - 1);
     const unsigned gmask = group_mask(lane);
-#if TRANS_REGS
-    /* every node's transitions held in registers for the kernel's life */
-    int tr[W][NTRANS];
+#if TRANS_REGS > 0
+    /* the transitions of the lane's first TRANS_REGS nodes held in registers
+       for the kernel's life (q is a compile-time constant in every use) */
+    int tr[TRANS_REGS][NTRANS];
 #pragma unroll
-    for (int q = 0; q < W; q++)
+    for (int q = 0; q < TRANS_REGS; q++)
 #pragma unroll
         for (int t = 0; t < NTRANS; t++) tr[q][t] = vtrans[(q * NTRANS + t) * G + gl];
-#define TR(q, t) tr[q][t]
+#define TR(q, t) ((q) < TRANS_REGS ? tr[(q) < TRANS_REGS ? (q) : 0][t] : vtrans[((q) * NTRANS + (t)) * G + gl])
 #else
 #define TR(q, t) vtrans[((q) * NTRANS + (t)) * G + gl]
 #endif
