@@ -19,7 +19,7 @@ for cu in $(git ls-files '*.cu'); do
                       "-DG=32 -DW=80 -DPROFILE_IN_SMEM=0" "-DG=16 -DW=12 -DSEQS=2" "-DG=32 -DW=16 -DSEQS=2" "-DG=8 -DW=18 -DSEQS=2"
                       "-DG=32 -DW=3 -DSEQS=2 -DREDUX=1 -DTRANS_REGS=1" "-DG=32 -DW=12 -DREDUX=1 -DTRANS_REGS=1"
                       "-DG=32 -DW=13 -DREDUX=1 -DTRANS_REGS=8" "-DG=32 -DW=32 -DREDUX=1 -DTRANS_REGS=16"
-                      "-DG=32 -DW=36 -DREDUX=1 -DTRANS_REGS=12") ;;
+                      "-DG=32 -DW=40 -DREDUX=1 -DTRANS_REGS=12" "-DG=32 -DW=48 -DREDUX=1 -DTRANS_REGS=8") ;;
         gpu_search/hmmer/gpu/forward.cu)
             variants=("-DG=1 -DW=4" "-DG=8 -DW=16" "-DG=32 -DW=16" "-DG=32 -DW=40 -DPROFILE_IN_SMEM=0") ;;
         gpu_search/blast/gpu/ungapped.cu)

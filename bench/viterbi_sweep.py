@@ -64,6 +64,9 @@ def main():
     ap.add_argument("--random", default="", help="also random models of these sizes, e.g. 300,330,370")
     ap.add_argument("--trans", default="", metavar="K,K,...",
                     help="G=32 with REDUX and the transitions of K (and all) nodes a lane in registers, e.g. 0,4,8")
+    ap.add_argument("--variants", default="", metavar="G,S,K,REDUX,BLOCK;...",
+                    help="explicit variants: lanes a group, sequences a group, nodes with transitions in "
+                         "registers (a number or 'all'), REDUX 0/1, threads a block")
     ap.add_argument("--g32", action="store_true", help="G=32 geometries (1, 2, 4 sequences) and the default")
     ap.add_argument("--flags", default="",
                     help="extra filters.cu flag sets to time, ';'-separated, '+' within a set: REDUX;TRANS_REGS")
@@ -132,6 +135,11 @@ def main():
                 for k in sorted({int(k) for k in args.trans.split(",")} | {W}):
                     if k <= W and W * seqs <= 48 and 3 * W * seqs + 8 * k <= 260:
                         variants.append((Geometry(32, W, 1, seqs, redux=True, trans_regs=k), 128, ()))
+        for spec in (v for v in args.variants.split(";") if v):       # G,S,K,REDUX,BLOCK
+            G, seqs, k, redux, block = spec.split(",")
+            W = -(-prof.M // int(G))
+            k = W if k == "all" else min(W, int(k))
+            variants.append((Geometry(int(G), W, 1, int(seqs), redux=redux == "1", trans_regs=k), int(block), ()))
         if not args.all_int32:
             geo = viterbi_geometry(prof.M)                           # the default
             for flags in flag_sets:

@@ -93,33 +93,35 @@ def viterbi_geometry(M: int, seqs: int | None = None) -> Geometry:
         4-12     1     all                   REDUX      766-1,251 (M 100-360)
         13-18    1     8                     REDUX    1,065-1,162 (M 400-576)
         19-32    1     16                    REDUX    1,089-1,166 (M 696-960)
-        33-36    1     12                    REDUX    1,082 (M 1,152)
-        > 36     1     none (256 threads)    shuffles   686-811 (M 1,344-2,485)
+        33-40    1     12                    REDUX    1,064-1,082 (M 1,152-1,184)
+        41-48    1     8                     REDUX      975-992 (M 1,344-1,536)
+        > 48     1     none                  shuffles   686 (M 2,485: the DP row spills)
 
     Transitions in registers spare the shared-memory loads that bound the
     kernel; how many nodes' worth pays depends on the registers left beside
     the DP row (3 per node): past these counts the SM holds fewer blocks
     (W=13: all 13 nodes 962 vs 8 nodes 1,119).  REDUX replaces the row
-    maximum's five shuffles; it lost with a sub-warp group and for W > 36.
+    maximum's five shuffles; it lost with a sub-warp group and for W > 48.
     ``seqs`` given (tests): two sequences keep the transitions in shared
     memory above W = 3.
     """
     W = math.ceil(M / 32)
     if seqs is None:
         seqs = 2 if W <= 3 else 1
-    if W > 36:
+    if W > 48:
         return Geometry(32, W, 1, seqs)
     if seqs > 1:
         nodes_in_regs = W if W <= 3 else 0
     else:
-        nodes_in_regs = W if W <= 12 else 8 if W <= 18 else 16 if W <= 32 else 12
+        nodes_in_regs = W if W <= 12 else 8 if W <= 18 else 16 if W <= 32 else 12 if W <= 40 else 8
     return Geometry(32, W, 1, seqs, redux=True, trans_regs=nodes_in_regs)
 
 
 def viterbi_block(geo: Geometry) -> int:
     """Threads a block for the Viterbi filter: 128 (256 would leave an SM one
-    block of the register-heavy variants: M=300 901 vs 708 GCUPS), 256 for the
-    long rows of W > 36 (M=2,485: 670 vs 482): measured on an H100."""
+    block of the register-heavy variants: M=300 901 vs 708 GCUPS), 256 for
+    W > 36, whose profile leaves shared memory for one block an SM
+    (M=1,344 930 vs 603): measured on an H100."""
     return BLOCK if geo.W > 36 else VITERBI_BLOCK
 
 
