@@ -99,6 +99,9 @@ def main():
     ap.add_argument("--prelim-threads", default="",
                     help="also run the last set with these numbers of threads per GPU launching the "
                          "preliminary gapped kernel, e.g. 1,3 (GPU_SEARCH_PRELIM_THREADS)")
+    ap.add_argument("--traceback-processes", default="",
+                    help="also run the last set with the traceback in worker processes (1) or on threads "
+                         "(0) (GPU_SEARCH_TRACEBACK_PROCESSES)")
     ap.add_argument("--timeline", action="store_true",
                     help="keep the last set's main run's timeline (GPU_SEARCH_TIMELINE) and summarise it")
     args = ap.parse_args()
@@ -160,7 +163,8 @@ def main():
         [("--gpu-gapped-cells", x) for x in args.cells.split(",") if x.strip()] + \
         [("switch interval ms", x) for x in args.switch_intervals.split(",") if x.strip()] + \
         [("queries per gapped launch", x) for x in args.prelim_batches.split(",") if x.strip()] + \
-        [("gapped threads per GPU", x) for x in args.prelim_threads.split(",") if x.strip()]
+        [("gapped threads per GPU", x) for x in args.prelim_threads.split(",") if x.strip()] + \
+        [("traceback processes", x) for x in args.traceback_processes.split(",") if x.strip()]
     for opt, n in options:
         t = time.perf_counter()
         extra, run_env = [opt, n], dict(env, GPU_SEARCH_TIMINGS="1")
@@ -170,6 +174,8 @@ def main():
             extra, run_env["GPU_SEARCH_PRELIM_BATCH"] = [], n
         if opt.startswith("gapped threads"):
             extra, run_env["GPU_SEARCH_PRELIM_THREADS"] = [], n
+        if opt.startswith("traceback"):
+            extra, run_env["GPU_SEARCH_TRACEBACK_PROCESSES"] = [], n
         r = subprocess.run(ours + ["-query", str(q)] + extra, capture_output=True, text=True, env=run_env)
         sweep.append((f"{opt} {n}", time.perf_counter() - t, r.stdout == out_o and not r.returncode,
                       r.stderr.strip().splitlines()[-1:]))

@@ -186,8 +186,8 @@ def gapped_kernel_on_cpu(tmp_path_factory):
 def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, tmp_path, proteome, gpus, gapped_kernel_on_cpu):
     """The GPU pipeline of run_blastp (tables built ahead, each query's gapped work cut into
     pieces on threads, the preliminary gapped kernel for subjects with at most 2 init HSPs on
-    each GPU's gapped threads, for the queries waiting at once, traceback in query order) with
-    stand-ins for the GPU: the CPU word
+    each GPU's gapped threads, for the queries waiting at once, traceback in query order, on
+    worker processes with one GPU and on threads with three) with stand-ins for the GPU: the CPU word
     finder, and gapped.cu built for the CPU: the same output as the CPU path.  (The kernels
     themselves are checked against the CPU path in test_blast_gpu.py, on the GPU host.)"""
     import io
@@ -251,6 +251,8 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, tmp_path, proteome, gpus,
     monkeypatch.setattr(gpu_gapped, "GpuPrelim", PrelimStandIn)
     idx = list(range(0, proteome.n_seqs, proteome.n_seqs // 12))[:12]
     queries = proteome.subset(idx)
+    if gpus is not None:
+        monkeypatch.setenv("GPU_SEARCH_TRACEBACK_PROCESSES", "0")
     switch_interval = sys.getswitchinterval()
     out = {}
     for dev in ("cpu", "gpu"):
@@ -265,7 +267,8 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, tmp_path, proteome, gpus,
     timeline = json.loads((tmp_path / "timeline.json").read_text())
     assert all(0 <= start <= end for _, _, start, end in timeline)
     threads = {(name.rstrip("0123456789."), phase) for name, phase, _, _ in timeline}
-    assert {("blastp-gpu", "GPU phases"), ("blastp_", "traceback (CPU threads)")} <= threads
+    traceback = ("blastp_", "traceback (CPU threads)") if gpus else ("blastp-process-", "traceback (worker processes)")
+    assert {("blastp-gpu", "GPU phases"), traceback} <= threads
     if gapped_kernel_on_cpu is not None:
         assert ("blastp-gapped", "preliminary gapped (GPU threads)") in threads
     assert sys.getswitchinterval() == switch_interval          # restored after the GPU run

@@ -274,7 +274,12 @@ def select(results: list[SubjectResult], max_target_seqs: int) -> list[SubjectRe
 
 def final_stage(work: QueryWork, setup: SearchSetup, queries) -> list[SubjectResult]:
     """Traceback of the subjects of the preliminary hit list (Blast_HitListUpdate)."""
-    opts = setup.options
+    return traceback_stage(work, setup, queries, hit_list(work, setup))
+
+
+def hit_list(work: QueryWork, setup: SearchSetup) -> list[tuple]:
+    """The preliminary hit list: (order key, subject) of the subjects kept for the traceback,
+    best first (Blast_HitListUpdate)."""
     if not work.prelim:
         return []
     first = int(setup.subjects.first_index)
@@ -288,9 +293,15 @@ def final_stage(work: QueryWork, setup: SearchSetup, queries) -> list[SubjectRes
     best_ev = np.minimum.reduceat(ev, starts).tolist()
     best_score = np.maximum.reduceat(scores, starts).tolist()
     lists = sorted((_list_order_key(e, sc, first + s), s) for e, sc, s in zip(best_ev, best_score, subjects))
+    return lists[: prelim_hitlist_size(setup.options.max_target_seqs)]
 
+
+def traceback_stage(work: QueryWork, setup: SearchSetup, queries, hits: list[tuple]) -> list[SubjectResult]:
+    """Final HSPs with traceback of the subjects of ``hits`` (``hit_list``)."""
+    opts = setup.options
+    first = int(setup.subjects.first_index)
     results = []
-    for key, s in lists[: prelim_hitlist_size(opts.max_target_seqs)]:
+    for key, s in hits:
         a, b = setup.offsets[s], setup.offsets[s + 1]
         subject = setup.residues[a:b]
         res = traceback.traceback(
@@ -308,6 +319,38 @@ def final_stage(work: QueryWork, setup: SearchSetup, queries) -> list[SubjectRes
                                     first + s)
         results.append(SubjectResult(first + s, key, final_key, to_hsps(work, setup, queries, s, res, order)))
     return results
+
+
+# The traceback in worker processes (GPU runs): its Python would otherwise share the GIL with
+# the threads feeding the GPUs.  The workers are forked once the database is loaded and
+# inherit it (and the queries) from here; each task carries one query's hit list.
+_FORKED: tuple | None = None       # (setup, queries) in the worker processes
+
+
+def _traceback_in_process(index: int, codes, kbp, cutoffs, hits: list[tuple]):
+    """``traceback_stage`` of one query in a worker process: (results, start, end, process id)."""
+    t0 = time.perf_counter()
+    setup, queries = _FORKED
+    work = QueryWork(index=index, codes=codes, kbp=kbp, cutoffs=cutoffs,
+                     prelim={s: rows for _, s, rows in hits})
+    results = traceback_stage(work, setup, queries, [(key, s) for key, s, _ in hits])
+    return results, t0, time.perf_counter(), os.getpid()
+
+
+def traceback_processes(setup: SearchSetup, queries, workers: int):
+    """A pool of ``workers`` forked processes for the traceback, or None where fork is not
+    available or ``GPU_SEARCH_TRACEBACK_PROCESSES=0`` (then threads do it)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    global _FORKED
+    if os.environ.get("GPU_SEARCH_TRACEBACK_PROCESSES", "1") == "0" or \
+            "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    _FORKED = (setup, queries)
+    procs = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+    procs.submit(int).result()         # with fork, every worker starts now, before our threads do
+    return procs
 
 
 def to_hsps(work: QueryWork, setup: SearchSetup, queries, s: int, res, order) -> list[Hsp]:
@@ -367,6 +410,13 @@ class PhaseTimes:
             with open(os.environ["GPU_SEARCH_TIMELINE"], "w") as fh:
                 json.dump([(n, p, a - origin, b - origin) for n, p, a, b in self.events], fh)
 
+    def add_span(self, thread: str, phase: str, t0: float, t1: float) -> None:
+        """An interval timed elsewhere (a worker process: perf_counter is the system's monotonic clock)."""
+        self.add_seconds(phase, t1 - t0)
+        if self.events is not None:
+            with self._lock:
+                self.events.append((thread, phase, t0, t1))
+
     def add_seconds(self, phase: str, seconds: float) -> None:
         with self._lock:
             self.seconds[phase] = self.seconds.get(phase, 0.0) + seconds
@@ -384,7 +434,7 @@ def search_query(i: int, queries, setup: SearchSetup) -> list[SubjectResult]:
 
 
 def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: list, times: PhaseTimes,
-                      gpu_prelims: dict | None = None):
+                      gpu_prelims: dict | None = None, procs=None):
     """Each query's results, in query order.
 
     CPU (``gpus`` empty): queries run whole on the pool's threads.  GPU: one
@@ -403,7 +453,8 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
     gapped extensions of the subjects with few init HSPs
     (blast/gpu/gapped.py) for the queries waiting, up to
     PRELIM_BATCH_QUERIES, in one kernel launch; the pool gets the E-values
-    of their HSPs and the other subjects.
+    of their HSPs and the other subjects.  With ``procs`` (``traceback_processes``)
+    the tracebacks run on those worker processes instead of the pool.
     """
     n = queries.n_seqs
     gpu_prelims = gpu_prelims or {}
@@ -436,6 +487,24 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
         times.add("traceback (CPU threads)", t0)
         return results
 
+    def traceback_in_process(work) -> Future:
+        """The query's traceback on a worker process; its results come back to the future."""
+        hits = [(key, s, work.prelim[s]) for key, s in hit_list(work, setup)]
+        done: Future = Future()
+
+        def back(f):
+            try:
+                results, t0, t1, pid = f.result()
+            except BaseException as exc:
+                done.set_exception(exc)
+                return
+            times.add_span(f"blastp-process-{pid}", "traceback (worker processes)", t0, t1)
+            done.set_result(results)
+
+        procs.submit(_traceback_in_process, work.index, work.codes, work.kbp, work.cutoffs,
+                     hits).add_done_callback(back)
+        return done
+
     def submit(work, gpu_hsps=None) -> Future:
         """The query's gapped pieces on the pool (and the E-values of the gapped HSPs found
         on the GPU); when the last one is done its traceback goes on the pool too.  The
@@ -463,7 +532,9 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
                     work.prelim.update(hsps)
                     left[0] -= 1
                     last = left[0] == 0
-                if last:
+                if last and procs is not None:
+                    traceback_in_process(work).add_done_callback(finished)
+                elif last:
                     pool.submit(traceback_task, work).add_done_callback(finished)
             except BaseException as exc:
                 fail(exc)
@@ -626,7 +697,8 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
     t0 = t_start = time.perf_counter()
     setup = make_setup(subjects, options)
     times.add("setup", t0)
-    engines = []
+    threads = options.num_threads or os.cpu_count() or 1
+    engines, procs = [], None
     if resolve(device, quiet) == "gpu":
         from ..device import gpu_status
         from .gpu import GpuUngapped
@@ -636,10 +708,17 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
         ids = list(gpus) if gpus else list(range(n_visible or 1))
         if n_visible and any(d >= n_visible for d in ids):
             raise DeviceError(f"--gpus {','.join(map(str, ids))}: {n_visible} GPU(s) visible")
-        engines = [GpuUngapped(setup.residues, setup.offsets, device_id=d, extension=gpu_extension,
-                               window_lanes=gpu_window_lanes) for d in ids]
-        # several queries in flight per GPU, each engine on its own stream and host thread
-        engines += [e.worker() for e in list(engines) if not e.streamed for _ in range(gpu_streams - 1)]
+        # forked before any thread of ours starts and before the database goes to the GPUs
+        procs = traceback_processes(setup, queries, threads)
+        try:
+            engines = [GpuUngapped(setup.residues, setup.offsets, device_id=d, extension=gpu_extension,
+                                   window_lanes=gpu_window_lanes) for d in ids]
+            # several queries in flight per GPU, each engine on its own stream and host thread
+            engines += [e.worker() for e in list(engines) if not e.streamed for _ in range(gpu_streams - 1)]
+        except BaseException:
+            if procs is not None:
+                procs.shutdown(cancel_futures=True)
+            raise
         times.add("GPU upload", t0)
     prelims, per_device = {}, {}
     if engines and gpu_gapped:
@@ -657,7 +736,6 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
         prelims = {id(e): per_device[e.device_id] for e in engines if not e.streamed}
     progress = Progress("blastp", queries.n_seqs, "queries", quiet)
     saved = []
-    threads = options.num_threads or os.cpu_count() or 1
     n_done = 0
     # The GPU threads release the GIL at every kernel wait and copy; with many CPU
     # threads running Python between their compiled stages, each release can cost
@@ -673,7 +751,7 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
         with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="blastp") as pool:
             # queries are independent: several at a time, written in input order
             for i, results in enumerate(_results_in_order(queries, setup, pool, threads, engines, times,
-                                                          prelims)):
+                                                          prelims, procs)):
                 qname, qdesc = queries.name(i), queries.description(i)
                 qtitle = f"{qname} {qdesc}" if qdesc else qname
                 rows = [h for r in select(results, options.max_target_seqs) for h in r.rows]
@@ -684,6 +762,8 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
                 progress.update(n_done)
     finally:
         sys.setswitchinterval(switch_interval)
+        if procs is not None:
+            procs.shutdown(cancel_futures=True)
     progress.close()
     for per_gpu in per_device.values():
         for prelim in per_gpu:
