@@ -25,6 +25,7 @@ queries already through it.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import threading
@@ -353,6 +354,12 @@ def traceback_processes(setup: SearchSetup, queries, workers: int):
     return procs
 
 
+def _shut_down(procs) -> None:
+    """End the traceback's worker processes (None: none)."""
+    if procs is not None:
+        procs.shutdown(cancel_futures=True)
+
+
 def to_hsps(work: QueryWork, setup: SearchSetup, queries, s: int, res, order) -> list[Hsp]:
     """Output rows of one subject."""
     db = setup.subjects
@@ -669,6 +676,44 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
             yield future.result()
 
 
+def _gpu_engines(setup, device, quiet, gpus, gpu_extension, gpu_window_lanes, gpu_gapped, gpu_streams,
+                 gpu_gapped_cells, times):
+    """(engines, prelims, per_device) of a GPU run (--device resolved to gpu), or ([], {}, {}):
+    the database on every GPU, several engines (streams) per GPU, and each GPU's gapped engines."""
+    from ..device import resolve
+
+    if resolve(device, quiet) != "gpu":
+        return [], {}, {}
+    from ..device import gpu_status
+    from .gpu import GpuUngapped
+
+    t0 = time.perf_counter()
+    n_visible = len(gpu_status()[2])
+    ids = list(gpus) if gpus else list(range(n_visible or 1))
+    if n_visible and any(d >= n_visible for d in ids):
+        raise DeviceError(f"--gpus {','.join(map(str, ids))}: {n_visible} GPU(s) visible")
+    engines = [GpuUngapped(setup.residues, setup.offsets, device_id=d, extension=gpu_extension,
+                           window_lanes=gpu_window_lanes) for d in ids]
+    # several queries in flight per GPU, each engine on its own stream and host thread
+    engines += [e.worker() for e in list(engines) if not e.streamed for _ in range(gpu_streams - 1)]
+    times.add("GPU upload", t0)
+    prelims, per_device = {}, {}
+    if gpu_gapped:
+        from .gpu.gapped import GpuPrelim
+
+        kw = {} if gpu_gapped_cells is None else dict(cell_budget=gpu_gapped_cells)
+        # PRELIM_THREADS per GPU, each on a stream of its own (twins of the GPU's first engine):
+        # the kernel lasts as long as its longest subject and leaves most of the GPU free, and
+        # each thread's host work (inputs, purge) overlaps the others' kernels
+        # (GPU_SEARCH_PRELIM_THREADS: for benchmarks comparing thread counts)
+        n_threads = max(1, int(os.environ.get("GPU_SEARCH_PRELIM_THREADS") or PRELIM_THREADS))
+        for e in engines:
+            if not e.streamed and e.device_id not in per_device:
+                per_device[e.device_id] = [GpuPrelim(e.stream_twin(), **kw) for _ in range(n_threads)]
+        prelims = {id(e): per_device[e.device_id] for e in engines if not e.streamed}
+    return engines, prelims, per_device
+
+
 def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, columns: list[str],
                db_name: str, quiet: bool = False, hits_out=None, device: str = "cpu",
                gpus: list[int] | None = None, gpu_extension: str = "window",
@@ -691,49 +736,25 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
     """
     from ..progress import Progress
 
-    from ..device import resolve
-
     times = PhaseTimes()
     t0 = t_start = time.perf_counter()
     setup = make_setup(subjects, options)
     times.add("setup", t0)
     threads = options.num_threads or os.cpu_count() or 1
-    engines, procs = [], None
-    if resolve(device, quiet) == "gpu":
-        from ..device import gpu_status
-        from .gpu import GpuUngapped
-
-        t0 = time.perf_counter()
-        n_visible = len(gpu_status()[2])
-        ids = list(gpus) if gpus else list(range(n_visible or 1))
-        if n_visible and any(d >= n_visible for d in ids):
-            raise DeviceError(f"--gpus {','.join(map(str, ids))}: {n_visible} GPU(s) visible")
-        # forked before any thread of ours starts and before the database goes to the GPUs
+    procs = None
+    if device == "gpu" or (device == "auto" and importlib.util.find_spec("cupy") is not None):
+        # the traceback's processes, forked before CUDA starts (its driver threads) and
+        # before any thread of ours: given back below if the run is on the CPU after all
         procs = traceback_processes(setup, queries, threads)
-        try:
-            engines = [GpuUngapped(setup.residues, setup.offsets, device_id=d, extension=gpu_extension,
-                                   window_lanes=gpu_window_lanes) for d in ids]
-            # several queries in flight per GPU, each engine on its own stream and host thread
-            engines += [e.worker() for e in list(engines) if not e.streamed for _ in range(gpu_streams - 1)]
-        except BaseException:
-            if procs is not None:
-                procs.shutdown(cancel_futures=True)
-            raise
-        times.add("GPU upload", t0)
-    prelims, per_device = {}, {}
-    if engines and gpu_gapped:
-        from .gpu.gapped import GpuPrelim
-
-        kw = {} if gpu_gapped_cells is None else dict(cell_budget=gpu_gapped_cells)
-        # PRELIM_THREADS per GPU, each on a stream of its own (twins of the GPU's first engine):
-        # the kernel lasts as long as its longest subject and leaves most of the GPU free, and
-        # each thread's host work (inputs, purge) overlaps the others' kernels
-        # (GPU_SEARCH_PRELIM_THREADS: for benchmarks comparing thread counts)
-        n_threads = max(1, int(os.environ.get("GPU_SEARCH_PRELIM_THREADS") or PRELIM_THREADS))
-        for e in engines:
-            if not e.streamed and e.device_id not in per_device:
-                per_device[e.device_id] = [GpuPrelim(e.stream_twin(), **kw) for _ in range(n_threads)]
-        prelims = {id(e): per_device[e.device_id] for e in engines if not e.streamed}
+    try:
+        engines, prelims, per_device = _gpu_engines(setup, device, quiet, gpus, gpu_extension, gpu_window_lanes,
+                                                    gpu_gapped, gpu_streams, gpu_gapped_cells, times)
+    except BaseException:
+        _shut_down(procs)
+        raise
+    if not engines:
+        _shut_down(procs)
+        procs = None
     progress = Progress("blastp", queries.n_seqs, "queries", quiet)
     saved = []
     n_done = 0
@@ -762,8 +783,7 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
                 progress.update(n_done)
     finally:
         sys.setswitchinterval(switch_interval)
-        if procs is not None:
-            procs.shutdown(cancel_futures=True)
+        _shut_down(procs)
     progress.close()
     for per_gpu in per_device.values():
         for prelim in per_gpu:
