@@ -17,7 +17,7 @@ for cu in $(git ls-files '*.cu'); do
             # SEQS sequences per Viterbi group, REDUX row maximum, TRANS_REGS nodes with transitions in registers
             variants=("-DG=1 -DW=4" "-DG=4 -DW=24" "-DG=8 -DW=16" "-DG=16 -DW=28" "-DG=32 -DW=64"
                       "-DG=32 -DW=80 -DPROFILE_IN_SMEM=0" "-DG=16 -DW=12 -DSEQS=2" "-DG=32 -DW=16 -DSEQS=2" "-DG=8 -DW=18 -DSEQS=2"
-                      "-DG=32 -DW=3 -DSEQS=2 -DREDUX=1 -DTRANS_REGS=1" "-DG=32 -DW=12 -DREDUX=1 -DTRANS_REGS=1"
+                      "-DG=32 -DW=3 -DSEQS=2 -DREDUX=1 -DTRANS_REGS=3" "-DG=32 -DW=12 -DREDUX=1 -DTRANS_REGS=12"
                       "-DG=32 -DW=13 -DREDUX=1 -DTRANS_REGS=8" "-DG=32 -DW=32 -DREDUX=1 -DTRANS_REGS=16"
                       "-DG=32 -DW=40 -DREDUX=1 -DTRANS_REGS=12" "-DG=32 -DW=48 -DREDUX=1 -DTRANS_REGS=8") ;;
         gpu_search/hmmer/gpu/forward.cu)

@@ -69,7 +69,8 @@ def main():
                          "registers (a number or 'all'), REDUX 0/1, threads a block")
     ap.add_argument("--g32", action="store_true", help="G=32 geometries (1, 2, 4 sequences) and the default")
     ap.add_argument("--flags", default="",
-                    help="extra filters.cu flag sets to time, ';'-separated, '+' within a set: REDUX;TRANS_REGS")
+                    help="extra filters.cu flag sets to time, ';'-separated, '+' within a set, e.g. "
+                         "REDUX;REDUX+TRANS_REGS=8 (on top of, and overriding, the default geometry's)")
     ap.add_argument("--one", metavar="MODEL,G,W,SEQS[,FLAG...]",
                     help="run one variant once after a warm-up launch (for ncu), e.g. LuxC,32,13,2")
     args = ap.parse_args()
@@ -126,7 +127,8 @@ def main():
                     if W * seqs > 48 or W < 2:
                         continue
                     for flags in flag_sets:
-                        if "-DTRANS_REGS=1" in flags and W * 8 + 3 * W * seqs > 160:
+                        k = max([int(f.split("=")[1]) for f in flags if f.startswith("-DTRANS_REGS=")] or [0])
+                        if W * 3 * seqs + 8 * min(k, W) > 200:
                             continue                                  # would spill
                         variants.append((Geometry(G, W, 1, seqs), 128, flags))
         if args.trans:                                                # nodes with transitions in registers
@@ -157,7 +159,8 @@ def main():
                 best = t if best is None else min(best, t)
             same = bool(np.array_equal(ovf, ref_ovf) and np.array_equal(xC[~ovf], ref[~ref_ovf]))
             switches = ["REDUX"] * geo.redux + [f"TRANS_REGS={geo.trans_regs}"] * (geo.trans_regs > 0)
-            flag_names = "+".join(dict.fromkeys(switches + [f[2:-2] for f in flags])) or "-"
+            named = [f[2:].removesuffix("=1") for f in flags]
+            flag_names = "+".join(dict.fromkeys(switches + named)) or "-"
             rows.append((hmm.name, prof.M, geo.G, geo.W, geo.seqs, block, flag_names,
                          cells / best / 1e9, same, t_compile))
             print("%-14s M=%-5d G=%-2d W=%-3d S=%d B=%-3d %-30s %7.0f GCUPS same=%s (compile %.1f s)" % rows[-1],

@@ -9,6 +9,7 @@ most 1% extra rows; a failing test lists every difference.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
 import subprocess
@@ -311,6 +312,44 @@ def test_gpu_pipeline_error_is_raised_not_hung(monkeypatch, proteome):
     with pytest.raises(DeviceError, match="planted"):
         engine.run_blastp(proteome.subset(list(range(8))), proteome, BlastOptions(num_threads=2), io.StringIO(),
                           fmt=fmt, columns=columns, db_name="p", quiet=True, device="gpu", gpus=[0, 1])
+    assert not multiprocessing.active_children()          # the traceback's workers ended too
+
+
+def test_gpu_pipeline_traceback_worker_error(monkeypatch, proteome):
+    """An error in a traceback worker process reaches the caller with the worker's traceback;
+    the workers end and drop the database they inherited."""
+    import io
+
+    import gpu_search.blast.gpu as gpu_module
+    import gpu_search.device as device
+    from gpu_search.blast import engine
+    from gpu_search.blast.options import BlastOptions
+    from gpu_search.blast.output import parse_outfmt
+    from gpu_search.blast.ungapped import INIT_HSP_DTYPE
+
+    class NoHits:
+        streamed = True                       # one engine, no GPU gapped stage
+
+        def __init__(self, residues, offsets, device_id=0, **kwargs):
+            pass
+
+        def ungapped_extensions(self, *args, **kwargs):
+            return np.zeros(0, dtype=INIT_HSP_DTYPE)
+
+    def failing_traceback(work, *args):
+        if work.index == 2:
+            raise ValueError("traceback failed (planted)")
+        return []
+
+    monkeypatch.setattr(gpu_module, "GpuUngapped", NoHits)
+    monkeypatch.setattr(device, "resolve", lambda d, quiet=False: "gpu")
+    monkeypatch.setattr(engine, "traceback_stage", failing_traceback)   # inherited by the forked workers
+    fmt, columns = parse_outfmt("6")
+    with pytest.raises(RuntimeError, match=r"query 3 failed: ValueError\('traceback failed \(planted\)'\)"):
+        engine.run_blastp(proteome.subset(list(range(6))), proteome, BlastOptions(num_threads=2), io.StringIO(),
+                          fmt=fmt, columns=columns, db_name="p", quiet=True, device="gpu")
+    assert not multiprocessing.active_children()
+    assert engine._FORKED is None
 
 
 def test_gpu_pipeline_threads_end_after_a_failure(monkeypatch, proteome):
@@ -361,3 +400,4 @@ def test_gpu_pipeline_threads_end_after_a_failure(monkeypatch, proteome):
             break
         time.sleep(0.05)
     assert not alive, alive
+    assert not multiprocessing.active_children()          # the traceback's workers ended too

@@ -76,7 +76,8 @@ def test_gpu_filters_equal_hmmer(model, data_dir, proteome, proteome_path, gpu_p
         assert np.all(np.isfinite(fwd)) and err.max() < 1e-3, f"{hmm.name}: Forward off by {err.max()}"
 
 
-@pytest.mark.parametrize("M", [1, 2, 5, 16, 31, 33, 64, 65, 97, 129, 300, 385, 511, 700, 705, 1024, 1500, 2500])
+@pytest.mark.parametrize("M", [1, 2, 5, 16, 31, 33, 64, 65, 97, 129, 300, 385, 511, 700, 705, 1024, 1184, 1500,
+                               2500])
 def test_gpu_filters_equal_reference_random_models(M, proteome):
     """Random models of every geometry (G, W) against the numpy reference."""
     from pyhmmer.easel import Alphabet, Randomness

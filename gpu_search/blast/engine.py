@@ -19,8 +19,9 @@ batches, but every decision below is taken per query: checked against the binary
 Queries run on a thread pool (the compiled stages release the GIL); rows are
 written in query order.  With a GPU (``device="gpu"``), stage 1 runs there
 (blast/gpu: cuBLASTP's hit detection, binning, two-hit filter and ungapped
-extension) query after query, while CPU threads run stages 2-5 of the
-queries already through it.
+extension) query after query, while CPU threads run stages 2-4 of the
+queries already through it (most of stage 2 on the GPU too) and worker
+processes their tracebacks (stage 4's last part, 5).
 """
 
 from __future__ import annotations
@@ -329,12 +330,19 @@ _FORKED: tuple | None = None       # (setup, queries) in the worker processes
 
 
 def _traceback_in_process(index: int, codes, kbp, cutoffs, hits: list[tuple]):
-    """``traceback_stage`` of one query in a worker process: (results, start, end, process id)."""
+    """``traceback_stage`` of one query in a worker process: (results, start, end, process id).
+    An error comes back as a RuntimeError carrying the worker's traceback (an exception that
+    cannot be pickled back would otherwise be lost)."""
     t0 = time.perf_counter()
     setup, queries = _FORKED
     work = QueryWork(index=index, codes=codes, kbp=kbp, cutoffs=cutoffs,
                      prelim={s: rows for _, s, rows in hits})
-    results = traceback_stage(work, setup, queries, [(key, s) for key, s, _ in hits])
+    try:
+        results = traceback_stage(work, setup, queries, [(key, s) for key, s, _ in hits])
+    except Exception as exc:
+        import traceback as tb
+
+        raise RuntimeError(f"traceback of query {index + 1} failed: {exc!r}\n{tb.format_exc()}") from None
     return results, t0, time.perf_counter(), os.getpid()
 
 
@@ -349,15 +357,36 @@ def traceback_processes(setup: SearchSetup, queries, workers: int):
             "fork" not in multiprocessing.get_all_start_methods():
         return None
     _FORKED = (setup, queries)
-    procs = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
-    procs.submit(int).result()         # with fork, every worker starts now, before our threads do
+    procs = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
+                                initializer=_worker_start, initargs=(os.getpid(),))
+    try:
+        procs.submit(int).result()     # with fork, every worker starts now, before our threads do
+    except BaseException:
+        _shut_down(procs)
+        raise
     return procs
 
 
+def _worker_start(parent: int) -> None:
+    """In each worker: end with the parent, even one killed (a scheduler's SIGKILL or SIGTERM),
+    instead of waiting for work forever (Linux's PR_SET_PDEATHSIG)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)    # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:         # the parent died before that
+        os._exit(1)
+
+
 def _shut_down(procs) -> None:
-    """End the traceback's worker processes (None: none)."""
+    """End the traceback's worker processes (None: none) and drop what they inherited."""
+    global _FORKED
     if procs is not None:
         procs.shutdown(cancel_futures=True)
+    _FORKED = None
 
 
 def to_hsps(work: QueryWork, setup: SearchSetup, queries, s: int, res, order) -> list[Hsp]:
@@ -743,59 +772,57 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
     threads = options.num_threads or os.cpu_count() or 1
     procs = None
     if device == "gpu" or (device == "auto" and importlib.util.find_spec("cupy") is not None):
-        # the traceback's processes, forked before CUDA starts (its driver threads) and
-        # before any thread of ours: given back below if the run is on the CPU after all
+        # the traceback's processes, forked before this run starts CUDA (its driver threads)
+        # and any thread of ours: given back below if the run is on the CPU after all
         procs = traceback_processes(setup, queries, threads)
     try:
         engines, prelims, per_device = _gpu_engines(setup, device, quiet, gpus, gpu_extension, gpu_window_lanes,
                                                     gpu_gapped, gpu_streams, gpu_gapped_cells, times)
-    except BaseException:
-        _shut_down(procs)
-        raise
-    if not engines:
-        _shut_down(procs)
-        procs = None
-    progress = Progress("blastp", queries.n_seqs, "queries", quiet)
-    saved = []
-    n_done = 0
-    # The GPU threads release the GIL at every kernel wait and copy; with many CPU
-    # threads running Python between their compiled stages, each release can cost
-    # a whole round of 5 ms switch intervals before the GIL comes back
-    # (bench/gil_convoy.py on 2 cores: 200 releases among 15 busy threads took
-    # 16-23 s at 5 ms, 2.2-2.7 s at 0.5 ms).  A shorter interval while the GPUs are fed.
-    switch_interval = sys.getswitchinterval()
-    if engines:
-        # GPU_SEARCH_SWITCH_INTERVAL (seconds): for benchmarks comparing intervals
-        wanted = float(os.environ.get("GPU_SEARCH_SWITCH_INTERVAL") or GPU_SWITCH_INTERVAL)
-        sys.setswitchinterval(wanted if wanted > 0 else switch_interval)
-    try:
-        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="blastp") as pool:
-            # queries are independent: several at a time, written in input order
-            for i, results in enumerate(_results_in_order(queries, setup, pool, threads, engines, times,
-                                                          prelims, procs)):
-                qname, qdesc = queries.name(i), queries.description(i)
-                qtitle = f"{qname} {qdesc}" if qdesc else qname
-                rows = [h for r in select(results, options.max_target_seqs) for h in r.rows]
-                write_query(fh, fmt, columns, qtitle, db_name, rows)
-                if hits_out is not None:
-                    saved.append((qtitle, results))
-                n_done += 1
-                progress.update(n_done)
-    finally:
-        sys.setswitchinterval(switch_interval)
-        _shut_down(procs)
-    progress.close()
-    for per_gpu in per_device.values():
-        for prelim in per_gpu:
-            times.add_seconds("preliminary gapped kernel (GPU time)", prelim.kernel_seconds)
-            for part, seconds in prelim.seconds.items():
-                times.add_seconds(f"gapped GPU threads: {part}", seconds)
-    write_footer(fh, fmt, n_done)
-    if hits_out is not None:
-        from .merge import save_hits
+        if not engines:
+            _shut_down(procs)              # a CPU run: threads do everything
+            procs = None
+        progress = Progress("blastp", queries.n_seqs, "queries", quiet)
+        saved = []
+        n_done = 0
+        # The GPU threads release the GIL at every kernel wait and copy; with many CPU
+        # threads running Python between their compiled stages, each release can cost
+        # a whole round of 5 ms switch intervals before the GIL comes back
+        # (bench/gil_convoy.py on 2 cores: 200 releases among 15 busy threads took
+        # 16-23 s at 5 ms, 2.2-2.7 s at 0.5 ms).  A shorter interval while the GPUs are fed.
+        switch_interval = sys.getswitchinterval()
+        if engines:
+            # GPU_SEARCH_SWITCH_INTERVAL (seconds): for benchmarks comparing intervals
+            wanted = float(os.environ.get("GPU_SEARCH_SWITCH_INTERVAL") or GPU_SWITCH_INTERVAL)
+            sys.setswitchinterval(wanted if wanted > 0 else switch_interval)
+        try:
+            with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="blastp") as pool:
+                # queries are independent: several at a time, written in input order
+                for i, results in enumerate(_results_in_order(queries, setup, pool, threads, engines, times,
+                                                              prelims, procs)):
+                    qname, qdesc = queries.name(i), queries.description(i)
+                    qtitle = f"{qname} {qdesc}" if qdesc else qname
+                    rows = [h for r in select(results, options.max_target_seqs) for h in r.rows]
+                    write_query(fh, fmt, columns, qtitle, db_name, rows)
+                    if hits_out is not None:
+                        saved.append((qtitle, results))
+                    n_done += 1
+                    progress.update(n_done)
+        finally:
+            sys.setswitchinterval(switch_interval)
+        progress.close()
+        for per_gpu in per_device.values():
+            for prelim in per_gpu:
+                times.add_seconds("preliminary gapped kernel (GPU time)", prelim.kernel_seconds)
+                for part, seconds in prelim.seconds.items():
+                    times.add_seconds(f"gapped GPU threads: {part}", seconds)
+        write_footer(fh, fmt, n_done)
+        if hits_out is not None:
+            from .merge import save_hits
 
-        save_hits(hits_out, saved, options=options, db_name=db_name)
-    times.save_timeline(t_start)
-    if os.environ.get("GPU_SEARCH_TIMINGS"):
-        print(f"gpu-search blastp timings: {times.line()}  wall {time.perf_counter() - t_start:.2f} s",
-              file=sys.stderr)
+            save_hits(hits_out, saved, options=options, db_name=db_name)
+        times.save_timeline(t_start)
+        if os.environ.get("GPU_SEARCH_TIMINGS"):
+            print(f"gpu-search blastp timings: {times.line()}  wall {time.perf_counter() - t_start:.2f} s",
+                  file=sys.stderr)
+    finally:
+        _shut_down(procs)

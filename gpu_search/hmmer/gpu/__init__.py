@@ -119,9 +119,10 @@ def viterbi_geometry(M: int, seqs: int | None = None) -> Geometry:
 
 def viterbi_block(geo: Geometry) -> int:
     """Threads a block for the Viterbi filter: 128 (256 would leave an SM one
-    block of the register-heavy variants: M=300 901 vs 708 GCUPS), 256 for
-    W > 36, whose profile leaves shared memory for one block an SM
-    (M=1,344 930 vs 603): measured on an H100."""
+    block of the register-heavy variants: M=300 901 vs 708 GCUPS), 256 from
+    W = 37 (M=1,344: 930 vs 603; from W = 41 the profile leaves shared memory
+    for one block an SM, and at W 37-40 the registers allow 8 warps an SM
+    either way): measured on an H100."""
     return BLOCK if geo.W > 36 else VITERBI_BLOCK
 
 

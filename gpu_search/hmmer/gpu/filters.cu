@@ -195,7 +195,8 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
     for (int q = 0; q < TRANS_REGS; q++)
 #pragma unroll
         for (int t = 0; t < NTRANS; t++) tr[q][t] = vtrans[(q * NTRANS + t) * G + gl];
-#define TR(q, t) ((q) < TRANS_REGS ? tr[(q) < TRANS_REGS ? (q) : 0][t] : vtrans[((q) * NTRANS + (t)) * G + gl])
+#define TR(q, t) ((q) >= 0 && (q) < TRANS_REGS ? tr[(q) >= 0 && (q) < TRANS_REGS ? (q) : 0][t] \
+                                               : vtrans[((q) * NTRANS + (t)) * G + gl])
 #else
 #define TR(q, t) vtrans[((q) * NTRANS + (t)) * G + gl]
 #endif

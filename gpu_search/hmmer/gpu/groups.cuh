@@ -47,8 +47,8 @@ __device__ __forceinline__ unsigned group_mask(int lane)
 /* Maximum of a value over the lanes of a group. */
 __device__ __forceinline__ int group_max(unsigned gmask, int v)
 {
-#if REDUX
-    return __reduce_max_sync(gmask, v);   /* one REDUX instruction (sm_80+) */
+#if REDUX && __CUDA_ARCH__ >= 800
+    return __reduce_max_sync(gmask, v);   /* one REDUX instruction (sm_80 and later) */
 #else
 #pragma unroll
     for (int d = G / 2; d >= 1; d /= 2) v = max(v, __shfl_xor_sync(gmask, v, d, G));
