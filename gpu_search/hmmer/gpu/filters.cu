@@ -29,8 +29,9 @@
  *     then exactly, with a max-plus scan across the group's lanes.  A group may
  *     score SEQS = 2 sequences at once, so that each transition loaded from
  *     shared memory serves two cells; TRANS_REGS holds the transitions of
- *     that many nodes a lane in registers instead; REDUX takes the row maximum in one instruction
- *     (which of them, by model size: viterbi_geometry, from measurements).
+ *     that many nodes a lane in registers instead; REDUX takes the row
+ *     maximum in one instruction (which of them, by model size:
+ *     viterbi_geometry, from measurements).
  *
  * Memory layout
  *   residues  uint8, the whole database; offsets int64 [n+1]; order int32: the
@@ -195,8 +196,8 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
     for (int q = 0; q < TRANS_REGS; q++)
 #pragma unroll
         for (int t = 0; t < NTRANS; t++) tr[q][t] = vtrans[(q * NTRANS + t) * G + gl];
-#define TR(q, t) ((q) >= 0 && (q) < TRANS_REGS ? tr[(q) >= 0 && (q) < TRANS_REGS ? (q) : 0][t] \
-                                               : vtrans[((q) * NTRANS + (t)) * G + gl])
+#define IN_REGS(q) ((q) >= 0 && (q) < TRANS_REGS)
+#define TR(q, t) (IN_REGS(q) ? tr[IN_REGS(q) ? (q) : 0][t] : vtrans[((q) * NTRANS + (t)) * G + gl])
 #else
 #define TR(q, t) vtrans[((q) * NTRANS + (t)) * G + gl]
 #endif
@@ -345,4 +346,5 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
         }
     }
 #undef TR
+#undef IN_REGS
 }
