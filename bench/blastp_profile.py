@@ -40,6 +40,8 @@ def main():
                          "(against gapped.py's numba code on one CPU thread, same HSPs)")
     ap.add_argument("--budgets", default="",
                     help="with --gapped: DP cell budgets per subject to time, e.g. 16384,65536,0 (0: none)")
+    ap.add_argument("--kernels", default="warp",
+                    help="with --gapped: the gapped kernels to time, e.g. warp,thread (a warp or a thread per subject)")
     ap.add_argument("--streamed", action="store_true",
                     help="also time the database streamed through the GPU in 4 chunks a query")
     args = ap.parse_args()
@@ -99,7 +101,8 @@ def main():
         gpu.scores = "auto"
         for band in (int(b) for b in args.gapped.split(",") if b.strip()):
             for budget in [int(b) for b in args.budgets.split(",") if b.strip()] or [None]:
-                time_gapped(gpu, setup, work, band, budget)
+                for kernel in (k for k in args.kernels.split(",") if k.strip()):
+                    time_gapped(gpu, setup, work, band, budget, kernel)
         if args.streamed:
             resident = gpu
             gpu = GpuUngapped(setup.residues, setup.offsets, streamed=True,
@@ -108,14 +111,14 @@ def main():
             gpu = resident
 
 
-def time_gapped(gpu, setup, work, band, budget=None):
+def time_gapped(gpu, setup, work, band, budget=None, kernel="warp"):
     """GpuPrelim.run on one query's init HSPs (best of 3; kernel part apart) against the numba code,
     and the numba code's time for the subjects the GPU leaves to the CPU."""
     from gpu_search.blast import gapped
     from gpu_search.blast.gpu.gapped import CELL_BUDGET, GpuPrelim
 
     budget = CELL_BUDGET if budget is None else (budget or 1 << 30)
-    prelim = GpuPrelim(gpu, band=band, cell_budget=budget)
+    prelim = GpuPrelim(gpu, band=band, cell_budget=budget, kernel=kernel)
     cut = work.cutoffs
     args = (work.codes, setup.matrix.scores, setup.gap_open, setup.gap_extend, cut.x_drop_gapped,
             cut.cutoff_score)
@@ -145,7 +148,8 @@ def time_gapped(gpu, setup, work, band, budget=None):
     t_left = time.perf_counter() - t
     both = np.concatenate([hsps, cpu])
     same = np.array_equal(both[np.argsort(both["subject"], kind="stable")], ref)
-    print(f"  gapped, ring {band}, budget {budget:>10}: {best * 1e3:8.2f} ms on the GPU (kernel+copies "
+    print(f"  gapped, {kernel:>6} kernel, ring {band}, budget {budget:>10}: {best * 1e3:8.2f} ms on the GPU "
+          f"(kernel GPU time {prelim.kernel_seconds / 3 * 1e3:.2f} ms, kernel+copies "
           f"{best_launch * 1e3:.2f} ms), {len(np.unique(left['subject']))} subjects left to the CPU "
           f"({prelim.overflowed // 3} overflowed) {t_left * 1e3:.1f} ms on one CPU thread; "
           f"all on one CPU thread {t_cpu * 1e3:.1f} ms; same HSPs: {same}", flush=True)

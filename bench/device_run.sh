@@ -28,7 +28,7 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
     timeout 540 python3 bench/hmmsearch_bench.py --cpus "$(nproc)" --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -30
 fi
 if [ "$what" = blast-tests ] || [ "$what" = blast ]; then
-    timeout 400 python3 -m pytest -m gpu tests/test_blast_gpu.py -q -x -p no:cacheprovider "$@" 2>&1 | tee "$OUT/blast-gpu-tests.log" | tail -25
+    timeout 400 python3 -m pytest -m gpu tests/test_blast_gpu.py tests/test_blast_gapped_warp.py -q -x -p no:cacheprovider "$@" 2>&1 | tee "$OUT/blast-gpu-tests.log" | tail -25
     rc=${PIPESTATUS[0]}
 fi
 if [ "$what" = blast-bench ] || { [ "$what" = blast ] && [ $rc = 0 ]; }; then

@@ -34,6 +34,34 @@ def build(directory: Path, band: int = gpu_gapped.BAND, cell_budget: int = gpu_g
     return lib
 
 
+class GpuKernel:
+    """A kernel of gapped.cu on the GPU in place of the host build, for the same tests (every group
+    of a batch on the GPU; the database uploaded once per residues array)."""
+
+    def __init__(self, kernel: str = "warp", band: int = gpu_gapped.BAND,
+                 cell_budget: int = gpu_gapped.CELL_BUDGET):
+        self.kernel, self.band, self.cell_budget = kernel, band, cell_budget
+        self._db = None                                 # (residues, offsets, GpuUngapped)
+
+    def run_batch(self, batch, residues, offsets, matrix, gap_open=11, gap_extend=1):
+        import dataclasses
+
+        import cupy as cp
+
+        from gpu_search.blast.gpu import GpuUngapped
+
+        if self._db is None or self._db[0] is not residues or self._db[1] is not offsets:
+            self._db = (residues, offsets, GpuUngapped(np.ascontiguousarray(residues, np.uint8),
+                                                       np.ascontiguousarray(offsets, np.int64)))
+        engine = self._db[2]
+        prelim = gpu_gapped.GpuPrelim(engine, band=self.band, cell_budget=self.cell_budget,
+                                      max_gpu_group=1 << 30, kernel=self.kernel)
+        batch = dataclasses.replace(batch, on_gpu=np.ones(len(batch.group_subject), bool))
+        with cp.cuda.Device(engine.device_id), engine.stream:
+            return prelim._launch_on_device(cp, batch, np.ascontiguousarray(matrix, np.int32), gap_open,
+                                            gap_extend)
+
+
 def _p(a):
     return a.ctypes.data_as(_P)
 
@@ -42,7 +70,9 @@ def run_batch(lib, batch, residues, offsets, matrix, gap_open=11, gap_extend=1):
     """prelim_gapped_host over every group of a ``gpu_gapped.PrelimBatch`` (on_gpu ignored).
 
     Returns (rows, counts, status): rows of the groups one after the other (as
-    GpuPrelim gathers them from the kernel)."""
+    GpuPrelim gathers them from the kernel).  ``lib`` may also be a ``GpuKernel`` (the kernel on a GPU)."""
+    if isinstance(lib, GpuKernel):
+        return lib.run_batch(batch, residues, offsets, matrix, gap_open, gap_extend)
     init = batch.init
     cols = [np.ascontiguousarray(init[k], np.int32) for k in ("q_start", "s_start", "length", "score")]
     n, n_groups = len(init), len(batch.group_subject)

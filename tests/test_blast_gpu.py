@@ -255,12 +255,13 @@ def compare_prelim(prelim, db_codes, q, matrix, cutoff_scale=1.0):
     return len(np.unique(init["subject"])) - n_left, n_left
 
 
+@pytest.mark.parametrize("kernel", ["warp", "thread"])
 @pytest.mark.parametrize("cutoff_scale", [1.0, 2.5])
-def test_prelim_gapped_equal_cpu(gpu, db_codes, proteome, blosum62, cutoff_scale):
+def test_prelim_gapped_equal_cpu(gpu, db_codes, proteome, blosum62, cutoff_scale, kernel):
     """Queries of every length; a raised cutoff makes restricted extensions restart exactly."""
     from gpu_search.blast.gpu.gapped import GpuPrelim
 
-    prelim = GpuPrelim(gpu)
+    prelim = GpuPrelim(gpu, kernel=kernel)
     lengths = np.diff(np.asarray(proteome.offsets))
     picks = [3, 10, 200, 500, 1000, int(np.argmax(lengths))] + [int(np.argmin(np.abs(lengths - n)))
                                                                   for n in (60, 130, 500, 1000, 2000)]
@@ -270,13 +271,14 @@ def test_prelim_gapped_equal_cpu(gpu, db_codes, proteome, blosum62, cutoff_scale
     assert on_gpu > 1000
 
 
-def test_prelim_gapped_fallbacks(db_codes, proteome, blosum62):
+@pytest.mark.parametrize("kernel", ["warp", "thread"])
+def test_prelim_gapped_fallbacks(db_codes, proteome, blosum62, kernel):
     """A 16-cell ring (bands overflow to the CPU), subjects of 2+ init HSPs left to the CPU, and a
     database in many chunks: the same HSPs."""
     from gpu_search.blast.gpu.gapped import GpuPrelim
 
     chunked = GpuUngapped(*db_codes, max_chunk_residues=50_000)
-    small = GpuPrelim(chunked, band=16, max_gpu_group=1)
+    small = GpuPrelim(chunked, band=16, max_gpu_group=1, kernel=kernel)
     left = 0
     for i in (10, 500, 1000):
         left += compare_prelim(small, db_codes, query_codes(proteome, i), blosum62)[1]
@@ -344,3 +346,38 @@ def test_prelim_gapped_several_queries_per_launch(gpu, db_codes, proteome, blosu
         assert on_gpu > 100 and prelim.out_of_memory == 0
         assert launches == ([6] if max_queries is None else [6, 3, 1, 2, 3, 1, 2])
         assert prelim.kernel_seconds > 0
+
+
+@pytest.mark.parametrize("kernel", ["warp", "thread"])
+@pytest.mark.parametrize("band,budget", [(256, None), (64, 1 << 12), (1024, 1 << 30)])
+def test_prelim_gapped_homologs_with_indels(blosum62, kernel, band, budget):
+    """Subjects made from the queries with substitutions, insertions and deletions (gapped
+    alignments of every shape, restricted and exact), rings and budgets that keep them on the GPU
+    or send them back: the CPU path's HSPs."""
+    from gpu_search.blast.gpu.gapped import CELL_BUDGET, GpuPrelim
+
+    rng = np.random.default_rng(2026)
+    queries = [rng.integers(1, 23, n).astype(np.uint8) for n in (40, 150, 400, 900)]
+    subjects = []
+    for q in queries:
+        for identity in (0.35, 0.5, 0.7, 0.95):
+            s = []
+            for c in q:
+                r = rng.random()
+                if r < 0.04:
+                    continue                                       # deletion
+                if r < 0.08:
+                    s.extend(rng.integers(1, 23, int(rng.integers(1, 8))).tolist())   # insertion
+                s.append(int(c) if rng.random() < identity else int(rng.integers(1, 23)))
+            subjects.append(rng.integers(1, 23, int(rng.integers(0, 200))).tolist() + s +
+                            rng.integers(1, 23, int(rng.integers(0, 200))).tolist())
+    subjects += [rng.integers(1, 23, int(n)).tolist() for n in rng.integers(20, 800, 300)]
+    residues = np.concatenate([np.asarray(s, np.uint8) for s in subjects])
+    offsets = np.concatenate(([0], np.cumsum([len(s) for s in subjects]))).astype(np.int64)
+    prelim = GpuPrelim(GpuUngapped(residues, offsets), band=band,
+                       cell_budget=CELL_BUDGET if budget is None else budget, kernel=kernel)
+    done = 0
+    for q in queries:
+        for scale in (1.0, 3.0):
+            done += compare_prelim(prelim, (residues, offsets), q, blosum62, scale)[0]
+    assert done > 20

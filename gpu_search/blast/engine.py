@@ -731,6 +731,8 @@ def _gpu_engines(setup, device, quiet, gpus, gpu_extension, gpu_window_lanes, gp
         from .gpu.gapped import GpuPrelim
 
         kw = {} if gpu_gapped_cells is None else dict(cell_budget=gpu_gapped_cells)
+        # GPU_SEARCH_GAPPED_KERNEL=thread: one GPU thread per subject (benchmarks against a warp)
+        kw["kernel"] = os.environ.get("GPU_SEARCH_GAPPED_KERNEL") or "warp"
         # PRELIM_THREADS per GPU, each on a stream of its own (twins of the GPU's first engine):
         # the kernel lasts as long as its longest subject and leaves most of the GPU free, and
         # each thread's host work (inputs, purge) overlaps the others' kernels

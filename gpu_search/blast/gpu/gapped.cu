@@ -462,6 +462,7 @@ HD int get_gapped_score(int lo, int hi, const int* init_q_start, const int* init
 }
 
 #ifdef __CUDACC__
+#define FULL_MASK_G 0xffffffffu
 
 // One thread per job (a subject group of one of the batch's queries), jobs[]
 // in the order the host chose (most init HSPs first, so that a warp's threads
@@ -498,6 +499,304 @@ prelim_gapped(const int* __restrict__ jobs, int n_jobs, const int* __restrict__ 
                                 matrix, gap_open, gap_extend, p[0], p[1], p[2], p[3] != 0, order + lo,
                                 tree + 6 * lo, out + 7 * lo, best, best_gap, &st);
     status[g] = st;
+}
+
+// --- One warp per subject ------------------------------------------------------------------
+//
+// The same program as get_gapped_score, but the 32 lanes of a warp compute each
+// DP row together, 32 cells at a time, instead of one thread walking it cell by
+// cell.  Everything between rows (the sort of the init HSPs, the containment
+// set, start points, the restricted restart) is run alike by every lane (lane 0
+// alone writes memory), so the warp never diverges on it.
+//
+// Why a row can be computed in parallel (Blast_SemiGappedAlign's cell b of row a,
+// h = max(d, gc, gr): d diagonal, gc gap in B from the row above, gr gap in A):
+//   * gr(b+1) = max(gr(b) - e, h(b) - oe) = max(gr(b) - e, max(d, gc)(b) - oe)
+//     (gr - oe < gr - e), so gr is a max-plus scan along the row:
+//     gr(b) = max_{b' < b} (hd(b') + e b') - oe - e (b - 1), hd = max(d, gc).
+//     BLAST leaves gr unchanged over a cell the X-drop removes, where the scan
+//     takes it on; the two differ only in values below the X-drop threshold
+//     best - X, which then never win a surviving cell (a survivor has h >= best - X
+//     > gr, so h = hd) nor open the band's growth (tested against best - X) --
+//     the threshold only rises along the row.
+//   * The X-drop test of cell b uses best so far, max(best before the row, h of the
+//     row's earlier cells): a removed cell's h is below it, so a running max of all
+//     cells gives the same values.
+//   * The row's first survivor is the next first_b_index, its last the last_b_index;
+//     best_score moves to the row's maximum, at its first cell (BLAST's strict >).
+// The restricted DP (s_RestrictedGappedAlign) is the same with gc only in
+// columns b % 10 == 0 and gr only in rows a % 10 == 0 (its b_gap runs over the
+// multiples of 10 from first_b_index); in its other rows the band grows from
+// the diagonal score of cell b_size (BLAST's score_gap_row = score).
+//
+// The ring (best, best_gap) of each warp is in shared memory.
+
+#ifndef WARPS
+#define WARPS 4                     // warps per block: one subject each
+#endif
+#define LANES 32
+#define NEG_SCAN (MININT - (1 << 28))   // below every cell value: the scans' "nothing yet"
+
+__device__ __forceinline__ int warp_max_inclusive(int v, int lane)
+{
+#pragma unroll
+    for (int d = 1; d < LANES; d *= 2) {
+        const int o = __shfl_up_sync(FULL_MASK_G, v, d);
+        if (lane >= d) v = imax(v, o);
+    }
+    return v;
+}
+
+// One score-only X-drop extension by a warp (Blast_SemiGappedAlign, or with
+// `restricted` s_RestrictedGappedAlign).  Returns false when the band outgrows
+// the ring or the subject's DP cells pass CELL_BUDGET (the host redoes it);
+// otherwise the best score and its offsets.
+__device__ bool warp_xdrop(Seq qp, int q_base, int q_dir, Seq sp, int s_base, int s_dir, int M, int N,
+                           const int* matrix, int gap_open_extend, int gap_extend, int x_drop, bool restricted,
+                           int* best, int* best_gap, int lane, int& cells,
+                           int& best_score, int& a_offset, int& b_offset)
+{
+    best_score = 0; a_offset = 0; b_offset = 0;
+    if (N <= 0 || M <= 0) return true;
+    // the first row: a gap in B from the start, while above -X
+    int n1 = gap_extend > 0 ? (x_drop - gap_open_extend) / gap_extend + 1 : N;
+    n1 = imin(n1, N);
+    int b_size = n1 + 1;
+    if (n1 >= BAND) return false;
+    for (int i = lane; i < b_size; i += LANES) {
+        const int v = i == 0 ? 0 : -gap_open_extend - (i - 1) * gap_extend;
+        best[i] = v;
+        best_gap[i] = v - gap_open_extend;
+    }
+    __syncwarp();
+    int first_b = 0;
+    for (int a = 1; a <= M; a++) {
+        const int* row = matrix + qp[q_base + q_dir * a] * ALPHABET;
+        const bool gap_in_a = !restricted || a % RESTRICT_SIZE == 0;
+        const int row_first = first_b;
+        int best_run = best_score;          // best so far: before the row, then its cells
+        int v_run = NEG_SCAN;               // max of hd(b) + e (b - row_first) so far
+        int diag_carry = MININT;            // row a-1 at the cell before this chunk
+        int tail_prev = MININT;             // row a-1 at cell b_size - 1
+        int first_survivor = -1, last_survivor = -1;
+        for (int b0 = row_first; b0 < b_size; b0 += LANES) {
+            const int b = b0 + lane;
+            const bool valid = b < b_size;
+            const int slot = b & BAND_MASK;
+            const int prev = valid ? best[slot] : MININT;
+            const int prev_gap = valid ? best_gap[slot] : MININT;
+            int left = __shfl_up_sync(FULL_MASK_G, prev, 1);
+            if (lane == 0) left = diag_carry;
+            diag_carry = __shfl_sync(FULL_MASK_G, prev, LANES - 1);
+            tail_prev = __shfl_sync(FULL_MASK_G, prev, imin(LANES - 1, b_size - 1 - b0));
+            const int d = (b == row_first || !valid) ? MININT : left + row[sp[s_base + s_dir * b]];
+            const bool gap_in_b = !restricted || b % RESTRICT_SIZE == 0;
+            const int gc = gap_in_b ? prev_gap : MININT;
+            const int hd = imax(d, gc);
+            int h = hd;
+            if (gap_in_a) {                 // gr: max-plus scan of hd along the row
+                const int v = valid ? hd + gap_extend * (b - row_first) : NEG_SCAN;
+                const int incl = imax(warp_max_inclusive(v, lane), v_run);
+                int excl = __shfl_up_sync(FULL_MASK_G, incl, 1);
+                if (lane == 0) excl = v_run;
+                v_run = __shfl_sync(FULL_MASK_G, incl, LANES - 1);
+                h = imax(hd, excl - gap_open_extend - gap_extend * (b - 1 - row_first));
+            }
+            // the X-drop test against best so far (the row's earlier cells included)
+            const int hv = valid ? h : NEG_SCAN;
+            const int hincl = imax(warp_max_inclusive(hv, lane), best_run);
+            int hexcl = __shfl_up_sync(FULL_MASK_G, hincl, 1);
+            if (lane == 0) hexcl = best_run;
+            best_run = __shfl_sync(FULL_MASK_G, hincl, LANES - 1);
+            const bool survive = valid && hexcl - h <= x_drop;
+            const unsigned survivors = __ballot_sync(FULL_MASK_G, survive);
+            const unsigned better = __ballot_sync(FULL_MASK_G, valid && h > hexcl);
+            if (survivors) {
+                if (first_survivor < 0) first_survivor = b0 + __ffs(survivors) - 1;
+                last_survivor = b0 + 31 - __clz(survivors);
+            }
+            if (better) {                   // the last improvement is the row's first maximum
+                const int k = 31 - __clz(better);
+                best_score = __shfl_sync(FULL_MASK_G, h, k);
+                a_offset = a;
+                b_offset = b0 + k;
+            }
+            if (valid) {
+                if (survive) {
+                    best[slot] = h;
+                    if (gap_in_b) best_gap[slot] = imax(h - gap_open_extend, prev_gap - gap_extend);
+                } else {
+                    best[slot] = MININT;
+                }
+            }
+        }
+        __syncwarp();
+        const int next_first = first_survivor < 0 ? b_size : first_survivor;
+        cells += b_size - next_first;
+        if (cells > CELL_BUDGET) return false;
+        if (first_survivor < 0) break;                       // no cell left: the extension is over
+        first_b = first_survivor;
+        if (last_survivor < b_size - 1) {
+            b_size = last_survivor + 1;
+        } else {                                             // the band grows right with gr
+            const int gr = gap_in_a ? v_run - gap_open_extend - gap_extend * (b_size - 1 - row_first)
+                                    : tail_prev + row[sp[s_base + s_dir * b_size]];
+            const int floor = best_score - x_drop;
+            if (gr >= floor && b_size <= N) {
+                const int room = N + 1 - b_size;
+                const int grow = gap_extend > 0 ? imin(room, (gr - floor) / gap_extend + 1) : room;
+                if (b_size + grow - first_b > BAND) return false;
+                for (int k = lane; k < grow; k += LANES) {
+                    const int slot = (b_size + k) & BAND_MASK;
+                    best[slot] = gr - k * gap_extend;
+                    best_gap[slot] = gr - k * gap_extend - gap_open_extend;
+                }
+                b_size += grow;
+            }
+        }
+        if (b_size <= N) {                                   // one dead cell past the band
+            if (b_size - first_b >= BAND) return false;
+            if (lane == 0) {
+                best[b_size & BAND_MASK] = MININT;
+                best_gap[b_size & BAND_MASK] = MININT;
+            }
+            b_size++;
+        }
+        __syncwarp();
+    }
+    return true;
+}
+
+// get_gapped_score's program for one warp (same arguments and results; `lane`
+// 0 writes order, tree and out).
+__device__ int warp_gapped_score(int lo, int hi, const int* init_q_start, const int* init_s_start,
+                                 const int* init_length, const int* init_score, Seq qp, Seq sp,
+                                 const int* matrix, int gap_open, int gap_extend, int x_dropoff, int cutoff,
+                                 int restricted_cutoff, bool restricted_allowed, int* order, int* tree,
+                                 int* out, int* best, int* best_gap, int lane, int& status)
+{
+    const int n = hi - lo;
+    int best_init = init_score[lo];
+    for (int k = 0; k < n; k++) best_init = imax(best_init, init_score[lo + k]);
+    if (lane == 0) {                    // Blast_InitHitListSortByScore (stable)
+        for (int k = 0; k < n; k++) {
+            const int x = lo + k;
+            int m = k - 1;
+            while (m >= 0 && init_before(x, order[m], init_q_start, init_s_start, init_length, init_score)) {
+                order[m + 1] = order[m];
+                m--;
+            }
+            order[m + 1] = x;
+        }
+    }
+    __syncwarp();
+    bool restricted = restricted_allowed && best_init < restricted_cutoff;
+    const int gap_open_extend = gap_open + gap_extend;
+    const int x_drop = imax(x_dropoff, gap_open_extend);
+    int n_out = 0, n_tree = 0, cells = 0;
+    status = 0;
+    for (int index = 0; index < n; index++) {
+        const int x = order[index];
+        const int q_start = init_q_start[x], s_start = init_s_start[x], length = init_length[x];
+        if (tree_contains(tree, n_tree, q_start, q_start + length, s_start, s_start + length, init_score[x]))
+            continue;
+        const int q_off = start_for_gapped_alignment(qp, sp, matrix, q_start, s_start, length);
+        const int s_off = s_start + (q_off - q_start);
+        // s_BlastProtGappedAlignment from (q_off, s_off), with AdjustSubjectRange
+        const int q_length = q_off + 1;
+        int s_length = s_off + 1;
+        int subject_len_adj = sp.length, subject_shift = 0;
+        if (sp.length >= MAX_SUBJECT_OFFSET) {
+            const int max_extension_left = q_length + MAX_TOTAL_GAPS;
+            const int max_extension_right = qp.length - q_length + MAX_TOTAL_GAPS;
+            const int s0 = s_length;
+            if (s0 > max_extension_left) {
+                subject_shift = s0 - max_extension_left;
+                s_length = max_extension_left;
+            }
+            subject_len_adj = imin(sp.length, s0 + max_extension_right) - subject_shift;
+        }
+        int g_q_start = q_off, g_q_stop = q_off, g_s_start = s_off, g_s_stop = s_off;
+        int score_left = 0, score_right = 0, a_offset, b_offset;
+        if (q_length != 0 && s_length != 0) {
+            if (!warp_xdrop(qp, q_off + 2, -1, sp, s_off + 2, -1, q_length, s_length, matrix, gap_open_extend,
+                            gap_extend, x_drop, restricted, best, best_gap, lane, cells, score_left,
+                            a_offset, b_offset)) {
+                status |= STATUS_OVERFLOW;
+                return 0;
+            }
+            g_q_start = q_length - a_offset;
+            g_s_start = s_length - b_offset + subject_shift;
+        }
+        if (q_length < qp.length && s_length < subject_len_adj) {
+            if (!warp_xdrop(qp, q_off + 1, 1, sp, s_off + 1, 1, qp.length - q_length, subject_len_adj - s_length,
+                            matrix, gap_open_extend, gap_extend, x_drop, restricted, best, best_gap, lane,
+                            cells, score_right, a_offset, b_offset)) {
+                status |= STATUS_OVERFLOW;
+                return 0;
+            }
+            g_q_stop = a_offset + q_off + 1;
+            g_s_stop = b_offset + s_off + 1;
+        }
+        const int score = score_left + score_right;
+        if (restricted && score < cutoff && score >= restricted_cutoff) {
+            // inconclusive: drop everything and recompute exactly
+            restricted = false;
+            status |= STATUS_RESTARTED;
+            n_out = 0;
+            n_tree = 0;
+            index = -1;
+            continue;
+        }
+        if (score >= cutoff) {
+            if (lane == 0) {
+                int* o = out + 7 * n_out;
+                o[0] = score; o[1] = g_q_start; o[2] = g_q_stop; o[3] = g_s_start; o[4] = g_s_stop;
+                o[5] = q_off; o[6] = s_off;
+                n_tree = tree_add(tree, n_tree, g_q_start, g_q_stop, g_s_start, g_s_stop, score);
+            }
+            n_tree = __shfl_sync(FULL_MASK_G, n_tree, 0);
+            n_out++;
+            __syncwarp();
+        }
+    }
+    return n_out;
+}
+
+// One warp per job, WARPS jobs a block (jobs[] as prelim_gapped's).
+extern "C" __global__ void __launch_bounds__(WARPS * LANES)
+prelim_gapped_warp(const int* __restrict__ jobs, int n_jobs, const int* __restrict__ group_start,
+                   const int* __restrict__ group_subject, const int* __restrict__ group_query,
+                   const int* __restrict__ init_q_start, const int* __restrict__ init_s_start,
+                   const int* __restrict__ init_length, const int* __restrict__ init_score,
+                   const unsigned char* __restrict__ queries, const int* __restrict__ query_start,
+                   const int* __restrict__ params, const unsigned char* __restrict__ residues,
+                   const long long* __restrict__ offsets, const int* __restrict__ matrix_g,
+                   int gap_open, int gap_extend, int* __restrict__ order, int* __restrict__ tree,
+                   int* __restrict__ out, int* __restrict__ count, int* __restrict__ status)
+{
+    __shared__ int matrix[ALPHABET * ALPHABET];
+    __shared__ int ring[WARPS][2][BAND];                 // each warp's best, best_gap
+    for (int k = threadIdx.x; k < ALPHABET * ALPHABET; k += blockDim.x) matrix[k] = matrix_g[k];
+    __syncthreads();
+    const int warp = threadIdx.x / LANES, lane = threadIdx.x % LANES;
+    const int j = blockIdx.x * WARPS + warp;
+    if (j >= n_jobs) return;
+    const int g = jobs[j];
+    const int lo = group_start[g], hi = group_start[g + 1];
+    const int s = group_subject[g], q = group_query[g];
+    const int* p = params + 4 * q;
+    const long long s0 = offsets[s];
+    Seq qp = {queries + query_start[q], query_start[q + 1] - query_start[q]};
+    Seq sp = {residues + s0, (int)(offsets[s + 1] - s0)};
+    int st;
+    const int c = warp_gapped_score(lo, hi, init_q_start, init_s_start, init_length, init_score, qp, sp, matrix,
+                                    gap_open, gap_extend, p[0], p[1], p[2], p[3] != 0, order + lo, tree + 6 * lo,
+                                    out + 7 * lo, ring[warp][0], ring[warp][1], lane, st);
+    if (lane == 0) {
+        count[g] = c;
+        status[g] = st;
+    }
 }
 
 #else

@@ -5,9 +5,11 @@ fill only a few dozen blocks of the GPU): the init HSPs of the ungapped stage
 go in (already on the host, in BLAST's order, subject by subject), the
 preliminary gapped HSPs of every subject come out, purged and in score
 order -- for each query the same rows as the CPU path's
-``gapped.preliminary_gapped_hsps_batch``.  One GPU thread replays
-``BLAST_GetGappedScore`` for one subject of one query; the database is the
-one the ungapped stage uploaded (``GpuUngapped``'s resident chunks).
+``gapped.preliminary_gapped_hsps_batch``.  One GPU warp (``kernel="warp"``,
+the default: its 32 lanes compute each DP row together) or one GPU thread
+(``kernel="thread"``) replays ``BLAST_GetGappedScore`` for one subject of one
+query; the database is the one the ungapped stage uploaded
+(``GpuUngapped``'s resident chunks).
 
 What stays on the CPU (same results, the engine's threads run it):
 
@@ -42,21 +44,23 @@ BAND = 256                 # DP cells per row kept by a thread (a ring): wider b
 CELL_BUDGET = 1 << 18      # DP cells a thread may compute for a subject: longer work goes to the CPU
 #                            (smaller budgets were slower end to end on an H100: docs/benchmarks.md)
 MAX_GPU_GROUP = 64         # subjects with more init HSPs go to the CPU
-THREADS = 128              # per block (the kernel's __launch_bounds__)
+THREADS = 128              # per block (the kernels' __launch_bounds__): 4 warps of prelim_gapped_warp
+KERNELS = {"warp": "prelim_gapped_warp", "thread": "prelim_gapped"}    # one subject per warp / thread
 STATUS_RESTARTED = 1
 STATUS_OVERFLOW = 2
 
 
 @lru_cache(maxsize=None)
-def load_kernel(device_id: int, band: int = BAND, cell_budget: int = CELL_BUDGET):
+def load_kernel(device_id: int, band: int = BAND, cell_budget: int = CELL_BUDGET, kernel: str = "warp"):
     """Compile gapped.cu for a ring size and cell budget on one device; cached per process."""
     import cupy as cp
 
     source = f'#line 1 "{KERNEL_FILE.name}"\n' + KERNEL_FILE.read_text()
     with cp.cuda.Device(device_id):
         return cp.RawModule(code=source, options=("-std=c++17", f"-DBAND={int(band)}",
-                                                  f"-DCELL_BUDGET={int(cell_budget)}")
-                            ).get_function("prelim_gapped")
+                                                  f"-DCELL_BUDGET={int(cell_budget)}",
+                                                  f"-DWARPS={THREADS // 32}")
+                            ).get_function(KERNELS[kernel])
 
 
 def subject_groups(init: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -131,10 +135,14 @@ class GpuPrelim:
         max_gpu_group: subjects with more init HSPs are left to the CPU.
         cell_budget: DP cells a thread may compute for one subject before
             leaving it to the CPU (long extensions: true homologs).
+        kernel: "warp" (one warp per subject) or "thread" (one thread per subject).
     """
 
     def __init__(self, ungapped, band: int = BAND, max_gpu_group: int = MAX_GPU_GROUP,
-                 cell_budget: int = CELL_BUDGET):
+                 cell_budget: int = CELL_BUDGET, kernel: str = "warp"):
+        if kernel not in KERNELS:
+            raise ValueError(f"unknown gapped kernel {kernel!r} (one of {', '.join(KERNELS)})")
+        self.kernel = kernel
         self.ungapped = ungapped
         self.band = int(band)
         self.cell_budget = int(cell_budget)
@@ -217,7 +225,8 @@ class GpuPrelim:
     def _launch_on_device(self, cp, batch: PrelimBatch, matrix_scores, gap_open, gap_extend):
         u = self.ungapped
         t0 = time.perf_counter()
-        kernel = load_kernel(u.device_id, self.band, self.cell_budget)
+        kernel = load_kernel(u.device_id, self.band, self.cell_budget, self.kernel)
+        per_block = THREADS // 32 if self.kernel == "warp" else THREADS     # jobs a block
         init, group_start, group_subject = batch.init, batch.group_start, batch.group_subject
         n, n_groups = len(init), len(group_subject)
         sizes = np.diff(group_start)
@@ -247,7 +256,7 @@ class GpuPrelim:
         start.record()
         for k, (c, jobs, _) in enumerate(launches):
             d_jobs, local_subject = d[9 + 2 * k], d[10 + 2 * k]
-            kernel(((len(jobs) + THREADS - 1) // THREADS,), (THREADS,),
+            kernel(((len(jobs) + per_block - 1) // per_block,), (THREADS,),
                    (d_jobs, np.int32(len(jobs)), d_group_start, local_subject, d_group_query, *cols,
                     queries, query_start, params, c["residues"], c["offsets"], matrix, np.int32(gap_open),
                     np.int32(gap_extend), scratch[:n], scratch[n:], out, d_counts, d_status))
