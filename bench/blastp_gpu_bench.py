@@ -102,6 +102,9 @@ def main():
     ap.add_argument("--traceback-processes", default="",
                     help="also run the last set with the traceback in worker processes (1) or on threads "
                          "(0) (GPU_SEARCH_TRACEBACK_PROCESSES)")
+    ap.add_argument("--gapped-kernels", default="",
+                    help="also run the last set with these preliminary gapped kernels, e.g. thread "
+                         "(GPU_SEARCH_GAPPED_KERNEL: a thread per subject instead of a warp)")
     ap.add_argument("--timeline", action="store_true",
                     help="keep the last set's main run's timeline (GPU_SEARCH_TIMELINE) and summarise it")
     args = ap.parse_args()
@@ -164,7 +167,8 @@ def main():
         [("switch interval ms", x) for x in args.switch_intervals.split(",") if x.strip()] + \
         [("queries per gapped launch", x) for x in args.prelim_batches.split(",") if x.strip()] + \
         [("gapped threads per GPU", x) for x in args.prelim_threads.split(",") if x.strip()] + \
-        [("traceback processes", x) for x in args.traceback_processes.split(",") if x.strip()]
+        [("traceback processes", x) for x in args.traceback_processes.split(",") if x.strip()] + \
+        [("gapped kernel", x) for x in args.gapped_kernels.split(",") if x.strip()]
     for opt, n in options:
         t = time.perf_counter()
         extra, run_env = [opt, n], dict(env, GPU_SEARCH_TIMINGS="1")
@@ -176,6 +180,8 @@ def main():
             extra, run_env["GPU_SEARCH_PRELIM_THREADS"] = [], n
         if opt.startswith("traceback"):
             extra, run_env["GPU_SEARCH_TRACEBACK_PROCESSES"] = [], n
+        if opt.startswith("gapped kernel"):
+            extra, run_env["GPU_SEARCH_GAPPED_KERNEL"] = [], n
         r = subprocess.run(ours + ["-query", str(q)] + extra, capture_output=True, text=True, env=run_env)
         sweep.append((f"{opt} {n}", time.perf_counter() - t, r.stdout == out_o and not r.returncode,
                       r.stderr.strip().splitlines()[-1:]))
