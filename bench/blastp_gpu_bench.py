@@ -129,6 +129,14 @@ def main():
         r = subprocess.run(ours + ["-query", str(work / "warm.faa")] + extra, capture_output=True, text=True,
                            env=dict(env, GPU_SEARCH_TIMINGS="1"))
         print("warm-up run:", r.stderr.strip().splitlines()[-1:] if r.stderr else "", flush=True)
+    # what a run costs before its search starts: the interpreter, our imports, CuPy's, CUDA's start
+    probe = ("import time; t0 = time.perf_counter(); import gpu_search.cli, gpu_search.blast.engine; "
+             "t1 = time.perf_counter(); import cupy; t2 = time.perf_counter(); cupy.zeros(1); "
+             "t3 = time.perf_counter(); print(f'imports {t1 - t0:.2f} s, CuPy import {t2 - t1:.2f} s, "
+             "CUDA start {t3 - t2:.2f} s')")
+    t = time.perf_counter()
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
+    print(f"start-up probe: {r.stdout.strip()}; whole process {time.perf_counter() - t:.2f} s", flush=True)
     # every kernel variant (block size by query length) loaded once before timing
     gpu_phases(db, base, [int(np.argmin(np.abs(base.lengths - n))) for n in (127, 1038, 2627)], args.threads)
     results = []

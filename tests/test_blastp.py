@@ -200,8 +200,8 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, tmp_path, proteome, gpus,
     kernel_runs, batch_sizes = [], []
 
     class PrelimStandIn(gpu_gapped.GpuPrelim):
-        def __init__(self, ungapped):
-            super().__init__(ungapped, max_gpu_group=2)
+        def __init__(self, ungapped, **kwargs):
+            super().__init__(ungapped, max_gpu_group=2, **kwargs)
 
         def _launch(self, batch, matrix_scores, gap_open, gap_extend):
             u = self.ungapped
@@ -268,7 +268,8 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, tmp_path, proteome, gpus,
     timeline = json.loads((tmp_path / "timeline.json").read_text())
     assert all(0 <= start <= end for _, _, start, end in timeline)
     threads = {(name.rstrip("0123456789."), phase) for name, phase, _, _ in timeline}
-    traceback = ("blastp_", "traceback (CPU threads)") if gpus else ("blastp-process-", "traceback (worker processes)")
+    traceback = ("blastp_", "traceback (CPU threads)") if gpus else \
+        ("blastp-process-", "E-values+traceback (worker processes)")
     assert {("blastp-gpu", "GPU phases"), traceback} <= threads
     if gapped_kernel_on_cpu is not None:
         assert ("blastp-gapped", "preliminary gapped (GPU threads)") in threads

@@ -329,16 +329,20 @@ def traceback_stage(work: QueryWork, setup: SearchSetup, queries, hits: list[tup
 _FORKED: tuple | None = None       # (setup, queries) in the worker processes
 
 
-def _traceback_in_process(index: int, codes, kbp, cutoffs, hits: list[tuple]):
-    """``traceback_stage`` of one query in a worker process: (results, start, end, process id).
-    An error comes back as a RuntimeError carrying the worker's traceback (an exception that
-    cannot be pickled back would otherwise be lost)."""
+def _traceback_in_process(index: int, codes, kbp, cutoffs, prelim: dict, gpu_hsps):
+    """The end of one query in a worker process: the E-values of the HSPs the GPU's gapped
+    kernel found (``gpu_hsps``, PRELIM_BATCH rows, or None) reaped into ``prelim`` (the
+    subjects done on CPU threads), the hit list and its traceback (``traceback_stage``).
+    Returns (results, start, end, process id).  An error comes back as a RuntimeError
+    carrying the worker's traceback (an exception that cannot be pickled back would
+    otherwise be lost)."""
     t0 = time.perf_counter()
     setup, queries = _FORKED
-    work = QueryWork(index=index, codes=codes, kbp=kbp, cutoffs=cutoffs,
-                     prelim={s: rows for _, s, rows in hits})
+    work = QueryWork(index=index, codes=codes, kbp=kbp, cutoffs=cutoffs, prelim=prelim)
     try:
-        results = traceback_stage(work, setup, queries, [(key, s) for key, s, _ in hits])
+        if gpu_hsps is not None:
+            work.prelim.update(reap_by_evalue(gpu_hsps, work, setup))
+        results = traceback_stage(work, setup, queries, hit_list(work, setup))
     except Exception as exc:
         import traceback as tb
 
@@ -523,9 +527,9 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
         times.add("traceback (CPU threads)", t0)
         return results
 
-    def traceback_in_process(work) -> Future:
-        """The query's traceback on a worker process; its results come back to the future."""
-        hits = [(key, s, work.prelim[s]) for key, s in hit_list(work, setup)]
+    def traceback_in_process(work, gpu_hsps) -> Future:
+        """The query's E-values of its GPU gapped HSPs, hit list and traceback on a worker
+        process (their Python holds no GIL here); its results come back to the future."""
         done: Future = Future()
 
         def back(f):
@@ -534,17 +538,18 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
             except BaseException as exc:
                 done.set_exception(exc)
                 return
-            times.add_span(f"blastp-process-{pid}", "traceback (worker processes)", t0, t1)
+            times.add_span(f"blastp-process-{pid}", "E-values+traceback (worker processes)", t0, t1)
             done.set_result(results)
 
         procs.submit(_traceback_in_process, work.index, work.codes, work.kbp, work.cutoffs,
-                     hits).add_done_callback(back)
+                     work.prelim, gpu_hsps).add_done_callback(back)
         return done
 
     def submit(work, gpu_hsps=None) -> Future:
         """The query's gapped pieces on the pool (and the E-values of the gapped HSPs found
-        on the GPU); when the last one is done its traceback goes on the pool too.  The
-        returned future gives the query's results."""
+        on the GPU, or with ``procs`` on the worker process with the traceback); when the
+        last one is done its traceback goes on the pool or a process.  The returned future
+        gives the query's results."""
         pieces = init_pieces(work.init)
         done: Future = Future()
         left = [len(pieces)]
@@ -569,17 +574,18 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
                     left[0] -= 1
                     last = left[0] == 0
                 if last and procs is not None:
-                    traceback_in_process(work).add_done_callback(finished)
+                    traceback_in_process(work, gpu_hsps).add_done_callback(finished)
                 elif last:
                     pool.submit(traceback_task, work).add_done_callback(finished)
             except BaseException as exc:
                 fail(exc)
 
-        if gpu_hsps is not None:
+        reap_here = gpu_hsps is not None and procs is None
+        if reap_here:
             left[0] += 1
         for piece in pieces:
             pool.submit(prelim_piece, piece, work).add_done_callback(piece_done)
-        if gpu_hsps is not None:
+        if reap_here:
             pool.submit(reap_piece, gpu_hsps, work).add_done_callback(piece_done)
         return done
 
