@@ -249,6 +249,7 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, tmp_path, proteome, gpus,
     monkeypatch.setattr(engine, "PRELIM_PIECE", 40)          # many pieces per query
     if gpus is None:                 # one gapped thread: the queries waiting pile up behind its first launch
         monkeypatch.setattr(engine, "PRELIM_THREADS", 1)
+        monkeypatch.setattr(engine, "TRACEBACK_SPLIT", 300)    # long hit lists traced back in pieces
     monkeypatch.setattr(gpu_gapped, "GpuPrelim", PrelimStandIn)
     idx = list(range(0, proteome.n_seqs, proteome.n_seqs // 12))[:12]
     queries = proteome.subset(idx)
@@ -278,6 +279,8 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, tmp_path, proteome, gpus,
     assert gapped_kernel_on_cpu is None or sum(kernel_runs) > 100
     if gpus is None:
         assert gapped_kernel_on_cpu is None or max(batch_sizes) > 1   # several queries per launch
+        # a task per query, and more for the hit lists cut into pieces
+        assert sum(1 for name, _, _, _ in timeline if name.startswith("blastp-process-")) > len(idx)
     assert out["cpu"].count("\n") > 200
 
 

@@ -48,8 +48,10 @@ from .ungapped import ungapped_extensions
 EVALUE_EPSILON = 1.0e-180          # s_EvalueComp: smaller E-values compare equal
 GPU_STREAMS = 3                    # queries in flight per GPU (--gpu-streams; measured, docs/benchmarks.md)
 GPU_SWITCH_INTERVAL = 0.0005       # seconds: the interpreter's GIL switch interval during GPU runs
-PRELIM_THREADS = 1                 # host threads (and streams) per GPU launching that kernel (1-3
-#                                    measured: no difference beyond the host's noise, docs/benchmarks.md)
+PRELIM_THREADS = 2                 # host threads (and streams) per GPU launching that kernel (1 or 2:
+#                                    2 faster in the last three runs on an H100, docs/benchmarks.md)
+TRACEBACK_SPLIT = 20_000           # a query's hit list whose HSPs span more query letters than this
+#                                    is traced back on several worker processes (its tail ends the run)
 PRELIM_BATCH_QUERIES = 4           # most queries per launch of the GPU's preliminary gapped kernel (measured:
 #                                    docs/benchmarks.md; larger batches bunch the CPU work that follows)
 
@@ -329,25 +331,44 @@ def traceback_stage(work: QueryWork, setup: SearchSetup, queries, hits: list[tup
 _FORKED: tuple | None = None       # (setup, queries) in the worker processes
 
 
-def _traceback_in_process(index: int, codes, kbp, cutoffs, prelim: dict, gpu_hsps):
+def _traceback_in_process(index: int, codes, kbp, cutoffs, prelim: dict, gpu_hsps=None,
+                          split: int | None = None, hits: list | None = None):
     """The end of one query in a worker process: the E-values of the HSPs the GPU's gapped
     kernel found (``gpu_hsps``, PRELIM_BATCH rows, or None) reaped into ``prelim`` (the
-    subjects done on CPU threads), the hit list and its traceback (``traceback_stage``).
-    Returns (results, start, end, process id).  An error comes back as a RuntimeError
-    carrying the worker's traceback (an exception that cannot be pickled back would
-    otherwise be lost)."""
+    subjects done on CPU threads), the hit list (or ``hits``, a piece of one) and its
+    traceback (``traceback_stage``).
+
+    Returns (("results", results), start, end, process id); with ``split``
+    (TRACEBACK_SPLIT) and a hit list whose HSPs span more query letters than that,
+    (("pieces", pieces), ...) instead: the hit list cut into pieces of about ``split``
+    letters, each (hits, their rows), for this function to trace back on several
+    processes (in the hit list's order: the pieces' results, concatenated, are the
+    serial ones).
+
+    An error comes back as a RuntimeError carrying the worker's traceback (an exception
+    that cannot be pickled back would otherwise be lost)."""
     t0 = time.perf_counter()
     setup, queries = _FORKED
     work = QueryWork(index=index, codes=codes, kbp=kbp, cutoffs=cutoffs, prelim=prelim)
     try:
         if gpu_hsps is not None:
             work.prelim.update(reap_by_evalue(gpu_hsps, work, setup))
-        results = traceback_stage(work, setup, queries, hit_list(work, setup))
+        if hits is None:
+            hits = hit_list(work, setup)
+        if split is not None:
+            span = np.array([int(np.sum(work.prelim[s]["q_end"] - work.prelim[s]["q_start"])) for _, s in hits])
+            total = int(span.sum())
+            if total > split:
+                cuts = np.searchsorted(np.cumsum(span), np.arange(split, total, split), side="right")
+                bounds = [0, *sorted({int(c) for c in cuts if 0 < c < len(hits)}), len(hits)]
+                pieces = [(hits[a:b], {s: work.prelim[s] for _, s in hits[a:b]}) for a, b in zip(bounds, bounds[1:])]
+                return ("pieces", pieces), t0, time.perf_counter(), os.getpid()
+        results = traceback_stage(work, setup, queries, hits)
     except Exception as exc:
         import traceback as tb
 
         raise RuntimeError(f"traceback of query {index + 1} failed: {exc!r}\n{tb.format_exc()}") from None
-    return results, t0, time.perf_counter(), os.getpid()
+    return ("results", results), t0, time.perf_counter(), os.getpid()
 
 
 def traceback_processes(setup: SearchSetup, queries, workers: int):
@@ -383,6 +404,22 @@ def _worker_start(parent: int) -> None:
         pass
     if os.getppid() != parent:         # the parent died before that
         os._exit(1)
+    # load the traceback's compiled code (numba's cache) while the worker waits for its
+    # first task, not inside it: all workers at once, while the parent starts the GPUs
+    threading.Thread(target=_warm_up_traceback, name="warm-up", daemon=True).start()
+
+
+def _warm_up_traceback() -> None:
+    """One tiny traceback (a doctest of traceback.traceback): numba loads its code."""
+    try:
+        from .alphabet import encode
+
+        q, s = encode("W" * 10 + "E" * 10 + "W" * 10), encode("W" * 10 + "C" * 10 + "W" * 10)
+        prelim = np.array([(110, 0, 10, 0, 10, 5, 5)], dtype=gapped.PRELIM_HSP_DTYPE)
+        r = traceback.traceback(prelim, q, s, load_matrix("BLOSUM62").scores, 11, 1, 64)
+        r.strings(q, s, NCBISTDAA)
+    except Exception:                  # only a warm-up: the real task reports any error
+        pass
 
 
 def _shut_down(procs) -> None:
@@ -529,20 +566,39 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
 
     def traceback_in_process(work, gpu_hsps) -> Future:
         """The query's E-values of its GPU gapped HSPs, hit list and traceback on a worker
-        process (their Python holds no GIL here); its results come back to the future."""
+        process (their Python holds no GIL here), a long hit list's traceback cut into
+        pieces for several processes; its results come back to the future."""
         done: Future = Future()
+        args = (work.index, work.codes, work.kbp, work.cutoffs)
+        lock = threading.Lock()
+        pieces_back: dict = {}
 
-        def back(f):
+        def fail(exc):
+            with lock:
+                if not done.done():
+                    done.set_exception(exc)
+
+        def back(f, piece=None, n_pieces=0):
             try:
-                results, t0, t1, pid = f.result()
+                (what, value), t0, t1, pid = f.result()
+                times.add_span(f"blastp-process-{pid}", "E-values+traceback (worker processes)", t0, t1)
+                if what == "pieces":
+                    for k, (hits, rows) in enumerate(value):
+                        procs.submit(_traceback_in_process, *args, rows, hits=hits).add_done_callback(
+                            lambda g, k=k, n=len(value): back(g, k, n))
+                elif piece is None:
+                    done.set_result(value)
+                else:
+                    with lock:
+                        pieces_back[piece] = value
+                        last = len(pieces_back) == n_pieces
+                    if last:
+                        done.set_result([r for k in range(n_pieces) for r in pieces_back[k]])
             except BaseException as exc:
-                done.set_exception(exc)
-                return
-            times.add_span(f"blastp-process-{pid}", "E-values+traceback (worker processes)", t0, t1)
-            done.set_result(results)
+                fail(exc)
 
-        procs.submit(_traceback_in_process, work.index, work.codes, work.kbp, work.cutoffs,
-                     work.prelim, gpu_hsps).add_done_callback(back)
+        procs.submit(_traceback_in_process, *args, work.prelim, gpu_hsps,
+                     TRACEBACK_SPLIT).add_done_callback(back)
         return done
 
     def submit(work, gpu_hsps=None) -> Future:
