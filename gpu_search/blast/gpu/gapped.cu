@@ -155,6 +155,57 @@ HD bool init_before(int a, int b, const int* q_start, const int* s_start, const 
     return q_start[a] < q_start[b];
 }
 
+// s_BlastProtGappedAlignment's extent from the start point (q_off, s_off), with
+// AdjustSubjectRange for subjects of 90,000 letters or more: the letters left of
+// the start in each sequence (start included), the subject's usable length and
+// the shift of its window.
+struct Extent {
+    int q_length, s_length, subject_len_adj, subject_shift;
+};
+
+HD Extent gapped_extent(Seq qp, Seq sp, int q_off, int s_off)
+{
+    Extent x = {q_off + 1, s_off + 1, sp.length, 0};
+    if (sp.length >= MAX_SUBJECT_OFFSET) {
+        const int max_extension_left = x.q_length + MAX_TOTAL_GAPS;
+        const int max_extension_right = qp.length - x.q_length + MAX_TOTAL_GAPS;
+        const int s0 = x.s_length;
+        if (s0 > max_extension_left) {
+            x.subject_shift = s0 - max_extension_left;
+            x.s_length = max_extension_left;
+        }
+        x.subject_len_adj = imin(sp.length, s0 + max_extension_right) - x.subject_shift;
+    }
+    return x;
+}
+
+// A gapped HSP as the kernel returns it: 7 ints (PRELIM_HSP_DTYPE's order).
+HD void save_hsp(int* o, int score, int q_start, int q_stop, int s_start, int s_stop, int q_off, int s_off)
+{
+    o[0] = score; o[1] = q_start; o[2] = q_stop; o[3] = s_start; o[4] = s_stop; o[5] = q_off; o[6] = s_off;
+}
+
+// Subject group g of a batch (one query's init HSPs on one subject): its init
+// HSPs [lo, hi), the query's and subject's letters, the query's parameters
+// p[0..3] = X-drop, cutoff, restricted cutoff, restricted extensions allowed.
+struct Group {
+    int lo, hi;
+    Seq qp, sp;
+    const int* p;
+};
+
+HD Group group_of(int g, const int* group_start, const int* group_subject, const int* group_query,
+                  const unsigned char* queries, const int* query_start, const int* params,
+                  const unsigned char* residues, const long long* offsets)
+{
+    const int s = group_subject[g], q = group_query[g];
+    const long long s0 = offsets[s];
+    return {group_start[g], group_start[g + 1],
+            {queries + query_start[q], query_start[q + 1] - query_start[q]},
+            {residues + s0, (int)(offsets[s + 1] - s0)},
+            params + 4 * q};
+}
+
 // One score-only X-drop extension (Blast_SemiGappedAlign, gapped.semi_gapped_align;
 // with `restricted` s_RestrictedGappedAlign, gapped.restricted_gapped_align) kept as
 // a state that moves on one step at a time: a DP cell, a cell added to the band
@@ -373,21 +424,11 @@ HD int get_gapped_score(int lo, int hi, const int* init_q_start, const int* init
                 }
                 q_off = start_for_gapped_alignment(qp, sp, matrix, q_start, s_start, length);
                 s_off = s_start + (q_off - q_start);
-                // s_BlastProtGappedAlignment from (q_off, s_off), with AdjustSubjectRange
-                q_length = q_off + 1;
-                s_length = s_off + 1;
-                subject_len_adj = sp.length;
-                subject_shift = 0;
-                if (sp.length >= MAX_SUBJECT_OFFSET) {
-                    const int max_extension_left = q_length + MAX_TOTAL_GAPS;
-                    const int max_extension_right = qp.length - q_length + MAX_TOTAL_GAPS;
-                    const int s0 = s_length;
-                    if (s0 > max_extension_left) {
-                        subject_shift = s0 - max_extension_left;
-                        s_length = max_extension_left;
-                    }
-                    subject_len_adj = imin(sp.length, s0 + max_extension_right) - subject_shift;
-                }
+                const Extent ext = gapped_extent(qp, sp, q_off, s_off);
+                q_length = ext.q_length;
+                s_length = ext.s_length;
+                subject_len_adj = ext.subject_len_adj;
+                subject_shift = ext.subject_shift;
                 g_q_start = g_q_stop = q_off;
                 g_s_start = g_s_stop = s_off;
                 score_left = score_right = 0;
@@ -431,9 +472,7 @@ HD int get_gapped_score(int lo, int hi, const int* init_q_start, const int* init
                     continue;
                 }
                 if (score >= cutoff) {
-                    int* o = out + 7 * n_out;
-                    o[0] = score; o[1] = g_q_start; o[2] = g_q_stop; o[3] = g_s_start; o[4] = g_s_stop;
-                    o[5] = q_off; o[6] = s_off;
+                    save_hsp(out + 7 * n_out, score, g_q_start, g_q_stop, g_s_start, g_s_stop, q_off, s_off);
                     n_out++;
                     n_tree = tree_add(tree, n_tree, g_q_start, g_q_stop, g_s_start, g_s_stop, score);
                 }
@@ -464,6 +503,26 @@ HD int get_gapped_score(int lo, int hi, const int* init_q_start, const int* init
 #ifdef __CUDACC__
 #define FULL_MASK_G 0xffffffffu
 
+// The arguments of both kernels (below), and the ones group_of takes from them.
+#define PRELIM_ARGS                                                                                         \
+    const int* __restrict__ jobs, int n_jobs, const int* __restrict__ group_start,                        \
+    const int* __restrict__ group_subject, const int* __restrict__ group_query,                           \
+    const int* __restrict__ init_q_start, const int* __restrict__ init_s_start,                           \
+    const int* __restrict__ init_length, const int* __restrict__ init_score,                              \
+    const unsigned char* __restrict__ queries, const int* __restrict__ query_start,                       \
+    const int* __restrict__ params, const unsigned char* __restrict__ residues,                           \
+    const long long* __restrict__ offsets, const int* __restrict__ matrix_g, int gap_open, int gap_extend, \
+    int* __restrict__ order, int* __restrict__ tree, int* __restrict__ out, int* __restrict__ count,      \
+    int* __restrict__ status
+#define GROUP_ARGS group_start, group_subject, group_query, queries, query_start, params, residues, offsets
+
+// The substitution matrix into the block's shared memory.
+__device__ __forceinline__ void load_matrix(int* matrix, const int* matrix_g)
+{
+    for (int k = threadIdx.x; k < ALPHABET * ALPHABET; k += blockDim.x) matrix[k] = matrix_g[k];
+    __syncthreads();
+}
+
 // One thread per job (a subject group of one of the batch's queries), jobs[]
 // in the order the host chose (most init HSPs first, so that a warp's threads
 // do similar work).  Query q of the batch: letters queries[query_start[q],
@@ -471,33 +530,19 @@ HD int get_gapped_score(int lo, int hi, const int* init_q_start, const int* init
 // restricted extensions allowed.  Several queries per launch fill the GPU:
 // one query's subjects make a few dozen blocks.
 extern "C" __global__ void __launch_bounds__(128)
-prelim_gapped(const int* __restrict__ jobs, int n_jobs, const int* __restrict__ group_start,
-              const int* __restrict__ group_subject, const int* __restrict__ group_query,
-              const int* __restrict__ init_q_start, const int* __restrict__ init_s_start,
-              const int* __restrict__ init_length, const int* __restrict__ init_score,
-              const unsigned char* __restrict__ queries, const int* __restrict__ query_start,
-              const int* __restrict__ params, const unsigned char* __restrict__ residues,
-              const long long* __restrict__ offsets, const int* __restrict__ matrix_g,
-              int gap_open, int gap_extend, int* __restrict__ order, int* __restrict__ tree,
-              int* __restrict__ out, int* __restrict__ count, int* __restrict__ status)
+prelim_gapped(PRELIM_ARGS)
 {
     __shared__ int matrix[ALPHABET * ALPHABET];
-    for (int k = threadIdx.x; k < ALPHABET * ALPHABET; k += blockDim.x) matrix[k] = matrix_g[k];
-    __syncthreads();
+    load_matrix(matrix, matrix_g);
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n_jobs) return;
     const int g = jobs[j];
-    const int lo = group_start[g], hi = group_start[g + 1];
-    const int s = group_subject[g], q = group_query[g];
-    const int* p = params + 4 * q;
-    const long long s0 = offsets[s];
-    Seq qp = {queries + query_start[q], query_start[q + 1] - query_start[q]};
-    Seq sp = {residues + s0, (int)(offsets[s + 1] - s0)};
+    const Group b = group_of(g, GROUP_ARGS);
     int best[BAND], best_gap[BAND];                   // the DP's band, a ring (local memory)
     int st;
-    count[g] = get_gapped_score(lo, hi, init_q_start, init_s_start, init_length, init_score, qp, sp,
-                                matrix, gap_open, gap_extend, p[0], p[1], p[2], p[3] != 0, order + lo,
-                                tree + 6 * lo, out + 7 * lo, best, best_gap, &st);
+    count[g] = get_gapped_score(b.lo, b.hi, init_q_start, init_s_start, init_length, init_score, b.qp, b.sp,
+                                matrix, gap_open, gap_extend, b.p[0], b.p[1], b.p[2], b.p[3] != 0, order + b.lo,
+                                tree + 6 * b.lo, out + 7 * b.lo, best, best_gap, &st);
     status[g] = st;
 }
 
@@ -702,20 +747,9 @@ __device__ int warp_gapped_score(int lo, int hi, const int* init_q_start, const 
             continue;
         const int q_off = start_for_gapped_alignment(qp, sp, matrix, q_start, s_start, length);
         const int s_off = s_start + (q_off - q_start);
-        // s_BlastProtGappedAlignment from (q_off, s_off), with AdjustSubjectRange
-        const int q_length = q_off + 1;
-        int s_length = s_off + 1;
-        int subject_len_adj = sp.length, subject_shift = 0;
-        if (sp.length >= MAX_SUBJECT_OFFSET) {
-            const int max_extension_left = q_length + MAX_TOTAL_GAPS;
-            const int max_extension_right = qp.length - q_length + MAX_TOTAL_GAPS;
-            const int s0 = s_length;
-            if (s0 > max_extension_left) {
-                subject_shift = s0 - max_extension_left;
-                s_length = max_extension_left;
-            }
-            subject_len_adj = imin(sp.length, s0 + max_extension_right) - subject_shift;
-        }
+        const Extent ext = gapped_extent(qp, sp, q_off, s_off);
+        const int q_length = ext.q_length, s_length = ext.s_length;
+        const int subject_len_adj = ext.subject_len_adj, subject_shift = ext.subject_shift;
         int g_q_start = q_off, g_q_stop = q_off, g_s_start = s_off, g_s_stop = s_off;
         int score_left = 0, score_right = 0, a_offset, b_offset;
         if (q_length != 0 && s_length != 0) {
@@ -750,9 +784,7 @@ __device__ int warp_gapped_score(int lo, int hi, const int* init_q_start, const 
         }
         if (score >= cutoff) {
             if (lane == 0) {
-                int* o = out + 7 * n_out;
-                o[0] = score; o[1] = g_q_start; o[2] = g_q_stop; o[3] = g_s_start; o[4] = g_s_stop;
-                o[5] = q_off; o[6] = s_off;
+                save_hsp(out + 7 * n_out, score, g_q_start, g_q_stop, g_s_start, g_s_stop, q_off, s_off);
                 n_tree = tree_add(tree, n_tree, g_q_start, g_q_stop, g_s_start, g_s_stop, score);
             }
             n_tree = __shfl_sync(FULL_MASK_G, n_tree, 0);
@@ -765,34 +797,21 @@ __device__ int warp_gapped_score(int lo, int hi, const int* init_q_start, const 
 
 // One warp per job, WARPS jobs a block (jobs[] as prelim_gapped's).
 extern "C" __global__ void __launch_bounds__(WARPS * LANES)
-prelim_gapped_warp(const int* __restrict__ jobs, int n_jobs, const int* __restrict__ group_start,
-                   const int* __restrict__ group_subject, const int* __restrict__ group_query,
-                   const int* __restrict__ init_q_start, const int* __restrict__ init_s_start,
-                   const int* __restrict__ init_length, const int* __restrict__ init_score,
-                   const unsigned char* __restrict__ queries, const int* __restrict__ query_start,
-                   const int* __restrict__ params, const unsigned char* __restrict__ residues,
-                   const long long* __restrict__ offsets, const int* __restrict__ matrix_g,
-                   int gap_open, int gap_extend, int* __restrict__ order, int* __restrict__ tree,
-                   int* __restrict__ out, int* __restrict__ count, int* __restrict__ status)
+prelim_gapped_warp(PRELIM_ARGS)
 {
     __shared__ int matrix[ALPHABET * ALPHABET];
     __shared__ int ring[WARPS][2][BAND];                 // each warp's best, best_gap
-    for (int k = threadIdx.x; k < ALPHABET * ALPHABET; k += blockDim.x) matrix[k] = matrix_g[k];
-    __syncthreads();
+    load_matrix(matrix, matrix_g);
     const int warp = threadIdx.x / LANES, lane = threadIdx.x % LANES;
     const int j = blockIdx.x * WARPS + warp;
     if (j >= n_jobs) return;
     const int g = jobs[j];
-    const int lo = group_start[g], hi = group_start[g + 1];
-    const int s = group_subject[g], q = group_query[g];
-    const int* p = params + 4 * q;
-    const long long s0 = offsets[s];
-    Seq qp = {queries + query_start[q], query_start[q + 1] - query_start[q]};
-    Seq sp = {residues + s0, (int)(offsets[s + 1] - s0)};
+    const Group b = group_of(g, GROUP_ARGS);
     int st;
-    const int c = warp_gapped_score(lo, hi, init_q_start, init_s_start, init_length, init_score, qp, sp, matrix,
-                                    gap_open, gap_extend, p[0], p[1], p[2], p[3] != 0, order + lo, tree + 6 * lo,
-                                    out + 7 * lo, ring[warp][0], ring[warp][1], lane, st);
+    const int c = warp_gapped_score(b.lo, b.hi, init_q_start, init_s_start, init_length, init_score, b.qp, b.sp,
+                                    matrix, gap_open, gap_extend, b.p[0], b.p[1], b.p[2], b.p[3] != 0,
+                                    order + b.lo, tree + 6 * b.lo, out + 7 * b.lo, ring[warp][0], ring[warp][1],
+                                    lane, st);
     if (lane == 0) {
         count[g] = c;
         status[g] = st;
@@ -814,15 +833,13 @@ extern "C" void prelim_gapped_host(int n_groups, const int* group_start, const i
 {
     std::vector<int> best(BAND), best_gap(BAND);
     for (int g = 0; g < n_groups; g++) {
-        const int lo = group_start[g], hi = group_start[g + 1];
-        const int s = group_subject[g], q = group_query[g];
-        const int* p = params + 4 * q;
-        Seq qp = {queries + query_start[q], query_start[q + 1] - query_start[q]};
-        Seq sp = {residues + offsets[s], (int)(offsets[s + 1] - offsets[s])};
+        const Group b = group_of(g, group_start, group_subject, group_query, queries, query_start, params,
+                                 residues, offsets);
         int st;
-        count[g] = get_gapped_score(lo, hi, init_q_start, init_s_start, init_length, init_score, qp, sp,
-                                    matrix, gap_open, gap_extend, p[0], p[1], p[2], p[3] != 0, order + lo,
-                                    tree + 6 * lo, out + 7 * lo, best.data(), best_gap.data(), &st);
+        count[g] = get_gapped_score(b.lo, b.hi, init_q_start, init_s_start, init_length, init_score, b.qp, b.sp,
+                                    matrix, gap_open, gap_extend, b.p[0], b.p[1], b.p[2], b.p[3] != 0,
+                                    order + b.lo, tree + 6 * b.lo, out + 7 * b.lo, best.data(), best_gap.data(),
+                                    &st);
         status[g] = st;
     }
 }

@@ -239,15 +239,16 @@ class GpuPrelim:
                 launches.append((c, jobs[np.argsort(-sizes[jobs], kind="stable")], group_subject - first))
         # every int input in one upload, every result in one buffer: few copies, and few waits for
         # the GIL when the CPU threads are busy
-        parts = [group_start, batch.group_query, init["q_start"], init["s_start"], init["length"],
-                 init["score"], batch.query_start, batch.params, matrix_scores]
-        for _, jobs, local_subject in launches:
-            parts += [jobs, local_subject]
-        host = [np.ascontiguousarray(x, dtype=np.int32).ravel() for x in parts]
+        parts = {"group_start": group_start, "group_query": batch.group_query, "q_start": init["q_start"],
+                 "s_start": init["s_start"], "length": init["length"], "score": init["score"],
+                 "query_start": batch.query_start, "params": batch.params, "matrix": matrix_scores}
+        for k, (_, jobs, local_subject) in enumerate(launches):
+            parts[f"jobs{k}"], parts[f"subject{k}"] = jobs, local_subject
+        host = [np.ascontiguousarray(x, dtype=np.int32).ravel() for x in parts.values()]
         at = np.concatenate(([0], np.cumsum([len(x) for x in host])))
         inputs = cp.asarray(np.concatenate(host))
-        d = [inputs[at[k]:at[k + 1]] for k in range(len(host))]
-        d_group_start, d_group_query, cols, query_start, params, matrix = d[0], d[1], d[2:6], d[6], d[7], d[8]
+        d = {name: inputs[at[k]:at[k + 1]] for k, name in enumerate(parts)}
+        cols = [d[name] for name in ("q_start", "s_start", "length", "score")]
         queries = cp.asarray(batch.queries)
         scratch = cp.empty(7 * n, np.int32)                   # order, tree
         results = cp.zeros(2 * n_groups + 7 * n, np.int32)    # counts, status, out
@@ -255,11 +256,10 @@ class GpuPrelim:
         start, end = cp.cuda.Event(), cp.cuda.Event()
         start.record()
         for k, (c, jobs, _) in enumerate(launches):
-            d_jobs, local_subject = d[9 + 2 * k], d[10 + 2 * k]
             kernel(((len(jobs) + per_block - 1) // per_block,), (THREADS,),
-                   (d_jobs, np.int32(len(jobs)), d_group_start, local_subject, d_group_query, *cols,
-                    queries, query_start, params, c["residues"], c["offsets"], matrix, np.int32(gap_open),
-                    np.int32(gap_extend), scratch[:n], scratch[n:], out, d_counts, d_status))
+                   (d[f"jobs{k}"], np.int32(len(jobs)), d["group_start"], d[f"subject{k}"], d["group_query"],
+                    *cols, queries, d["query_start"], d["params"], c["residues"], c["offsets"], d["matrix"],
+                    np.int32(gap_open), np.int32(gap_extend), scratch[:n], scratch[n:], out, d_counts, d_status))
         end.record()
         t1 = time.perf_counter()
         back = results.get()
