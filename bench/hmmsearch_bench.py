@@ -167,7 +167,7 @@ def main():
     hmms20 = read_hmms(models)
     allidx = np.arange(db.n_seqs)
     kernel_rows, sweep = [], []
-    from gpu_search.hmmer.gpu import Geometry, msv_geometry
+    from gpu_search.hmmer.gpu import Geometry, msv_geometry, viterbi_geometry
 
     def kernel_time(fn, kind, repeat=3):
         best = None
@@ -186,15 +186,13 @@ def main():
             backend.msv(prof, allidx[:2000], geo)                       # compile
             t = kernel_time(lambda: backend.msv(prof, allidx, geo), "msv")
             sweep.append((hmm.name, prof.M, "msv", geo.G, geo.W, cells / t / 1e9))
-        for seqs in (1, 2):
-            for G in (8, 16, 32):
-                W = -(-prof.M // G)
-                if W * seqs > 48:
-                    continue
-                geo = Geometry(G, W, 1, seqs)
-                backend.viterbi(prof, allidx[:2000], geo)               # compile
-                t = kernel_time(lambda: backend.viterbi(prof, allidx, geo), "viterbi", repeat=1)
-                sweep.append((hmm.name, prof.M, f"viterbi/{seqs}", G, W, cells / t / 1e9))
+        # Viterbi: the default geometry with and without its switches (REDUX, transitions in
+        # registers); bench/viterbi_sweep.py sweeps them all
+        default = viterbi_geometry(prof.M)
+        for label, geo in (("viterbi", default), ("vit/plain", Geometry(32, default.W, 1, default.seqs))):
+            backend.viterbi(prof, allidx[:2000], geo)                   # compile
+            t = kernel_time(lambda: backend.viterbi(prof, allidx, geo), "viterbi", repeat=1)
+            sweep.append((hmm.name, prof.M, label, geo.G, geo.W, cells / t / 1e9))
         # the defaults, each compiled and its profile built before it is timed
         backend.msv(prof, allidx[:2000])
         backend.viterbi(prof, allidx[:2000])
