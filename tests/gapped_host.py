@@ -3,6 +3,8 @@
 gapped.cu's per-subject code compiles as plain C++ when ``__CUDACC__`` is not
 defined; ``prelim_gapped_host`` then runs every subject group in turn.  The
 CPU-only tests use it to check the kernel's code against gapped.py without a GPU.
+``EmulatedKernel`` runs the CUDA kernels themselves (the warp kernel too) on the
+CPU through tests/warp_emulator.cpp; ``GpuKernel`` runs them on a GPU.
 """
 
 from __future__ import annotations
@@ -66,12 +68,51 @@ def _p(a):
     return a.ctypes.data_as(_P)
 
 
+EMULATOR = Path(__file__).with_name("warp_emulator.cpp")
+
+
+class EmulatedKernel:
+    """A kernel of gapped.cu, the CUDA code itself, run on the CPU by tests/warp_emulator.cpp
+    (the warp's lanes as fibers meeting at every warp intrinsic): ``prelim_gapped_warp``
+    (``which="warp"``) or ``prelim_gapped`` (``"thread"``).  Used like ``build``'s library."""
+
+    def __init__(self, directory: Path, which: str = "warp", band: int = gpu_gapped.BAND,
+                 cell_budget: int = gpu_gapped.CELL_BUDGET, seed: int = 1):
+        out = Path(directory) / f"emulated{band}_{cell_budget}.so"
+        if not out.exists():
+            subprocess.run([CXX, "-O2", "-std=c++17", "-shared", "-fPIC", "-DWARPS=1", f"-DBAND={band}",
+                            f"-DCELL_BUDGET={cell_budget}", f'-DGAPPED_CU="{gpu_gapped.KERNEL_FILE}"',
+                            "-o", str(out), str(EMULATOR)], check=True, capture_output=True)
+        self.lib = ctypes.CDLL(str(out))
+        self.lib.emulator_error.restype = ctypes.c_char_p
+        self.which, self.seed = which, seed
+
+    def run_batch(self, batch, residues, offsets, matrix, gap_open=11, gap_extend=1):
+        init = batch.init
+        cols = [np.ascontiguousarray(init[k], np.int32) for k in ("q_start", "s_start", "length", "score")]
+        n, n_groups = len(init), len(batch.group_subject)
+        jobs = np.arange(n_groups, dtype=np.int32)
+        order, tree, out = np.zeros(n, np.int32), np.zeros(6 * n, np.int32), np.zeros(7 * n, np.int32)
+        counts, status = np.zeros(n_groups, np.int32), np.zeros(n_groups, np.int32)
+        keep = [np.ascontiguousarray(residues, np.uint8), np.ascontiguousarray(offsets, np.int64),
+                np.ascontiguousarray(matrix, np.int32), np.ascontiguousarray(batch.params, np.int32)]
+        c_int = ctypes.c_int
+        failed = self.lib.emulate_prelim(
+            c_int(0 if self.which == "warp" else 1), ctypes.c_uint(self.seed), _p(jobs), c_int(n_groups),
+            _p(batch.group_start), _p(batch.group_subject), _p(batch.group_query), *[_p(c) for c in cols],
+            _p(batch.queries), _p(batch.query_start), _p(keep[3]), _p(keep[0]), _p(keep[1]), _p(keep[2]),
+            c_int(gap_open), c_int(gap_extend), _p(order), _p(tree), _p(out), _p(counts), _p(status))
+        assert not failed, self.lib.emulator_error().decode()
+        rows = out.reshape(-1, 7)[gpu_gapped.row_index(batch.group_start, counts)]
+        return rows, counts, status
+
+
 def run_batch(lib, batch, residues, offsets, matrix, gap_open=11, gap_extend=1):
     """prelim_gapped_host over every group of a ``gpu_gapped.PrelimBatch`` (on_gpu ignored).
 
     Returns (rows, counts, status): rows of the groups one after the other (as
     GpuPrelim gathers them from the kernel).  ``lib`` may also be a ``GpuKernel`` (the kernel on a GPU)."""
-    if isinstance(lib, GpuKernel):
+    if isinstance(lib, (GpuKernel, EmulatedKernel)):
         return lib.run_batch(batch, residues, offsets, matrix, gap_open, gap_extend)
     init = batch.init
     cols = [np.ascontiguousarray(init[k], np.int32) for k in ("q_start", "s_start", "length", "score")]

@@ -252,3 +252,14 @@ def test_several_queries_per_launch(kernel, proteome, db_codes, blosum62, max_qu
             assert len(hsps) > 0
     assert prelim.batches == {None: [5], 2: [2, 1, 2], 0: []}[max_queries]
     assert prelim.out_of_memory == (5 if max_queries == 0 else 0)
+
+
+def test_ring_sizes_the_kernels_take():
+    """The warp kernel's rings are static shared memory: a ring over 1,024 cells is refused with a
+    clear error (nvcc would fail to build the module); the thread kernel takes it (local memory)."""
+    assert gpu_gapped.GpuPrelim(object(), band=1024).band == 1024
+    with pytest.raises(ValueError, match="shared memory"):
+        gpu_gapped.GpuPrelim(object(), band=2048)
+    assert gpu_gapped.GpuPrelim(object(), band=2048, kernel="thread").kernel == "thread"
+    with pytest.raises(ValueError, match="unknown gapped kernel"):
+        gpu_gapped.GpuPrelim(object(), kernel="block")

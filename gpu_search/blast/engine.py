@@ -361,8 +361,10 @@ def _traceback_in_process(index: int, codes, kbp, cutoffs, prelim: dict, gpu_hsp
             if total > split:
                 cuts = np.searchsorted(np.cumsum(span), np.arange(split, total, split), side="right")
                 bounds = [0, *sorted({int(c) for c in cuts if 0 < c < len(hits)}), len(hits)]
-                pieces = [(hits[a:b], {s: work.prelim[s] for _, s in hits[a:b]}) for a, b in zip(bounds, bounds[1:])]
-                return ("pieces", pieces), t0, time.perf_counter(), os.getpid()
+                if len(bounds) > 2:          # (one piece: traced back here)
+                    pieces = [(hits[a:b], {s: work.prelim[s] for _, s in hits[a:b]})
+                              for a, b in zip(bounds, bounds[1:])]
+                    return ("pieces", pieces), t0, time.perf_counter(), os.getpid()
         results = traceback_stage(work, setup, queries, hits)
     except Exception as exc:
         import traceback as tb
@@ -583,9 +585,10 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
                 (what, value), t0, t1, pid = f.result()
                 times.add_span(f"blastp-process-{pid}", "E-values+traceback (worker processes)", t0, t1)
                 if what == "pieces":
-                    for k, (hits, rows) in enumerate(value):
-                        procs.submit(_traceback_in_process, *args, rows, hits=hits).add_done_callback(
-                            lambda g, k=k, n=len(value): back(g, k, n))
+                    # handed to a pool thread: this callback runs on the process pool's own
+                    # thread, which should not wait on its own queue
+                    pool.submit(submit_pieces, value).add_done_callback(
+                        lambda g: g.exception() is not None and fail(g.exception()))
                 elif piece is None:
                     done.set_result(value)
                 else:
@@ -596,6 +599,11 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
                         done.set_result([r for k in range(n_pieces) for r in pieces_back[k]])
             except BaseException as exc:
                 fail(exc)
+
+        def submit_pieces(pieces):
+            for k, (hits, rows) in enumerate(pieces):
+                procs.submit(_traceback_in_process, *args, rows, hits=hits).add_done_callback(
+                    lambda g, k=k, n=len(pieces): back(g, k, n))
 
         procs.submit(_traceback_in_process, *args, work.prelim, gpu_hsps,
                      TRACEBACK_SPLIT).add_done_callback(back)

@@ -1,9 +1,9 @@
 // blastp's preliminary gapped stage on the GPU: BLAST_GetGappedScore of
-// BLAST+ 2.12 for queries against many subjects, score only, one thread per
-// subject (the subject's "group" of init HSPs).
+// BLAST+ 2.12 for queries against many subjects, score only, per subject (the
+// subject's "group" of init HSPs) either one warp (prelim_gapped_warp, the
+// default) or one thread (prelim_gapped).
 //
-// Each thread replays gapped.py's _get_gapped_score_kernel for its subject,
-// step for step:
+// Each replays gapped.py's _get_gapped_score_kernel for its subject:
 //
 //   1. sorts the subject's init HSPs as Blast_InitHitListSortByScore
 //      (insertion sort: stable, groups are small -- big ones stay on the CPU);
@@ -17,29 +17,30 @@
 //   3. saves extensions reaching the cutoff and adds them to the containment
 //      set (BlastIntervalTreeAddHSP).
 //
-// That program runs as one flat loop of small steps (a DP cell, a cell added
-// to the band, the next init HSP, ...; see XDrop below) rather than as loops
-// nested four deep: a warp's 32 subjects need rows, extensions and HSP counts
-// of very different lengths, and with nested loops each thread waited for the
-// warp's longest one at every level (ncu: 7.5 of 32 threads active; 10.2 with
-// the flat loop, and the kernel 1.1-1.6x faster for queries over 1,000 letters).
+// The warp kernel computes each DP row 32 cells at a time (see "One warp per
+// subject" below, with why that is BLAST's cell-by-cell loop exactly), 10-16x
+// faster than a thread per subject on an H100 (docs/benchmarks.md).  The
+// thread kernel runs its program as one flat loop of small steps (a DP cell,
+// a cell added to the band, the next init HSP, ...; see XDrop below) rather
+// than as loops nested four deep: a warp's 32 subjects need rows, extensions
+// and HSP counts of very different lengths (ncu: 7.5 of 32 threads active
+// with nested loops, 10.2 flat).
 //
-// The DP keeps its two rows (best, best_gap) in a ring of BAND cells per
-// thread (local memory): only the band [first_b_index, b_size] is live.  A
-// band wider than the ring stops the subject with status OVERFLOW, and so
-// does a subject whose extensions have computed more than CELL_BUDGET DP
-// cells: the host runs those on the CPU (same result).  The budget keeps the
-// long extensions of true homologs (serial work: slow on one GPU thread, and
-// the kernel lasts as long as its slowest thread) on CPU cores, and the
-// many short extensions of chance hits on the GPU.  The host purges HSPs with common endpoints, sorts them
-// by score and computes E-values (gapped.purge_and_sort_rows, engine.py).
+// The DP keeps its two rows (best, best_gap) in a ring of BAND cells (a
+// thread's local memory, or the warp's shared memory): only the band
+// [first_b_index, b_size] is live.  A band wider than the ring stops the
+// subject with status OVERFLOW, and so does a subject whose extensions have
+// computed more than CELL_BUDGET DP cells: the host runs those on the CPU
+// (same result).  The host purges HSPs with common endpoints, sorts them by
+// score and computes E-values (gapped.purge_and_sort_rows, engine.py).
 //
-// The same source builds as C++ for the host (no __CUDACC__): the per-subject
-// function is then called from prelim_gapped_host, so that the CPU-only test
-// suite checks this code against the numba reference without a GPU.
+// Tests without a GPU: the thread kernel's per-subject code builds as C++ for
+// the host (no __CUDACC__; prelim_gapped_host below), and both CUDA kernels
+// run on the CPU through tests/warp_emulator.cpp.
 //
 // Compile-time constants: BAND (ring cells per DP row, a power of two),
-// CELL_BUDGET (DP cells a thread may compute for one subject).
+// CELL_BUDGET (DP cells a subject may compute), WARPS (warps a block of the
+// warp kernel).
 // Inputs: the groups of several queries (prelim_gapped below).
 // Output per subject g: rows [group_start[g], + count[g]) of out, int32 x 7 =
 // score, q_start, q_end, s_start, s_end, q_gapped_start, s_gapped_start
@@ -537,12 +538,12 @@ prelim_gapped(PRELIM_ARGS)
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n_jobs) return;
     const int g = jobs[j];
-    const Group b = group_of(g, GROUP_ARGS);
+    const Group grp = group_of(g, GROUP_ARGS);
     int best[BAND], best_gap[BAND];                   // the DP's band, a ring (local memory)
     int st;
-    count[g] = get_gapped_score(b.lo, b.hi, init_q_start, init_s_start, init_length, init_score, b.qp, b.sp,
-                                matrix, gap_open, gap_extend, b.p[0], b.p[1], b.p[2], b.p[3] != 0, order + b.lo,
-                                tree + 6 * b.lo, out + 7 * b.lo, best, best_gap, &st);
+    count[g] = get_gapped_score(grp.lo, grp.hi, init_q_start, init_s_start, init_length, init_score, grp.qp,
+                                grp.sp, matrix, gap_open, gap_extend, grp.p[0], grp.p[1], grp.p[2], grp.p[3] != 0,
+                                order + grp.lo, tree + 6 * grp.lo, out + 7 * grp.lo, best, best_gap, &st);
     status[g] = st;
 }
 
@@ -557,7 +558,7 @@ prelim_gapped(PRELIM_ARGS)
 // Why a row can be computed in parallel (Blast_SemiGappedAlign's cell b of row a,
 // h = max(d, gc, gr): d diagonal, gc gap in B from the row above, gr gap in A):
 //   * gr(b+1) = max(gr(b) - e, h(b) - oe) = max(gr(b) - e, max(d, gc)(b) - oe)
-//     (gr - oe < gr - e), so gr is a max-plus scan along the row:
+//     (gr - oe <= gr - e), so gr is a max-plus scan along the row:
 //     gr(b) = max_{b' < b} (hd(b') + e b') - oe - e (b - 1), hd = max(d, gc).
 //     BLAST leaves gr unchanged over a cell the X-drop removes, where the scan
 //     takes it on; the two differ only in values below the X-drop threshold
@@ -795,7 +796,11 @@ __device__ int warp_gapped_score(int lo, int hi, const int* init_q_start, const 
     return n_out;
 }
 
-// One warp per job, WARPS jobs a block (jobs[] as prelim_gapped's).
+// One warp per job, WARPS jobs a block (jobs[] as prelim_gapped's).  Its rings
+// are static shared memory (48 KiB at most): not built for larger rings, which
+// GpuPrelim refuses for this kernel (the thread kernel still builds).
+#define WARP_SMEM_BYTES ((WARPS * 2 * BAND + ALPHABET * ALPHABET) * 4)
+#if WARP_SMEM_BYTES <= 48 * 1024
 extern "C" __global__ void __launch_bounds__(WARPS * LANES)
 prelim_gapped_warp(PRELIM_ARGS)
 {
@@ -806,17 +811,18 @@ prelim_gapped_warp(PRELIM_ARGS)
     const int j = blockIdx.x * WARPS + warp;
     if (j >= n_jobs) return;
     const int g = jobs[j];
-    const Group b = group_of(g, GROUP_ARGS);
+    const Group grp = group_of(g, GROUP_ARGS);
     int st;
-    const int c = warp_gapped_score(b.lo, b.hi, init_q_start, init_s_start, init_length, init_score, b.qp, b.sp,
-                                    matrix, gap_open, gap_extend, b.p[0], b.p[1], b.p[2], b.p[3] != 0,
-                                    order + b.lo, tree + 6 * b.lo, out + 7 * b.lo, ring[warp][0], ring[warp][1],
+    const int c = warp_gapped_score(grp.lo, grp.hi, init_q_start, init_s_start, init_length, init_score, grp.qp,
+                                    grp.sp, matrix, gap_open, gap_extend, grp.p[0], grp.p[1], grp.p[2], grp.p[3] != 0,
+                                    order + grp.lo, tree + 6 * grp.lo, out + 7 * grp.lo, ring[warp][0], ring[warp][1],
                                     lane, st);
     if (lane == 0) {
         count[g] = c;
         status[g] = st;
     }
 }
+#endif
 
 #else
 
@@ -833,13 +839,13 @@ extern "C" void prelim_gapped_host(int n_groups, const int* group_start, const i
 {
     std::vector<int> best(BAND), best_gap(BAND);
     for (int g = 0; g < n_groups; g++) {
-        const Group b = group_of(g, group_start, group_subject, group_query, queries, query_start, params,
+        const Group grp = group_of(g, group_start, group_subject, group_query, queries, query_start, params,
                                  residues, offsets);
         int st;
-        count[g] = get_gapped_score(b.lo, b.hi, init_q_start, init_s_start, init_length, init_score, b.qp, b.sp,
-                                    matrix, gap_open, gap_extend, b.p[0], b.p[1], b.p[2], b.p[3] != 0,
-                                    order + b.lo, tree + 6 * b.lo, out + 7 * b.lo, best.data(), best_gap.data(),
-                                    &st);
+        count[g] = get_gapped_score(grp.lo, grp.hi, init_q_start, init_s_start, init_length, init_score, grp.qp,
+                                    grp.sp, matrix, gap_open, gap_extend, grp.p[0], grp.p[1], grp.p[2],
+                                    grp.p[3] != 0, order + grp.lo, tree + 6 * grp.lo, out + 7 * grp.lo, best.data(),
+                                    best_gap.data(), &st);
         status[g] = st;
     }
 }

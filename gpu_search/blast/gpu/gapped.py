@@ -142,6 +142,8 @@ class GpuPrelim:
                  cell_budget: int = CELL_BUDGET, kernel: str = "warp"):
         if kernel not in KERNELS:
             raise ValueError(f"unknown gapped kernel {kernel!r} (one of {', '.join(KERNELS)})")
+        if kernel == "warp" and (THREADS // 32 * 2 * band + 28 * 28) * 4 > 48 * 1024:
+            raise ValueError(f"a ring of {band} cells does not fit the warp kernel's shared memory (at most 1024)")
         self.kernel = kernel
         self.ungapped = ungapped
         self.band = int(band)
