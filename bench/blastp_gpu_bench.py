@@ -170,26 +170,21 @@ def main():
         results.append(r)
         print(json.dumps(r), flush=True)
     sweep = []
-    options = [("--gpu-streams", x) for x in args.streams.split(",") if x.strip()] + \
-        [("--gpu-gapped-cells", x) for x in args.cells.split(",") if x.strip()] + \
-        [("switch interval ms", x) for x in args.switch_intervals.split(",") if x.strip()] + \
-        [("queries per gapped launch", x) for x in args.prelim_batches.split(",") if x.strip()] + \
-        [("gapped threads per GPU", x) for x in args.prelim_threads.split(",") if x.strip()] + \
-        [("traceback processes", x) for x in args.traceback_processes.split(",") if x.strip()] + \
-        [("gapped kernel", x) for x in args.gapped_kernels.split(",") if x.strip()]
-    for opt, n in options:
+    # (label, values, how a value is given: a command-line option, or the environment variable
+    # and how it is written there)
+    settings = [("--gpu-streams", args.streams, None), ("--gpu-gapped-cells", args.cells, None),
+                ("switch interval ms", args.switch_intervals,
+                 ("GPU_SEARCH_SWITCH_INTERVAL", lambda ms: str(float(ms) / 1000))),
+                ("queries per gapped launch", args.prelim_batches, ("GPU_SEARCH_PRELIM_BATCH", str)),
+                ("gapped threads per GPU", args.prelim_threads, ("GPU_SEARCH_PRELIM_THREADS", str)),
+                ("traceback processes", args.traceback_processes, ("GPU_SEARCH_TRACEBACK_PROCESSES", str)),
+                ("gapped kernel", args.gapped_kernels, ("GPU_SEARCH_GAPPED_KERNEL", str))]
+    options = [(opt, x.strip(), how) for opt, values, how in settings for x in values.split(",") if x.strip()]
+    for opt, n, how in options:
         t = time.perf_counter()
         extra, run_env = [opt, n], dict(env, GPU_SEARCH_TIMINGS="1")
-        if opt.startswith("switch"):
-            extra, run_env["GPU_SEARCH_SWITCH_INTERVAL"] = [], str(float(n) / 1000)
-        if opt.startswith("queries"):
-            extra, run_env["GPU_SEARCH_PRELIM_BATCH"] = [], n
-        if opt.startswith("gapped threads"):
-            extra, run_env["GPU_SEARCH_PRELIM_THREADS"] = [], n
-        if opt.startswith("traceback"):
-            extra, run_env["GPU_SEARCH_TRACEBACK_PROCESSES"] = [], n
-        if opt.startswith("gapped kernel"):
-            extra, run_env["GPU_SEARCH_GAPPED_KERNEL"] = [], n
+        if how is not None:
+            extra, run_env[how[0]] = [], how[1](n)
         r = subprocess.run(ours + ["-query", str(q)] + extra, capture_output=True, text=True, env=run_env)
         sweep.append((f"{opt} {n}", time.perf_counter() - t, r.stdout == out_o and not r.returncode,
                       r.stderr.strip().splitlines()[-1:]))

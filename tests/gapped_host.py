@@ -88,32 +88,19 @@ class EmulatedKernel:
         self.which, self.seed = which, seed
 
     def run_batch(self, batch, residues, offsets, matrix, gap_open=11, gap_extend=1):
-        init = batch.init
-        cols = [np.ascontiguousarray(init[k], np.int32) for k in ("q_start", "s_start", "length", "score")]
-        n, n_groups = len(init), len(batch.group_subject)
+        n_groups = len(batch.group_subject)
         jobs = np.arange(n_groups, dtype=np.int32)
-        order, tree, out = np.zeros(n, np.int32), np.zeros(6 * n, np.int32), np.zeros(7 * n, np.int32)
-        counts, status = np.zeros(n_groups, np.int32), np.zeros(n_groups, np.int32)
-        keep = [np.ascontiguousarray(residues, np.uint8), np.ascontiguousarray(offsets, np.int64),
-                np.ascontiguousarray(matrix, np.int32), np.ascontiguousarray(batch.params, np.int32)]
-        c_int = ctypes.c_int
-        failed = self.lib.emulate_prelim(
-            c_int(0 if self.which == "warp" else 1), ctypes.c_uint(self.seed), _p(jobs), c_int(n_groups),
-            _p(batch.group_start), _p(batch.group_subject), _p(batch.group_query), *[_p(c) for c in cols],
-            _p(batch.queries), _p(batch.query_start), _p(keep[3]), _p(keep[0]), _p(keep[1]), _p(keep[2]),
-            c_int(gap_open), c_int(gap_extend), _p(order), _p(tree), _p(out), _p(counts), _p(status))
+        lead = (ctypes.c_int(0 if self.which == "warp" else 1), ctypes.c_uint(self.seed), _p(jobs),
+                ctypes.c_int(n_groups))
+        rows, counts, status, failed = _call(self.lib.emulate_prelim, lead, batch, residues, offsets, matrix,
+                                             gap_open, gap_extend)
         assert not failed, self.lib.emulator_error().decode()
-        rows = out.reshape(-1, 7)[gpu_gapped.row_index(batch.group_start, counts)]
         return rows, counts, status
 
 
-def run_batch(lib, batch, residues, offsets, matrix, gap_open=11, gap_extend=1):
-    """prelim_gapped_host over every group of a ``gpu_gapped.PrelimBatch`` (on_gpu ignored).
-
-    Returns (rows, counts, status): rows of the groups one after the other (as
-    GpuPrelim gathers them from the kernel).  ``lib`` may also be a ``GpuKernel`` (the kernel on a GPU)."""
-    if isinstance(lib, (GpuKernel, EmulatedKernel)):
-        return lib.run_batch(batch, residues, offsets, matrix, gap_open, gap_extend)
+def _call(fn, lead, batch, residues, offsets, matrix, gap_open, gap_extend):
+    """fn(*lead, <prelim_gapped_host's arguments after n_groups>) over a batch: (rows of the groups
+    one after the other, counts, status, fn's return value)."""
     init = batch.init
     cols = [np.ascontiguousarray(init[k], np.int32) for k in ("q_start", "s_start", "length", "score")]
     n, n_groups = len(init), len(batch.group_subject)
@@ -124,11 +111,22 @@ def run_batch(lib, batch, residues, offsets, matrix, gap_open=11, gap_extend=1):
     mat = np.ascontiguousarray(matrix, np.int32)
     params = np.ascontiguousarray(batch.params, np.int32)
     c_int = ctypes.c_int
-    lib.prelim_gapped_host(c_int(n_groups), _p(batch.group_start), _p(batch.group_subject),
-                           _p(batch.group_query), *[_p(c) for c in cols], _p(batch.queries),
-                           _p(batch.query_start), _p(params), _p(res), _p(off), _p(mat), c_int(gap_open),
-                           c_int(gap_extend), _p(order), _p(tree), _p(out), _p(counts), _p(status))
+    rc = fn(*lead, _p(batch.group_start), _p(batch.group_subject), _p(batch.group_query), *[_p(c) for c in cols],
+            _p(batch.queries), _p(batch.query_start), _p(params), _p(res), _p(off), _p(mat), c_int(gap_open),
+            c_int(gap_extend), _p(order), _p(tree), _p(out), _p(counts), _p(status))
     rows = out.reshape(-1, 7)[gpu_gapped.row_index(batch.group_start, counts)]
+    return rows, counts, status, rc
+
+
+def run_batch(lib, batch, residues, offsets, matrix, gap_open=11, gap_extend=1):
+    """prelim_gapped_host over every group of a ``gpu_gapped.PrelimBatch`` (on_gpu ignored).
+
+    Returns (rows, counts, status): rows of the groups one after the other (as
+    GpuPrelim gathers them from the kernel).  ``lib`` may also be a ``GpuKernel`` (the kernel on a GPU)."""
+    if isinstance(lib, (GpuKernel, EmulatedKernel)):
+        return lib.run_batch(batch, residues, offsets, matrix, gap_open, gap_extend)
+    rows, counts, status, _ = _call(lib.prelim_gapped_host, (ctypes.c_int(len(batch.group_subject)),), batch,
+                                    residues, offsets, matrix, gap_open, gap_extend)
     return rows, counts, status
 
 

@@ -355,22 +355,25 @@ def _traceback_in_process(index: int, codes, kbp, cutoffs, prelim: dict, gpu_hsp
             work.prelim.update(reap_by_evalue(gpu_hsps, work, setup))
         if hits is None:
             hits = hit_list(work, setup)
-        if split is not None:
-            span = np.array([int(np.sum(work.prelim[s]["q_end"] - work.prelim[s]["q_start"])) for _, s in hits])
-            total = int(span.sum())
-            if total > split:
-                cuts = np.searchsorted(np.cumsum(span), np.arange(split, total, split), side="right")
-                bounds = [0, *sorted({int(c) for c in cuts if 0 < c < len(hits)}), len(hits)]
-                if len(bounds) > 2:          # (one piece: traced back here)
-                    pieces = [(hits[a:b], {s: work.prelim[s] for _, s in hits[a:b]})
-                              for a, b in zip(bounds, bounds[1:])]
-                    return ("pieces", pieces), t0, time.perf_counter(), os.getpid()
+        pieces = _hit_list_pieces(hits, work.prelim, split) if split is not None else []
+        if len(pieces) > 1:                  # (one piece: traced back here)
+            return ("pieces", pieces), t0, time.perf_counter(), os.getpid()
         results = traceback_stage(work, setup, queries, hits)
     except Exception as exc:
         import traceback as tb
 
         raise RuntimeError(f"traceback of query {index + 1} failed: {exc!r}\n{tb.format_exc()}") from None
     return ("results", results), t0, time.perf_counter(), os.getpid()
+
+
+def _hit_list_pieces(hits: list, prelim: dict, split: int) -> list[tuple]:
+    """A hit list cut, in order, into pieces whose HSPs span about ``split`` query letters
+    each: [(hits, {subject: rows})] (the whole list as one piece when it spans less)."""
+    span = np.array([int(np.sum(prelim[s]["q_end"] - prelim[s]["q_start"])) for _, s in hits], dtype=np.int64)
+    total = int(span.sum())
+    cuts = np.searchsorted(np.cumsum(span), np.arange(split, total, split), side="right") if total > split else []
+    bounds = [0, *sorted({int(c) for c in cuts if 0 < c < len(hits)}), len(hits)]
+    return [(hits[a:b], {s: prelim[s] for _, s in hits[a:b]}) for a, b in zip(bounds, bounds[1:])]
 
 
 def traceback_processes(setup: SearchSetup, queries, workers: int):

@@ -207,6 +207,25 @@ HD Group group_of(int g, const int* group_start, const int* group_subject, const
             params + 4 * q};
 }
 
+// Blast_InitHitListSortByScore (stable: insertion sort) of init HSPs [lo, lo + n)
+// into order[0, n); returns their best score.
+HD int sort_init_hsps(int lo, int n, const int* init_q_start, const int* init_s_start, const int* init_length,
+                      const int* init_score, int* order)
+{
+    int best_init = init_score[lo];
+    for (int k = 0; k < n; k++) {
+        const int x = lo + k;
+        best_init = imax(best_init, init_score[x]);
+        int m = k - 1;
+        while (m >= 0 && init_before(x, order[m], init_q_start, init_s_start, init_length, init_score)) {
+            order[m + 1] = order[m];
+            m--;
+        }
+        order[m + 1] = x;
+    }
+    return best_init;
+}
+
 // One score-only X-drop extension (Blast_SemiGappedAlign, gapped.semi_gapped_align;
 // with `restricted` s_RestrictedGappedAlign, gapped.restricted_gapped_align) kept as
 // a state that moves on one step at a time: a DP cell, a cell added to the band
@@ -282,18 +301,7 @@ HD int get_gapped_score(int lo, int hi, const int* init_q_start, const int* init
                         int* best, int* best_gap, int* status)
 {
     const int n = hi - lo;
-    // Blast_InitHitListSortByScore (stable), and the subject's best init score
-    int best_init = init_score[lo];
-    for (int k = 0; k < n; k++) {
-        const int x = lo + k;
-        best_init = imax(best_init, init_score[x]);
-        int m = k - 1;
-        while (m >= 0 && init_before(x, order[m], init_q_start, init_s_start, init_length, init_score)) {
-            order[m + 1] = order[m];
-            m--;
-        }
-        order[m + 1] = x;
-    }
+    const int best_init = sort_init_hsps(lo, n, init_q_start, init_s_start, init_length, init_score, order);
     // restricted_alignment_on: the subject's best init HSP below (Int4)(0.68 x cutoff)
     bool restricted = restricted_allowed && best_init < restricted_cutoff;
     const int gap_open_extend = gap_open + gap_extend;
@@ -502,7 +510,7 @@ HD int get_gapped_score(int lo, int hi, const int* init_q_start, const int* init
 }
 
 #ifdef __CUDACC__
-#define FULL_MASK_G 0xffffffffu
+#define WARP_MASK 0xffffffffu
 
 // The arguments of both kernels (below), and the ones group_of takes from them.
 #define PRELIM_ARGS                                                                                         \
@@ -587,10 +595,21 @@ __device__ __forceinline__ int warp_max_inclusive(int v, int lane)
 {
 #pragma unroll
     for (int d = 1; d < LANES; d *= 2) {
-        const int o = __shfl_up_sync(FULL_MASK_G, v, d);
+        const int o = __shfl_up_sync(WARP_MASK, v, d);
         if (lane >= d) v = imax(v, o);
     }
     return v;
+}
+
+// The maximum of `carry` and of v over the lanes before this one (a running
+// maximum along a row, 32 cells a call); `carry` moves on to include all 32.
+__device__ __forceinline__ int warp_max_before(int v, int lane, int& carry)
+{
+    const int incl = imax(warp_max_inclusive(v, lane), carry);
+    int excl = __shfl_up_sync(WARP_MASK, incl, 1);
+    if (lane == 0) excl = carry;
+    carry = __shfl_sync(WARP_MASK, incl, LANES - 1);
+    return excl;
 }
 
 // One score-only X-drop extension by a warp (Blast_SemiGappedAlign, or with
@@ -623,7 +642,7 @@ __device__ bool warp_xdrop(Seq qp, int q_base, int q_dir, Seq sp, int s_base, in
         int best_run = best_score;          // best so far: before the row, then its cells
         int v_run = NEG_SCAN;               // max of hd(b) + e (b - row_first) so far
         int diag_carry = MININT;            // row a-1 at the cell before this chunk
-        int tail_prev = MININT;             // row a-1 at cell b_size - 1
+        int tail_prev = MININT;             // row a-1 at cell b_size - 1 (rows without gr)
         int first_survivor = -1, last_survivor = -1;
         for (int b0 = row_first; b0 < b_size; b0 += LANES) {
             const int b = b0 + lane;
@@ -631,10 +650,11 @@ __device__ bool warp_xdrop(Seq qp, int q_base, int q_dir, Seq sp, int s_base, in
             const int slot = b & BAND_MASK;
             const int prev = valid ? best[slot] : MININT;
             const int prev_gap = valid ? best_gap[slot] : MININT;
-            int left = __shfl_up_sync(FULL_MASK_G, prev, 1);
+            int left = __shfl_up_sync(WARP_MASK, prev, 1);
             if (lane == 0) left = diag_carry;
-            diag_carry = __shfl_sync(FULL_MASK_G, prev, LANES - 1);
-            tail_prev = __shfl_sync(FULL_MASK_G, prev, imin(LANES - 1, b_size - 1 - b0));
+            diag_carry = __shfl_sync(WARP_MASK, prev, LANES - 1);
+            if (!gap_in_a)                  // the restricted DP's band growth in this row
+                tail_prev = __shfl_sync(WARP_MASK, prev, imin(LANES - 1, b_size - 1 - b0));
             const int d = (b == row_first || !valid) ? MININT : left + row[sp[s_base + s_dir * b]];
             const bool gap_in_b = !restricted || b % RESTRICT_SIZE == 0;
             const int gc = gap_in_b ? prev_gap : MININT;
@@ -642,28 +662,21 @@ __device__ bool warp_xdrop(Seq qp, int q_base, int q_dir, Seq sp, int s_base, in
             int h = hd;
             if (gap_in_a) {                 // gr: max-plus scan of hd along the row
                 const int v = valid ? hd + gap_extend * (b - row_first) : NEG_SCAN;
-                const int incl = imax(warp_max_inclusive(v, lane), v_run);
-                int excl = __shfl_up_sync(FULL_MASK_G, incl, 1);
-                if (lane == 0) excl = v_run;
-                v_run = __shfl_sync(FULL_MASK_G, incl, LANES - 1);
-                h = imax(hd, excl - gap_open_extend - gap_extend * (b - 1 - row_first));
+                const int before = warp_max_before(v, lane, v_run);
+                h = imax(hd, before - gap_open_extend - gap_extend * (b - 1 - row_first));
             }
             // the X-drop test against best so far (the row's earlier cells included)
-            const int hv = valid ? h : NEG_SCAN;
-            const int hincl = imax(warp_max_inclusive(hv, lane), best_run);
-            int hexcl = __shfl_up_sync(FULL_MASK_G, hincl, 1);
-            if (lane == 0) hexcl = best_run;
-            best_run = __shfl_sync(FULL_MASK_G, hincl, LANES - 1);
+            const int hexcl = warp_max_before(valid ? h : NEG_SCAN, lane, best_run);
             const bool survive = valid && hexcl - h <= x_drop;
-            const unsigned survivors = __ballot_sync(FULL_MASK_G, survive);
-            const unsigned better = __ballot_sync(FULL_MASK_G, valid && h > hexcl);
+            const unsigned survivors = __ballot_sync(WARP_MASK, survive);
+            const unsigned better = __ballot_sync(WARP_MASK, valid && h > hexcl);
             if (survivors) {
                 if (first_survivor < 0) first_survivor = b0 + __ffs(survivors) - 1;
                 last_survivor = b0 + 31 - __clz(survivors);
             }
             if (better) {                   // the last improvement is the row's first maximum
                 const int k = 31 - __clz(better);
-                best_score = __shfl_sync(FULL_MASK_G, h, k);
+                best_score = __shfl_sync(WARP_MASK, h, k);
                 a_offset = a;
                 b_offset = b0 + k;
             }
@@ -722,19 +735,9 @@ __device__ int warp_gapped_score(int lo, int hi, const int* init_q_start, const 
                                  int* out, int* best, int* best_gap, int lane, int& status)
 {
     const int n = hi - lo;
-    int best_init = init_score[lo];
-    for (int k = 0; k < n; k++) best_init = imax(best_init, init_score[lo + k]);
-    if (lane == 0) {                    // Blast_InitHitListSortByScore (stable)
-        for (int k = 0; k < n; k++) {
-            const int x = lo + k;
-            int m = k - 1;
-            while (m >= 0 && init_before(x, order[m], init_q_start, init_s_start, init_length, init_score)) {
-                order[m + 1] = order[m];
-                m--;
-            }
-            order[m + 1] = x;
-        }
-    }
+    int best_init = 0;
+    if (lane == 0) best_init = sort_init_hsps(lo, n, init_q_start, init_s_start, init_length, init_score, order);
+    best_init = __shfl_sync(WARP_MASK, best_init, 0);
     __syncwarp();
     bool restricted = restricted_allowed && best_init < restricted_cutoff;
     const int gap_open_extend = gap_open + gap_extend;
@@ -788,7 +791,7 @@ __device__ int warp_gapped_score(int lo, int hi, const int* init_q_start, const 
                 save_hsp(out + 7 * n_out, score, g_q_start, g_q_stop, g_s_start, g_s_stop, q_off, s_off);
                 n_tree = tree_add(tree, n_tree, g_q_start, g_q_stop, g_s_start, g_s_stop, score);
             }
-            n_tree = __shfl_sync(FULL_MASK_G, n_tree, 0);
+            n_tree = __shfl_sync(WARP_MASK, n_tree, 0);
             n_out++;
             __syncwarp();
         }

@@ -44,7 +44,9 @@ BAND = 256                 # DP cells per row kept by a thread (a ring): wider b
 CELL_BUDGET = 1 << 18      # DP cells a thread may compute for a subject: longer work goes to the CPU
 #                            (smaller budgets were slower end to end on an H100: docs/benchmarks.md)
 MAX_GPU_GROUP = 64         # subjects with more init HSPs go to the CPU
-THREADS = 128              # per block (the kernels' __launch_bounds__): 4 warps of prelim_gapped_warp
+THREADS = 128              # per block (the kernels' __launch_bounds__)
+WARPS = THREADS // 32      # prelim_gapped_warp: subjects a block
+WARP_SMEM_LIMIT = 48 * 1024    # bytes of static shared memory: the warp kernel's rings and matrix (gapped.cu)
 KERNELS = {"warp": "prelim_gapped_warp", "thread": "prelim_gapped"}    # one subject per warp / thread
 STATUS_RESTARTED = 1
 STATUS_OVERFLOW = 2
@@ -59,7 +61,7 @@ def load_kernel(device_id: int, band: int = BAND, cell_budget: int = CELL_BUDGET
     with cp.cuda.Device(device_id):
         return cp.RawModule(code=source, options=("-std=c++17", f"-DBAND={int(band)}",
                                                   f"-DCELL_BUDGET={int(cell_budget)}",
-                                                  f"-DWARPS={THREADS // 32}")
+                                                  f"-DWARPS={WARPS}")
                             ).get_function(KERNELS[kernel])
 
 
@@ -142,7 +144,7 @@ class GpuPrelim:
                  cell_budget: int = CELL_BUDGET, kernel: str = "warp"):
         if kernel not in KERNELS:
             raise ValueError(f"unknown gapped kernel {kernel!r} (one of {', '.join(KERNELS)})")
-        if kernel == "warp" and (THREADS // 32 * 2 * band + 28 * 28) * 4 > 48 * 1024:
+        if kernel == "warp" and (WARPS * 2 * band + 28 * 28) * 4 > WARP_SMEM_LIMIT:     # as WARP_SMEM_BYTES
             raise ValueError(f"a ring of {band} cells does not fit the warp kernel's shared memory (at most 1024)")
         self.kernel = kernel
         self.ungapped = ungapped
@@ -228,7 +230,7 @@ class GpuPrelim:
         u = self.ungapped
         t0 = time.perf_counter()
         kernel = load_kernel(u.device_id, self.band, self.cell_budget, self.kernel)
-        per_block = THREADS // 32 if self.kernel == "warp" else THREADS     # jobs a block
+        per_block = WARPS if self.kernel == "warp" else THREADS     # jobs (subjects) a block
         init, group_start, group_subject = batch.init, batch.group_start, batch.group_subject
         n, n_groups = len(init), len(group_subject)
         sizes = np.diff(group_start)
