@@ -81,6 +81,18 @@ gpu_phases.engine_cache = {}
 gpu_phases.upload = 0.0
 
 
+def process_lifetime(stderr: str, launched: float, ended: float) -> str:
+    """Where a run's wall time went, from its stamps (GPU_SEARCH_TIMINGS): start-up to the
+    command line's module, its imports and reading the inputs, the search, then the exit."""
+    line = next((x for x in stderr.splitlines() if "stamps (epoch s):" in x), None)
+    if line is None:
+        return "no stamps"
+    stamps = dict(kv.split("=") for kv in line.split(": ", 1)[1].split())
+    t = [launched] + [float(v) for v in stamps.values()] + [ended]
+    names = ["interpreter start", "imports, inputs", "search", "output, exit"]
+    return "  ".join(f"{n} {b - a:.2f}" for n, a, b in zip(names, t, t[1:]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--copies", type=int, default=399)
@@ -147,12 +159,13 @@ def main():
                  "-num_threads", str(args.threads)]
         t_b, out_b = timed(blast)
         t_bu, _ = timed(blast + ["-ungapped"])
-        t = time.perf_counter()
+        t, launched = time.perf_counter(), time.time()
         timeline = work / "timeline.json"
         r = subprocess.run(ours + ["-query", str(q)], capture_output=True, text=True,
                            env=dict(env, GPU_SEARCH_TIMINGS="1",
                                     **({"GPU_SEARCH_TIMELINE": str(timeline)} if args.timeline else {})))
         t_o, out_o = time.perf_counter() - t, r.stdout
+        lifetime = process_lifetime(r.stderr, launched, time.time())
         if r.returncode:
             raise SystemExit(f"gpu-search failed: {r.stderr}")
         phases = [line for line in r.stderr.splitlines() if "timings" in line]
@@ -165,7 +178,7 @@ def main():
         r = dict(queries=label, blast_s=t_b, blast_ungapped_s=t_bu, ours_s=t_o, ours_gpu_phases_s=t_g,
                  ours_cpu_gapped_s=t_c, cpu_gapped_identical=same_c,
                  init_hsps=n_init, rows_blast=len(rb), rows_ours=len(ro), identical=rb == ro,
-                 rows_equal_sorted=same, our_phases=phases[-1] if phases else "")
+                 rows_equal_sorted=same, our_phases=phases[-1] if phases else "", lifetime=lifetime)
         r["slowest_queries_s_len_init_overflowed"] = gpu_phases.slowest
         results.append(r)
         print(json.dumps(r), flush=True)
@@ -208,6 +221,9 @@ def main():
     print("our phases (seconds summed over threads), end-to-end runs:")
     for r in results:
         print(f"  {r['queries']:20} {r['our_phases'].split(': ', 1)[-1]}")
+    print("our process's life, end-to-end runs (s):")
+    for r in results:
+        print(f"  {r['queries']:20} {r['lifetime']}")
     if args.timeline:
         print(f"timeline of the last set's main run ({timeline}):", flush=True)
         subprocess.run([sys.executable, str(Path(__file__).with_name("timeline.py")), str(timeline),

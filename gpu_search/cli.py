@@ -15,6 +15,8 @@ import time
 
 import click
 
+_IMPORTED = time.time()          # (GPU_SEARCH_TIMINGS: when the interpreter and click were ready)
+
 from . import __version__, HMMER_DATE, HMMER_VERSION
 from .errors import GpuSearchError, OptionError, exit_code_help
 
@@ -419,6 +421,7 @@ def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps,
     gpu_ids = _parse_gpus(gpus)
     queries = read_fasta(query)
     subjects = open_database(db)
+    stamps = [("cli", _IMPORTED), ("inputs", time.time())]
     with OutputSet() as outs:
         fh = outs.open(out) if out else io.StringIO()
         run_blastp(queries, subjects, options, fh, fmt=fmt, columns=columns,
@@ -426,10 +429,14 @@ def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps,
                    device=device, gpus=gpu_ids, gpu_extension=gpu_extension,
                    gpu_window_lanes=None if gpu_window_lanes == "auto" else int(gpu_window_lanes),
                    gpu_gapped=gpu_gapped, gpu_streams=gpu_streams, gpu_gapped_cells=gpu_gapped_cells)
+        stamps.append(("searched", time.time()))
         if not out:
             sys.stdout.write(fh.getvalue())
             sys.stdout.flush()
         outs.commit()
+    if os.environ.get("GPU_SEARCH_TIMINGS"):   # for bench/blastp_gpu_bench.py's start-up breakdown
+        print("gpu-search blastp stamps (epoch s): " + "  ".join(f"{k}={t:.3f}" for k, t in stamps),
+              file=sys.stderr)
 
 
 # --- makedb -------------------------------------------------------------------------------

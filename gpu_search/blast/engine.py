@@ -784,11 +784,13 @@ def _gpu_engines(setup, device, quiet, gpus, gpu_extension, gpu_window_lanes, gp
     the database on every GPU, several engines (streams) per GPU, and each GPU's gapped engines."""
     from ..device import resolve
 
+    t0 = time.perf_counter()
     if resolve(device, quiet) != "gpu":
         return [], {}, {}
     from ..device import gpu_status
     from .gpu import GpuUngapped
 
+    times.add("GPU start (CuPy import, CUDA)", t0)
     t0 = time.perf_counter()
     n_visible = len(gpu_status()[2])
     ids = list(gpus) if gpus else list(range(n_visible or 1))
@@ -849,7 +851,9 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
     if device == "gpu" or (device == "auto" and importlib.util.find_spec("cupy") is not None):
         # the traceback's processes, forked before this run starts CUDA (its driver threads)
         # and any thread of ours: given back below if the run is on the CPU after all
+        t0 = time.perf_counter()
         procs = traceback_processes(setup, queries, threads)
+        times.add("worker processes started", t0)
     try:
         engines, prelims, per_device = _gpu_engines(setup, device, quiet, gpus, gpu_extension, gpu_window_lanes,
                                                     gpu_gapped, gpu_streams, gpu_gapped_cells, times)
