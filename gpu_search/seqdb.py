@@ -242,9 +242,16 @@ def read_bytes(path: Path) -> bytes:
     return data
 
 
+# A file this small (a few hundred queries) is scanned by the scanner's Python source: ~0.5 us a
+# byte, against ~0.2-0.4 s for numba's first call in a process (it loads its type registries),
+# which blastp's GPU run then pays while the GPU starts instead (engine.run_blastp)
+SMALL_FASTA_BYTES = 128 * 1024
+
+
 def read_fasta(path: str | os.PathLike) -> SequenceDB:
     """Parse a protein FASTA file (vectorized: a few passes of numpy over the bytes)."""
     path = Path(path)
+    check_readable(path)
     data = read_bytes(path)
     return parse_fasta(data, source=str(path))
 
@@ -262,6 +269,8 @@ def parse_fasta(data: bytes, source: str = "<fasta>") -> SequenceDB:
         raise FormatError(f"{source}: {what} (a FASTA file starts with '>' header lines)")
 
     max_headers = int(np.count_nonzero(buf == ord(">")))
+    if len(buf) <= SMALL_FASTA_BYTES:   # the same code, run by Python: see SMALL_FASTA_BYTES
+        scan, split_headers = scan.py_func, split_headers.py_func
     residues, n_res, hstart, hend, lengths, k, bad = scan(buf, AMINO_MAP, max_headers)
     if bad >= 0:
         line = data.count(b"\n", 0, bad) + 1

@@ -83,6 +83,28 @@ def test_bad_fasta(tmp_path, content, error, words):
         seqdb.open_database(path)
 
 
+SCANNER_INPUTS = [
+    b">a first one\r\nacdefGHIK\r\nLM.NP_Q*\r\n\r\n>b\tdesc with\ttabs  \n BJZOUX~W\n>c\nWWWW",
+    b"  \n>x y\nMKV\n\n>z\nAC\n", b">s1\nACDE1FG\n", b">s1\nACDEFG\n>s2\n>s3\nWW\n", b">\nACDEFG\n",
+    b"ACDE\n>s\nWW\n", b">s\nWW\n>t\nA\x00C\n", b"> name after space\nWW\n",
+]
+
+
+@pytest.mark.parametrize("content", SCANNER_INPUTS)
+def test_small_files_scanned_in_python_as_by_numba(monkeypatch, content):
+    """Small files run the scanner's Python source (no numba start-up): same database or error."""
+    def parse(limit):
+        monkeypatch.setattr(seqdb, "SMALL_FASTA_BYTES", limit)
+        try:
+            db = seqdb.parse_fasta(content)
+        except errors.GpuSearchError as exc:
+            return type(exc), str(exc)
+        return ([db.name(i) for i in range(db.n_seqs)], [db.description(i) for i in range(db.n_seqs)],
+                db.residues.tobytes(), db.offsets.tolist())
+
+    assert parse(1 << 20) == parse(-1)
+
+
 def test_missing_and_directory(tmp_path):
     with pytest.raises(errors.InputFileError, match="no such file"):
         seqdb.open_database(tmp_path / "nope.faa")

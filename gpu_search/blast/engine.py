@@ -427,6 +427,14 @@ def _warm_up_traceback() -> None:
         pass
 
 
+def _warm_up_lookup(queries, setup: SearchSetup) -> None:
+    """The first query's statistics and lookup table, thrown away: numba loads its code."""
+    try:
+        prepare_query(new_work(0, queries), setup)
+    except Exception:                  # only a warm-up: the real call reports any error
+        pass
+
+
 def _shut_down(procs) -> None:
     """End the traceback's worker processes (None: none) and drop what they inherited."""
     global _FORKED
@@ -475,6 +483,7 @@ class PhaseTimes:
 
     def __init__(self):
         self.seconds: dict[str, float] = {}
+        self.counts: dict[str, int] = {}
         self._lock = threading.Lock()
         self.events: list | None = [] if os.environ.get("GPU_SEARCH_TIMELINE") else None
 
@@ -503,8 +512,14 @@ class PhaseTimes:
         with self._lock:
             self.seconds[phase] = self.seconds.get(phase, 0.0) + seconds
 
+    def count(self, what: str, n: int = 1) -> None:
+        """Events counted rather than timed (e.g. hit lists cut into pieces)."""
+        with self._lock:
+            self.counts[what] = self.counts.get(what, 0) + n
+
     def line(self) -> str:
-        return "  ".join(f"{k} {v:.2f} s" for k, v in self.seconds.items())
+        return "  ".join([f"{k} {v:.2f} s" for k, v in self.seconds.items()] +
+                         [f"{k} {v}" for k, v in self.counts.items()])
 
 
 def search_query(i: int, queries, setup: SearchSetup) -> list[SubjectResult]:
@@ -588,6 +603,8 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
                 (what, value), t0, t1, pid = f.result()
                 times.add_span(f"blastp-process-{pid}", "E-values+traceback (worker processes)", t0, t1)
                 if what == "pieces":
+                    times.count("hit lists cut into pieces")
+                    times.count("pieces", len(value))
                     # handed to a pool thread: this callback runs on the process pool's own
                     # thread, which should not wait on its own queue
                     pool.submit(submit_pieces, value).add_done_callback(
@@ -854,6 +871,10 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
         t0 = time.perf_counter()
         procs = traceback_processes(setup, queries, threads)
         times.add("worker processes started", t0)
+        # numba's first call in this process (it loads its type registries, ~0.3 s) and the
+        # lookup's compiled code, while the GPU starts below (CuPy's import, CUDA's start and
+        # the upload mostly wait on the driver) rather than before the first query
+        threading.Thread(target=_warm_up_lookup, args=(queries, setup), name="warm-up", daemon=True).start()
     try:
         engines, prelims, per_device = _gpu_engines(setup, device, quiet, gpus, gpu_extension, gpu_window_lanes,
                                                     gpu_gapped, gpu_streams, gpu_gapped_cells, times)
