@@ -258,7 +258,7 @@ def read_fasta(path: str | os.PathLike) -> SequenceDB:
 
 def parse_fasta(data: bytes, source: str = "<fasta>") -> SequenceDB:
     """Parse FASTA bytes into a :class:`SequenceDB` (see module docstring for the rules)."""
-    from ._fasta import scan, split_headers
+    from ._fasta import python_source, scan, split_headers
 
     buf = np.frombuffer(data, dtype=np.uint8)
     stripped = data.lstrip()
@@ -270,7 +270,7 @@ def parse_fasta(data: bytes, source: str = "<fasta>") -> SequenceDB:
 
     max_headers = int(np.count_nonzero(buf == ord(">")))
     if len(buf) <= SMALL_FASTA_BYTES:   # the same code, run by Python: see SMALL_FASTA_BYTES
-        scan, split_headers = scan.py_func, split_headers.py_func
+        scan, split_headers = python_source(scan), python_source(split_headers)
     residues, n_res, hstart, hend, lengths, k, bad = scan(buf, AMINO_MAP, max_headers)
     if bad >= 0:
         line = data.count(b"\n", 0, bad) + 1

@@ -105,6 +105,17 @@ def test_small_files_scanned_in_python_as_by_numba(monkeypatch, content):
     assert parse(1 << 20) == parse(-1)
 
 
+def test_small_files_parsed_without_numba():
+    """A few queries are read without numba's first call (~0.3 s in a fresh process)."""
+    import subprocess
+    import sys
+
+    code = ("from gpu_search import seqdb, _fasta; db = seqdb.parse_fasta(b'>a x\\nMKV\\n>b\\nWW\\n'); "
+            "print(db.n_seqs, sum(len(f.signatures) for f in (_fasta.scan, _fasta.split_headers, _fasta._is_space)))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.split() == ["2", "0"]
+
+
 def test_missing_and_directory(tmp_path):
     with pytest.raises(errors.InputFileError, match="no such file"):
         seqdb.open_database(tmp_path / "nope.faa")
