@@ -796,9 +796,10 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
 
 
 def _gpu_engines(setup, device, quiet, gpus, gpu_extension, gpu_window_lanes, gpu_gapped, gpu_streams,
-                 gpu_gapped_cells, times):
+                 gpu_gapped_cells, times, started=None):
     """(engines, prelims, per_device) of a GPU run (--device resolved to gpu), or ([], {}, {}):
-    the database on every GPU, several engines (streams) per GPU, and each GPU's gapped engines."""
+    the database on every GPU, several engines (streams) per GPU, and each GPU's gapped engines.
+    ``started`` is called once CUDA is up, before the upload."""
     from ..device import resolve
 
     t0 = time.perf_counter()
@@ -808,6 +809,8 @@ def _gpu_engines(setup, device, quiet, gpus, gpu_extension, gpu_window_lanes, gp
     from .gpu import GpuUngapped
 
     times.add("GPU start (CuPy import, CUDA)", t0)
+    if started is not None:
+        started()
     t0 = time.perf_counter()
     n_visible = len(gpu_status()[2])
     ids = list(gpus) if gpus else list(range(n_visible or 1))
@@ -871,13 +874,17 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
         t0 = time.perf_counter()
         procs = traceback_processes(setup, queries, threads)
         times.add("worker processes started", t0)
+
+    def warm_up():
         # numba's first call in this process (it loads its type registries, ~0.3 s) and the
-        # lookup's compiled code, while the GPU starts below (CuPy's import, CUDA's start and
-        # the upload mostly wait on the driver) rather than before the first query
+        # lookup's compiled code, while the database is uploaded (the copy waits on the GPU
+        # without the GIL), rather than before the first query.  Not during CuPy's import:
+        # two threads importing modules only take turns.
         threading.Thread(target=_warm_up_lookup, args=(queries, setup), name="warm-up", daemon=True).start()
+
     try:
         engines, prelims, per_device = _gpu_engines(setup, device, quiet, gpus, gpu_extension, gpu_window_lanes,
-                                                    gpu_gapped, gpu_streams, gpu_gapped_cells, times)
+                                                    gpu_gapped, gpu_streams, gpu_gapped_cells, times, warm_up)
         if not engines:
             _shut_down(procs)              # a CPU run: threads do everything
             procs = None
