@@ -6,8 +6,6 @@ preallocated residue array.  Parsing 273 M residues takes well under a
 second, faster than Easel's own reader through pyhmmer.
 """
 
-import types
-
 import numba
 import numpy as np
 
@@ -109,12 +107,3 @@ def split_headers(buf, hstart, hend, k):
         name_off[i + 1] = nn
         desc_off[i + 1] = nd
     return name_blob[:nn], name_off, desc_blob[:nd], desc_off
-
-
-def python_source(fn):
-    """``fn``'s Python source as a plain function, its calls to this module's other numba
-    functions made in Python too: for inputs too small to pay numba's first call in a
-    process (``seqdb.SMALL_FASTA_BYTES``)."""
-    g = dict(fn.py_func.__globals__)
-    g.update({k: v.py_func for k, v in g.items() if isinstance(v, numba.core.dispatcher.Dispatcher)})
-    return types.FunctionType(fn.py_func.__code__, g, fn.py_func.__name__, fn.py_func.__defaults__)

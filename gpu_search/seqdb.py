@@ -242,12 +242,6 @@ def read_bytes(path: Path) -> bytes:
     return data
 
 
-# A file this small (a few hundred queries) is scanned by the scanner's Python source: ~0.5 us a
-# byte, against ~0.2-0.4 s for numba's first call in a process (it loads its type registries),
-# which blastp's GPU run then pays while the GPU starts instead (engine.run_blastp)
-SMALL_FASTA_BYTES = 128 * 1024
-
-
 def read_fasta(path: str | os.PathLike) -> SequenceDB:
     """Parse a protein FASTA file (vectorized: a few passes of numpy over the bytes)."""
     path = Path(path)
@@ -258,7 +252,7 @@ def read_fasta(path: str | os.PathLike) -> SequenceDB:
 
 def parse_fasta(data: bytes, source: str = "<fasta>") -> SequenceDB:
     """Parse FASTA bytes into a :class:`SequenceDB` (see module docstring for the rules)."""
-    from ._fasta import python_source, scan, split_headers
+    from ._fasta import scan, split_headers
 
     buf = np.frombuffer(data, dtype=np.uint8)
     stripped = data.lstrip()
@@ -269,8 +263,6 @@ def parse_fasta(data: bytes, source: str = "<fasta>") -> SequenceDB:
         raise FormatError(f"{source}: {what} (a FASTA file starts with '>' header lines)")
 
     max_headers = int(np.count_nonzero(buf == ord(">")))
-    if len(buf) <= SMALL_FASTA_BYTES:   # the same code, run by Python: see SMALL_FASTA_BYTES
-        scan, split_headers = python_source(scan), python_source(split_headers)
     residues, n_res, hstart, hend, lengths, k, bad = scan(buf, AMINO_MAP, max_headers)
     if bad >= 0:
         line = data.count(b"\n", 0, bad) + 1

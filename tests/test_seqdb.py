@@ -83,39 +83,6 @@ def test_bad_fasta(tmp_path, content, error, words):
         seqdb.open_database(path)
 
 
-SCANNER_INPUTS = [
-    b">a first one\r\nacdefGHIK\r\nLM.NP_Q*\r\n\r\n>b\tdesc with\ttabs  \n BJZOUX~W\n>c\nWWWW",
-    b"  \n>x y\nMKV\n\n>z\nAC\n", b">s1\nACDE1FG\n", b">s1\nACDEFG\n>s2\n>s3\nWW\n", b">\nACDEFG\n",
-    b"ACDE\n>s\nWW\n", b">s\nWW\n>t\nA\x00C\n", b"> name after space\nWW\n",
-]
-
-
-@pytest.mark.parametrize("content", SCANNER_INPUTS)
-def test_small_files_scanned_in_python_as_by_numba(monkeypatch, content):
-    """Small files run the scanner's Python source (no numba start-up): same database or error."""
-    def parse(limit):
-        monkeypatch.setattr(seqdb, "SMALL_FASTA_BYTES", limit)
-        try:
-            db = seqdb.parse_fasta(content)
-        except errors.GpuSearchError as exc:
-            return type(exc), str(exc)
-        return ([db.name(i) for i in range(db.n_seqs)], [db.description(i) for i in range(db.n_seqs)],
-                db.residues.tobytes(), db.offsets.tolist())
-
-    assert parse(1 << 20) == parse(-1)
-
-
-def test_small_files_parsed_without_numba():
-    """A few queries are read without numba's first call (~0.3 s in a fresh process)."""
-    import subprocess
-    import sys
-
-    code = ("from gpu_search import seqdb, _fasta; db = seqdb.parse_fasta(b'>a x\\nMKV\\n>b\\nWW\\n'); "
-            "print(db.n_seqs, sum(len(f.signatures) for f in (_fasta.scan, _fasta.split_headers, _fasta._is_space)))")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert r.stdout.split() == ["2", "0"]
-
-
 def test_missing_and_directory(tmp_path):
     with pytest.raises(errors.InputFileError, match="no such file"):
         seqdb.open_database(tmp_path / "nope.faa")

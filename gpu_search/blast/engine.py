@@ -876,10 +876,9 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
         times.add("worker processes started", t0)
 
     def warm_up():
-        # numba's first call in this process (it loads its type registries, ~0.3 s) and the
-        # lookup's compiled code, while the database is uploaded (the copy waits on the GPU
-        # without the GIL), rather than before the first query.  Not during CuPy's import:
-        # two threads importing modules only take turns.
+        # the statistics' and lookup's compiled code loaded while the database is uploaded
+        # (the copy waits on the GPU without the GIL), not before the first query.  Not
+        # during CuPy's import: two threads importing modules only take turns.
         threading.Thread(target=_warm_up_lookup, args=(queries, setup), name="warm-up", daemon=True).start()
 
     try:
