@@ -60,11 +60,3 @@ cupy.cuda.Device().synchronize()
 t3 = time.perf_counter()
 print(f"getDeviceCount {t1 - t:.3f} s, context {t2 - t1:.3f} s, upload 273 MB {t3 - t2:.3f} s")
 print("THP:", open("/sys/kernel/mm/transparent_hugepage/enabled").read().strip())
-import gpu_search.blast.gpu as bg  # noqa: E402
-for pinned in ("0", "1", "0", "1"):
-    os.environ["GPU_SEARCH_PINNED_UPLOAD"] = pinned
-    t = time.perf_counter()
-    d = bg.to_gpu(cupy, big)
-    cupy.cuda.Device().synchronize()
-    print(f"to_gpu 273 MB, page-locked={pinned}: {time.perf_counter() - t:.3f} s")
-    del d

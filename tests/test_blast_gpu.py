@@ -129,22 +129,6 @@ def test_chunked_database(db_codes, proteome, blosum62):
     compare(chunked, db_codes, query_codes(proteome, 10), blosum62)
 
 
-@pytest.mark.parametrize("pinned", ["1", "0"])
-def test_large_uploads_through_locked_pages(pinned, monkeypatch):
-    """Arrays over 16 MB go up through page-locked memory (or plainly, with the switch off):
-    same bytes, at an offset that is not page-aligned, and the host array usable after."""
-    import cupy
-
-    from gpu_search.blast.gpu import to_gpu
-
-    monkeypatch.setenv("GPU_SEARCH_PINNED_UPLOAD", pinned)
-    host = np.random.default_rng(7).integers(0, 256, (40 << 20) + 123, dtype=np.uint8)
-    part = host[5:]
-    assert np.array_equal(cupy.asnumpy(to_gpu(cupy, part)), part)
-    host[:10] = 1                  # still ours: registered pages given back
-    assert np.array_equal(cupy.asnumpy(to_gpu(cupy, host)), host)
-
-
 def test_edge_queries(gpu, db_codes, blosum62):
     """Very short queries, runs of X, a query longer than the shared-memory bins (CPU fallback)."""
     rng = np.random.default_rng(9)

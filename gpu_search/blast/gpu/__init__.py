@@ -28,7 +28,6 @@ separate GPUs, as the Nextflow workflow does, avoids the repeated uploads.
 from __future__ import annotations
 
 import copy
-import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -144,7 +143,7 @@ class GpuUngapped:
         order = chunk.get("host_order")
         if order is None:
             order = _longest_first(off)
-        return dict(chunk, residues=to_gpu(cp, self.host_residues[off[0]:off[-1]]),
+        return dict(chunk, residues=cp.asarray(self.host_residues[off[0]:off[-1]]),
                     offsets=cp.asarray(off - off[0]), order=cp.asarray(order))
 
     def _resident(self, chunk: dict) -> dict:
@@ -350,25 +349,6 @@ def window_lanes_for(query_length: int) -> int:
     ms, against 26.42 and 83.06); 4 and 32 lanes are slower everywhere.
     """
     return 8 if query_length < 800 else 16
-
-
-def to_gpu(cp, host: np.ndarray):
-    """A large host array copied to the GPU from page-locked memory: its pages are locked in
-    place (cudaHostRegister) for the copy, which then goes at the bus's speed instead of
-    through the driver's staging buffer.  A plain copy where locking fails
-    (GPU_SEARCH_PINNED_UPLOAD=0: always, for benchmarks comparing the two)."""
-    host = np.ascontiguousarray(host)
-    if host.nbytes < (16 << 20) or os.environ.get("GPU_SEARCH_PINNED_UPLOAD", "1") == "0":
-        return cp.asarray(host)
-    ptr = host.ctypes.data
-    try:
-        cp.cuda.runtime.hostRegister(ptr, host.nbytes, 0)
-    except cp.cuda.runtime.CUDARuntimeError:
-        return cp.asarray(host)
-    try:
-        return cp.asarray(host)
-    finally:
-        cp.cuda.runtime.hostUnregister(ptr)
 
 
 class _HalveChunks(Exception):
