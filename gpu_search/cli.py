@@ -410,12 +410,6 @@ def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps,
 
     Rows are those of NCBI BLAST+ 2.12 blastp with -comp_based_stats 0.
     """
-    if device in ("auto", "gpu"):
-        import numpy  # noqa: F401  (here, not in two threads at once)
-
-        from .device import probe_in_background
-
-        probe_in_background()     # CuPy and the driver start while numba is imported
     from .blast.engine import run_blastp
     from .blast.options import BlastOptions
     from .blast.output import parse_outfmt

@@ -8,41 +8,16 @@ the CPU with the same results, and the user is told so once.
 from __future__ import annotations
 
 import sys
-import threading
 from functools import lru_cache
 
 from .errors import DeviceError
 
 DEVICES = ("auto", "cpu", "gpu", "reference")
 
-_probe: threading.Thread | None = None
-
-
-def probe_in_background() -> None:
-    """Start finding out whether a GPU is usable (CuPy's import and the CUDA driver's start,
-    ~0.5 s) on a thread, while the caller imports its other modules and reads its inputs.
-    :func:`gpu_status` waits for it; so does :func:`wait_for_probe` (before a fork: the
-    thread is ours, and CUDA's context is not started by it)."""
-    global _probe
-    if _probe is None and _gpu_status.cache_info().currsize == 0:
-        _probe = threading.Thread(target=_gpu_status, name="gpu-probe", daemon=True)
-        _probe.start()
-
-
-def wait_for_probe() -> None:
-    """Return once no :func:`probe_in_background` thread runs."""
-    if _probe is not None:
-        _probe.join()
-
-
-def gpu_status() -> tuple[bool, str, list[str]]:
-    """(usable, reason, device names): can CuPy run kernels here?"""
-    wait_for_probe()
-    return _gpu_status()
-
 
 @lru_cache(maxsize=1)
-def _gpu_status() -> tuple[bool, str, list[str]]:
+def gpu_status() -> tuple[bool, str, list[str]]:
+    """(usable, reason, device names): can CuPy run kernels here?"""
     try:
         import cupy
     except Exception as exc:  # ImportError, or a broken CUDA install

@@ -382,13 +382,10 @@ def traceback_processes(setup: SearchSetup, queries, workers: int):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from ..device import wait_for_probe
-
     global _FORKED
     if os.environ.get("GPU_SEARCH_TRACEBACK_PROCESSES", "1") == "0" or \
             "fork" not in multiprocessing.get_all_start_methods():
         return None
-    wait_for_probe()                   # no thread of ours at the fork
     _FORKED = (setup, queries)
     procs = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
                                 initializer=_worker_start, initargs=(os.getpid(),))
