@@ -191,11 +191,19 @@ class SequenceDB:
 
 
 def _gather(residues, starts, lens) -> np.ndarray:
-    total = int(lens.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.uint8)
-    pos = np.repeat(starts.astype(np.int64) - (np.cumsum(lens) - lens), lens) + np.arange(total)
-    return np.asarray(residues)[pos]
+    """The pieces residues[starts[i]:starts[i] + lens[i]] packed one after the other.
+
+    Pieces that follow each other in ``residues`` are copied as one run: a whole database
+    in order is one copy (an index array per residue took 2.6 s for 273 M residues).
+    """
+    arr = np.asarray(residues)
+    starts = np.asarray(starts, dtype=np.int64)
+    lens = np.asarray(lens, dtype=np.int64)
+    if int(lens.sum()) == 0:
+        return np.zeros(0, dtype=arr.dtype)
+    first = np.concatenate(([0], np.flatnonzero(starts[1:] != starts[:-1] + lens[:-1]) + 1))
+    run_lens = np.add.reduceat(lens, first)
+    return np.concatenate([arr[a:a + n] for a, n in zip(starts[first].tolist(), run_lens.tolist())])
 
 
 def _gather_blob(blob, offs, idx):

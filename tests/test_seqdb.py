@@ -83,6 +83,23 @@ def test_bad_fasta(tmp_path, content, error, words):
         seqdb.open_database(path)
 
 
+def test_gather_packs_the_pieces_in_order():
+    """_gather (subsets, shards, the GPU's upload) copies runs of adjacent pieces at once:
+    the same bytes as the pieces one by one, for in-order, out-of-order, repeated and empty ones."""
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        n = int(rng.integers(1, 30))
+        lens = rng.integers(0, 8, n)
+        offs = np.concatenate(([0], np.cumsum(lens)))
+        residues = rng.integers(0, 255, int(offs[-1]) + 1, dtype=np.uint8)
+        idx = np.sort(rng.integers(0, n, 12)) if rng.random() < 0.3 else rng.integers(0, n, int(rng.integers(0, 12)))
+        if rng.random() < 0.3:
+            idx = np.arange(n)                                  # a whole database in order: one run
+        want = b"".join(residues[offs[i]:offs[i] + lens[i]].tobytes() for i in idx)
+        got = seqdb._gather(residues, offs[idx], lens[idx])
+        assert got.dtype == np.uint8 and got.tobytes() == want
+
+
 def test_missing_and_directory(tmp_path):
     with pytest.raises(errors.InputFileError, match="no such file"):
         seqdb.open_database(tmp_path / "nope.faa")
