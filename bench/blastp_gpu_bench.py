@@ -18,7 +18,9 @@ Per query set:
   threads only; "!" after its time if its output differed);
 * our GPU phases in-process (database already on the GPU): lookup tables,
   hit detection, binning, two-hit filter and ungapped extension of every
-  query, init HSPs in BLAST's order on the host.
+  query, init HSPs in BLAST's order on the host;
+* with ``--others``: DIAMOND and MMseqs2 on the same queries and threads, their
+  time and how many of BLAST+'s hits each finds (``blastp_others.py``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from blastp_bench import prepare_databases, query_sets, timed, write_queries  # noqa: E402
+from blastp_others import compare_others, find_tools, print_table  # noqa: E402
 from hmmsearch_bench import pyhmmer_data  # noqa: E402
 
 from gpu_search import seqdb  # noqa: E402
@@ -117,12 +120,17 @@ def main():
     ap.add_argument("--gapped-kernels", default="",
                     help="also run the last set with these preliminary gapped kernels, e.g. thread "
                          "(GPU_SEARCH_GAPPED_KERNEL: a thread per subject instead of a warp)")
+    ap.add_argument("--others", action="store_true",
+                    help="also run DIAMOND and MMseqs2 on every set (bench/blastp_others.py)")
     ap.add_argument("--timeline", action="store_true",
                     help="keep the last set's main run's timeline (GPU_SEARCH_TIMELINE) and summarise it")
     args = ap.parse_args()
     blastp, makeblastdb = shutil.which("blastp"), shutil.which("makeblastdb")
     if not (blastp and makeblastdb):
         raise SystemExit("BLAST+ (blastp, makeblastdb) not found")
+    tools = find_tools() if args.others else {}
+    if tools:
+        print("other tools:", tools, flush=True)
     t0 = time.perf_counter()
     work = Path(args.work)
     fasta, blast_db, gsdb = prepare_databases(args.copies, work, makeblastdb)
@@ -180,6 +188,9 @@ def main():
                  init_hsps=n_init, rows_blast=len(rb), rows_ours=len(ro), identical=rb == ro,
                  rows_equal_sorted=same, our_phases=phases[-1] if phases else "", lifetime=lifetime)
         r["slowest_queries_s_len_init_overflowed"] = gpu_phases.slowest
+        if tools:
+            r["others"] = compare_others(q, fasta, work, args.threads, out_b, t_b, tools)
+            r["blast_out"] = out_b
         results.append(r)
         print(json.dumps(r), flush=True)
     sweep = []
@@ -224,6 +235,10 @@ def main():
     print("our process's life, end-to-end runs (s):")
     for r in results:
         print(f"  {r['queries']:20} {r['lifetime']}")
+    for r in results:
+        if "others" in r:
+            print_table(f"{r['queries']}, {args.threads} threads", r["blast_s"], r.pop("blast_out"), r["others"],
+                        ours=("gpu-search blastp (GPU)", r["ours_s"], r["identical"]))
     if args.timeline:
         print(f"timeline of the last set's main run ({timeline}):", flush=True)
         subprocess.run([sys.executable, str(Path(__file__).with_name("timeline.py")), str(timeline),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One call on the GPU host: set up the carried wheels, run the GPU tests, run the benchmark.
 # Usage (from the repository root, on the device):
-#   bash bench/device_run.sh [tests|bench|all|multi|vit|blast|blast-tests|blast-bench] [pytest args]
+#   bash bench/device_run.sh [tests|bench|all|multi|vit|blast|blast-tests|blast-bench|blast-others] [pytest args]
+# (.whl/ filled by bench/device_bundle.sh and carried: carry [".whl"])
 set -uo pipefail
 what=${1:-all}; shift || true
 export PYTHONUNBUFFERED=1
@@ -13,6 +14,11 @@ fi
 export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}
 if [ -d .whl/deb ]; then
     for f in .whl/deb/*.deb; do dpkg -x "$f" /tmp/deb; done
+    if [ -f .whl/bin/mmseqs-avx2.xz ]; then       # (bench/device_bundle.sh: MMseqs2's AVX2 build alone)
+        mkdir -p /tmp/deb/usr/bin && python3 -c "import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())" \
+            .whl/bin/mmseqs-avx2.xz > /tmp/deb/usr/bin/mmseqs-avx2
+        chmod +x /tmp/deb/usr/bin/mmseqs-avx2
+    fi
     export PATH=/tmp/deb/usr/bin:$PATH
     export LD_LIBRARY_PATH=/tmp/deb/usr/lib/x86_64-linux-gnu:/tmp/deb/lib/x86_64-linux-gnu:/tmp/deb/usr/lib/ncbi-blast+${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
@@ -33,6 +39,11 @@ if [ "$what" = blast-tests ] || [ "$what" = blast ]; then
 fi
 if [ "$what" = blast-bench ] || { [ "$what" = blast ] && [ $rc = 0 ]; }; then
     timeout 560 python3 bench/blastp_gpu_bench.py --threads "$(nproc)" --out "$OUT" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/blast-bench.log" | tail -30
+fi
+if [ "$what" = blast-others ]; then   # DIAMOND and MMseqs2 beside BLAST+ and us (bench/blastp_others.py)
+    timeout 580 python3 bench/blastp_gpu_bench.py --threads "$(nproc)" --out "$OUT" --others ${BENCH_ARGS:---sets 100} \
+        2>&1 | tee "$OUT/blast-others.log" | tail -40
+    rc=${PIPESTATUS[0]}
 fi
 if [ "$what" = vit ]; then
     timeout 300 python3 -m pytest -m gpu tests/test_gpu.py -q -x -p no:cacheprovider ${VIT_TESTS:-} 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
