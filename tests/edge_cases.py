@@ -34,3 +34,33 @@ def edge_fasta(path, hmm_consensus: str, long_length: int = 20_000, seed: int = 
             fh.write(f">{name} edge case\n")
             for i in range(0, len(seq), 60):
                 fh.write(seq[i:i + 60] + "\n")
+
+
+def long_deletion_model(M: int = 243, start: int = 40, stop: int = 200, seed: int = 5):
+    """A random protein HMM whose best paths delete nodes start..stop-1 (M->D at node start-1,
+    D->D along the way), and sequences that match the model on both sides of the deletion.
+
+    The Viterbi filter's Lazy-F pass must carry these D->D chains across many lanes of a group
+    (its max-plus scan): random models and real sequences seldom need more than a lane's worth.
+    Returns (hmm, [(name, sequence), ...]).
+    """
+    from pyhmmer.easel import Alphabet, Randomness
+    from pyhmmer.plan7 import HMM
+
+    hmm = HMM.sample(Alphabet.amino(), M, Randomness(seed))
+    hmm.name = f"deletion{start}_{stop}"
+    t = np.asarray(hmm.transition_probabilities)          # MM MI MD IM II DM DD, a view
+    t[start - 1, 0:3] = (0.05, 0.05, 0.90)
+    t[start:stop, 5:7] = (0.02, 0.98)
+    cons = hmm.consensus.upper()
+    rng = np.random.default_rng(seed)
+    seqs = []
+    for k, (a, b) in enumerate([(0, M), (10, M - 10), (start - 30, stop + 30), (start - 15, stop + 60)]):
+        left, right = cons[a:start - 1], cons[stop:b]
+        seqs.append((f"del{k}", left + right))
+        noisy = list(left + "".join(rng.choice(list(CANONICAL), size=k)) + right)
+        for j in rng.choice(len(noisy), size=len(noisy) // 10, replace=False):
+            noisy[j] = CANONICAL[rng.integers(20)]
+        seqs.append((f"del{k}_noisy", "".join(noisy)))
+    seqs.append(("full_consensus", cons))
+    return hmm, seqs

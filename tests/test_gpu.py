@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import PROTEIN_MODELS, TEST_DATA, run_filters_oracle, tables
-from edge_cases import edge_fasta
+from edge_cases import edge_fasta, long_deletion_model
 
 from gpu_search.device import gpu_status
 from gpu_search.hmmer import reference as R
@@ -106,6 +106,15 @@ def test_gpu_edge_cases(model, data_dir, tmp_path):
     fwd = backend.forward(prof, short)
     ok = np.isfinite(ref)
     assert ok.sum() > 10 and np.allclose(fwd[ok], ref[ok], atol=1e-3, rtol=0)
+
+
+def test_gpu_long_deletions(tmp_path):
+    """Best paths that delete 160 nodes: the Lazy-F D->D chain carried across 20 lanes."""
+    hmm, seqs = long_deletion_model()
+    fasta = tmp_path / "deletions.faa"
+    fasta.write_text("".join(f">{name}\n{seq}\n" for name, seq in seqs))
+    db = open_database(fasta)
+    check_states(profile_of(hmm), db, GpuBackend(db))
 
 
 def test_gpu_subset_and_order(proteome, gpu_proteome):

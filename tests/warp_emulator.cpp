@@ -1,129 +1,287 @@
-// gapped.cu's CUDA kernels run on the CPU, warp intrinsics included, so that the CPU-only
-// test suite checks the kernel code itself (tests/gapped_host.py builds this file with
-// -DGAPPED_CU="path/to/gapped.cu"; tests/test_blast_gapped_kernel.py runs it).
+// CUDA kernels run on the CPU, warp intrinsics included, so that the CPU-only test suite
+// checks the kernel code itself.  Built with -DGAPPED_CU="path/to/gapped.cu" (blastp's
+// preliminary gapped kernels; tests/gapped_host.py, tests/test_blast_gapped_emulated.py) or
+// -DFILTERS_CU="path/to/filters.cu" (HMMER's MSV and Viterbi filters, with the kernel's
+// compile-time constants G, W, SEQS, ...; tests/test_filters_emulated.py).
 //
-// Each of a block's threads is a ucontext fiber.  A fiber runs until its next warp
-// intrinsic (__shfl_sync, __shfl_up_sync, __ballot_sync, __syncwarp, __syncthreads),
-// where all of them meet: the emulator checks that every lane waits at the same call
-// (same source line, full mask: no divergence, no lane gone), computes the results and
-// runs them on.  Between meetings the lanes run one after the other, in a random order
-// (a lane reading what another writes without a __syncwarp shows up as a wrong result),
-// and shared memory is filled with garbage before each block.
+// Each of a block's threads (one warp) is a ucontext fiber.  A fiber runs until its next warp
+// intrinsic (__shfl_sync, __shfl_up_sync, __shfl_xor_sync, __ballot_sync, __reduce_max_sync,
+// __syncwarp, __syncthreads), where the lanes named in its mask meet: the emulator checks that
+// every one of them waits at the same call (same source line, same mask and width: no
+// divergence inside the mask, no lane gone, no lane read outside the mask), computes the
+// results and runs them on.  Lanes of other masks (the sub-warp groups of filters.cu) meet
+// apart and may be elsewhere; lanes that can never meet are reported.  Between meetings the
+// lanes run one after the other, in a random order (a lane reading what another writes without
+// a __syncwarp shows up as a wrong result), and shared memory is filled with garbage before
+// each block.
 // (Written for the review of the warp kernel, then adopted as a test.)
 #include <ucontext.h>
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <random>
+#include <type_traits>
 #include <vector>
 
-// --- the CUDA constructs gapped.cu uses, for the CPU ---
+// --- the CUDA constructs the kernels use, for the CPU ---
 #define __CUDACC__ 1
 #define __device__
 #define __global__
 #define __forceinline__ inline
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
+#ifdef FILTERS_CU
+#define __shared__                       // only `extern __shared__` arrays there: defined below
+#define __CUDA_ARCH__ 900                // the sm_90 code paths (REDUX)
+#else
 #define __shared__ static __attribute__((section("emushm")))     // one copy: the block's
+#endif
 struct EmuDim { unsigned x, y, z; };
 static int g_lane, g_block, g_block_dim;
-enum { K_NONE, K_SHFL, K_SHFL_UP, K_BALLOT, K_SYNCWARP, K_SYNCTHREADS };
-static int meet(int kind, int site, unsigned mask, int val, int arg);
+enum { K_NONE, K_SHFL, K_SHFL_UP, K_SHFL_XOR, K_BALLOT, K_REDUX_MAX, K_SYNCWARP, K_SYNCTHREADS };
+static long long meet(int kind, int site, unsigned mask, long long val, int arg, int width);
 #define threadIdx (EmuDim{(unsigned)g_lane, 0, 0})
 #define blockIdx (EmuDim{(unsigned)g_block, 0, 0})
 #define blockDim (EmuDim{(unsigned)g_block_dim, 1, 1})
-#define __shfl_sync(m, v, s) meet(K_SHFL, __LINE__, (m), (v), (s))
-#define __shfl_up_sync(m, v, d) meet(K_SHFL_UP, __LINE__, (m), (v), (d))
-#define __ballot_sync(m, p) ((unsigned)meet(K_BALLOT, __LINE__, (m), (p) ? 1 : 0, 0))
-#define __syncwarp(...) meet(K_SYNCWARP, __LINE__, 0xffffffffu, 0, 0)
-#define __syncthreads() meet(K_SYNCTHREADS, __LINE__, 0xffffffffu, 0, 0)
+
+// a shuffled value travels as the bits of a 4-byte float or as an integer
+template <class T> static inline long long to_val(T v)
+{
+    static_assert(sizeof(T) <= 4, "4-byte shuffles only");
+    if constexpr (std::is_floating_point_v<T>) { uint32_t u; memcpy(&u, &v, 4); return u; }
+    else return (long long)v;
+}
+template <class T> static inline T from_val(long long b)
+{
+    if constexpr (std::is_floating_point_v<T>) { uint32_t u = (uint32_t)b; T v; memcpy(&v, &u, 4); return v; }
+    else return (T)b;
+}
+template <class T> static inline T emu_shfl(int kind, int site, unsigned mask, T v, int arg, int width = 32)
+{
+    return from_val<T>(meet(kind, site, mask, to_val(v), arg, width));
+}
+#define __shfl_sync(m, v, ...) emu_shfl(K_SHFL, __LINE__, (m), (v), __VA_ARGS__)
+#define __shfl_up_sync(m, v, ...) emu_shfl(K_SHFL_UP, __LINE__, (m), (v), __VA_ARGS__)
+#define __shfl_xor_sync(m, v, ...) emu_shfl(K_SHFL_XOR, __LINE__, (m), (v), __VA_ARGS__)
+#define __ballot_sync(m, p) ((unsigned)meet(K_BALLOT, __LINE__, (m), (p) ? 1 : 0, 0, 32))
+#define __reduce_max_sync(m, v) ((int)meet(K_REDUX_MAX, __LINE__, (m), (long long)(int)(v), 0, 32))
+#define __syncwarp(...) meet(K_SYNCWARP, __LINE__, 0xffffffffu, 0, 0, 32)
+#define __syncthreads() meet(K_SYNCTHREADS, __LINE__, 0xffffffffu, 0, 0, 32)
 static inline int __ffs(unsigned x) { return x ? __builtin_ctz(x) + 1 : 0; }
 static inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
+// (the lanes of a block run one at a time: plain arithmetic is atomic)
+static inline int atomicAdd(int* p, int v) { const int old = *p; *p += v; return old; }
+static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
+{
+    const unsigned long long old = *p; *p += v; return old;
+}
 
+#ifdef FILTERS_CU
+// CUDA's integer max/min and the Hopper DPX instructions filters.cu uses, as the CUDA Math
+// API documents them (16-bit halves signed; the halves' sums wrap as 16-bit integers)
+static inline int max(int a, int b) { return a > b ? a : b; }
+static inline int min(int a, int b) { return a < b ? a : b; }
+struct uint4 { unsigned x, y, z, w; };
+static inline int half_of(unsigned v, int h) { return (int16_t)(uint16_t)(v >> (16 * h)); }
+static inline unsigned halves(int lo, int hi) { return (unsigned)(uint16_t)lo | ((unsigned)(uint16_t)hi << 16); }
+static inline int __viaddmax_s32(int a, int b, int c) { return max(a + b, c); }
+static inline unsigned __vimax_s16x2_relu(unsigned a, unsigned b)
+{
+    int r[2];
+    for (int h = 0; h < 2; h++) r[h] = max(max(half_of(a, h), half_of(b, h)), 0);
+    return halves(r[0], r[1]);
+}
+static inline unsigned __viaddmax_s16x2_relu(unsigned a, unsigned b, unsigned c)
+{
+    int r[2];
+    for (int h = 0; h < 2; h++) r[h] = max(max((int)(int16_t)(half_of(a, h) + half_of(b, h)), half_of(c, h)), 0);
+    return halves(r[0], r[1]);
+}
+#include FILTERS_CU
+// the kernels' dynamic shared memory (`extern __shared__`), as large as an H100 lends a block
+#define EMU_SMEM_BYTES (227 * 1024)
+uint4 emis[EMU_SMEM_BYTES / 16];
+uint4 vsmem[EMU_SMEM_BYTES / 16];
+static void garbage_in_shared_memory() { memset(emis, 0x5A, sizeof emis); memset(vsmem, 0x5A, sizeof vsmem); }
+#else
 #include GAPPED_CU
+extern "C" char __start_emushm[], __stop_emushm[];
+static void garbage_in_shared_memory() { memset(__start_emushm, 0x5A, __stop_emushm - __start_emushm); }
+#endif
 
 // --- the emulator ---
-extern "C" char __start_emushm[], __stop_emushm[];
-struct Lane { ucontext_t ctx; int done, kind, site, val, arg, result; unsigned mask; };
-static Lane lanes[32];
+#define MAX_THREADS 256
+struct Lane { ucontext_t ctx; int done, kind, site, arg, width; long long val, result; unsigned mask; };
+static Lane lanes[MAX_THREADS];
 static ucontext_t scheduler;
-static std::vector<char> stacks[32];
+static std::vector<char> stacks[MAX_THREADS];
 static std::function<void()> g_kernel;
 static std::mt19937 g_rng;
 static char g_error[512];
 
-static int meet(int kind, int site, unsigned mask, int val, int arg)
+static long long meet(int kind, int site, unsigned mask, long long val, int arg, int width)
 {
     Lane& l = lanes[g_lane];
-    l.kind = kind; l.site = site; l.mask = mask; l.val = val; l.arg = arg;
+    l.kind = kind; l.site = site; l.mask = mask; l.val = val; l.arg = arg; l.width = width;
     swapcontext(&l.ctx, &scheduler);
     return l.result;
 }
 
 static void lane_main() { g_kernel(); lanes[g_lane].done = 1; lanes[g_lane].kind = K_NONE; }
 
-// One block of n threads (n <= 32).  Returns 0, or 1 with g_error set.
+// Whether thread t takes part in the meeting thread w waits at: the lanes of w's warp named
+// in its mask, or the whole block at __syncthreads.
+static bool in_meeting(const Lane& a, int w, int t)
+{
+    if (a.kind == K_SYNCTHREADS) return true;
+    return (t >> 5) == (w >> 5) && (a.mask >> (t & 31) & 1u);
+}
+
+// The thread whose value thread t reads at a shuffle (CUDA's rules, also for a width below 32),
+// or -1 where it reads its own.
+static int source_thread(const Lane& x, int t)
+{
+    const int l = t & 31, w = x.width, seg = l & ~(w - 1);
+    int src = -1;
+    switch (x.kind) {
+    case K_SHFL: src = seg + (x.arg & (w - 1)); break;
+    case K_SHFL_UP: src = (l - seg) >= x.arg ? l - x.arg : -1; break;
+    case K_SHFL_XOR: { const int s = l ^ x.arg; src = s >= seg + w ? -1 : s; break; }
+    default: break;
+    }
+    return src < 0 ? -1 : (t & ~31) + src;
+}
+
+// One block of n threads (n <= 32, or whole warps up to MAX_THREADS).  Each round, the threads
+// of the warps run on to their next meeting, then every meeting whose threads are all there
+// takes place.  One warp, picked at random for the block, starts LAG_ROUNDS rounds late (or
+// once the others wait for it), as a warp may on a GPU: a missing __syncthreads then shows up
+// as garbage read from shared memory.  Returns 0, or 1 with g_error set.
+#define LAG_ROUNDS 64
 static int run_block(int n)
 {
-    for (int l = 0; l < n; l++) {
-        if (stacks[l].empty()) stacks[l].resize(1 << 20);
-        getcontext(&lanes[l].ctx);
-        lanes[l].ctx.uc_stack.ss_sp = stacks[l].data();
-        lanes[l].ctx.uc_stack.ss_size = stacks[l].size();
-        lanes[l].ctx.uc_link = &scheduler;
-        makecontext(&lanes[l].ctx, lane_main, 0);
-        lanes[l].done = 0; lanes[l].kind = K_NONE;
+    if (n > MAX_THREADS || (n > 32 && n % 32)) {
+        snprintf(g_error, sizeof g_error, "a block of %d threads: whole warps, at most %d", n, MAX_THREADS);
+        return 1;
+    }
+    const int n_warps = (n + 31) / 32;
+    const unsigned warp_mask = n >= 32 ? 0xffffffffu : (1u << n) - 1u;
+    int ready[MAX_THREADS];
+    for (int t = 0; t < n; t++) {
+        if (stacks[t].empty()) stacks[t].resize(1 << 20);
+        getcontext(&lanes[t].ctx);
+        lanes[t].ctx.uc_stack.ss_sp = stacks[t].data();
+        lanes[t].ctx.uc_stack.ss_size = stacks[t].size();
+        lanes[t].ctx.uc_link = &scheduler;
+        makecontext(&lanes[t].ctx, lane_main, 0);
+        lanes[t].done = 0; lanes[t].kind = K_NONE;
+        ready[t] = 1;
     }
     std::vector<int> order(n);
-    for (int l = 0; l < n; l++) order[l] = l;
+    for (int t = 0; t < n; t++) order[t] = t;
+    const int lagging = (int)(g_rng() % n_warps);
+    int round = 0;
     for (;;) {
+        // the ready threads of the warps run on to their next meeting (or their end); one warp
+        // waits the first LAG_ROUNDS rounds, or until the others are stuck without it
+        bool others_ready = false;
+        for (int t = 0; t < n; t++) others_ready |= !lanes[t].done && ready[t] && (t >> 5) != lagging;
+        bool active[MAX_THREADS / 32];
+        for (int k = 0; k < n_warps; k++) active[k] = k != lagging || round >= LAG_ROUNDS || !others_ready;
+        round++;
         std::shuffle(order.begin(), order.end(), g_rng);
-        for (int l : order) {
-            if (lanes[l].done) continue;
-            g_lane = l;
-            swapcontext(&scheduler, &lanes[l].ctx);
+        bool ran = false;
+        for (int t : order) {
+            if (lanes[t].done || !ready[t] || !active[t >> 5]) continue;
+            g_lane = t;
+            swapcontext(&scheduler, &lanes[t].ctx);
+            ready[t] = 0;
+            ran = true;
         }
-        int n_done = 0, w = -1;
-        for (int l = 0; l < n; l++) {
-            if (lanes[l].done) n_done++;
-            else if (w < 0) w = l;
-        }
+        int n_done = 0;
+        for (int t = 0; t < n; t++) n_done += lanes[t].done;
         if (n_done == n) return 0;
-        const int kind = lanes[w].kind, site = lanes[w].site;
-        for (int l = 0; l < n; l++) {
-            if (lanes[l].done) {
-                snprintf(g_error, sizeof g_error, "block %d: lane %d ended while lane %d waits at line %d",
-                         g_block, l, w, site);
+        // every meeting whose threads are all waiting at it takes place
+        bool progress = false;
+        int seen[MAX_THREADS] = {0};          // threads whose meeting was looked at this round
+        for (int w = 0; w < n; w++) {
+            const Lane& a = lanes[w];
+            if (a.done || ready[w] || seen[w]) continue;
+            if (a.kind != K_SYNCTHREADS && ((a.mask & ~warp_mask) || !(a.mask >> (w & 31) & 1u))) {
+                snprintf(g_error, sizeof g_error, "block %d: thread %d at line %d: mask %08x %s", g_block, w,
+                         a.site, a.mask, (a.mask & ~warp_mask) ? "names lanes outside the block"
+                                                               : "leaves out the lane itself");
                 return 1;
             }
-            if (lanes[l].kind != kind || lanes[l].site != site || lanes[l].mask != 0xffffffffu) {
-                snprintf(g_error, sizeof g_error, "block %d: divergence: lane %d at line %d, lane %d at line %d",
-                         g_block, w, site, l, lanes[l].site);
+            bool complete = true;
+            for (int t = 0; t < n; t++) {
+                if (!in_meeting(a, w, t)) continue;
+                if (lanes[t].done) {
+                    snprintf(g_error, sizeof g_error, "block %d: thread %d ended while thread %d waits at line %d",
+                             g_block, t, w, a.site);
+                    return 1;
+                }
+                const Lane& b = lanes[t];
+                if (ready[t] || b.kind != a.kind || b.site != a.site || b.mask != a.mask || b.width != a.width)
+                    complete = false;
+                else
+                    seen[t] = 1;
+            }
+            if (!complete) continue;
+            if (n < 32 && a.kind != K_SYNCTHREADS) {
+                snprintf(g_error, sizeof g_error, "a warp intrinsic in a block of %d threads", n);
                 return 1;
             }
+            unsigned ballot = 0;
+            int redux = INT32_MIN;
+            for (int t = 0; t < n; t++) {
+                if (!in_meeting(a, w, t)) continue;
+                if (a.kind == K_BALLOT && lanes[t].val) ballot |= 1u << (t & 31);
+                redux = std::max(redux, (int)lanes[t].val);
+            }
+            for (int t = 0; t < n; t++) {
+                if (!in_meeting(a, w, t)) continue;
+                Lane& x = lanes[t];
+                const int src = source_thread(x, t);
+                if (src >= 0 && !in_meeting(a, w, src)) {
+                    snprintf(g_error, sizeof g_error, "block %d: thread %d reads lane %d, outside the mask %08x, "
+                             "at line %d", g_block, t, src & 31, a.mask, x.site);
+                    return 1;
+                }
+                x.result = (x.kind == K_SHFL || x.kind == K_SHFL_UP || x.kind == K_SHFL_XOR)
+                               ? lanes[src >= 0 ? src : t].val
+                         : x.kind == K_BALLOT ? (long long)ballot
+                         : x.kind == K_REDUX_MAX ? (long long)redux : 0;
+            }
+            for (int t = 0; t < n; t++)
+                if (in_meeting(a, w, t)) ready[t] = 1;
+            progress = true;
         }
-        if (n != 32 && kind != K_SYNCTHREADS) {
-            snprintf(g_error, sizeof g_error, "a warp intrinsic in a block of %d threads", n);
+        bool waiting_to_run = false;
+        for (int t = 0; t < n; t++) waiting_to_run |= !lanes[t].done && ready[t];
+        if (!progress && !ran && !waiting_to_run) {   // threads wait for threads that wait elsewhere
+            for (int w = 0; w < n; w++) {
+                const Lane& a = lanes[w];
+                if (a.done) continue;
+                for (int t = 0; t < n; t++)
+                    if (in_meeting(a, w, t) && (lanes[t].site != a.site || lanes[t].mask != a.mask)) {
+                        snprintf(g_error, sizeof g_error, "block %d: divergence: thread %d at line %d (mask %08x), "
+                                 "thread %d at line %d (mask %08x)", g_block, w, a.site, a.mask, t, lanes[t].site,
+                                 lanes[t].mask);
+                        return 1;
+                    }
+            }
+            snprintf(g_error, sizeof g_error, "block %d: the threads cannot meet", g_block);
             return 1;
-        }
-        unsigned ballot = 0;
-        int vals[32];
-        for (int l = 0; l < n; l++) {
-            vals[l] = lanes[l].val;
-            if (kind == K_BALLOT && lanes[l].val) ballot |= 1u << l;
-        }
-        for (int l = 0; l < n; l++) {
-            Lane& x = lanes[l];
-            x.result = kind == K_SHFL ? vals[x.arg & 31]
-                     : kind == K_SHFL_UP ? (l >= x.arg ? vals[l - x.arg] : vals[l])
-                     : kind == K_BALLOT ? (int)ballot : 0;
         }
     }
 }
 
 extern "C" const char* emulator_error() { return g_error; }
 
+#ifdef GAPPED_CU
 // prelim_gapped_warp (which = 0; WARPS must be 1: a block is one warp) or prelim_gapped
 // (which = 1, 32 threads a block) over jobs[0, n_jobs), the kernels' arguments otherwise.
 // Returns 0, or 1 (emulator_error() says why).
@@ -151,9 +309,51 @@ extern "C" int emulate_prelim(int which, unsigned seed, const int* jobs, int n_j
     const int per_block = which == 0 ? WARPS : 32;
     g_block_dim = which == 0 ? 32 * WARPS : 32;
     for (int b = 0; b * per_block < n_jobs; b++) {
-        memset(__start_emushm, 0x5A, __stop_emushm - __start_emushm);      // shared memory: garbage
+        garbage_in_shared_memory();
         g_block = b;
         if (run_block(g_block_dim)) return 1;
     }
     return 0;
 }
+#endif
+
+#ifdef FILTERS_CU
+// msv_filter / viterbi_filter over order[0, n) with the kernels' own arguments, in n_blocks
+// blocks of `threads` threads (whole warps) run one after the other: the first block's warps
+// take all the work from the counter (a persistent grid), the others find none.
+// Returns 0, or 1 (emulator_error() says why).
+static int run_blocks(unsigned seed, int n_blocks, int threads)
+{
+    g_error[0] = 0;
+    g_rng.seed(seed);
+    g_block_dim = threads;
+    for (int b = 0; b < n_blocks; b++) {
+        garbage_in_shared_memory();
+        g_block = b;
+        if (run_block(threads)) return 1;
+    }
+    return 0;
+}
+
+extern "C" int emulate_msv(unsigned seed, int n_blocks, int threads, const uint8_t* residues, const long long* offsets,
+                           const int* order, int n, const uint4* emis_global, const uint8_t* tjb_by_len, int tbm,
+                           int tec, int base, int bias, short* out)
+{
+    int counter = 0;
+    g_kernel = [=, &counter] { msv_filter(residues, offsets, order, n, emis_global, tjb_by_len, tbm, tec, base,
+                                          bias, &counter, out); };
+    return run_blocks(seed, n_blocks, threads);
+}
+
+extern "C" int emulate_viterbi(unsigned seed, int n_blocks, int threads, const uint8_t* residues, const long long* offsets,
+                               const int* order, int n, const short* vemis_global, const int* vtrans_global,
+                               const short* move_by_len, int e_move, int e_loop, int base_w, int ddbound, int* out)
+{
+    int counter = 0;
+    g_kernel = [=, &counter] { viterbi_filter(residues, offsets, order, n, vemis_global, vtrans_global,
+                                              move_by_len, e_move, e_loop, base_w, ddbound, &counter, out); };
+    return run_blocks(seed, n_blocks, threads);
+}
+
+extern "C" int shared_memory_bytes() { return EMU_SMEM_BYTES; }
+#endif

@@ -135,6 +135,13 @@ def forward_geometry(M: int) -> Geometry:
 # --- kernels -------------------------------------------------------------------------------
 
 
+def kernel_options(G: int, W: int, profile_in_smem: bool, seqs: int = 1, defines: tuple = ()) -> tuple:
+    """filters.cu's compile-time constants (NVRTC's options; the CPU emulator of the tests
+    builds the kernels with the same)."""
+    return (f"-DG={G}", f"-DW={W}", f"-DPROFILE_IN_SMEM={int(profile_in_smem)}", f"-DSEQS={seqs}", *defines,
+            f"-I{KERNEL_FILE.parent}")
+
+
 @lru_cache(maxsize=None)
 def load_kernels(G: int, W: int, profile_in_smem: bool, device_id: int, seqs: int = 1,
                  defines: tuple = ()):
@@ -143,8 +150,7 @@ def load_kernels(G: int, W: int, profile_in_smem: bool, device_id: int, seqs: in
     seqs: sequences per group of the Viterbi filter (filters.cu)."""
     cp = _cupy()
     source = f'#line 1 "{KERNEL_FILE.name}"\n' + KERNEL_FILE.read_text()
-    options = ("-std=c++17", f"-DG={G}", f"-DW={W}", f"-DPROFILE_IN_SMEM={int(profile_in_smem)}",
-               f"-DSEQS={seqs}", *defines, f"-I{KERNEL_FILE.parent}")
+    options = ("-std=c++17", *kernel_options(G, W, profile_in_smem, seqs, defines))
     with cp.cuda.Device(device_id):
         module = cp.RawModule(code=source, options=options, name_expressions=None)
         return module.get_function("msv_filter"), module.get_function("viterbi_filter")
@@ -197,6 +203,30 @@ def pack_forward_profile(prof: FilterProfile, geo: Geometry):
     femis = np.ascontiguousarray(emit.reshape(KP, G, W).transpose(0, 2, 1))
     ftrans = np.ascontiguousarray(trans.reshape(8, G, W).transpose(2, 0, 1))
     return femis, ftrans
+
+
+def length_table(kind: str, prof: FilterProfile, max_len: int) -> np.ndarray:
+    """The kernels' length-indexed costs for lengths 0..max_len: 'tjb' (MSV, uint8) or 'move'
+    (Viterbi filter, int16); length 0 (no sequence) as length 1."""
+    lengths = np.arange(max_len + 1)
+    lengths[0] = 1
+    return prof.tjb_b(lengths) if kind == "tjb" else prof.move_w(lengths)
+
+
+def msv_states(results: np.ndarray):
+    """msv_filter's int16 outputs as (xJ uint8, overflow bool): -1 is HMMER's overflow."""
+    overflow = results < 0
+    xJ = results.astype(np.uint8)
+    xJ[overflow] = 0
+    return xJ, overflow
+
+
+def viterbi_states(results: np.ndarray):
+    """viterbi_filter's int32 outputs as (xC int16, overflow bool): xC saturates at -32768 as
+    HMMER's 16-bit words do, OVERFLOW_W is HMMER's overflow."""
+    overflow = results == OVERFLOW_W
+    xC = np.where(overflow, -32768, np.maximum(results, -32768))
+    return xC.astype(np.int16), overflow
 
 
 def pack_viterbi_profile(prof: FilterProfile, geo: Geometry):
@@ -357,10 +387,7 @@ class GpuBackend:
         """
         key = (kind, float(prof.scale_b if kind == "tjb" else prof.scale_w), float(prof.nj))
         if key not in self._tables:
-            lengths = np.arange(self.max_len + 1)
-            lengths[0] = 1
-            values = prof.tjb_b(lengths) if kind == "tjb" else prof.move_w(lengths)
-            self._tables[key] = {"host": values}
+            self._tables[key] = {"host": length_table(kind, prof, self.max_len)}
         return self._tables[key]
 
     def _device_table(self, kind, prof, part):
@@ -471,10 +498,7 @@ class GpuBackend:
                    shared_mem=smem)
 
         self._run("msv", idx, launch, np.int16, results)
-        overflow = results < 0
-        xJ = results.astype(np.uint8)
-        xJ[overflow] = 0
-        return xJ, overflow
+        return msv_states(results)
 
     def viterbi(self, prof: FilterProfile, idx, geometry: Geometry | None = None,
                 block: int | None = None):
@@ -511,9 +535,7 @@ class GpuBackend:
                    shared_mem=smem)
 
         self._run("viterbi", idx, launch, np.int32, results)
-        overflow = results == OVERFLOW_W
-        xC = np.where(overflow, -32768, np.maximum(results, -32768))
-        return xC.astype(np.int16), overflow
+        return viterbi_states(results)
 
     def forward(self, prof: FilterProfile, idx, geometry: Geometry | None = None):
         """Approximate Forward scores (nats, float64; NaN where not finite) per sequence of idx.

@@ -1,0 +1,255 @@
+"""HMMER's MSV and Viterbi filters as the GPU computes them (``hmmer/gpu/filters.cu``), the CUDA
+code itself run on the CPU, against the numpy reference and HMMER's own filters.
+
+tests/warp_emulator.cpp runs a kernel's 32 lanes as fibers that meet at every warp intrinsic
+(shuffles within the sub-warp groups of G lanes, the group's REDUX maximum, the Lazy-F vote),
+checks that the lanes of a mask meet at the same one, and runs them in a random order between
+meetings with shared memory filled with garbage; the DPX instructions are written out as the
+CUDA Math API defines them.  The kernels are built with the same compile-time constants as
+NVRTC builds them (``kernel_options``), fed the same packed profiles and length tables
+(``pack_msv_profile``, ``pack_viterbi_profile``, ``length_table``) and read back by the same
+code (``msv_states``, ``viterbi_states``), so that only CuPy's launch is left out.  The same
+checks run on the GPU itself in test_gpu.py; these let CI (no GPU) catch a kernel change that
+breaks exactness.  The emulator is slow (~1 ms per row of a 32-lane group): small subsets.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import PROTEIN_MODELS, run_filters_oracle
+from edge_cases import edge_fasta, long_deletion_model
+
+from gpu_search.hmmer import reference as R
+from gpu_search.hmmer import scores as S
+from gpu_search.hmmer.gpu import (KERNEL_FILE, Geometry, kernel_options, length_table, msv_geometry,
+                                  msv_states, pack_msv_profile, pack_viterbi_profile, viterbi_geometry,
+                                  viterbi_states)
+from gpu_search.hmmer.models import read_hmms
+from gpu_search.hmmer.profile import FilterProfile
+from gpu_search.seqdb import open_database
+
+CXX = shutil.which("g++") or shutil.which("c++")
+EMULATOR = Path(__file__).with_name("warp_emulator.cpp")
+pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler")
+_P = ctypes.c_void_p
+
+
+def profile_of(hmm) -> FilterProfile:
+    from pyhmmer.plan7 import Background, Profile
+
+    gm = Profile(hmm.M, hmm.alphabet)
+    gm.configure(hmm, Background(hmm.alphabet), 100)
+    return FilterProfile.from_optimized(gm.to_optimized())
+
+
+def random_profile(M: int, seed: int) -> FilterProfile:
+    from pyhmmer.easel import Alphabet, Randomness
+    from pyhmmer.plan7 import HMM
+
+    hmm = HMM.sample(Alphabet.amino(), M, Randomness(seed))
+    hmm.name = f"random{M}"
+    return profile_of(hmm)
+
+
+class Emulated:
+    """filters.cu built for one geometry with the CPU emulator; ``msv`` and ``viterbi`` return
+    what ``GpuBackend.msv`` / ``.viterbi`` return, for the sequences idx of db."""
+
+    def __init__(self, directory: Path, geo: Geometry, profile_in_smem: bool = True, seed: int = 1,
+                 threads: int = 64):
+        options = kernel_options(geo.G, geo.W, profile_in_smem, geo.seqs, geo.defines)
+        name = "filters" + "".join(o.replace("-D", "_").replace("=", "") for o in options if o.startswith("-D"))
+        out = Path(directory) / f"{name}.so"
+        if not out.exists():
+            subprocess.run([CXX, "-O1", "-std=c++17", "-shared", "-fPIC", *options,
+                            f'-DFILTERS_CU="{KERNEL_FILE}"', "-o", str(out), str(EMULATOR)],
+                           check=True, capture_output=True)
+        self.lib = ctypes.CDLL(str(out))
+        self.lib.emulator_error.restype = ctypes.c_char_p
+        self.geo, self.in_smem, self.seed, self.threads = geo, profile_in_smem, seed, threads
+
+    def _order(self, db, idx):
+        """The sequences longest first, as GpuBackend orders them (neighbours share a group)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        by_len = np.argsort(-db.lengths[idx], kind="stable")
+        return by_len, np.ascontiguousarray(idx[by_len], dtype=np.int32)
+
+    def _check_smem(self, *arrays):
+        if self.in_smem:
+            assert sum(a.nbytes for a in arrays) <= self.lib.shared_memory_bytes(), "profile too large for smem"
+
+    def msv(self, prof: FilterProfile, db, idx):
+        emis = pack_msv_profile(prof, self.geo)
+        self._check_smem(emis)
+        tjb = length_table("tjb", prof, int(db.lengths.max()))
+        assert tjb.dtype == np.uint8                      # msv_filter reads uint8_t
+        by_len, order = self._order(db, idx)
+        out = np.zeros(len(order), dtype=np.int16)
+        rc = self.lib.emulate_msv(ctypes.c_uint(self.seed), 2, self.threads, _p(db.residues), _p(db.offsets), _p(order),
+                                  len(order), _p(emis), _p(tjb), prof.tbm, prof.tec, prof.base_b, prof.bias_b,
+                                  _p(out))
+        assert rc == 0, self.lib.emulator_error().decode()
+        results = np.empty_like(out)
+        results[by_len] = out
+        return msv_states(results)
+
+    def viterbi(self, prof: FilterProfile, db, idx):
+        vemis, vtrans = pack_viterbi_profile(prof, self.geo)
+        self._check_smem(vemis, vtrans)
+        move = length_table("move", prof, int(db.lengths.max()))
+        assert move.dtype == np.int16                     # viterbi_filter reads short
+        by_len, order = self._order(db, idx)
+        out = np.zeros(len(order), dtype=np.int32)
+        rc = self.lib.emulate_viterbi(ctypes.c_uint(self.seed), 2, self.threads, _p(db.residues), _p(db.offsets), _p(order),
+                                      len(order), _p(vemis), _p(vtrans), _p(move), prof.e_move, prof.e_loop,
+                                      prof.base_w, prof.ddbound_w, _p(out))
+        assert rc == 0, self.lib.emulator_error().decode()
+        results = np.empty_like(out)
+        results[by_len] = out
+        return viterbi_states(results)
+
+
+def _p(a: np.ndarray):
+    assert a.flags.c_contiguous
+    return a.ctypes.data_as(_P)
+
+
+@pytest.fixture(scope="module")
+def build_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("emulated_filters")
+
+
+def check_msv(lib: Emulated, prof, db, idx):
+    gJ, gO = lib.msv(prof, db, idx)
+    rJ, rO = R.msv_filter(prof, db.residues, db.offsets, db.lengths, idx)
+    assert np.array_equal(gO, rO), f"{prof.name} {lib.geo}: MSV overflow flags differ at {np.flatnonzero(gO != rO)[:5]}"
+    bad = np.flatnonzero(~rO & (gJ != rJ))
+    assert len(bad) == 0, f"{prof.name} {lib.geo}: MSV xJ differs for {len(bad)}: {gJ[bad[:5]]} vs {rJ[bad[:5]]}"
+    return gJ, gO
+
+
+def check_viterbi(lib: Emulated, prof, db, idx):
+    gC, gO = lib.viterbi(prof, db, idx)
+    rC, rO = R.viterbi_filter(prof, db.residues, db.offsets, db.lengths, idx)
+    assert np.array_equal(gO, rO), f"{prof.name} {lib.geo}: Viterbi overflow flags differ"
+    bad = np.flatnonzero(~rO & (gC != rC))
+    assert len(bad) == 0, f"{prof.name} {lib.geo}: Viterbi xC differs for {len(bad)}: {gC[bad[:5]]} vs {rC[bad[:5]]}"
+    return gC, gO
+
+
+def spread(db, n: int) -> np.ndarray:
+    """n sequences of db spread over its lengths (shortest to longest), in database order."""
+    by_len = np.argsort(db.lengths, kind="stable")
+    return np.sort(by_len[np.linspace(0, db.n_seqs - 1, n).astype(int)])
+
+
+@pytest.mark.parametrize("model", PROTEIN_MODELS[:3])
+def test_real_models_equal_hmmer(model, data_dir, proteome, build_dir, tmp_path, filters_oracle):
+    """Real Pfam-like models (M 97 to 1,184 across the five; three here) on 40 proteome sequences
+    of every length: MSV and Viterbi-filter scores equal to HMMER's own filters."""
+    hmm = read_hmms(data_dir / "hmms" / "txt" / f"{model}.hmm")[0]
+    prof = profile_of(hmm)
+    idx = spread(proteome, 40)
+    fasta = tmp_path / "subset.faa"
+    with open(fasta, "w") as fh:
+        for i in idx:
+            fh.write(f">{proteome.name(i)}\n{proteome.text(i)}\n")
+    oracle = run_filters_oracle(filters_oracle, data_dir / "hmms" / "txt" / f"{model}.hmm", fasta)[hmm.name]
+    L = proteome.lengths[idx]
+    xJ, ovf = check_msv(Emulated(build_dir, msv_geometry(prof.M)), prof, proteome, idx)
+    xC, vovf = check_viterbi(Emulated(build_dir, viterbi_geometry(prof.M)), prof, proteome, idx)
+    assert np.array_equal(S.msv_score(prof, xJ, prof.tjb_b(L), ovf), oracle["msv"])
+    assert np.array_equal(S.viterbi_score(prof, xC, prof.move_w(L), vovf), oracle["vit"])
+
+
+@pytest.mark.parametrize("M", [1, 16, 65, 130, 300, 700])
+def test_msv_geometries(M, proteome, build_dir):
+    """MSV with groups of 1 to 32 lanes (msv_geometry), profile in shared memory or read
+    through L1, on random models."""
+    prof = random_profile(M, M)
+    idx = spread(proteome, 48)
+    geo = msv_geometry(M)
+    check_msv(Emulated(build_dir, geo), prof, proteome, idx)
+    if M in (65, 700):
+        check_msv(Emulated(build_dir, geo, profile_in_smem=False), prof, proteome, idx)
+
+
+@pytest.mark.parametrize("M", [3, 40, 243])
+@pytest.mark.parametrize("seqs", [1, 2])
+def test_viterbi_variants(M, seqs, proteome, build_dir):
+    """Each Viterbi-filter variant (one or two sequences a group; transitions of none, some or
+    all nodes in registers; REDUX or shuffles for the row maximum; groups of 16 lanes) on an odd
+    count of sequences, so that a group of two gets one sequence at the end."""
+    prof = random_profile(M, 100 + M)
+    idx = spread(proteome, 17)
+    geo = viterbi_geometry(M, seqs=seqs)
+    half = Geometry(16, -(-M // 16), 1, seqs)
+    variants = (geo, replace(geo, redux=False, trans_regs=0), replace(geo, redux=True, trans_regs=geo.W),
+                replace(geo, trans_regs=max(1, geo.W // 2)), half)
+    for g in dict.fromkeys(variants):
+        check_viterbi(Emulated(build_dir, g), prof, proteome, idx)
+
+
+def test_viterbi_profile_through_l1(proteome, build_dir):
+    """The Viterbi filter with its profile read from global memory (models too large for
+    shared memory), against the reference."""
+    prof = random_profile(200, 7)
+    check_viterbi(Emulated(build_dir, viterbi_geometry(200), profile_in_smem=False), prof, proteome,
+                  spread(proteome, 12))
+
+
+def test_edge_cases(data_dir, tmp_path, build_dir):
+    """Length 1 (every letter), runs of X, degenerate letters, '*' and '~', the model's consensus
+    repeated (MSV's 8-bit and the Viterbi filter's 16-bit overflow), a 3,000-residue sequence."""
+    hmm = read_hmms(data_dir / "hmms" / "txt" / "Thioesterase.hmm")[0]
+    fasta = tmp_path / "edge.faa"
+    edge_fasta(fasta, hmm.consensus, long_length=3_000)
+    db = open_database(fasta)
+    prof = profile_of(hmm)
+    idx = np.arange(db.n_seqs)
+    _, msv_overflow = check_msv(Emulated(build_dir, msv_geometry(prof.M)), prof, db, idx)
+    _, vit_overflow = check_viterbi(Emulated(build_dir, viterbi_geometry(prof.M)), prof, db, idx)
+    assert msv_overflow.any() and vit_overflow.any(), "the overflow cases were not reached"
+
+
+def test_long_deletions_across_lanes(tmp_path, build_dir):
+    """Best paths that delete 160 nodes (D->D across 20 lanes of 8 nodes): the Lazy-F pass's
+    max-plus scan over the group's lanes, against the reference and HMMER's own filter."""
+    hmm, seqs = long_deletion_model()
+    fasta = tmp_path / "deletions.faa"
+    fasta.write_text("".join(f">{name}\n{seq}\n" for name, seq in seqs))
+    db = open_database(fasta)
+    prof = profile_of(hmm)
+    idx = np.arange(db.n_seqs)
+    geo = viterbi_geometry(prof.M)
+    assert geo.G == 32 and geo.W == 8
+    for g in (geo, replace(geo, redux=False, trans_regs=0), Geometry(16, 16, 1, 1)):
+        check_viterbi(Emulated(build_dir, g), prof, db, idx)
+
+
+def test_emulator_reports_a_lane_outside_its_group(build_dir, proteome):
+    """The emulator is strict: a kernel whose shuffle reads a lane outside its group's mask fails
+    with the reason, rather than passing on a value the GPU would not give."""
+    source = KERNEL_FILE.read_text()
+    broken_src = source.replace("__shfl_up_sync(gmask, last, 1, G)", "__shfl_up_sync(gmask, last, 1, 32)")
+    assert broken_src != source
+    broken = build_dir / "broken_filters.cu"
+    broken.write_text(broken_src)
+    geo = msv_geometry(65)                        # groups of 2 lanes
+    options = kernel_options(geo.G, geo.W, True, geo.seqs, geo.defines)
+    out = build_dir / "broken.so"
+    subprocess.run([CXX, "-O1", "-std=c++17", "-shared", "-fPIC", *options, f'-DFILTERS_CU="{broken}"',
+                    "-o", str(out), str(EMULATOR)], check=True, capture_output=True)
+    lib = Emulated.__new__(Emulated)
+    lib.lib = ctypes.CDLL(str(out))
+    lib.lib.emulator_error.restype = ctypes.c_char_p
+    lib.geo, lib.in_smem, lib.seed, lib.threads = geo, True, 1, 64
+    with pytest.raises(AssertionError, match="outside the mask"):
+        lib.msv(random_profile(65, 65), proteome, spread(proteome, 8))
