@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from blast_cases import cutoffs, query_codes
 from click.testing import CliRunner
 
-from gpu_search.blast import stats
 from gpu_search.blast.alphabet import EASEL_TO_NCBISTDAA, blast_query_codes
 from gpu_search.blast.lookup import build_lookup
 from gpu_search.blast.matrix import load_matrix
@@ -39,19 +39,6 @@ def db_codes(proteome):
 @pytest.fixture(scope="module")
 def gpu(db_codes):
     return GpuUngapped(*db_codes)
-
-
-def cutoffs(q, matrix, db_length):
-    kbp = stats.ungapped_params(q, matrix)
-    if kbp is None:                      # no Karlin block (e.g. all X): BLAST skips it; still compare
-        return 16, 0
-    g = stats.gapped_params(matrix.name, 11, 1)
-    cut = stats.search_cutoffs(kbp, g, len(q), stats.BLAST_SEQSRC_MINLENGTH, db_length, evalue=10.0)
-    return min(cut.x_drop_ungapped, cut.ungapped_cutoff), cut.ungapped_cutoff
-
-
-def query_codes(db, i):
-    return blast_query_codes(EASEL_TO_NCBISTDAA[np.asarray(db.sequence(i))])
 
 
 def compare(gpu_engine, db_codes, q, matrix, word_size=3, threshold=11, window=40, x_drop=None, cutoff=None):

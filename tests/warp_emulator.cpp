@@ -2,7 +2,10 @@
 // checks the kernel code itself.  Built with -DGAPPED_CU="path/to/gapped.cu" (blastp's
 // preliminary gapped kernels; tests/gapped_host.py, tests/test_blast_gapped_emulated.py) or
 // -DFILTERS_CU="path/to/filters.cu" (HMMER's MSV and Viterbi filters, with the kernel's
-// compile-time constants G, W, SEQS, ...; tests/test_filters_emulated.py).
+// compile-time constants G, W, SEQS, ...; tests/test_filters_emulated.py) or
+// -DUNGAPPED_CU="path/to/ungapped.cu" (blastp's hit detection, two-hit filter and ungapped
+// extension, its `extern __shared__` turned into `extern` by the caller, see
+// tests/test_blast_ungapped_emulated.py).
 //
 // Each of a block's threads (one warp) is a ucontext fiber.  A fiber runs until its next warp
 // intrinsic (__shfl_sync, __shfl_up_sync, __shfl_xor_sync, __ballot_sync, __reduce_max_sync,
@@ -67,7 +70,11 @@ template <class T> static inline T emu_shfl(int kind, int site, unsigned mask, T
 #define __shfl_xor_sync(m, v, ...) emu_shfl(K_SHFL_XOR, __LINE__, (m), (v), __VA_ARGS__)
 #define __ballot_sync(m, p) ((unsigned)meet(K_BALLOT, __LINE__, (m), (p) ? 1 : 0, 0, 32))
 #define __reduce_max_sync(m, v) ((int)meet(K_REDUX_MAX, __LINE__, (m), (long long)(int)(v), 0, 32))
-#define __syncwarp(...) meet(K_SYNCWARP, __LINE__, 0xffffffffu, 0, 0, 32)
+// (__builtin_LINE() as a default argument: the caller's line)
+static inline void __syncwarp(unsigned mask = 0xffffffffu, int site = __builtin_LINE())
+{
+    meet(K_SYNCWARP, site, mask, 0, 0, 32);
+}
 #define __syncthreads() meet(K_SYNCTHREADS, __LINE__, 0xffffffffu, 0, 0, 32)
 static inline int __ffs(unsigned x) { return x ? __builtin_ctz(x) + 1 : 0; }
 static inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
@@ -78,11 +85,18 @@ static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long 
     const unsigned long long old = *p; *p += v; return old;
 }
 
-#ifdef FILTERS_CU
-// CUDA's integer max/min and the Hopper DPX instructions filters.cu uses, as the CUDA Math
-// API documents them (16-bit halves signed; the halves' sums wrap as 16-bit integers)
+#if defined(FILTERS_CU) || defined(UNGAPPED_CU)
+// CUDA's integer max/min and read-only load
 static inline int max(int a, int b) { return a > b ? a : b; }
 static inline int min(int a, int b) { return a < b ? a : b; }
+template <class T> static inline T __ldg(const T* p) { return *p; }
+#endif
+// the kernels' dynamic shared memory (`extern __shared__`), as large as an H100 lends a block
+#define EMU_SMEM_BYTES (227 * 1024)
+
+#ifdef FILTERS_CU
+// the Hopper DPX instructions filters.cu uses, as the CUDA Math API documents them (16-bit
+// halves signed; the halves' sums wrap as 16-bit integers)
 struct uint4 { unsigned x, y, z, w; };
 static inline int half_of(unsigned v, int h) { return (int16_t)(uint16_t)(v >> (16 * h)); }
 static inline unsigned halves(int lo, int hi) { return (unsigned)(uint16_t)lo | ((unsigned)(uint16_t)hi << 16); }
@@ -100,11 +114,18 @@ static inline unsigned __viaddmax_s16x2_relu(unsigned a, unsigned b, unsigned c)
     return halves(r[0], r[1]);
 }
 #include FILTERS_CU
-// the kernels' dynamic shared memory (`extern __shared__`), as large as an H100 lends a block
-#define EMU_SMEM_BYTES (227 * 1024)
 uint4 emis[EMU_SMEM_BYTES / 16];
 uint4 vsmem[EMU_SMEM_BYTES / 16];
 static void garbage_in_shared_memory() { memset(emis, 0x5A, sizeof emis); memset(vsmem, 0x5A, sizeof vsmem); }
+#elif defined(UNGAPPED_CU)
+#include UNGAPPED_CU
+int smem[EMU_SMEM_BYTES / 4];
+extern "C" char __start_emushm[], __stop_emushm[];
+static void garbage_in_shared_memory()
+{
+    memset(smem, 0x5A, sizeof smem);
+    memset(__start_emushm, 0x5A, __stop_emushm - __start_emushm);
+}
 #else
 #include GAPPED_CU
 extern "C" char __start_emushm[], __stop_emushm[];
@@ -112,11 +133,12 @@ static void garbage_in_shared_memory() { memset(__start_emushm, 0x5A, __stop_emu
 #endif
 
 // --- the emulator ---
-#define MAX_THREADS 256
+#define MAX_THREADS 512
+#define STACK_BYTES (1 << 20)       // (allocated, not touched: pages come as the fibers use them)
 struct Lane { ucontext_t ctx; int done, kind, site, arg, width; long long val, result; unsigned mask; };
 static Lane lanes[MAX_THREADS];
 static ucontext_t scheduler;
-static std::vector<char> stacks[MAX_THREADS];
+static char* stacks[MAX_THREADS];
 static std::function<void()> g_kernel;
 static std::mt19937 g_rng;
 static char g_error[512];
@@ -170,10 +192,10 @@ static int run_block(int n)
     const unsigned warp_mask = n >= 32 ? 0xffffffffu : (1u << n) - 1u;
     int ready[MAX_THREADS];
     for (int t = 0; t < n; t++) {
-        if (stacks[t].empty()) stacks[t].resize(1 << 20);
+        if (!stacks[t]) stacks[t] = new char[STACK_BYTES];
         getcontext(&lanes[t].ctx);
-        lanes[t].ctx.uc_stack.ss_sp = stacks[t].data();
-        lanes[t].ctx.uc_stack.ss_size = stacks[t].size();
+        lanes[t].ctx.uc_stack.ss_sp = stacks[t];
+        lanes[t].ctx.uc_stack.ss_size = STACK_BYTES;
         lanes[t].ctx.uc_link = &scheduler;
         makecontext(&lanes[t].ctx, lane_main, 0);
         lanes[t].done = 0; lanes[t].kind = K_NONE;
@@ -317,11 +339,8 @@ extern "C" int emulate_prelim(int which, unsigned seed, const int* jobs, int n_j
 }
 #endif
 
-#ifdef FILTERS_CU
-// msv_filter / viterbi_filter over order[0, n) with the kernels' own arguments, in n_blocks
-// blocks of `threads` threads (whole warps) run one after the other: the first block's warps
-// take all the work from the counter (a persistent grid), the others find none.
-// Returns 0, or 1 (emulator_error() says why).
+#if defined(FILTERS_CU) || defined(UNGAPPED_CU)
+// n_blocks blocks of `threads` threads (whole warps) run one after the other
 static int run_blocks(unsigned seed, int n_blocks, int threads)
 {
     g_error[0] = 0;
@@ -334,7 +353,31 @@ static int run_blocks(unsigned seed, int n_blocks, int threads)
     }
     return 0;
 }
+#endif
 
+#ifdef UNGAPPED_CU
+// two_hit_ungapped with its own arguments, in n_blocks blocks of BLOCK threads (the first
+// block's persistent loop takes every subject).  Returns 0, or 1 (emulator_error() says why).
+extern "C" int emulate_ungapped(unsigned seed, int n_blocks, const unsigned char* residues,
+                                const long long* offsets, const int* order, int n_order, const int* cell_start,
+                                const int* cell_offsets, const int* pssm, const unsigned char* query,
+                                const int* matrix, int qlen, int diag_mask, int window, int dropoff, int cutoff,
+                                int* scratch, int cap, int* next_job, int* out, int out_cap, int* n_out,
+                                int* overflow, int* n_overflow)
+{
+    g_kernel = [=] { two_hit_ungapped(residues, offsets, order, n_order, cell_start, cell_offsets, pssm, query,
+                                      matrix, qlen, diag_mask, window, dropoff, cutoff, scratch, cap, next_job,
+                                      out, out_cap, n_out, overflow, n_overflow); };
+    return run_blocks(seed, n_blocks, BLOCK);
+}
+
+extern "C" int shared_memory_bytes() { return EMU_SMEM_BYTES; }
+#endif
+
+#ifdef FILTERS_CU
+// msv_filter / viterbi_filter over order[0, n) with the kernels' own arguments, in n_blocks
+// blocks of `threads` threads: the first block's warps take all the work from the counter (a
+// persistent grid), the others find none.  Returns 0, or 1 (emulator_error() says why).
 extern "C" int emulate_msv(unsigned seed, int n_blocks, int threads, const uint8_t* residues, const long long* offsets,
                            const int* order, int n, const uint4* emis_global, const uint8_t* tjb_by_len, int tbm,
                            int tec, int base, int bias, short* out)

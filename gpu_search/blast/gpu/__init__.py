@@ -55,6 +55,14 @@ def _cupy():
 SCORES = ("auto", "pssm", "matrix")   # the query's PSSM, or the matrix in shared memory (auto: by length)
 
 
+def kernel_options(word_size: int, block: int, extension: str, window_lanes: int = 8,
+                   matrix_smem: bool = False) -> tuple:
+    """ungapped.cu's compile-time constants (NVRTC's options; the CPU emulator of the tests
+    builds the kernel with the same)."""
+    return (f"-DWORD_SIZE={int(word_size)}", f"-DBLOCK={int(block)}", f"-DHIT_BASED={int(extension == 'hit')}",
+            f"-DWIN={int(window_lanes) if extension == 'window' else 0}", f"-DMATRIX_SMEM={int(matrix_smem)}")
+
+
 @lru_cache(maxsize=None)
 def load_kernel(word_size: int, block: int, extension: str, device_id: int, window_lanes: int = 8,
                 matrix_smem: bool = False):
@@ -62,10 +70,7 @@ def load_kernel(word_size: int, block: int, extension: str, device_id: int, wind
     cached per process."""
     cp = _cupy()
     source = f'#line 1 "{KERNEL_FILE.name}"\n' + KERNEL_FILE.read_text()
-    options = ("-std=c++17", f"-DWORD_SIZE={int(word_size)}", f"-DBLOCK={int(block)}",
-               f"-DHIT_BASED={int(extension == 'hit')}",
-               f"-DWIN={int(window_lanes) if extension == 'window' else 0}",
-               f"-DMATRIX_SMEM={int(matrix_smem)}")
+    options = ("-std=c++17", *kernel_options(word_size, block, extension, window_lanes, matrix_smem))
     with cp.cuda.Device(device_id):
         return cp.RawModule(code=source, options=options).get_function("two_hit_ungapped")
 
