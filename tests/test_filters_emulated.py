@@ -28,9 +28,9 @@ from edge_cases import edge_fasta, long_deletion_model
 
 from gpu_search.hmmer import reference as R
 from gpu_search.hmmer import scores as S
-from gpu_search.hmmer.gpu import (KERNEL_FILE, Geometry, kernel_options, length_table, msv_geometry,
-                                  msv_states, pack_msv_profile, pack_viterbi_profile, viterbi_geometry,
-                                  viterbi_states)
+from gpu_search.hmmer.gpu import (FORWARD_FILE, KERNEL_FILE, Geometry, forward_geometry, kernel_options,
+                                  length_table, msv_geometry, msv_states, pack_forward_profile, pack_msv_profile,
+                                  pack_viterbi_profile, viterbi_geometry, viterbi_states)
 from gpu_search.hmmer.models import read_hmms
 from gpu_search.hmmer.profile import FilterProfile
 from gpu_search.seqdb import open_database
@@ -68,8 +68,8 @@ class Emulated:
         name = "filters" + "".join(o.replace("-D", "_").replace("=", "") for o in options if o.startswith("-D"))
         out = Path(directory) / f"{name}.so"
         if not out.exists():
-            subprocess.run([CXX, "-O1", "-std=c++17", "-shared", "-fPIC", *options,
-                            f'-DFILTERS_CU="{KERNEL_FILE}"', "-o", str(out), str(EMULATOR)],
+            subprocess.run([CXX, "-O1", "-std=c++17", "-shared", "-fPIC", *options, f'-DFILTERS_CU="{KERNEL_FILE}"',
+                            f'-DFORWARD_CU="{FORWARD_FILE}"', "-o", str(out), str(EMULATOR)],
                            check=True, capture_output=True)
         self.lib = ctypes.CDLL(str(out))
         self.lib.emulator_error.restype = ctypes.c_char_p
@@ -114,6 +114,22 @@ class Emulated:
         results = np.empty_like(out)
         results[by_len] = out
         return viterbi_states(results)
+
+
+    def forward(self, prof: FilterProfile, db, idx):
+        """The Forward prefilter's scores in nats (NaN where not finite), as GpuBackend.forward."""
+        femis, ftrans = pack_forward_profile(prof, self.geo)
+        self._check_smem(femis, ftrans)
+        by_len, order = self._order(db, idx)
+        out = np.zeros(len(order), dtype=np.float64)
+        f32 = ctypes.c_float
+        rc = self.lib.emulate_forward(ctypes.c_uint(self.seed), 2, self.threads, _p(db.residues), _p(db.offsets),
+                                      _p(order), len(order), _p(femis), _p(ftrans), f32(prof.fwd_e_move),
+                                      f32(prof.fwd_e_loop), f32(prof.nj), _p(out))
+        assert rc == 0, self.lib.emulator_error().decode()
+        results = np.empty_like(out)
+        results[by_len] = out
+        return results
 
 
 def _p(a: np.ndarray):
@@ -232,6 +248,36 @@ def test_long_deletions_across_lanes(tmp_path, build_dir):
     assert geo.G == 32 and geo.W == 8
     for g in (geo, replace(geo, redux=False, trans_regs=0), Geometry(16, 16, 1, 1)):
         check_viterbi(Emulated(build_dir, g), prof, db, idx)
+
+
+@pytest.mark.parametrize("model", ["Thioesterase", "LuxC"])
+def test_forward_prefilter(model, data_dir, proteome, build_dir, tmp_path):
+    """The float Forward prefilter (forward.cu: not bit-exact, used with a 1-bit margin) within
+    1e-3 nats of the float64 reference on proteome sequences and the edge cases (overflowing,
+    X runs, length 1), and the long-deletion model (its D->D scan across lanes)."""
+    hmm = read_hmms(data_dir / "hmms" / "txt" / f"{model}.hmm")[0]
+    prof = profile_of(hmm)
+    lib = Emulated(build_dir, forward_geometry(prof.M))
+    fasta = tmp_path / "edge.faa"
+    edge_fasta(fasta, hmm.consensus, long_length=1_000)
+    cases = [(proteome, spread(proteome, 24)), (open_database(fasta), None)]
+    if model == "Thioesterase":
+        deletion, seqs = long_deletion_model()
+        fasta = tmp_path / "deletions.faa"
+        fasta.write_text("".join(f">{name}\n{seq}\n" for name, seq in seqs))
+        cases.append((open_database(fasta), None, profile_of(deletion)))
+    for case in cases:
+        db, idx, p = case[0], case[1], case[2] if len(case) > 2 else prof
+        idx = np.arange(db.n_seqs) if idx is None else idx
+        if p is not prof:
+            lib = Emulated(build_dir, forward_geometry(p.M))
+        ref = R.forward_score(p, db.residues, db.offsets, db.lengths, idx)
+        got = lib.forward(p, db, idx)
+        ok = np.isfinite(ref)
+        assert ok.sum() >= min(10, len(idx)), "too few finite reference scores"
+        assert np.all(np.isfinite(got[ok])), f"{p.name}: non-finite where the reference is finite"
+        err = np.abs(got[ok] - ref[ok])
+        assert err.max() < 1e-3, f"{p.name}: Forward off by {err.max()} nats"
 
 
 def test_emulator_reports_a_lane_outside_its_group(build_dir, proteome):

@@ -2,7 +2,8 @@
 // checks the kernel code itself.  Built with -DGAPPED_CU="path/to/gapped.cu" (blastp's
 // preliminary gapped kernels; tests/gapped_host.py, tests/test_blast_gapped_emulated.py) or
 // -DFILTERS_CU="path/to/filters.cu" (HMMER's MSV and Viterbi filters, with the kernel's
-// compile-time constants G, W, SEQS, ...; tests/test_filters_emulated.py) or
+// compile-time constants G, W, SEQS, ...; with -DFORWARD_CU="path/to/forward.cu" also the
+// Forward prefilter; tests/test_filters_emulated.py) or
 // -DUNGAPPED_CU="path/to/ungapped.cu" (blastp's hit detection, two-hit filter and ungapped
 // extension, its `extern __shared__` turned into `extern` by the caller, see
 // tests/test_blast_ungapped_emulated.py).
@@ -114,9 +115,20 @@ static inline unsigned __viaddmax_s16x2_relu(unsigned a, unsigned b, unsigned c)
     return halves(r[0], r[1]);
 }
 #include FILTERS_CU
+#ifdef FORWARD_CU                        // the float Forward prefilter (forward.cu), beside them
+#include <cmath>
+using std::isfinite;
+#include FORWARD_CU
+#endif
 uint4 emis[EMU_SMEM_BYTES / 16];
 uint4 vsmem[EMU_SMEM_BYTES / 16];
-static void garbage_in_shared_memory() { memset(emis, 0x5A, sizeof emis); memset(vsmem, 0x5A, sizeof vsmem); }
+float fsmem[EMU_SMEM_BYTES / 4];
+static void garbage_in_shared_memory()
+{
+    memset(emis, 0x5A, sizeof emis);
+    memset(vsmem, 0x5A, sizeof vsmem);
+    memset(fsmem, 0x5A, sizeof fsmem);
+}
 #elif defined(UNGAPPED_CU)
 #include UNGAPPED_CU
 int smem[EMU_SMEM_BYTES / 4];
@@ -397,6 +409,18 @@ extern "C" int emulate_viterbi(unsigned seed, int n_blocks, int threads, const u
                                               move_by_len, e_move, e_loop, base_w, ddbound, &counter, out); };
     return run_blocks(seed, n_blocks, threads);
 }
+
+#ifdef FORWARD_CU
+extern "C" int emulate_forward(unsigned seed, int n_blocks, int threads, const uint8_t* residues,
+                               const long long* offsets, const int* order, int n, const float* femis_global,
+                               const float* ftrans_global, float e_move, float e_loop, float nj, double* out)
+{
+    int counter = 0;
+    g_kernel = [=, &counter] { forward_filter(residues, offsets, order, n, femis_global, ftrans_global, e_move,
+                                              e_loop, nj, &counter, out); };
+    return run_blocks(seed, n_blocks, threads);
+}
+#endif
 
 extern "C" int shared_memory_bytes() { return EMU_SMEM_BYTES; }
 #endif
