@@ -80,7 +80,8 @@ class EmulatedKernel:
                  cell_budget: int = gpu_gapped.CELL_BUDGET, seed: int = 1):
         out = Path(directory) / f"emulated{band}_{cell_budget}.so"
         if not out.exists():
-            subprocess.run([CXX, "-O2", "-std=c++17", "-shared", "-fPIC", "-DWARPS=1", f"-DBAND={band}",
+            subprocess.run([CXX, "-O2", "-std=c++17", "-shared", "-fPIC", "-fwrapv", f"-DWARPS={gpu_gapped.WARPS}",
+                            f"-DBAND={band}",
                             f"-DCELL_BUDGET={cell_budget}", f'-DGAPPED_CU="{gpu_gapped.KERNEL_FILE}"',
                             "-o", str(out), str(EMULATOR)], check=True, capture_output=True)
         self.lib = ctypes.CDLL(str(out))

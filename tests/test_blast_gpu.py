@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from blast_cases import cutoffs, query_codes
+from blast_cases import compare, query_codes
 from click.testing import CliRunner
 
 from gpu_search.blast.alphabet import EASEL_TO_NCBISTDAA, blast_query_codes
-from gpu_search.blast.lookup import build_lookup
 from gpu_search.blast.matrix import load_matrix
-from gpu_search.blast.ungapped import ungapped_extensions
 from gpu_search.device import gpu_status
 
 pytestmark = pytest.mark.gpu
@@ -39,23 +37,6 @@ def db_codes(proteome):
 @pytest.fixture(scope="module")
 def gpu(db_codes):
     return GpuUngapped(*db_codes)
-
-
-def compare(gpu_engine, db_codes, q, matrix, word_size=3, threshold=11, window=40, x_drop=None, cutoff=None):
-    residues, offsets = db_codes
-    lookup = build_lookup(q, matrix.scores, word_size, threshold)
-    xd, cu = cutoffs(q, matrix, int(offsets[-1]))
-    xd = xd if x_drop is None else x_drop
-    cu = cu if cutoff is None else cutoff
-    cpu = ungapped_extensions(q, lookup, residues, offsets, np.arange(len(offsets) - 1), matrix.scores,
-                              xd, cu, window, method="scan")
-    got = gpu_engine.ungapped_extensions(q, lookup, matrix.scores, xd, cu, window)
-    assert got.dtype == cpu.dtype
-    if not np.array_equal(got, cpu):
-        a, b = set(map(tuple, got.tolist())), set(map(tuple, cpu.tolist()))
-        raise AssertionError(f"GPU {len(got)} rows, CPU {len(cpu)}; only GPU: {sorted(a - b)[:5]}; "
-                             f"only CPU: {sorted(b - a)[:5]}")
-    return len(cpu)
 
 
 def test_init_hsps_equal_cpu_on_the_proteome(gpu, db_codes, proteome, blosum62):

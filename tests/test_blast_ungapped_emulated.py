@@ -23,14 +23,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from blast_cases import cutoffs, query_codes
+from blast_cases import compare, query_codes
 
 from gpu_search.blast.alphabet import EASEL_TO_NCBISTDAA
 from gpu_search.blast.gpu import (HIT_SLOTS, KERNEL_FILE, MAX_SMEM_CELLS, _longest_first, block_size,
                                   kernel_options, matrix_in_smem_for, window_lanes_for)
-from gpu_search.blast.lookup import build_lookup
 from gpu_search.blast.matrix import load_matrix
-from gpu_search.blast.ungapped import _pssm, _to_records, blast_order, ungapped_extensions
+from gpu_search.blast.ungapped import _pssm, _to_records, blast_order
 from gpu_search.blast.wordhits import diag_array_length
 
 CXX = shutil.which("g++") or shutil.which("c++")
@@ -70,7 +69,7 @@ class EmulatedUngapped:
         name = "ungapped" + "".join(o.replace("-D", "_").replace("=", "") for o in options)
         out = self.directory / f"{name}.so"
         if not out.exists():
-            subprocess.run([CXX, "-O1", "-std=c++17", "-shared", "-fPIC", *options, f'-DUNGAPPED_CU="{source}"',
+            subprocess.run([CXX, "-O1", "-std=c++17", "-shared", "-fPIC", "-fwrapv", *options, f'-DUNGAPPED_CU="{source}"',
                             "-o", str(out), str(EMULATOR)], check=True, capture_output=True)
         lib = ctypes.CDLL(str(out))
         lib.emulator_error.restype = ctypes.c_char_p
@@ -134,23 +133,6 @@ def subset(proteome):
 @pytest.fixture(scope="module")
 def build_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("emulated_ungapped")
-
-
-def compare(engine, db_codes, q, matrix, word_size=3, threshold=11, window=40, x_drop=None, cutoff=None):
-    residues, offsets = db_codes
-    lookup = build_lookup(q, matrix.scores, word_size, threshold)
-    xd, cu = cutoffs(q, matrix, int(offsets[-1]))
-    xd = xd if x_drop is None else x_drop
-    cu = cu if cutoff is None else cutoff
-    cpu = ungapped_extensions(q, lookup, residues, offsets, np.arange(len(offsets) - 1), matrix.scores,
-                              xd, cu, window, method="scan")
-    got = engine.ungapped_extensions(q, lookup, matrix.scores, xd, cu, window)
-    assert got.dtype == cpu.dtype
-    if not np.array_equal(got, cpu):
-        a, b = set(map(tuple, got.tolist())), set(map(tuple, cpu.tolist()))
-        raise AssertionError(f"kernel {len(got)} rows, CPU {len(cpu)}; only kernel: {sorted(a - b)[:5]}; "
-                             f"only CPU: {sorted(b - a)[:5]}")
-    return len(cpu)
 
 
 @pytest.mark.parametrize("extension,lanes,scores", [("window", None, "auto"), ("window", 4, "pssm"),

@@ -68,68 +68,54 @@ class Emulated:
         name = "filters" + "".join(o.replace("-D", "_").replace("=", "") for o in options if o.startswith("-D"))
         out = Path(directory) / f"{name}.so"
         if not out.exists():
-            subprocess.run([CXX, "-O1", "-std=c++17", "-shared", "-fPIC", *options, f'-DFILTERS_CU="{KERNEL_FILE}"',
+            subprocess.run([CXX, "-O1", "-std=c++17", "-shared", "-fPIC", "-fwrapv", *options, f'-DFILTERS_CU="{KERNEL_FILE}"',
                             f'-DFORWARD_CU="{FORWARD_FILE}"', "-o", str(out), str(EMULATOR)],
                            check=True, capture_output=True)
         self.lib = ctypes.CDLL(str(out))
         self.lib.emulator_error.restype = ctypes.c_char_p
         self.geo, self.in_smem, self.seed, self.threads = geo, profile_in_smem, seed, threads
 
-    def _order(self, db, idx):
-        """The sequences longest first, as GpuBackend orders them (neighbours share a group)."""
-        idx = np.asarray(idx, dtype=np.int64)
-        by_len = np.argsort(-db.lengths[idx], kind="stable")
-        return by_len, np.ascontiguousarray(idx[by_len], dtype=np.int32)
-
     def _check_smem(self, *arrays):
         if self.in_smem:
             assert sum(a.nbytes for a in arrays) <= self.lib.shared_memory_bytes(), "profile too large for smem"
+
+    def _run(self, kernel, out_dtype, db, idx, *args):
+        """One kernel over the sequences idx of db, longest first as GpuBackend orders them
+        (neighbours share a group); its outputs back in the order of idx."""
+        idx = np.asarray(idx, dtype=np.int64)
+        by_len = np.argsort(-db.lengths[idx], kind="stable")
+        order = np.ascontiguousarray(idx[by_len], dtype=np.int32)
+        out = np.zeros(len(order), dtype=out_dtype)
+        rc = kernel(ctypes.c_uint(self.seed), 2, self.threads, _p(db.residues), _p(db.offsets), _p(order),
+                    len(order), *args, _p(out))
+        assert rc == 0, self.lib.emulator_error().decode()
+        results = np.empty_like(out)
+        results[by_len] = out
+        return results
 
     def msv(self, prof: FilterProfile, db, idx):
         emis = pack_msv_profile(prof, self.geo)
         self._check_smem(emis)
         tjb = length_table("tjb", prof, int(db.lengths.max()))
         assert tjb.dtype == np.uint8                      # msv_filter reads uint8_t
-        by_len, order = self._order(db, idx)
-        out = np.zeros(len(order), dtype=np.int16)
-        rc = self.lib.emulate_msv(ctypes.c_uint(self.seed), 2, self.threads, _p(db.residues), _p(db.offsets), _p(order),
-                                  len(order), _p(emis), _p(tjb), prof.tbm, prof.tec, prof.base_b, prof.bias_b,
-                                  _p(out))
-        assert rc == 0, self.lib.emulator_error().decode()
-        results = np.empty_like(out)
-        results[by_len] = out
-        return msv_states(results)
+        return msv_states(self._run(self.lib.emulate_msv, np.int16, db, idx, _p(emis), _p(tjb), prof.tbm,
+                                    prof.tec, prof.base_b, prof.bias_b))
 
     def viterbi(self, prof: FilterProfile, db, idx):
         vemis, vtrans = pack_viterbi_profile(prof, self.geo)
         self._check_smem(vemis, vtrans)
         move = length_table("move", prof, int(db.lengths.max()))
         assert move.dtype == np.int16                     # viterbi_filter reads short
-        by_len, order = self._order(db, idx)
-        out = np.zeros(len(order), dtype=np.int32)
-        rc = self.lib.emulate_viterbi(ctypes.c_uint(self.seed), 2, self.threads, _p(db.residues), _p(db.offsets), _p(order),
-                                      len(order), _p(vemis), _p(vtrans), _p(move), prof.e_move, prof.e_loop,
-                                      prof.base_w, prof.ddbound_w, _p(out))
-        assert rc == 0, self.lib.emulator_error().decode()
-        results = np.empty_like(out)
-        results[by_len] = out
-        return viterbi_states(results)
-
+        return viterbi_states(self._run(self.lib.emulate_viterbi, np.int32, db, idx, _p(vemis), _p(vtrans),
+                                        _p(move), prof.e_move, prof.e_loop, prof.base_w, prof.ddbound_w))
 
     def forward(self, prof: FilterProfile, db, idx):
         """The Forward prefilter's scores in nats (NaN where not finite), as GpuBackend.forward."""
         femis, ftrans = pack_forward_profile(prof, self.geo)
         self._check_smem(femis, ftrans)
-        by_len, order = self._order(db, idx)
-        out = np.zeros(len(order), dtype=np.float64)
         f32 = ctypes.c_float
-        rc = self.lib.emulate_forward(ctypes.c_uint(self.seed), 2, self.threads, _p(db.residues), _p(db.offsets),
-                                      _p(order), len(order), _p(femis), _p(ftrans), f32(prof.fwd_e_move),
-                                      f32(prof.fwd_e_loop), f32(prof.nj), _p(out))
-        assert rc == 0, self.lib.emulator_error().decode()
-        results = np.empty_like(out)
-        results[by_len] = out
-        return results
+        return self._run(self.lib.emulate_forward, np.float64, db, idx, _p(femis), _p(ftrans),
+                         f32(prof.fwd_e_move), f32(prof.fwd_e_loop), f32(prof.nj))
 
 
 def _p(a: np.ndarray):
@@ -291,7 +277,7 @@ def test_emulator_reports_a_lane_outside_its_group(build_dir, proteome):
     geo = msv_geometry(65)                        # groups of 2 lanes
     options = kernel_options(geo.G, geo.W, True, geo.seqs, geo.defines)
     out = build_dir / "broken.so"
-    subprocess.run([CXX, "-O1", "-std=c++17", "-shared", "-fPIC", *options, f'-DFILTERS_CU="{broken}"',
+    subprocess.run([CXX, "-O1", "-std=c++17", "-shared", "-fPIC", "-fwrapv", *options, f'-DFILTERS_CU="{broken}"',
                     "-o", str(out), str(EMULATOR)], check=True, capture_output=True)
     lib = Emulated.__new__(Emulated)
     lib.lib = ctypes.CDLL(str(out))

@@ -18,8 +18,13 @@
 // lanes run one after the other, in a random order (a lane reading what another writes without
 // a __syncwarp shows up as a wrong result), and shared memory is filled with garbage before
 // each block.
+// What it cannot show (a GPU can): lost updates of a plain read-modify-write that should have
+// been atomic (a fiber runs alone between meetings), and a write another lane reads after a
+// shuffle or ballot without a __syncwarp (every meeting acts as a memory barrier here).
 // (Written for the review of the warp kernel, then adopted as a test.)
+#include <sys/mman.h>
 #include <ucontext.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -37,7 +42,10 @@
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
 #ifdef FILTERS_CU
-#define __shared__                       // only `extern __shared__` arrays there: defined below
+// only `extern __shared__` arrays there, defined below (GCC allows no section attribute on a
+// block-scope declaration).  Beware: a block-scope `__shared__` variable added to these
+// kernels would become a thread's own here; the gapped and ungapped builds keep them static.
+#define __shared__
 #define __CUDA_ARCH__ 900                // the sm_90 code paths (REDUX)
 #else
 #define __shared__ static __attribute__((section("emushm")))     // one copy: the block's
@@ -120,15 +128,12 @@ static inline unsigned __viaddmax_s16x2_relu(unsigned a, unsigned b, unsigned c)
 using std::isfinite;
 #include FORWARD_CU
 #endif
-uint4 emis[EMU_SMEM_BYTES / 16];
-uint4 vsmem[EMU_SMEM_BYTES / 16];
-float fsmem[EMU_SMEM_BYTES / 4];
-static void garbage_in_shared_memory()
-{
-    memset(emis, 0x5A, sizeof emis);
-    memset(vsmem, 0x5A, sizeof vsmem);
-    memset(fsmem, 0x5A, sizeof fsmem);
-}
+#define EMU_SHARED __attribute__((section("emushm")))
+EMU_SHARED uint4 emis[EMU_SMEM_BYTES / 16];
+EMU_SHARED uint4 vsmem[EMU_SMEM_BYTES / 16];
+EMU_SHARED float fsmem[EMU_SMEM_BYTES / 4];
+extern "C" char __start_emushm[], __stop_emushm[];
+static void garbage_in_shared_memory() { memset(__start_emushm, 0x5A, __stop_emushm - __start_emushm); }
 #elif defined(UNGAPPED_CU)
 #include UNGAPPED_CU
 int smem[EMU_SMEM_BYTES / 4];
@@ -146,7 +151,7 @@ static void garbage_in_shared_memory() { memset(__start_emushm, 0x5A, __stop_emu
 
 // --- the emulator ---
 #define MAX_THREADS 512
-#define STACK_BYTES (1 << 20)       // (allocated, not touched: pages come as the fibers use them)
+#define STACK_BYTES (1 << 20)       // (mapped, not touched: pages come as the fibers use them)
 struct Lane { ucontext_t ctx; int done, kind, site, arg, width; long long val, result; unsigned mask; };
 static Lane lanes[MAX_THREADS];
 static ucontext_t scheduler;
@@ -190,9 +195,10 @@ static int source_thread(const Lane& x, int t)
 
 // One block of n threads (n <= 32, or whole warps up to MAX_THREADS).  Each round, the threads
 // of the warps run on to their next meeting, then every meeting whose threads are all there
-// takes place.  One warp, picked at random for the block, starts LAG_ROUNDS rounds late (or
-// once the others wait for it), as a warp may on a GPU: a missing __syncthreads then shows up
-// as garbage read from shared memory.  Returns 0, or 1 with g_error set.
+// takes place.  One warp, picked at random, starts LAG_ROUNDS rounds late (or once the others
+// wait for it), again after every __syncthreads, as a warp may on a GPU: a missing
+// __syncthreads then shows up as garbage or stale values read from shared memory.
+// Returns 0, or 1 with g_error set.
 #define LAG_ROUNDS 64
 static int run_block(int n)
 {
@@ -204,7 +210,13 @@ static int run_block(int n)
     const unsigned warp_mask = n >= 32 ? 0xffffffffu : (1u << n) - 1u;
     int ready[MAX_THREADS];
     for (int t = 0; t < n; t++) {
-        if (!stacks[t]) stacks[t] = new char[STACK_BYTES];
+        if (!stacks[t]) {                       // a fiber's stack, a guard page below it
+            const long page = sysconf(_SC_PAGESIZE);
+            void* m = mmap(nullptr, STACK_BYTES + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (m == MAP_FAILED) { snprintf(g_error, sizeof g_error, "no memory for a fiber's stack"); return 1; }
+            mprotect(m, page, PROT_NONE);
+            stacks[t] = (char*)m + page;
+        }
         getcontext(&lanes[t].ctx);
         lanes[t].ctx.uc_stack.ss_sp = stacks[t];
         lanes[t].ctx.uc_stack.ss_size = STACK_BYTES;
@@ -215,7 +227,7 @@ static int run_block(int n)
     }
     std::vector<int> order(n);
     for (int t = 0; t < n; t++) order[t] = t;
-    const int lagging = (int)(g_rng() % n_warps);
+    int lagging = (int)(g_rng() % n_warps);
     int round = 0;
     for (;;) {
         // the ready threads of the warps run on to their next meeting (or their end); one warp
@@ -291,6 +303,10 @@ static int run_block(int n)
             }
             for (int t = 0; t < n; t++)
                 if (in_meeting(a, w, t)) ready[t] = 1;
+            if (a.kind == K_SYNCTHREADS) {      // past a barrier: another warp starts late
+                lagging = (int)(g_rng() % n_warps);
+                round = 0;
+            }
             progress = true;
         }
         bool waiting_to_run = false;
@@ -316,8 +332,8 @@ static int run_block(int n)
 extern "C" const char* emulator_error() { return g_error; }
 
 #ifdef GAPPED_CU
-// prelim_gapped_warp (which = 0; WARPS must be 1: a block is one warp) or prelim_gapped
-// (which = 1, 32 threads a block) over jobs[0, n_jobs), the kernels' arguments otherwise.
+// prelim_gapped_warp (which = 0: WARPS jobs a block, a warp each) or prelim_gapped (which = 1:
+// 32 x WARPS jobs a block, a thread each) over jobs[0, n_jobs), the kernels' arguments otherwise.
 // Returns 0, or 1 (emulator_error() says why).
 extern "C" int emulate_prelim(int which, unsigned seed, const int* jobs, int n_jobs, const int* group_start,
                               const int* group_subject, const int* group_query, const int* init_q_start,
@@ -327,7 +343,6 @@ extern "C" int emulate_prelim(int which, unsigned seed, const int* jobs, int n_j
                               int gap_open, int gap_extend, int* order, int* tree, int* out, int* count,
                               int* status)
 {
-    static_assert(WARPS == 1, "the emulator runs one warp a block");
     g_rng.seed(seed);
     g_error[0] = 0;
     if (which == 0)
@@ -340,8 +355,8 @@ extern "C" int emulate_prelim(int which, unsigned seed, const int* jobs, int n_j
                                        init_s_start, init_length, init_score, queries, query_start, params,
                                        residues, offsets, matrix_g, gap_open, gap_extend, order, tree, out,
                                        count, status); };
-    const int per_block = which == 0 ? WARPS : 32;
-    g_block_dim = which == 0 ? 32 * WARPS : 32;
+    const int per_block = which == 0 ? WARPS : 32 * WARPS;      // jobs a block, as gapped.py
+    g_block_dim = 32 * WARPS;
     for (int b = 0; b * per_block < n_jobs; b++) {
         garbage_in_shared_memory();
         g_block = b;
@@ -352,13 +367,17 @@ extern "C" int emulate_prelim(int which, unsigned seed, const int* jobs, int n_j
 #endif
 
 #if defined(FILTERS_CU) || defined(UNGAPPED_CU)
-// n_blocks blocks of `threads` threads (whole warps) run one after the other
+// n_blocks blocks of `threads` threads (whole warps) run one after the other, in a random
+// order (the first one's persistent loop takes all the work: other blocks' scratch used too)
 static int run_blocks(unsigned seed, int n_blocks, int threads)
 {
     g_error[0] = 0;
     g_rng.seed(seed);
     g_block_dim = threads;
-    for (int b = 0; b < n_blocks; b++) {
+    std::vector<int> blocks(n_blocks);
+    for (int b = 0; b < n_blocks; b++) blocks[b] = b;
+    std::shuffle(blocks.begin(), blocks.end(), g_rng);    // the first to run takes the work
+    for (int b : blocks) {
         garbage_in_shared_memory();
         g_block = b;
         if (run_block(threads)) return 1;
