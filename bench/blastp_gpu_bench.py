@@ -120,6 +120,9 @@ def main():
     ap.add_argument("--gapped-kernels", default="",
                     help="also run the last set with these preliminary gapped kernels, e.g. thread "
                          "(GPU_SEARCH_GAPPED_KERNEL: a thread per subject instead of a warp)")
+    ap.add_argument("--pv-smem", default="",
+                    help="also run the last set with the lookup table's presence bits in shared memory "
+                         "(1) or not (0), e.g. 1,0 (GPU_SEARCH_PV_SMEM)")
     ap.add_argument("--others", action="store_true",
                     help="also run DIAMOND and MMseqs2 on every set (bench/blastp_others.py)")
     ap.add_argument("--timeline", action="store_true",
@@ -202,7 +205,8 @@ def main():
                 ("queries per gapped launch", args.prelim_batches, ("GPU_SEARCH_PRELIM_BATCH", str)),
                 ("gapped threads per GPU", args.prelim_threads, ("GPU_SEARCH_PRELIM_THREADS", str)),
                 ("traceback processes", args.traceback_processes, ("GPU_SEARCH_TRACEBACK_PROCESSES", str)),
-                ("gapped kernel", args.gapped_kernels, ("GPU_SEARCH_GAPPED_KERNEL", str))]
+                ("gapped kernel", args.gapped_kernels, ("GPU_SEARCH_GAPPED_KERNEL", str)),
+                ("presence bits in smem", args.pv_smem, ("GPU_SEARCH_PV_SMEM", str))]
     options = [(opt, x.strip(), how) for opt, values, how in settings for x in values.split(",") if x.strip()]
     for opt, n, how in options:
         t = time.perf_counter()

@@ -42,6 +42,9 @@ def main():
                     help="with --gapped: DP cell budgets per subject to time, e.g. 16384,65536,0 (0: none)")
     ap.add_argument("--kernels", default="warp",
                     help="with --gapped: the gapped kernels to time, e.g. warp,thread (a warp or a thread per subject)")
+    ap.add_argument("--presence", action="store_true",
+                    help="also time with the lookup table's presence bits in shared memory (PV_SMEM) and "
+                         "without, alternately")
     ap.add_argument("--streamed", action="store_true",
                     help="also time the database streamed through the GPU in 4 chunks a query")
     args = ap.parse_args()
@@ -99,6 +102,12 @@ def main():
             gpu.scores = scores
             best_of_4(f"scores from {scores:>6}")
         gpu.scores = "auto"
+        if args.presence:
+            default = gpu.pv_smem
+            for on in (False, True, False, True):
+                gpu.pv_smem = on
+                best_of_4(f"presence bits {'in smem' if on else 'off':>7}")
+            gpu.pv_smem = default
         for band in (int(b) for b in args.gapped.split(",") if b.strip()):
             for budget in [int(b) for b in args.budgets.split(",") if b.strip()] or [None]:
                 for kernel in (k for k in args.kernels.split(",") if k.strip()):

@@ -187,6 +187,20 @@ def test_extension_variants(extension, lanes, scores, db_codes, proteome, blosum
     compare(small, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
 
 
+@pytest.mark.parametrize("extension", ["window", "diagonal", "hit"])
+def test_presence_bits_in_shared_memory(extension, db_codes, proteome, blosum62):
+    """The lookup table's presence bits in shared memory (PV_SMEM): the same init HSPs, word
+    sizes 2 and 3 (4 runs without them), with the overflow pass."""
+    pv = GpuUngapped(*db_codes, extension=extension, pv_smem=True)
+    for i in (3, 10, 500, int(np.argmax(np.diff(np.asarray(proteome.offsets))))):
+        compare(pv, db_codes, query_codes(proteome, i), blosum62, cutoff=0)
+        compare(pv, db_codes, query_codes(proteome, i), blosum62)
+    compare(pv, db_codes, query_codes(proteome, 7), blosum62, 2, 9, 40, cutoff=0)
+    compare(pv, db_codes, query_codes(proteome, 7), blosum62, 4, 13, 80, cutoff=0)
+    small = GpuUngapped(*db_codes, extension=extension, pv_smem=True, hit_slots=64)
+    compare(small, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
+
+
 def test_cli_extension_variants_identical_to_cpu(tmp_path, proteome_path):
     for args in (["--gpu-extension", "window", "--gpu-window-lanes", "32"], ["--gpu-extension", "diagonal"]):
         outs = cli_outputs(tmp_path, proteome_path, 20, "6", args)

@@ -26,8 +26,9 @@ import pytest
 from blast_cases import compare, query_codes
 
 from gpu_search.blast.alphabet import EASEL_TO_NCBISTDAA
-from gpu_search.blast.gpu import (HIT_SLOTS, KERNEL_FILE, MAX_SMEM_CELLS, _longest_first, block_size,
-                                  kernel_options, matrix_in_smem_for, window_lanes_for)
+from gpu_search.blast.gpu import (HIT_SLOTS, KERNEL_FILE, MAX_SMEM_CELLS, PV_SMEM_MAX_WORD, _longest_first,
+                                  block_size, kernel_options, matrix_in_smem_for, presence_bits,
+                                  window_lanes_for)
 from gpu_search.blast.matrix import load_matrix
 from gpu_search.blast.ungapped import _pssm, _to_records, blast_order
 from gpu_search.blast.wordhits import diag_array_length
@@ -49,12 +50,13 @@ class EmulatedUngapped:
     database one chunk)."""
 
     def __init__(self, directory: Path, residues, offsets, extension: str = "window", window_lanes=None,
-                 scores: str = "auto", block=None, hit_slots: int = HIT_SLOTS, seed: int = 1):
+                 scores: str = "auto", block=None, hit_slots: int = HIT_SLOTS, seed: int = 1,
+                 pv_smem: bool = False):
         self.directory = Path(directory)
         self.residues = np.ascontiguousarray(residues, np.uint8)
         self.offsets = np.ascontiguousarray(offsets, np.int64)
         self.extension, self.window_lanes, self.scores, self.block = extension, window_lanes, scores, block
-        self.hit_slots, self.seed = hit_slots, seed
+        self.hit_slots, self.seed, self.pv_smem = hit_slots, seed, pv_smem
         self.order = _longest_first(self.offsets)
         self.overflowed = 0
 
@@ -84,10 +86,13 @@ class EmulatedUngapped:
         block = self.block or block_size(qlen, window)
         lanes = self.window_lanes or window_lanes_for(qlen)
         matrix_smem = self.scores == "matrix" or (self.scores == "auto" and matrix_in_smem_for(qlen))
-        lib = self._lib(kernel_options(lookup.word_size, block, self.extension, lanes, matrix_smem))
-        assert 2 * n_cells * 4 <= lib.shared_memory_bytes()
+        pv_smem = self.pv_smem and lookup.word_size <= PV_SMEM_MAX_WORD
+        lib = self._lib(kernel_options(lookup.word_size, block, self.extension, lanes, matrix_smem, pv_smem))
+        presence = presence_bits(lookup.cell_start)
+        assert 2 * n_cells * 4 + (presence.nbytes if pv_smem else 0) <= lib.shared_memory_bytes()
         query = (np.ascontiguousarray(lookup.cell_start, np.int32), np.ascontiguousarray(lookup.offsets, np.int32),
-                 _pssm(query_codes, matrix_scores), query_codes, np.ascontiguousarray(matrix_scores, np.int32))
+                 presence, _pssm(query_codes, matrix_scores), query_codes,
+                 np.ascontiguousarray(matrix_scores, np.int32))
         args = (qlen, n_cells - 1, window, x_drop, cutoff)
         rows, over = self._launch(lib, query, args, self.order, self.hit_slots)
         parts = [rows]
@@ -105,9 +110,10 @@ class EmulatedUngapped:
         counters = np.zeros(3, np.int32)                   # next job, rows out, overflow
         out = np.zeros(7 * out_cap, np.int32)
         overflow = np.zeros(2 * max(len(order), 1), np.int32)
-        cells, offs, pssm, codes, matrix = query
+        cells, offs, presence, pssm, codes, matrix = query
         rc = lib.emulate_ungapped(ctypes.c_uint(self.seed), n_blocks, _p(self.residues), _p(self.offsets),
-                                  _p(order), len(order), _p(cells), _p(offs), _p(pssm), _p(codes), _p(matrix),
+                                  _p(order), len(order), _p(cells), _p(offs), _p(presence), _p(pssm), _p(codes),
+                                  _p(matrix),
                                   *[_int(int(a)) for a in args], _p(scratch), slots, _p(counters[0:1]), _p(out),
                                   out_cap, _p(counters[1:2]), _p(overflow), _p(counters[2:3]))
         assert rc == 0, lib.emulator_error().decode()
@@ -135,14 +141,16 @@ def build_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("emulated_ungapped")
 
 
-@pytest.mark.parametrize("extension,lanes,scores", [("window", None, "auto"), ("window", 4, "pssm"),
-                                                    ("window", 32, "matrix"), ("diagonal", None, "pssm"),
-                                                    ("hit", None, "matrix")])
-def test_extension_variants(extension, lanes, scores, build_dir, subset, proteome, blosum62):
+@pytest.mark.parametrize("extension,lanes,scores,pv", [("window", None, "auto", False), ("window", 4, "pssm", True),
+                                                       ("window", 32, "matrix", False), ("diagonal", None, "pssm", True),
+                                                       ("hit", None, "matrix", True)])
+def test_extension_variants(extension, lanes, scores, pv, build_dir, subset, proteome, blosum62):
     """cuBLASTP's window-based extension (the default, with 4 to 32 lanes a window), its
-    diagonal- and hit-based ones, scores from the PSSM or the matrix in shared memory: the
-    CPU path's init HSPs, with every extension kept (cutoff 0) and with BLAST's cutoffs."""
-    engine = EmulatedUngapped(build_dir, *subset, extension=extension, window_lanes=lanes, scores=scores)
+    diagonal- and hit-based ones, scores from the PSSM or the matrix in shared memory, the
+    lookup table's presence bits in shared memory or not: the CPU path's init HSPs, with every
+    extension kept (cutoff 0) and with BLAST's cutoffs."""
+    engine = EmulatedUngapped(build_dir, *subset, extension=extension, window_lanes=lanes, scores=scores,
+                              pv_smem=pv)
     n = 0
     for i in (10, 500, 1000):
         n += compare(engine, subset, query_codes(proteome, i), blosum62, cutoff=0)
@@ -154,7 +162,7 @@ def test_long_query_block_sizes_and_word_sizes(build_dir, subset, proteome, blos
     """The longest proteome query (more threads a block, 16 window lanes, the matrix in shared
     memory), word sizes 2 and 4 with other windows, a short X-drop."""
     longest = int(np.argmax(np.diff(np.asarray(proteome.offsets))))
-    engine = EmulatedUngapped(build_dir, *subset)
+    engine = EmulatedUngapped(build_dir, *subset, pv_smem=True)
     assert compare(engine, subset, query_codes(proteome, longest), blosum62, cutoff=0) > 100
     compare(engine, subset, query_codes(proteome, 7), blosum62, 2, 9, 40, cutoff=0)
     compare(engine, subset, query_codes(proteome, 7), blosum62, 4, 13, 80, cutoff=0)

@@ -28,6 +28,7 @@ separate GPUs, as the Nextflow workflow does, avoids the repeated uploads.
 from __future__ import annotations
 
 import copy
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -56,21 +57,36 @@ SCORES = ("auto", "pssm", "matrix")   # the query's PSSM, or the matrix in share
 
 
 def kernel_options(word_size: int, block: int, extension: str, window_lanes: int = 8,
-                   matrix_smem: bool = False) -> tuple:
+                   matrix_smem: bool = False, pv_smem: bool = False) -> tuple:
     """ungapped.cu's compile-time constants (NVRTC's options; the CPU emulator of the tests
     builds the kernel with the same)."""
     return (f"-DWORD_SIZE={int(word_size)}", f"-DBLOCK={int(block)}", f"-DHIT_BASED={int(extension == 'hit')}",
-            f"-DWIN={int(window_lanes) if extension == 'window' else 0}", f"-DMATRIX_SMEM={int(matrix_smem)}")
+            f"-DWIN={int(window_lanes) if extension == 'window' else 0}", f"-DMATRIX_SMEM={int(matrix_smem)}",
+            f"-DPV_SMEM={int(pv_smem)}")
+
+
+def presence_bits(cell_start: np.ndarray) -> np.ndarray:
+    """BLAST's presence vector of a lookup table: bit w of the uint32 words set where cell w
+    holds query offsets (ungapped.cu's PV_SMEM)."""
+    bits = np.packbits(np.diff(np.asarray(cell_start)) > 0, bitorder="little")
+    bits = np.concatenate([bits, np.zeros(-len(bits) % 4, np.uint8)])
+    return np.ascontiguousarray(bits.view("<u4"), dtype=np.uint32)
+
+
+# PV_SMEM by default? (GPU_SEARCH_PV_SMEM=1: the presence bits in shared memory; off until
+# measured, see docs/benchmarks.md)
+PV_SMEM_DEFAULT = os.environ.get("GPU_SEARCH_PV_SMEM", "0") == "1"
+PV_SMEM_MAX_WORD = 3             # the bits of word size 4 (128 KiB) do not fit beside the bins
 
 
 @lru_cache(maxsize=None)
 def load_kernel(word_size: int, block: int, extension: str, device_id: int, window_lanes: int = 8,
-                matrix_smem: bool = False):
+                matrix_smem: bool = False, pv_smem: bool = False):
     """Compile ungapped.cu for a word size, block size and extension variant on one device;
     cached per process."""
     cp = _cupy()
     source = f'#line 1 "{KERNEL_FILE.name}"\n' + KERNEL_FILE.read_text()
-    options = ("-std=c++17", *kernel_options(word_size, block, extension, window_lanes, matrix_smem))
+    options = ("-std=c++17", *kernel_options(word_size, block, extension, window_lanes, matrix_smem, pv_smem))
     with cp.cuda.Device(device_id):
         return cp.RawModule(code=source, options=options).get_function("two_hit_ungapped")
 
@@ -92,11 +108,15 @@ class GpuUngapped:
             (``window_lanes`` threads per diagonal extend each hit together,
             default: :func:`window_lanes_for` the query); same results.  The
             default, window, was measured fastest (docs/benchmarks.md).
+        pv_smem: a bit per lookup-table cell in shared memory, tested before the
+            table's cell starts are read (word sizes up to 3); same results.
+            Default: ``GPU_SEARCH_PV_SMEM=1`` in the environment (not yet measured).
     """
 
     def __init__(self, residues, offsets, device_id: int = 0, max_chunk_residues: int | None = None,
                  hit_slots: int = HIT_SLOTS, block: int | None = None, extension: str = "window",
-                 window_lanes: int | None = None, streamed: bool | None = None, scores: str = "auto"):
+                 window_lanes: int | None = None, streamed: bool | None = None, scores: str = "auto",
+                 pv_smem: bool | None = None):
         if extension not in EXTENSIONS:
             raise ValueError(f"extension must be one of {EXTENSIONS}, not {extension!r}")
         if scores not in SCORES:
@@ -108,6 +128,7 @@ class GpuUngapped:
         self.extension = extension
         self.window_lanes = window_lanes
         self.scores = scores
+        self.pv_smem = PV_SMEM_DEFAULT if pv_smem is None else bool(pv_smem)
         self.cp = cp
         self.device_id = device_id
         self.hit_slots = int(hit_slots)
@@ -231,12 +252,16 @@ class GpuUngapped:
             lanes = self.window_lanes or window_lanes_for(lookup.query_length)
             matrix_smem = (self.scores == "matrix" or
                            (self.scores == "auto" and matrix_in_smem_for(lookup.query_length)))
-            kernel = load_kernel(lookup.word_size, block, self.extension, self.device_id, lanes, matrix_smem)
-            smem = 2 * n_cells * 4
+            pv_smem = self.pv_smem and lookup.word_size <= PV_SMEM_MAX_WORD
+            kernel = load_kernel(lookup.word_size, block, self.extension, self.device_id, lanes, matrix_smem,
+                                 pv_smem)
+            presence = presence_bits(lookup.cell_start)
+            smem = 2 * n_cells * 4 + (presence.nbytes if pv_smem else 0)
             if smem > 48 * 1024:
                 kernel.max_dynamic_shared_size_bytes = smem
             query = dict(cells=cp.asarray(lookup.cell_start.astype(np.int32)),
                          offsets=cp.asarray(np.ascontiguousarray(lookup.offsets, dtype=np.int32)),
+                         presence=cp.asarray(presence),
                          pssm=cp.asarray(_pssm(query_codes, matrix_scores)),
                          codes=cp.asarray(query_codes),
                          matrix=cp.asarray(np.ascontiguousarray(matrix_scores, dtype=np.int32)),
@@ -313,7 +338,7 @@ class GpuUngapped:
     def _launch(self, kernel, block, c, order, n_order, query, grid, smem, scratch, slots):
         kernel((grid,), (block,),
                (c["residues"], c["offsets"], order, np.int32(n_order), query["cells"], query["offsets"],
-                query["pssm"], query["codes"], query["matrix"], *query["args"], scratch, np.int32(slots), self.counters[0:1], self.out,
+                query["presence"], query["pssm"], query["codes"], query["matrix"], *query["args"], scratch, np.int32(slots), self.counters[0:1], self.out,
                 np.int32(self.n_out_cap), self.counters[1:2], self.overflow, self.counters[2:3]),
                shared_mem=smem)
 

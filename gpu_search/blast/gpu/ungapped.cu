@@ -8,7 +8,10 @@
 //
 //   1. counts the word hits of every diagonal bin (bin counters in shared
 //      memory): subject offset s looks up its word's cell of the query's lookup
-//      table; each query offset q of the cell is a hit on diagonal q - s;
+//      table; each query offset q of the cell is a hit on diagonal q - s
+//      (with PV_SMEM, a bit per cell in shared memory -- BLAST's presence
+//      vector, cuBLASTP's "states" in shared memory -- says first whether the
+//      cell has any: most subject words have none);
 //   2. turns the counts into bin starts (a block-wide exclusive scan);
 //   3. scans again, writing each hit's subject offset into its bin of the
 //      block's buffer (global scratch, L1/L2-resident);
@@ -31,7 +34,8 @@
 //
 // Compile-time constants: WORD_SIZE (BLAST's W, 2..4), BLOCK (threads),
 // HIT_BASED (0/1), WIN (0, or lanes per window: 4, 8, 16 or 32), MATRIX_SMEM
-// (0: scores from the query's PSSM, 1: from the matrix in shared memory).
+// (0: scores from the query's PSSM, 1: from the matrix in shared memory),
+// PV_SMEM (0/1: the presence bits in shared memory, after the bins; W <= 3).
 // Output rows: int32 x 7 = subject, q_off, s_off, q_start, s_start, length,
 // score (INIT_HSP_DTYPE), in no particular order: the host sorts them.
 
@@ -49,6 +53,14 @@
 #endif
 #ifndef WIN
 #define WIN 0                        // lanes per window of the window-based extension (0: off)
+#endif
+#ifndef PV_SMEM
+#define PV_SMEM 0
+#endif
+// presence bits: one per lookup-table cell, 32 a word (4 KiB for W = 3)
+#define PV_WORDS ((1 << (CHARSIZE * WORD_SIZE)) / 32)
+#if PV_SMEM && WORD_SIZE > 3
+#error "PV_SMEM: the presence bits of W > 3 (128 KiB) do not fit beside the bins"
 #endif
 // buffer slots per hit, times 2: hits + bin list (1.5); hit-based also the
 // bin of each hit (1) and each hit's extension (5)
@@ -280,6 +292,16 @@ __device__ __forceinline__ void sort_hits(int* hits, int n)
     }
 }
 
+// Whether lookup-table cell w has query offsets (PV_SMEM: its bit in shared memory).
+__device__ __forceinline__ bool cell_has_hits(const unsigned* pv, int w)
+{
+#if PV_SMEM
+    return (pv[w >> 5] >> (w & 31)) & 1u;
+#else
+    return true;
+#endif
+}
+
 // BLAST's lookup-table index of the word at s (ComputeTableIndex).
 __device__ __forceinline__ int word_at(const unsigned char* __restrict__ subject, int s)
 {
@@ -337,6 +359,7 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
                  const int n_order,
                  const int* __restrict__ cell_start,           // lookup table: cell -> entries
                  const int* __restrict__ cell_offsets,         // query offsets, cell by cell
+                 const unsigned* __restrict__ presence,        // PV_WORDS words: a bit per cell (PV_SMEM)
                  const int* __restrict__ pssm,                 // qlen x 28
                  const unsigned char* __restrict__ query,      // qlen residues (MATRIX_SMEM)
                  const int* __restrict__ matrix,               // 28 x 28 (MATRIX_SMEM)
@@ -357,6 +380,11 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
     const int n_cells = diag_mask + 1;
     int* start = smem;                  // bin starts (after the scan)
     int* fill = smem + n_cells;         // hits per bin
+    unsigned* pv = (unsigned*)(smem + 2 * n_cells);   // presence bits (PV_SMEM)
+#if PV_SMEM
+    for (int i = threadIdx.x; i < PV_WORDS; i += BLOCK) pv[i] = presence[i];
+    __syncthreads();
+#endif
     __shared__ int warp_sums[N_WARPS + 1];
     __shared__ int job;
     __shared__ int n_multi;
@@ -382,6 +410,7 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
             // 1. hit detection: count hits per bin
             for (int s = threadIdx.x; s < npos; s += BLOCK) {
                 const int w = word_at(subject, s);
+                if (!cell_has_hits(pv, w)) continue;
                 const int e1 = __ldg(&cell_start[w + 1]);
                 for (int e = __ldg(&cell_start[w]); e < e1; ++e)
                     atomicAdd(&start[(__ldg(&cell_offsets[e]) - s + rot) & diag_mask], 1);
@@ -404,6 +433,7 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
                 __syncthreads();
                 for (int s = threadIdx.x; s < npos; s += BLOCK) {
                     const int w = word_at(subject, s);
+                    if (!cell_has_hits(pv, w)) continue;
                     const int e1 = __ldg(&cell_start[w + 1]);
                     for (int e = __ldg(&cell_start[w]); e < e1; ++e) {
                         const int b = (__ldg(&cell_offsets[e]) - s + rot) & diag_mask;
