@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import os
+import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -74,7 +75,7 @@ def presence_bits(cell_start: np.ndarray) -> np.ndarray:
 
 
 # PV_SMEM by default? (GPU_SEARCH_PV_SMEM=1: the presence bits in shared memory; off until
-# measured, see docs/benchmarks.md)
+# measured, see docs/gpu-design.md)
 PV_SMEM_DEFAULT = os.environ.get("GPU_SEARCH_PV_SMEM", "0") == "1"
 PV_SMEM_MAX_WORD = 3             # the bits of word size 4 (128 KiB) do not fit beside the bins
 
@@ -255,13 +256,13 @@ class GpuUngapped:
             pv_smem = self.pv_smem and lookup.word_size <= PV_SMEM_MAX_WORD
             kernel = load_kernel(lookup.word_size, block, self.extension, self.device_id, lanes, matrix_smem,
                                  pv_smem)
-            presence = presence_bits(lookup.cell_start)
+            presence = presence_bits(lookup.cell_start) if pv_smem else None
             smem = 2 * n_cells * 4 + (presence.nbytes if pv_smem else 0)
-            if smem > 48 * 1024:
-                kernel.max_dynamic_shared_size_bytes = smem
-            query = dict(cells=cp.asarray(lookup.cell_start.astype(np.int32)),
+            _allow_smem(kernel, smem)
+            cells = cp.asarray(lookup.cell_start.astype(np.int32))
+            query = dict(cells=cells,
                          offsets=cp.asarray(np.ascontiguousarray(lookup.offsets, dtype=np.int32)),
-                         presence=cp.asarray(presence),
+                         presence=cp.asarray(presence) if pv_smem else cells,    # (not read without PV_SMEM)
                          pssm=cp.asarray(_pssm(query_codes, matrix_scores)),
                          codes=cp.asarray(query_codes),
                          matrix=cp.asarray(np.ascontiguousarray(matrix_scores, dtype=np.int32)),
@@ -345,6 +346,21 @@ class GpuUngapped:
     def _cpu(self, query_codes, lookup, matrix_scores, x_drop, cutoff, window, ids):
         return ungapped_extensions(query_codes, lookup, self.host_residues, self.host_offsets, ids,
                                    matrix_scores, x_drop, cutoff, window, method="scan")
+
+
+_SMEM_ALLOWED: dict = {}
+_SMEM_LOCK = threading.Lock()
+
+
+def _allow_smem(kernel, nbytes: int) -> None:
+    """Let the kernel take nbytes of dynamic shared memory (the limit only ever rises: the
+    engines of a GPU share compiled kernels, and queries of different lengths run at once)."""
+    if nbytes <= 48 * 1024:
+        return
+    with _SMEM_LOCK:
+        if _SMEM_ALLOWED.get(id(kernel), 0) < nbytes:
+            kernel.max_dynamic_shared_size_bytes = nbytes
+            _SMEM_ALLOWED[id(kernel)] = nbytes
 
 
 def block_size(query_length: int, window: int = 40) -> int:
