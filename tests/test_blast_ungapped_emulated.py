@@ -177,3 +177,18 @@ def test_overflowing_subjects_run_again(extension, build_dir, subset, proteome, 
     engine = EmulatedUngapped(build_dir, *subset, extension=extension, hit_slots=64)
     compare(engine, subset, query_codes(proteome, 10), blosum62, cutoff=0)
     assert engine.overflowed > 10
+
+
+def test_dynamic_shared_memory_limit_only_rises():
+    """Engines on one GPU share a compiled kernel and run queries of different lengths at once:
+    its dynamic shared-memory limit must never drop below what a launch in flight asked for."""
+    from gpu_search.blast.gpu import _allow_smem
+
+    class Kernel:
+        max_dynamic_shared_size_bytes = 0
+
+    k = Kernel()
+    for nbytes, expected in ((16 * 1024, 0), (128 * 1024, 128 * 1024), (64 * 1024, 128 * 1024),
+                             (132 * 1024, 132 * 1024)):
+        _allow_smem(k, nbytes)
+        assert k.max_dynamic_shared_size_bytes == expected
