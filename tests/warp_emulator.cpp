@@ -8,16 +8,17 @@
 // extension, its `extern __shared__` turned into `extern` by the caller, see
 // tests/test_blast_ungapped_emulated.py).
 //
-// Each of a block's threads (one warp) is a ucontext fiber.  A fiber runs until its next warp
-// intrinsic (__shfl_sync, __shfl_up_sync, __shfl_xor_sync, __ballot_sync, __reduce_max_sync,
-// __syncwarp, __syncthreads), where the lanes named in its mask meet: the emulator checks that
-// every one of them waits at the same call (same source line, same mask and width: no
-// divergence inside the mask, no lane gone, no lane read outside the mask), computes the
-// results and runs them on.  Lanes of other masks (the sub-warp groups of filters.cu) meet
-// apart and may be elsewhere; lanes that can never meet are reported.  Between meetings the
-// lanes run one after the other, in a random order (a lane reading what another writes without
-// a __syncwarp shows up as a wrong result), and shared memory is filled with garbage before
-// each block.
+// Each of a block's threads (up to 512, whole warps) is a ucontext fiber.  A fiber runs until
+// its next warp intrinsic (__shfl_sync, __shfl_up_sync, __shfl_xor_sync, __ballot_sync,
+// __reduce_max_sync, __syncwarp) or __syncthreads, where the lanes named in its mask (the whole
+// block at __syncthreads) meet: the emulator checks that every one of them waits at the same
+// call (same source line, same mask and width: no divergence inside the mask, no lane gone, no
+// lane read outside the mask), computes the results and runs them on.  Lanes of other masks
+// (the sub-warp groups of filters.cu, the windows of ungapped.cu) meet apart and may be
+// elsewhere; threads that can never meet are reported.  Between meetings the threads run one
+// after the other, in a random order (a lane reading what another writes without a __syncwarp
+// shows up as a wrong result); one warp starts late after each __syncthreads (see run_block);
+// blocks run in a random order; shared memory is filled with garbage before each block.
 // What it cannot show (a GPU can): lost updates of a plain read-modify-write that should have
 // been atomic (a fiber runs alone between meetings), and a write another lane reads after a
 // shuffle or ballot without a __syncwarp (every meeting acts as a memory barrier here).
