@@ -71,7 +71,8 @@ class EmulatedUngapped:
         name = "ungapped" + "".join(o.replace("-D", "_").replace("=", "") for o in options)
         out = self.directory / f"{name}.so"
         if not out.exists():
-            subprocess.run([CXX, "-O1", "-std=c++17", "-shared", "-fPIC", "-fwrapv", *options, f'-DUNGAPPED_CU="{source}"',
+            subprocess.run([CXX, "-O1", "-std=c++17", "-shared", "-fPIC", "-fwrapv", *options,
+                            f'-DUNGAPPED_CU="{source}"',
                             "-o", str(out), str(EMULATOR)], check=True, capture_output=True)
         lib = ctypes.CDLL(str(out))
         lib.emulator_error.restype = ctypes.c_char_p
@@ -141,8 +142,10 @@ def build_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("emulated_ungapped")
 
 
-@pytest.mark.parametrize("extension,lanes,scores,pv", [("window", None, "auto", False), ("window", 4, "pssm", True),
-                                                       ("window", 32, "matrix", False), ("diagonal", None, "pssm", True),
+@pytest.mark.parametrize("extension,lanes,scores,pv", [("window", None, "auto", False),
+                                                       ("window", 4, "pssm", True),
+                                                       ("window", 32, "matrix", False),
+                                                       ("diagonal", None, "pssm", True),
                                                        ("hit", None, "matrix", True)])
 def test_extension_variants(extension, lanes, scores, pv, build_dir, subset, proteome, blosum62):
     """cuBLASTP's window-based extension (the default, with 4 to 32 lanes a window), its

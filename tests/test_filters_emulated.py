@@ -1,14 +1,16 @@
-"""HMMER's MSV and Viterbi filters as the GPU computes them (``hmmer/gpu/filters.cu``), the CUDA
-code itself run on the CPU, against the numpy reference and HMMER's own filters.
+"""HMMER's MSV and Viterbi filters as the GPU computes them (``hmmer/gpu/filters.cu``), and its
+Forward prefilter (``forward.cu``), the CUDA code itself run on the CPU, against the numpy
+reference and HMMER's own filters.
 
-tests/warp_emulator.cpp runs a kernel's 32 lanes as fibers that meet at every warp intrinsic
-(shuffles within the sub-warp groups of G lanes, the group's REDUX maximum, the Lazy-F vote),
-checks that the lanes of a mask meet at the same one, and runs them in a random order between
-meetings with shared memory filled with garbage; the DPX instructions are written out as the
-CUDA Math API defines them.  The kernels are built with the same compile-time constants as
-NVRTC builds them (``kernel_options``), fed the same packed profiles and length tables
-(``pack_msv_profile``, ``pack_viterbi_profile``, ``length_table``) and read back by the same
-code (``msv_states``, ``viterbi_states``), so that only CuPy's launch is left out.  The same
+tests/warp_emulator.cpp runs a block's threads (two warps here) as fibers that meet at every
+warp intrinsic (shuffles within the sub-warp groups of G lanes, the group's REDUX maximum, the
+Lazy-F vote) and __syncthreads, checks that the lanes of a mask meet at the same one, and runs
+them in a random order between meetings, one warp late, with shared memory filled with
+garbage; the DPX instructions are written out as the CUDA Math API defines them.  The kernels
+are built with the same compile-time constants as NVRTC builds them (``kernel_options``), fed
+the same packed profiles and length tables (``pack_msv_profile``, ``pack_viterbi_profile``,
+``pack_forward_profile``, ``length_table``) and read back by the same code (``msv_states``,
+``viterbi_states``), so that only CuPy's launch is left out.  The same
 checks run on the GPU itself in test_gpu.py; these let CI (no GPU) catch a kernel change that
 breaks exactness.  The emulator is slow (~1 ms per row of a 32-lane group): small subsets.
 """
@@ -59,8 +61,9 @@ def random_profile(M: int, seed: int) -> FilterProfile:
 
 
 class Emulated:
-    """filters.cu built for one geometry with the CPU emulator; ``msv`` and ``viterbi`` return
-    what ``GpuBackend.msv`` / ``.viterbi`` return, for the sequences idx of db."""
+    """filters.cu and forward.cu built for one geometry with the CPU emulator; ``msv``,
+    ``viterbi`` and ``forward`` return what ``GpuBackend``'s methods of those names return, for
+    the sequences idx of db."""
 
     def __init__(self, directory: Path, geo: Geometry, profile_in_smem: bool = True, seed: int = 1,
                  threads: int = 64):
@@ -68,9 +71,9 @@ class Emulated:
         name = "filters" + "".join(o.replace("-D", "_").replace("=", "") for o in options if o.startswith("-D"))
         out = Path(directory) / f"{name}.so"
         if not out.exists():
-            subprocess.run([CXX, "-O1", "-std=c++17", "-shared", "-fPIC", "-fwrapv", *options, f'-DFILTERS_CU="{KERNEL_FILE}"',
-                            f'-DFORWARD_CU="{FORWARD_FILE}"', "-o", str(out), str(EMULATOR)],
-                           check=True, capture_output=True)
+            subprocess.run([CXX, "-O1", "-std=c++17", "-shared", "-fPIC", "-fwrapv", *options,
+                            f'-DFILTERS_CU="{KERNEL_FILE}"', f'-DFORWARD_CU="{FORWARD_FILE}"', "-o", str(out),
+                            str(EMULATOR)], check=True, capture_output=True)
         self.lib = ctypes.CDLL(str(out))
         self.lib.emulator_error.restype = ctypes.c_char_p
         self.geo, self.in_smem, self.seed, self.threads = geo, profile_in_smem, seed, threads
