@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU host: set up the carried wheels, run the GPU tests, run the benchmark.
 # Usage (from the repository root, on the device):
-#   bash bench/device_run.sh [tests|bench|all|multi|vit|blast|blast-tests|blast-bench|blast-others] [pytest args]
+#   bash bench/device_run.sh [tests|bench|all|multi|vit|blast|blast-tests|blast-bench|blast-others|blast-profile] [pytest args]
 # (.whl/ filled by bench/device_bundle.sh and carried: carry [".whl"])
 set -uo pipefail
 what=${1:-all}; shift || true
@@ -43,6 +43,10 @@ fi
 if [ "$what" = blast-others ]; then   # DIAMOND and MMseqs2 beside BLAST+ and us (bench/blastp_others.py)
     timeout 580 python3 bench/blastp_gpu_bench.py --threads "$(nproc)" --out "$OUT" --others ${BENCH_ARGS:---sets 100} \
         2>&1 | tee "$OUT/blast-others.log" | tail -40
+    rc=${PIPESTATUS[0]}
+fi
+if [ "$what" = blast-profile ]; then  # the ungapped kernel alone, e.g. BENCH_ARGS="--copies 99 --presence"
+    timeout 580 python3 bench/blastp_profile.py ${BENCH_ARGS:---copies 99 --presence} 2>&1 | tee "$OUT/blast-profile.log" | tail -40
     rc=${PIPESTATUS[0]}
 fi
 if [ "$what" = vit ]; then
