@@ -14,6 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import emulator_build
 import numpy as np
 
 from gpu_search.blast import stats
@@ -68,7 +69,6 @@ def _p(a):
     return a.ctypes.data_as(_P)
 
 
-EMULATOR = Path(__file__).with_name("warp_emulator.cpp")
 
 
 class EmulatedKernel:
@@ -78,12 +78,9 @@ class EmulatedKernel:
 
     def __init__(self, directory: Path, which: str = "warp", band: int = gpu_gapped.BAND,
                  cell_budget: int = gpu_gapped.CELL_BUDGET, seed: int = 1):
-        out = Path(directory) / f"emulated{band}_{cell_budget}.so"
-        if not out.exists():
-            subprocess.run([CXX, "-O2", "-std=c++17", "-shared", "-fPIC", "-fwrapv", f"-DWARPS={gpu_gapped.WARPS}",
-                            f"-DBAND={band}",
-                            f"-DCELL_BUDGET={cell_budget}", f'-DGAPPED_CU="{gpu_gapped.KERNEL_FILE}"',
-                            "-o", str(out), str(EMULATOR)], check=True, capture_output=True)
+        out = emulator_build.build(Path(directory) / f"emulated{band}_{cell_budget}.so",
+                                   [f"-DWARPS={gpu_gapped.WARPS}", f"-DBAND={band}", f"-DCELL_BUDGET={cell_budget}",
+                                    f'-DGAPPED_CU="{gpu_gapped.KERNEL_FILE}"'], optimize="-O2")
         self.lib = ctypes.CDLL(str(out))
         self.lib.emulator_error.restype = ctypes.c_char_p
         self.which, self.seed = which, seed

@@ -17,10 +17,9 @@ test_blast_gpu.py; these let CI (no GPU) catch a kernel change that breaks exact
 from __future__ import annotations
 
 import ctypes
-import shutil
-import subprocess
 from pathlib import Path
 
+import emulator_build
 import numpy as np
 import pytest
 from blast_cases import compare, query_codes
@@ -33,9 +32,7 @@ from gpu_search.blast.matrix import load_matrix
 from gpu_search.blast.ungapped import _pssm, _to_records, blast_order
 from gpu_search.blast.wordhits import diag_array_length
 
-CXX = shutil.which("g++") or shutil.which("c++")
-EMULATOR = Path(__file__).with_name("warp_emulator.cpp")
-pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler")
+pytestmark = pytest.mark.skipif(emulator_build.CXX is None, reason="no C++ compiler")
 _P = ctypes.c_void_p
 _int = ctypes.c_int
 
@@ -69,11 +66,7 @@ class EmulatedUngapped:
             assert patched != text
             source.write_text(patched)
         name = "ungapped" + "".join(o.replace("-D", "_").replace("=", "") for o in options)
-        out = self.directory / f"{name}.so"
-        if not out.exists():
-            subprocess.run([CXX, "-O1", "-std=c++17", "-shared", "-fPIC", "-fwrapv", *options,
-                            f'-DUNGAPPED_CU="{source}"',
-                            "-o", str(out), str(EMULATOR)], check=True, capture_output=True)
+        out = emulator_build.build(self.directory / f"{name}.so", [*options, f'-DUNGAPPED_CU="{source}"'])
         lib = ctypes.CDLL(str(out))
         lib.emulator_error.restype = ctypes.c_char_p
         return lib

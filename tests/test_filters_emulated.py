@@ -18,11 +18,10 @@ breaks exactness.  The emulator is slow (~1 ms per row of a 32-lane group): smal
 from __future__ import annotations
 
 import ctypes
-import shutil
-import subprocess
 from dataclasses import replace
 from pathlib import Path
 
+import emulator_build
 import numpy as np
 import pytest
 from conftest import PROTEIN_MODELS, run_filters_oracle
@@ -37,9 +36,7 @@ from gpu_search.hmmer.models import read_hmms
 from gpu_search.hmmer.profile import FilterProfile
 from gpu_search.seqdb import open_database
 
-CXX = shutil.which("g++") or shutil.which("c++")
-EMULATOR = Path(__file__).with_name("warp_emulator.cpp")
-pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler")
+pytestmark = pytest.mark.skipif(emulator_build.CXX is None, reason="no C++ compiler")
 _P = ctypes.c_void_p
 
 
@@ -69,11 +66,8 @@ class Emulated:
                  threads: int = 64):
         options = kernel_options(geo.G, geo.W, profile_in_smem, geo.seqs, geo.defines)
         name = "filters" + "".join(o.replace("-D", "_").replace("=", "") for o in options if o.startswith("-D"))
-        out = Path(directory) / f"{name}.so"
-        if not out.exists():
-            subprocess.run([CXX, "-O1", "-std=c++17", "-shared", "-fPIC", "-fwrapv", *options,
-                            f'-DFILTERS_CU="{KERNEL_FILE}"', f'-DFORWARD_CU="{FORWARD_FILE}"', "-o", str(out),
-                            str(EMULATOR)], check=True, capture_output=True)
+        out = emulator_build.build(Path(directory) / f"{name}.so",
+                                   [*options, f'-DFILTERS_CU="{KERNEL_FILE}"', f'-DFORWARD_CU="{FORWARD_FILE}"'])
         self.lib = ctypes.CDLL(str(out))
         self.lib.emulator_error.restype = ctypes.c_char_p
         self.geo, self.in_smem, self.seed, self.threads = geo, profile_in_smem, seed, threads
@@ -279,9 +273,7 @@ def test_emulator_reports_a_lane_outside_its_group(build_dir, proteome):
     broken.write_text(broken_src)
     geo = msv_geometry(65)                        # groups of 2 lanes
     options = kernel_options(geo.G, geo.W, True, geo.seqs, geo.defines)
-    out = build_dir / "broken.so"
-    subprocess.run([CXX, "-O1", "-std=c++17", "-shared", "-fPIC", "-fwrapv", *options, f'-DFILTERS_CU="{broken}"',
-                    "-o", str(out), str(EMULATOR)], check=True, capture_output=True)
+    out = emulator_build.build(build_dir / "broken.so", [*options, f'-DFILTERS_CU="{broken}"'])
     lib = Emulated.__new__(Emulated)
     lib.lib = ctypes.CDLL(str(out))
     lib.lib.emulator_error.restype = ctypes.c_char_p

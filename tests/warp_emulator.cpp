@@ -19,9 +19,11 @@
 // after the other, in a random order (a lane reading what another writes without a __syncwarp
 // shows up as a wrong result); one warp starts late after each __syncthreads (see run_block);
 // blocks run in a random order; shared memory is filled with garbage before each block.
-// What it cannot show (a GPU can): lost updates of a plain read-modify-write that should have
-// been atomic (a fiber runs alone between meetings), and a write another lane reads after a
-// shuffle or ballot without a __syncwarp (every meeting acts as a memory barrier here).
+// What a plain build cannot show (a GPU can): lost updates of a plain read-modify-write that
+// should have been atomic (a fiber runs alone between meetings), and a write another lane reads
+// after a shuffle or ballot without a __syncwarp (every meeting acts as a memory barrier here).
+// Built with -fsanitize=thread -DEMU_TSAN (tests/emulator_build.py, tests/test_kernels_tsan.py),
+// ThreadSanitizer reports both.
 // (Written for the review of the warp kernel, then adopted as a test.)
 #include <sys/mman.h>
 #include <ucontext.h>
@@ -53,11 +55,25 @@
 #endif
 struct EmuDim { unsigned x, y, z; };
 static int g_lane, g_block, g_block_dim;
+// EMU_TSAN (built with -fsanitize=thread): ThreadSanitizer sees each thread as a fiber of its
+// own, and only __syncwarp and __syncthreads order memory between them (shuffles and ballots do
+// not, as on a GPU); atomicAdd is a real atomic.  A plain read-modify-write that two threads make
+// without a barrier between them, or a value read after a shuffle without a __syncwarp, is then
+// reported.  The emulator's own bookkeeping is left out of its view.
+#ifdef EMU_TSAN
+#include <sanitizer/tsan_interface.h>
+#define EMU_INTERNAL __attribute__((no_sanitize("thread"), noinline))
+#else
+#define EMU_INTERNAL
+#endif
+EMU_INTERNAL static unsigned emu_lane() { return (unsigned)g_lane; }
+EMU_INTERNAL static unsigned emu_block() { return (unsigned)g_block; }
+EMU_INTERNAL static unsigned emu_block_dim() { return (unsigned)g_block_dim; }
 enum { K_NONE, K_SHFL, K_SHFL_UP, K_SHFL_XOR, K_BALLOT, K_REDUX_MAX, K_SYNCWARP, K_SYNCTHREADS };
 static long long meet(int kind, int site, unsigned mask, long long val, int arg, int width);
-#define threadIdx (EmuDim{(unsigned)g_lane, 0, 0})
-#define blockIdx (EmuDim{(unsigned)g_block, 0, 0})
-#define blockDim (EmuDim{(unsigned)g_block_dim, 1, 1})
+#define threadIdx (EmuDim{emu_lane(), 0, 0})
+#define blockIdx (EmuDim{emu_block(), 0, 0})
+#define blockDim (EmuDim{emu_block_dim(), 1, 1})
 
 // a shuffled value travels as the bits of a 4-byte float or as an integer
 template <class T> static inline long long to_val(T v)
@@ -89,10 +105,10 @@ static inline void __syncwarp(unsigned mask = 0xffffffffu, int site = __builtin_
 static inline int __ffs(unsigned x) { return x ? __builtin_ctz(x) + 1 : 0; }
 static inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
 // (the lanes of a block run one at a time: plain arithmetic is atomic)
-static inline int atomicAdd(int* p, int v) { const int old = *p; *p += v; return old; }
+static inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
 {
-    const unsigned long long old = *p; *p += v; return old;
+    return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
 
 #if defined(FILTERS_CU) || defined(UNGAPPED_CU)
@@ -153,7 +169,7 @@ static void garbage_in_shared_memory() { memset(__start_emushm, 0x5A, __stop_emu
 // --- the emulator ---
 #define MAX_THREADS 512
 #define STACK_BYTES (1 << 20)       // (mapped, not touched: pages come as the fibers use them)
-struct Lane { ucontext_t ctx; int done, kind, site, arg, width; long long val, result; unsigned mask; };
+struct Lane { ucontext_t ctx; int done, kind, site, arg, width; long long val, result; unsigned mask; void* fiber; };
 static Lane lanes[MAX_THREADS];
 static ucontext_t scheduler;
 static char* stacks[MAX_THREADS];
@@ -161,19 +177,77 @@ static std::function<void()> g_kernel;
 static std::mt19937 g_rng;
 static char g_error[512];
 
-static long long meet(int kind, int site, unsigned mask, long long val, int arg, int width)
+#ifdef EMU_TSAN
+static void* g_scheduler_fiber;
+// What TSan synchronises on.  A thread resuming from a barrier must see what the others wrote
+// before *this* barrier, not what a thread that ran ahead wrote before the next one: each
+// barrier releases and acquires on its own address, by parity of the barriers a thread has
+// passed (no thread gets two barriers ahead of another), per block for __syncthreads and per
+// mask (its first lane) for __syncwarp.
+static char g_block_start, g_block_end, g_sync_block[2], g_sync_warp[MAX_THREADS][2];
+static int g_passed_block[MAX_THREADS], g_passed_warp[MAX_THREADS];
+EMU_INTERNAL static char* barrier_address(int kind, int t, unsigned mask)
 {
-    Lane& l = lanes[g_lane];
+    if (kind == K_SYNCTHREADS) return &g_sync_block[g_passed_block[t] & 1];
+    return &g_sync_warp[(t & ~31) + __builtin_ctz(mask)][g_passed_warp[t] & 1];
+}
+#endif
+
+// A thread's barrier: what it wrote before is seen by the others after (TSan's view).
+EMU_INTERNAL static void barrier_release(int kind, int t, unsigned mask)
+{
+#ifdef EMU_TSAN
+    if (kind == K_SYNCTHREADS || kind == K_SYNCWARP) __tsan_release(barrier_address(kind, t, mask));
+#endif
+}
+EMU_INTERNAL static void barrier_acquire(int kind, int t, unsigned mask)
+{
+#ifdef EMU_TSAN
+    if (kind == K_SYNCTHREADS || kind == K_SYNCWARP) {
+        __tsan_acquire(barrier_address(kind, t, mask));
+        (kind == K_SYNCTHREADS ? g_passed_block : g_passed_warp)[t]++;
+    }
+#endif
+}
+
+EMU_INTERNAL static void to_scheduler(ucontext_t* from)
+{
+#ifdef EMU_TSAN
+    __tsan_switch_to_fiber(g_scheduler_fiber, __tsan_switch_to_fiber_no_sync);
+#endif
+    swapcontext(from, &scheduler);
+}
+
+EMU_INTERNAL static long long meet(int kind, int site, unsigned mask, long long val, int arg, int width)
+{
+    const int t = g_lane;
+    Lane& l = lanes[t];
     l.kind = kind; l.site = site; l.mask = mask; l.val = val; l.arg = arg; l.width = width;
-    swapcontext(&l.ctx, &scheduler);
+    barrier_release(kind, t, mask);
+    to_scheduler(&l.ctx);
+    barrier_acquire(kind, t, mask);
     return l.result;
 }
 
-static void lane_main() { g_kernel(); lanes[g_lane].done = 1; lanes[g_lane].kind = K_NONE; }
+EMU_INTERNAL static void lane_main()
+{
+#ifdef EMU_TSAN
+    __tsan_acquire(&g_block_start);                // the block's shared memory as the scheduler left it
+#endif
+    g_kernel();
+#ifdef EMU_TSAN
+    __tsan_release(&g_block_end);                  // and back to it once the block is done
+#endif
+    lanes[g_lane].done = 1;
+    lanes[g_lane].kind = K_NONE;
+#ifdef EMU_TSAN
+    __tsan_switch_to_fiber(g_scheduler_fiber, __tsan_switch_to_fiber_no_sync);   // (uc_link returns there)
+#endif
+}
 
 // Whether thread t takes part in the meeting thread w waits at: the lanes of w's warp named
 // in its mask, or the whole block at __syncthreads.
-static bool in_meeting(const Lane& a, int w, int t)
+EMU_INTERNAL static bool in_meeting(const Lane& a, int w, int t)
 {
     if (a.kind == K_SYNCTHREADS) return true;
     return (t >> 5) == (w >> 5) && (a.mask >> (t & 31) & 1u);
@@ -181,7 +255,7 @@ static bool in_meeting(const Lane& a, int w, int t)
 
 // The thread whose value thread t reads at a shuffle (CUDA's rules, also for a width below 32),
 // or -1 where it reads its own.
-static int source_thread(const Lane& x, int t)
+EMU_INTERNAL static int source_thread(const Lane& x, int t)
 {
     const int l = t & 31, w = x.width, seg = l & ~(w - 1);
     int src = -1;
@@ -201,7 +275,7 @@ static int source_thread(const Lane& x, int t)
 // __syncthreads then shows up as garbage or stale values read from shared memory.
 // Returns 0, or 1 with g_error set.
 #define LAG_ROUNDS 64
-static int run_block(int n)
+EMU_INTERNAL static int run_block(int n)
 {
     if (n > MAX_THREADS || (n > 32 && n % 32)) {
         snprintf(g_error, sizeof g_error, "a block of %d threads: whole warps, at most %d", n, MAX_THREADS);
@@ -225,7 +299,15 @@ static int run_block(int n)
         makecontext(&lanes[t].ctx, lane_main, 0);
         lanes[t].done = 0; lanes[t].kind = K_NONE;
         ready[t] = 1;
+#ifdef EMU_TSAN
+        if (!lanes[t].fiber) lanes[t].fiber = __tsan_create_fiber(0);
+        g_passed_block[t] = g_passed_warp[t] = 0;
+#endif
     }
+#ifdef EMU_TSAN
+    g_scheduler_fiber = __tsan_get_current_fiber();
+    __tsan_release(&g_block_start);             // shared memory's garbage, the kernel's arguments
+#endif
     std::vector<int> order(n);
     for (int t = 0; t < n; t++) order[t] = t;
     int lagging = (int)(g_rng() % n_warps);
@@ -243,13 +325,21 @@ static int run_block(int n)
         for (int t : order) {
             if (lanes[t].done || !ready[t] || !active[t >> 5]) continue;
             g_lane = t;
+#ifdef EMU_TSAN
+            __tsan_switch_to_fiber(lanes[t].fiber, __tsan_switch_to_fiber_no_sync);
+#endif
             swapcontext(&scheduler, &lanes[t].ctx);
             ready[t] = 0;
             ran = true;
         }
         int n_done = 0;
         for (int t = 0; t < n; t++) n_done += lanes[t].done;
-        if (n_done == n) return 0;
+        if (n_done == n) {
+#ifdef EMU_TSAN
+            __tsan_acquire(&g_block_end);
+#endif
+            return 0;
+        }
         // every meeting whose threads are all waiting at it takes place
         bool progress = false;
         int seen[MAX_THREADS] = {0};          // threads whose meeting was looked at this round
