@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from blastp_bench import prepare_databases, query_sets, write_queries  # noqa: E402
+from blastp_bench import blast_programs, prepare_databases, query_sets, write_queries  # noqa: E402
 from blastp_gpu_bench import process_lifetime  # noqa: E402
 from hmmsearch_bench import pyhmmer_data  # noqa: E402
 
@@ -39,7 +38,7 @@ def main():
     args = ap.parse_args()
     work = Path(args.work)
     t0 = time.perf_counter()
-    _, _, gsdb = prepare_databases(args.copies, work, shutil.which("makeblastdb"))
+    _, _, gsdb = prepare_databases(args.copies, work, blast_programs()[1])
     print(f"database ready in {time.perf_counter() - t0:.0f} s", flush=True)
     base = seqdb.open_database(pyhmmer_data() / "seqs" / "938293.PRJEB85.HG003687.faa")
     q = work / "ab.faa"

@@ -35,6 +35,14 @@ def write_queries(path, db, idx):
             fh.write(f">{db.name(i)} {db.description(i)}\n{db.text(i)}\n")
 
 
+def blast_programs() -> tuple[str, str]:
+    """BLAST+'s blastp and makeblastdb on PATH, or stop saying they are missing."""
+    blastp, makeblastdb = shutil.which("blastp"), shutil.which("makeblastdb")
+    if not (blastp and makeblastdb):
+        raise SystemExit("BLAST+ (blastp, makeblastdb) not found")
+    return blastp, makeblastdb
+
+
 def timed(cmd, env=None):
     t = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -81,9 +89,7 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--work", default="/tmp/gsblastbench")
     args = ap.parse_args()
-    blastp, makeblastdb = shutil.which("blastp"), shutil.which("makeblastdb")
-    if not (blastp and makeblastdb):
-        raise SystemExit("BLAST+ (blastp, makeblastdb) not found")
+    blastp, makeblastdb = blast_programs()
     work = Path(args.work)
     fasta, blast_db, gsdb = prepare_databases(args.copies, work, makeblastdb)
     db = seqdb.open_database(gsdb)

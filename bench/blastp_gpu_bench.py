@@ -39,7 +39,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from blastp_bench import prepare_databases, query_sets, timed, write_queries  # noqa: E402
+from blastp_bench import blast_programs, prepare_databases, query_sets, timed, write_queries  # noqa: E402
 from blastp_others import compare_others, find_tools, print_table  # noqa: E402
 from hmmsearch_bench import pyhmmer_data  # noqa: E402
 
@@ -128,9 +128,7 @@ def main():
     ap.add_argument("--timeline", action="store_true",
                     help="keep the last set's main run's timeline (GPU_SEARCH_TIMELINE) and summarise it")
     args = ap.parse_args()
-    blastp, makeblastdb = shutil.which("blastp"), shutil.which("makeblastdb")
-    if not (blastp and makeblastdb):
-        raise SystemExit("BLAST+ (blastp, makeblastdb) not found")
+    blastp, makeblastdb = blast_programs()
     tools = find_tools() if args.others else {}
     if tools:
         print("other tools:", tools, flush=True)

@@ -43,7 +43,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from blastp_bench import prepare_databases, query_sets, timed, write_queries  # noqa: E402
+from blastp_bench import blast_programs, prepare_databases, query_sets, timed, write_queries  # noqa: E402
 from hmmsearch_bench import pyhmmer_data  # noqa: E402
 
 from gpu_search import seqdb  # noqa: E402
@@ -192,9 +192,7 @@ def main():
     ap.add_argument("--tools", default="diamond,mmseqs")
     ap.add_argument("--work", default="/tmp/gsblastbench")
     args = ap.parse_args()
-    blastp, makeblastdb = shutil.which("blastp"), shutil.which("makeblastdb")
-    if not (blastp and makeblastdb):
-        raise SystemExit("BLAST+ (blastp, makeblastdb) not found")
+    blastp, makeblastdb = blast_programs()
     tools = find_tools(args.tools.split(","))
     print("tools:", tools, flush=True)
     work = Path(args.work)
