@@ -67,6 +67,17 @@ def run_filters_oracle(exe, hmm_path, fasta_path):
     return result
 
 
+def profile_of(hmm):
+    """HMMER's filter profile of a model (local, L = 100, as hmmsearch configures it)."""
+    from pyhmmer.plan7 import Background, Profile
+
+    from gpu_search.hmmer.profile import FilterProfile
+
+    gm = Profile(hmm.M, hmm.alphabet)
+    gm.configure(hmm, Background(hmm.alphabet), 100)
+    return FilterProfile.from_optimized(gm.to_optimized())
+
+
 def tables(results) -> list[str]:
     """tblout, domtblout and pfamtblout rows of search results (no headers)."""
     import io

@@ -24,7 +24,7 @@ from pathlib import Path
 import emulator_build
 import numpy as np
 import pytest
-from conftest import PROTEIN_MODELS, run_filters_oracle
+from conftest import PROTEIN_MODELS, profile_of, run_filters_oracle
 from edge_cases import edge_fasta, long_deletion_model
 
 from gpu_search.hmmer import reference as R
@@ -38,14 +38,6 @@ from gpu_search.seqdb import open_database
 
 pytestmark = pytest.mark.skipif(emulator_build.CXX is None, reason="no C++ compiler")
 _P = ctypes.c_void_p
-
-
-def profile_of(hmm) -> FilterProfile:
-    from pyhmmer.plan7 import Background, Profile
-
-    gm = Profile(hmm.M, hmm.alphabet)
-    gm.configure(hmm, Background(hmm.alphabet), 100)
-    return FilterProfile.from_optimized(gm.to_optimized())
 
 
 def random_profile(M: int, seed: int) -> FilterProfile:

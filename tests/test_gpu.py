@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import PROTEIN_MODELS, TEST_DATA, run_filters_oracle, tables
+from conftest import PROTEIN_MODELS, TEST_DATA, profile_of, run_filters_oracle, tables
 from edge_cases import edge_fasta, long_deletion_model
 
 from gpu_search.device import gpu_status
@@ -17,7 +17,6 @@ from gpu_search.hmmer import scores as S
 from gpu_search.hmmer import search
 from gpu_search.hmmer.models import read_hmms
 from gpu_search.hmmer.options import SearchOptions
-from gpu_search.hmmer.profile import FilterProfile
 from gpu_search.seqdb import open_database
 
 pytestmark = pytest.mark.gpu
@@ -25,14 +24,6 @@ if not gpu_status()[0]:
     pytest.skip(f"no usable GPU: {gpu_status()[1]}", allow_module_level=True)
 
 from gpu_search.hmmer.gpu import GpuBackend, msv_geometry, viterbi_geometry  # noqa: E402
-
-
-def profile_of(hmm):
-    from pyhmmer.plan7 import Background, Profile
-
-    gm = Profile(hmm.M, hmm.alphabet)
-    gm.configure(hmm, Background(hmm.alphabet), 100)
-    return FilterProfile.from_optimized(gm.to_optimized())
 
 
 def check_states(prof, db, backend, idx=None):

@@ -69,9 +69,8 @@ def kernel_options(word_size: int, block: int, extension: str, window_lanes: int
 def presence_bits(cell_start: np.ndarray) -> np.ndarray:
     """BLAST's presence vector of a lookup table: bit w of the uint32 words set where cell w
     holds query offsets (ungapped.cu's PV_SMEM)."""
-    bits = np.packbits(np.diff(np.asarray(cell_start)) > 0, bitorder="little")
-    bits = np.concatenate([bits, np.zeros(-len(bits) % 4, np.uint8)])
-    return np.ascontiguousarray(bits.view("<u4"), dtype=np.uint32)
+    bits = np.packbits(np.diff(np.asarray(cell_start)) > 0, bitorder="little")   # 32**W cells: whole words
+    return bits.view("<u4").astype(np.uint32)
 
 
 # PV_SMEM by default? (GPU_SEARCH_PV_SMEM=1: the presence bits in shared memory; off until
