@@ -104,7 +104,7 @@ static inline void __syncwarp(unsigned mask = 0xffffffffu, int site = __builtin_
 #define __syncthreads() meet(K_SYNCTHREADS, __LINE__, 0xffffffffu, 0, 0, 32)
 static inline int __ffs(unsigned x) { return x ? __builtin_ctz(x) + 1 : 0; }
 static inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
-// (the lanes of a block run one at a time: plain arithmetic is atomic)
+// (real atomics, so that ThreadSanitizer tells them from plain read-modify-writes)
 static inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
 {
@@ -119,6 +119,7 @@ template <class T> static inline T __ldg(const T* p) { return *p; }
 #endif
 // the kernels' dynamic shared memory (`extern __shared__`), as large as an H100 lends a block
 #define EMU_SMEM_BYTES (227 * 1024)
+#define EMU_SHARED __attribute__((section("emushm")))
 
 #ifdef FILTERS_CU
 // the Hopper DPX instructions filters.cu uses, as the CUDA Math API documents them (16-bit
@@ -145,26 +146,18 @@ static inline unsigned __viaddmax_s16x2_relu(unsigned a, unsigned b, unsigned c)
 using std::isfinite;
 #include FORWARD_CU
 #endif
-#define EMU_SHARED __attribute__((section("emushm")))
 EMU_SHARED uint4 emis[EMU_SMEM_BYTES / 16];
 EMU_SHARED uint4 vsmem[EMU_SMEM_BYTES / 16];
 EMU_SHARED float fsmem[EMU_SMEM_BYTES / 4];
-extern "C" char __start_emushm[], __stop_emushm[];
-static void garbage_in_shared_memory() { memset(__start_emushm, 0x5A, __stop_emushm - __start_emushm); }
 #elif defined(UNGAPPED_CU)
 #include UNGAPPED_CU
-int smem[EMU_SMEM_BYTES / 4];
-extern "C" char __start_emushm[], __stop_emushm[];
-static void garbage_in_shared_memory()
-{
-    memset(smem, 0x5A, sizeof smem);
-    memset(__start_emushm, 0x5A, __stop_emushm - __start_emushm);
-}
+EMU_SHARED int smem[EMU_SMEM_BYTES / 4];
 #else
 #include GAPPED_CU
+#endif
+// every block's shared memory, static and dynamic, lies in the section: garbage before a block
 extern "C" char __start_emushm[], __stop_emushm[];
 static void garbage_in_shared_memory() { memset(__start_emushm, 0x5A, __stop_emushm - __start_emushm); }
-#endif
 
 // --- the emulator ---
 #define MAX_THREADS 512
