@@ -123,6 +123,9 @@ def main():
     ap.add_argument("--pv-smem", default="",
                     help="also run the last set with the lookup table's presence bits in shared memory "
                          "(1) or not (0), e.g. 1,0 (GPU_SEARCH_PV_SMEM)")
+    ap.add_argument("--compact", default="",
+                    help="also run the last set with the compact lookup table (1) or BLAST's (0), e.g. 1,0 "
+                         "(GPU_SEARCH_COMPACT_LOOKUP)")
     ap.add_argument("--others", action="store_true",
                     help="also run DIAMOND and MMseqs2 on every set (bench/blastp_others.py)")
     ap.add_argument("--timeline", action="store_true",
@@ -160,7 +163,7 @@ def main():
     print(f"start-up probe: {r.stdout.strip()}; whole process {time.perf_counter() - t:.2f} s", flush=True)
     # every kernel variant (block size by query length) loaded once before timing
     gpu_phases(db, base, [int(np.argmin(np.abs(base.lengths - n))) for n in (127, 1038, 2627)], args.threads)
-    results = []
+    results, blast_rows = [], {}           # blast_rows: BLAST+'s output per set (for --others)
     for label, idx in sets.items():
         q = work / "q.faa"
         write_queries(q, base, idx)
@@ -191,7 +194,7 @@ def main():
         r["slowest_queries_s_len_init_overflowed"] = gpu_phases.slowest
         if tools:
             r["others"] = compare_others(q, fasta, work, args.threads, out_b, t_b, tools)
-            r["blast_out"] = out_b
+            blast_rows[label] = out_b
         results.append(r)
         print(json.dumps(r), flush=True)
     sweep = []
@@ -204,7 +207,8 @@ def main():
                 ("gapped threads per GPU", args.prelim_threads, ("GPU_SEARCH_PRELIM_THREADS", str)),
                 ("traceback processes", args.traceback_processes, ("GPU_SEARCH_TRACEBACK_PROCESSES", str)),
                 ("gapped kernel", args.gapped_kernels, ("GPU_SEARCH_GAPPED_KERNEL", str)),
-                ("presence bits in smem", args.pv_smem, ("GPU_SEARCH_PV_SMEM", str))]
+                ("presence bits in smem", args.pv_smem, ("GPU_SEARCH_PV_SMEM", str)),
+                ("compact lookup table", args.compact, ("GPU_SEARCH_COMPACT_LOOKUP", str))]
     options = [(opt, x.strip(), how) for opt, values, how in settings for x in values.split(",") if x.strip()]
     for opt, n, how in options:
         t = time.perf_counter()
@@ -239,7 +243,7 @@ def main():
         print(f"  {r['queries']:20} {r['lifetime']}")
     for r in results:
         if "others" in r:
-            print_table(f"{r['queries']}, {args.threads} threads", r["blast_s"], r.pop("blast_out"), r["others"],
+            print_table(f"{r['queries']}, {args.threads} threads", r["blast_s"], blast_rows[r["queries"]], r["others"],
                         ours=("gpu-search blastp (GPU)", r["ours_s"], r["identical"]))
     if args.timeline:
         print(f"timeline of the last set's main run ({timeline}):", flush=True)
