@@ -28,9 +28,7 @@ for cu in $(git ls-files '*.cu'); do
                       "-DWORD_SIZE=3 -DBLOCK=512" "-DWORD_SIZE=4 -DBLOCK=64"
                       "-DWORD_SIZE=3 -DBLOCK=128 -DWIN=8" "-DWORD_SIZE=2 -DBLOCK=256 -DWIN=32 -DMATRIX_SMEM=1"
                       "-DWORD_SIZE=3 -DBLOCK=512 -DMATRIX_SMEM=1" "-DWORD_SIZE=3 -DBLOCK=128 -DWIN=8 -DPV_SMEM=1"
-                      "-DWORD_SIZE=2 -DBLOCK=256 -DHIT_BASED=1 -DPV_SMEM=1"
-                      "-DWORD_SIZE=3 -DBLOCK=128 -DWIN=8 -DCOMPACT_LOOKUP=1" "-DWORD_SIZE=4 -DBLOCK=64 -DCOMPACT_LOOKUP=1"
-                      "-DWORD_SIZE=3 -DBLOCK=256 -DCOMPACT_LOOKUP=1 -DPV_SMEM=1") ;;
+                      "-DWORD_SIZE=2 -DBLOCK=256 -DHIT_BASED=1 -DPV_SMEM=1") ;;
         gpu_search/blast/gpu/gapped.cu)
             # BAND: DP ring cells per row
             variants=("-DBAND=256" "-DBAND=16") ;;

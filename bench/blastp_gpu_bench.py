@@ -123,9 +123,6 @@ def main():
     ap.add_argument("--pv-smem", default="",
                     help="also run the last set with the lookup table's presence bits in shared memory "
                          "(1) or not (0), e.g. 1,0 (GPU_SEARCH_PV_SMEM)")
-    ap.add_argument("--compact", default="",
-                    help="also run the last set with the compact lookup table (1) or BLAST's (0), e.g. 1,0 "
-                         "(GPU_SEARCH_COMPACT_LOOKUP)")
     ap.add_argument("--others", action="store_true",
                     help="also run DIAMOND and MMseqs2 on every set (bench/blastp_others.py)")
     ap.add_argument("--timeline", action="store_true",
@@ -207,8 +204,7 @@ def main():
                 ("gapped threads per GPU", args.prelim_threads, ("GPU_SEARCH_PRELIM_THREADS", str)),
                 ("traceback processes", args.traceback_processes, ("GPU_SEARCH_TRACEBACK_PROCESSES", str)),
                 ("gapped kernel", args.gapped_kernels, ("GPU_SEARCH_GAPPED_KERNEL", str)),
-                ("presence bits in smem", args.pv_smem, ("GPU_SEARCH_PV_SMEM", str)),
-                ("compact lookup table", args.compact, ("GPU_SEARCH_COMPACT_LOOKUP", str))]
+                ("presence bits in smem", args.pv_smem, ("GPU_SEARCH_PV_SMEM", str))]
     options = [(opt, x.strip(), how) for opt, values, how in settings for x in values.split(",") if x.strip()]
     for opt, n, how in options:
         t = time.perf_counter()

@@ -45,12 +45,6 @@ def main():
     ap.add_argument("--presence", action="store_true",
                     help="also time with the lookup table's presence bits in shared memory (PV_SMEM) and "
                          "without, alternately")
-    ap.add_argument("--compact", action="store_true",
-                    help="also time with the compact lookup table (COMPACT_LOOKUP: radix-28 cells, uint16 "
-                         "offsets) and BLAST's, alternately")
-    ap.add_argument("--carveouts", default="",
-                    help="also time these preferred shared-memory carveouts (percent; -1: the driver's "
-                         "choice), e.g. -1,0,50,100")
     ap.add_argument("--streamed", action="store_true",
                     help="also time the database streamed through the GPU in 4 chunks a query")
     args = ap.parse_args()
@@ -114,17 +108,6 @@ def main():
                 gpu.pv_smem = on
                 best_of_4(f"presence bits {'in smem' if on else 'off':>7}")
             gpu.pv_smem = default
-        if args.compact:
-            default = gpu.compact
-            for on in (False, True, False, True):
-                gpu.compact = on
-                best_of_4(f"lookup table {'compact' if on else 'BLAST':>7}")
-            gpu.compact = default
-        for carveout in (int(c) for c in args.carveouts.split(",") if c.strip()):
-            gpu.carveout = carveout
-            best_of_4(f"carveout {carveout:4d}%{' (compact table)' if gpu.compact else ''}")
-        if args.carveouts:
-            gpu.carveout = -1
         for band in (int(b) for b in args.gapped.split(",") if b.strip()):
             for budget in [int(b) for b in args.budgets.split(",") if b.strip()] or [None]:
                 for kernel in (k for k in args.kernels.split(",") if k.strip()):

@@ -201,20 +201,6 @@ def test_presence_bits_in_shared_memory(extension, db_codes, proteome, blosum62)
     compare(small, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
 
 
-@pytest.mark.parametrize("extension,pv", [("window", False), ("diagonal", True), ("hit", False)])
-def test_compact_lookup_table(extension, pv, db_codes, proteome, blosum62):
-    """The lookup table indexed in radix 28 with uint16 query offsets (COMPACT_LOOKUP): the
-    same init HSPs, word sizes 2 to 4, with the presence bits, with the overflow pass."""
-    compact = GpuUngapped(*db_codes, extension=extension, compact=True, pv_smem=pv)
-    for i in (3, 10, 500, int(np.argmax(np.diff(np.asarray(proteome.offsets))))):
-        compare(compact, db_codes, query_codes(proteome, i), blosum62, cutoff=0)
-        compare(compact, db_codes, query_codes(proteome, i), blosum62)
-    compare(compact, db_codes, query_codes(proteome, 7), blosum62, 2, 9, 40, cutoff=0)
-    compare(compact, db_codes, query_codes(proteome, 7), blosum62, 4, 13, 80, cutoff=0)
-    small = GpuUngapped(*db_codes, extension=extension, compact=True, hit_slots=64)
-    compare(small, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
-
-
 def test_cli_extension_variants_identical_to_cpu(tmp_path, proteome_path):
     for args in (["--gpu-extension", "window", "--gpu-window-lanes", "32"], ["--gpu-extension", "diagonal"]):
         outs = cli_outputs(tmp_path, proteome_path, 20, "6", args)

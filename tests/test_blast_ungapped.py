@@ -249,22 +249,6 @@ def test_lookup_matches_definition(blosum62, db):
     assert lut.n_entries == sum(len(v) for v in expect.values())
 
 
-@pytest.mark.parametrize("word_size,threshold", [(2, 9), (3, 11), (4, 13)])
-def test_compact_lookup_tables(blosum62, db, word_size, threshold):
-    """The GPU's compact table (radix-28 cells, uint16 offsets: gpu.query_tables) holds, for
-    every word of 28 letters, the same query offsets in the same order as BLAST's table."""
-    from gpu_search.blast.gpu import query_tables
-
-    residues, offsets, _ = db
-    lut = build_lookup(residues[offsets[5]:offsets[5] + 300], blosum62.scores, word_size, threshold)
-    start, offs, presence = query_tables(lut, compact=True, pv_smem=True)
-    assert offs.dtype == np.uint16 and len(start) == 28 ** word_size + 1
-    for i, letters in enumerate(np.ndindex(*(28,) * word_size)):
-        assert offs[start[i]:start[i + 1]].tolist() == lut.cell(word_index(letters, word_size)).tolist()
-        assert bool(presence[i >> 5] >> (i & 31) & 1) == (start[i + 1] > start[i])
-    assert start[-1] == lut.n_entries
-
-
 def test_sort_by_score():
     h = np.zeros(4, dtype=INIT_HSP_DTYPE)
     h["subject"] = [3, 3, 3, 1]

@@ -26,7 +26,7 @@ from blast_cases import compare, query_codes
 
 from gpu_search.blast.alphabet import EASEL_TO_NCBISTDAA
 from gpu_search.blast.gpu import (HIT_SLOTS, KERNEL_FILE, MAX_SMEM_CELLS, PV_SMEM_MAX_WORD, _longest_first,
-                                  block_size, kernel_options, matrix_in_smem_for, query_tables,
+                                  block_size, kernel_options, matrix_in_smem_for, presence_bits,
                                   window_lanes_for)
 from gpu_search.blast.matrix import load_matrix
 from gpu_search.blast.ungapped import _pssm, _to_records, blast_order
@@ -48,12 +48,12 @@ class EmulatedUngapped:
 
     def __init__(self, directory: Path, residues, offsets, extension: str = "window", window_lanes=None,
                  scores: str = "auto", block=None, hit_slots: int = HIT_SLOTS, seed: int = 1,
-                 pv_smem: bool = False, compact: bool = False):
+                 pv_smem: bool = False):
         self.directory = Path(directory)
         self.residues = np.ascontiguousarray(residues, np.uint8)
         self.offsets = np.ascontiguousarray(offsets, np.int64)
         self.extension, self.window_lanes, self.scores, self.block = extension, window_lanes, scores, block
-        self.hit_slots, self.seed, self.pv_smem, self.compact = hit_slots, seed, pv_smem, compact
+        self.hit_slots, self.seed, self.pv_smem = hit_slots, seed, pv_smem
         self.order = _longest_first(self.offsets)
         self.overflowed = 0
 
@@ -81,12 +81,12 @@ class EmulatedUngapped:
         lanes = self.window_lanes or window_lanes_for(qlen)
         matrix_smem = self.scores == "matrix" or (self.scores == "auto" and matrix_in_smem_for(qlen))
         pv_smem = self.pv_smem and lookup.word_size <= PV_SMEM_MAX_WORD
-        lib = self._lib(kernel_options(lookup.word_size, block, self.extension, lanes, matrix_smem, pv_smem,
-                                       self.compact))
-        start, offsets, presence = query_tables(lookup, self.compact, pv_smem)
+        lib = self._lib(kernel_options(lookup.word_size, block, self.extension, lanes, matrix_smem, pv_smem))
+        presence = presence_bits(lookup.cell_start)
         assert 2 * n_cells * 4 + (presence.nbytes if pv_smem else 0) <= lib.shared_memory_bytes()
-        query = (start, offsets, start if presence is None else presence, _pssm(query_codes, matrix_scores),
-                 query_codes, np.ascontiguousarray(matrix_scores, np.int32))
+        query = (np.ascontiguousarray(lookup.cell_start, np.int32), np.ascontiguousarray(lookup.offsets, np.int32),
+                 presence, _pssm(query_codes, matrix_scores), query_codes,
+                 np.ascontiguousarray(matrix_scores, np.int32))
         args = (qlen, n_cells - 1, window, x_drop, cutoff)
         rows, over = self._launch(lib, query, args, self.order, self.hit_slots)
         parts = [rows]
@@ -135,19 +135,18 @@ def build_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("emulated_ungapped")
 
 
-@pytest.mark.parametrize("extension,lanes,scores,pv,compact", [("window", None, "auto", False, False),
-                                                               ("window", None, "auto", False, True),
-                                                               ("window", 4, "pssm", True, False),
-                                                               ("window", 32, "matrix", False, False),
-                                                               ("diagonal", None, "pssm", True, True),
-                                                               ("hit", None, "matrix", True, False)])
-def test_extension_variants(extension, lanes, scores, pv, compact, build_dir, subset, proteome, blosum62):
+@pytest.mark.parametrize("extension,lanes,scores,pv", [("window", None, "auto", False),
+                                                       ("window", 4, "pssm", True),
+                                                       ("window", 32, "matrix", False),
+                                                       ("diagonal", None, "pssm", True),
+                                                       ("hit", None, "matrix", True)])
+def test_extension_variants(extension, lanes, scores, pv, build_dir, subset, proteome, blosum62):
     """cuBLASTP's window-based extension (the default, with 4 to 32 lanes a window), its
     diagonal- and hit-based ones, scores from the PSSM or the matrix in shared memory, the
-    lookup table's presence bits in shared memory or not, BLAST's table layout or the compact
-    one: the CPU path's init HSPs, with every extension kept (cutoff 0) and with BLAST's cutoffs."""
+    lookup table's presence bits in shared memory or not: the CPU path's init HSPs, with every
+    extension kept (cutoff 0) and with BLAST's cutoffs."""
     engine = EmulatedUngapped(build_dir, *subset, extension=extension, window_lanes=lanes, scores=scores,
-                              pv_smem=pv, compact=compact)
+                              pv_smem=pv)
     n = 0
     for i in (10, 500, 1000):
         n += compare(engine, subset, query_codes(proteome, i), blosum62, cutoff=0)
@@ -163,9 +162,6 @@ def test_long_query_block_sizes_and_word_sizes(build_dir, subset, proteome, blos
     assert compare(engine, subset, query_codes(proteome, longest), blosum62, cutoff=0) > 100
     compare(engine, subset, query_codes(proteome, 7), blosum62, 2, 9, 40, cutoff=0)
     compare(engine, subset, query_codes(proteome, 7), blosum62, 4, 13, 80, cutoff=0)
-    compact = EmulatedUngapped(build_dir, *subset, compact=True)
-    for word_size, threshold in ((2, 9), (3, 11), (4, 13)):
-        compare(compact, subset, query_codes(proteome, 7), blosum62, word_size, threshold, cutoff=0)
     compare(engine, subset, query_codes(proteome, 200), blosum62, x_drop=4, cutoff=0)
     compare(EmulatedUngapped(build_dir, *subset, block=256), subset, query_codes(proteome, 200), blosum62, cutoff=0)
 

@@ -58,71 +58,35 @@ SCORES = ("auto", "pssm", "matrix")   # the query's PSSM, or the matrix in share
 
 
 def kernel_options(word_size: int, block: int, extension: str, window_lanes: int = 8,
-                   matrix_smem: bool = False, pv_smem: bool = False, compact: bool = False) -> tuple:
+                   matrix_smem: bool = False, pv_smem: bool = False) -> tuple:
     """ungapped.cu's compile-time constants (NVRTC's options; the CPU emulator of the tests
     builds the kernel with the same)."""
     return (f"-DWORD_SIZE={int(word_size)}", f"-DBLOCK={int(block)}", f"-DHIT_BASED={int(extension == 'hit')}",
             f"-DWIN={int(window_lanes) if extension == 'window' else 0}", f"-DMATRIX_SMEM={int(matrix_smem)}",
-            f"-DPV_SMEM={int(pv_smem)}", f"-DCOMPACT_LOOKUP={int(compact)}")
+            f"-DPV_SMEM={int(pv_smem)}")
 
 
 def presence_bits(cell_start: np.ndarray) -> np.ndarray:
     """BLAST's presence vector of a lookup table: bit w of the uint32 words set where cell w
     holds query offsets (ungapped.cu's PV_SMEM)."""
-    has = np.diff(np.asarray(cell_start)) > 0
-    has = np.concatenate([has, np.zeros(-len(has) % 32, bool)])          # whole words
-    return np.packbits(has, bitorder="little").view("<u4").astype(np.uint32)
+    bits = np.packbits(np.diff(np.asarray(cell_start)) > 0, bitorder="little")   # 32**W cells: whole words
+    return bits.view("<u4").astype(np.uint32)
 
 
-def query_tables(lookup: Lookup, compact: bool = False, pv_smem: bool = False):
-    """The query's lookup table as ungapped.cu reads it: (cell starts, query offsets,
-    presence bits or None).
-
-    BLAST's table indexes a word by 5 bits a letter (``ComputeTableIndex``): 32**3 + 1
-    cell starts (128 KiB) for word size 3, though letters only go up to 27.  With
-    ``compact`` (the kernel's COMPACT_LOOKUP) the cells are indexed in radix 28
-    instead (28**3 + 1 starts, 86 KiB) and the query offsets are uint16 (the GPU takes
-    queries under 16,384 aa): the same entries, in the same order, in fewer bytes.
-    Cell c's offsets are then ``offsets[start[c]:start[c + 1]]`` as before, because
-    every cell of BLAST's index between two radix-28 neighbours holds a letter code of
-    28 or more, which no sequence has: those cells are empty.
-    """
-    start = np.ascontiguousarray(lookup.cell_start, dtype=np.int32)
-    offsets = np.ascontiguousarray(lookup.offsets, dtype=np.int32)
-    if compact:
-        w = lookup.word_size
-        letters = np.indices((ALPHABET,) * w).reshape(w, -1)             # every word, radix-28 order
-        blast_index = np.zeros(letters.shape[1], dtype=np.int64)
-        for k in range(w):
-            blast_index = (blast_index << 5) | letters[k]
-        ends = start[blast_index + 1]
-        start = np.concatenate([start[blast_index], start[-1:]])
-        if not np.array_equal(start[1:], ends):
-            raise ValueError("lookup table: entries in a cell with a letter code over 27")
-        if len(offsets) and offsets.max() > np.iinfo(np.uint16).max:
-            raise ValueError("lookup table: query offsets too large for the compact table")
-        offsets = offsets.astype(np.uint16)
-    return start, offsets, (presence_bits(start) if pv_smem else None)
-
-
-# PV_SMEM by default? (GPU_SEARCH_PV_SMEM=1: the presence bits in shared memory; measured
-# slower, see docs/benchmarks.md)
+# PV_SMEM by default? (GPU_SEARCH_PV_SMEM=1: the presence bits in shared memory; off until
+# measured, see docs/gpu-design.md)
 PV_SMEM_DEFAULT = os.environ.get("GPU_SEARCH_PV_SMEM", "0") == "1"
-# COMPACT_LOOKUP by default? (GPU_SEARCH_COMPACT_LOOKUP=1/0: the radix-28 table, query_tables)
-COMPACT_DEFAULT = os.environ.get("GPU_SEARCH_COMPACT_LOOKUP", "0") == "1"
-ALPHABET = 28                    # NCBIstdaa letters (ungapped.cu's ALPHABET)
 PV_SMEM_MAX_WORD = 3             # the bits of word size 4 (128 KiB) do not fit beside the bins
 
 
 @lru_cache(maxsize=None)
 def load_kernel(word_size: int, block: int, extension: str, device_id: int, window_lanes: int = 8,
-                matrix_smem: bool = False, pv_smem: bool = False, compact: bool = False):
+                matrix_smem: bool = False, pv_smem: bool = False):
     """Compile ungapped.cu for a word size, block size and extension variant on one device;
     cached per process."""
     cp = _cupy()
     source = f'#line 1 "{KERNEL_FILE.name}"\n' + KERNEL_FILE.read_text()
-    options = ("-std=c++17",
-               *kernel_options(word_size, block, extension, window_lanes, matrix_smem, pv_smem, compact))
+    options = ("-std=c++17", *kernel_options(word_size, block, extension, window_lanes, matrix_smem, pv_smem))
     with cp.cuda.Device(device_id):
         return cp.RawModule(code=source, options=options).get_function("two_hit_ungapped")
 
@@ -146,18 +110,13 @@ class GpuUngapped:
             default, window, was measured fastest (docs/benchmarks.md).
         pv_smem: a bit per lookup-table cell in shared memory, tested before the
             table's cell starts are read (word sizes up to 3); same results.
-            Default: ``GPU_SEARCH_PV_SMEM=1`` in the environment (measured slower).
-        compact: the lookup table indexed in radix 28 with uint16 query offsets
-            (:func:`query_tables`); same results.  Default:
-            ``GPU_SEARCH_COMPACT_LOOKUP=1`` in the environment.
-        carveout: the kernel's preferred shared-memory carveout, percent of each
-            multiprocessor's unified L1/shared memory (None: the driver's choice).
+            Default: ``GPU_SEARCH_PV_SMEM=1`` in the environment (not yet measured).
     """
 
     def __init__(self, residues, offsets, device_id: int = 0, max_chunk_residues: int | None = None,
                  hit_slots: int = HIT_SLOTS, block: int | None = None, extension: str = "window",
                  window_lanes: int | None = None, streamed: bool | None = None, scores: str = "auto",
-                 pv_smem: bool | None = None, compact: bool | None = None, carveout: int | None = None):
+                 pv_smem: bool | None = None):
         if extension not in EXTENSIONS:
             raise ValueError(f"extension must be one of {EXTENSIONS}, not {extension!r}")
         if scores not in SCORES:
@@ -170,8 +129,6 @@ class GpuUngapped:
         self.window_lanes = window_lanes
         self.scores = scores
         self.pv_smem = PV_SMEM_DEFAULT if pv_smem is None else bool(pv_smem)
-        self.compact = COMPACT_DEFAULT if compact is None else bool(compact)
-        self.carveout = carveout
         self.cp = cp
         self.device_id = device_id
         self.hit_slots = int(hit_slots)
@@ -297,12 +254,13 @@ class GpuUngapped:
                            (self.scores == "auto" and matrix_in_smem_for(lookup.query_length)))
             pv_smem = self.pv_smem and lookup.word_size <= PV_SMEM_MAX_WORD
             kernel = load_kernel(lookup.word_size, block, self.extension, self.device_id, lanes, matrix_smem,
-                                 pv_smem, self.compact)
-            start, offsets, presence = query_tables(lookup, self.compact, pv_smem)
+                                 pv_smem)
+            presence = presence_bits(lookup.cell_start) if pv_smem else None
             smem = 2 * n_cells * 4 + (presence.nbytes if pv_smem else 0)
-            _allow_smem(kernel, smem, self.carveout)
-            cells = cp.asarray(start)
-            query = dict(cells=cells, offsets=cp.asarray(offsets),
+            _allow_smem(kernel, smem)
+            cells = cp.asarray(lookup.cell_start.astype(np.int32))
+            query = dict(cells=cells,
+                         offsets=cp.asarray(np.ascontiguousarray(lookup.offsets, dtype=np.int32)),
                          presence=cp.asarray(presence) if pv_smem else cells,    # (not read without PV_SMEM)
                          pssm=cp.asarray(_pssm(query_codes, matrix_scores)),
                          codes=cp.asarray(query_codes),
@@ -393,17 +351,15 @@ _SMEM_ALLOWED: dict = {}
 _SMEM_LOCK = threading.Lock()
 
 
-def _allow_smem(kernel, nbytes: int, carveout: int | None = None) -> None:
+def _allow_smem(kernel, nbytes: int) -> None:
     """Let the kernel take nbytes of dynamic shared memory (the limit only ever rises: the
-    engines of a GPU share compiled kernels, and queries of different lengths run at once);
-    carveout: its preferred shared-memory carveout in percent (a hint to the driver)."""
+    engines of a GPU share compiled kernels, and queries of different lengths run at once)."""
+    if nbytes <= 48 * 1024:
+        return
     with _SMEM_LOCK:
-        if nbytes > 48 * 1024 and _SMEM_ALLOWED.get(id(kernel), 0) < nbytes:
+        if _SMEM_ALLOWED.get(id(kernel), 0) < nbytes:
             kernel.max_dynamic_shared_size_bytes = nbytes
             _SMEM_ALLOWED[id(kernel)] = nbytes
-        if carveout is not None and _SMEM_ALLOWED.get((id(kernel), "carveout")) != carveout:
-            kernel.preferred_shared_memory_carveout = int(carveout)
-            _SMEM_ALLOWED[(id(kernel), "carveout")] = carveout
 
 
 def block_size(query_length: int, window: int = 40) -> int:

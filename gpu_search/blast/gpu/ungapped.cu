@@ -35,11 +35,7 @@
 // Compile-time constants: WORD_SIZE (BLAST's W, 2..4), BLOCK (threads),
 // HIT_BASED (0/1), WIN (0, or lanes per window: 4, 8, 16 or 32), MATRIX_SMEM
 // (0: scores from the query's PSSM, 1: from the matrix in shared memory),
-// PV_SMEM (0/1: the presence bits in shared memory, after the bins; W <= 3),
-// COMPACT_LOOKUP (0: BLAST's table as it is, cells indexed 5 bits a letter and
-// int32 query offsets; 1: cells indexed in radix 28 and uint16 query offsets,
-// the same entries in 2/3 and 1/2 of the bytes, so that more of the table stays
-// in L1: see query_tables in __init__.py).
+// PV_SMEM (0/1: the presence bits in shared memory, after the bins; W <= 3).
 // Output rows: int32 x 7 = subject, q_off, s_off, q_start, s_start, length,
 // score (INIT_HSP_DTYPE), in no particular order: the host sorts them.
 
@@ -61,19 +57,8 @@
 #ifndef PV_SMEM
 #define PV_SMEM 0
 #endif
-#ifndef COMPACT_LOOKUP
-#define COMPACT_LOOKUP 0
-#endif
-#if COMPACT_LOOKUP
-typedef unsigned short lookup_offset_t;   // query offsets (queries on the GPU are < 16,384 aa)
-#define N_LOOKUP_CELLS (WORD_SIZE == 2 ? ALPHABET * ALPHABET : WORD_SIZE == 3 ? ALPHABET * ALPHABET * ALPHABET \
-                        : ALPHABET * ALPHABET * ALPHABET * ALPHABET)
-#else
-typedef int lookup_offset_t;
-#define N_LOOKUP_CELLS (1 << (CHARSIZE * WORD_SIZE))
-#endif
 // presence bits: one per lookup-table cell, 32 a word (4 KiB for W = 3)
-#define PV_WORDS ((N_LOOKUP_CELLS + 31) / 32)
+#define PV_WORDS ((1 << (CHARSIZE * WORD_SIZE)) / 32)
 #if PV_SMEM && WORD_SIZE > 3
 #error "PV_SMEM: the presence bits of W > 3 (128 KiB) do not fit beside the bins"
 #endif
@@ -317,13 +302,12 @@ __device__ __forceinline__ bool cell_has_hits(const unsigned* pv, int w)
 #endif
 }
 
-// BLAST's lookup-table index of the word at s (ComputeTableIndex), or its radix-28 twin.
+// BLAST's lookup-table index of the word at s (ComputeTableIndex).
 __device__ __forceinline__ int word_at(const unsigned char* __restrict__ subject, int s)
 {
     int w = 0;
 #pragma unroll
-    for (int k = 0; k < WORD_SIZE; ++k)
-        w = COMPACT_LOOKUP ? w * ALPHABET + subject[s + k] : (w << CHARSIZE) | subject[s + k];
+    for (int k = 0; k < WORD_SIZE; ++k) w = (w << CHARSIZE) | subject[s + k];
     return w;
 }
 
@@ -374,7 +358,7 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
                  const int* __restrict__ order,                // subjects to search, longest first
                  const int n_order,
                  const int* __restrict__ cell_start,           // lookup table: cell -> entries
-                 const lookup_offset_t* __restrict__ cell_offsets,   // query offsets, cell by cell
+                 const int* __restrict__ cell_offsets,         // query offsets, cell by cell
                  const unsigned* __restrict__ presence,        // PV_WORDS words: a bit per cell (PV_SMEM)
                  const int* __restrict__ pssm,                 // qlen x 28
                  const unsigned char* __restrict__ query,      // qlen residues (MATRIX_SMEM)
