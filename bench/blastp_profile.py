@@ -45,6 +45,9 @@ def main():
     ap.add_argument("--presence", action="store_true",
                     help="also time with the lookup table's presence bits in shared memory (PV_SMEM) and "
                          "without, alternately")
+    ap.add_argument("--kernel-ab", default="",
+                    help="also time the ungapped kernel built from this .cu file (e.g. an earlier commit's "
+                         "ungapped.cu) and the current one, alternately")
     ap.add_argument("--streamed", action="store_true",
                     help="also time the database streamed through the GPU in 4 chunks a query")
     args = ap.parse_args()
@@ -108,6 +111,16 @@ def main():
                 gpu.pv_smem = on
                 best_of_4(f"presence bits {'in smem' if on else 'off':>7}")
             gpu.pv_smem = default
+        if args.kernel_ab:
+            import gpu_search.blast.gpu as ungapped_gpu
+
+            current = ungapped_gpu.KERNEL_FILE
+            for path in (Path(args.kernel_ab), current) * 2:
+                ungapped_gpu.KERNEL_FILE = path
+                ungapped_gpu.load_kernel.cache_clear()
+                best_of_4(f"kernel {path.name:>24}")
+            ungapped_gpu.KERNEL_FILE = current
+            ungapped_gpu.load_kernel.cache_clear()
         for band in (int(b) for b in args.gapped.split(",") if b.strip()):
             for budget in [int(b) for b in args.budgets.split(",") if b.strip()] or [None]:
                 for kernel in (k for k in args.kernels.split(",") if k.strip()):
