@@ -160,14 +160,6 @@ __device__ __forceinline__ Window window_of_thread()
     return w;
 }
 
-// The window's next bin: its first lane takes it from the block's counter, all lanes get it.
-__device__ __forceinline__ int take_bin(int* counter, bool first_lane, unsigned mask)
-{
-    int m = 0;
-    if (first_lane) m = atomicAdd(counter, 1);
-    return __shfl_sync(mask, m, 0, WIN);
-}
-
 // One step: v the score of this lane's position (0 past the end); score and
 // maxscore carried in; returns the window lane that ends the step (the first
 // stop, or `last`) and whether it stopped; updates score, maxscore and, where
@@ -396,9 +388,6 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
     __shared__ int warp_sums[N_WARPS + 1];
     __shared__ int job;
     __shared__ int n_multi;
-#if WIN
-    __shared__ int next_multi;          // the next listed bin a window takes
-#endif
     int* buf = scratch + (long long)blockIdx.x * cap;
 
     for (;;) {
@@ -440,12 +429,7 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
                 // 3. hits into their bins (order within a bin: whatever the atomics give);
                 //    bins getting a second hit are listed after the hits (buf[total ..])
                 int* multi = buf + total;
-                if (threadIdx.x == 0) {
-                    n_multi = 0;
-#if WIN
-                    next_multi = 0;
-#endif
-                }
+                if (threadIdx.x == 0) n_multi = 0;
                 __syncthreads();
                 for (int s = threadIdx.x; s < npos; s += BLOCK) {
                     const int w = word_at(subject, s);
@@ -506,19 +490,14 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
                 __syncthreads();
 #endif
 #if WIN
-                // window-based: WIN lanes per bin, all replaying its state machine.  A window
-                // takes the next bin from a counter when it is done with one: bins' work varies
-                // widely, and the block waits for its slowest window before the next subject
-                // (dealt round-robin, windows waited there 17% of the kernel's time: ncu)
+                // window-based: WIN lanes per bin, all replaying its state machine
                 const bool writer = threadIdx.x % WIN == 0;
-                const unsigned wmask = window_of_thread().mask;
-                for (int m = take_bin(&next_multi, writer, wmask); m < n_multi;
-                     m = take_bin(&next_multi, writer, wmask)) {
+                for (int m = threadIdx.x / WIN; m < n_multi; m += BLOCK / WIN) {
                     const int b = multi[m];
                     const int n = fill[b];
                     int* hits = buf + start[b];
                     if (writer) sort_hits(hits, n);
-                    __syncwarp(wmask);
+                    __syncwarp(window_of_thread().mask);
 #else
                 const bool writer = true;
                 for (int m = threadIdx.x; m < n_multi; m += BLOCK) {
