@@ -28,7 +28,8 @@ for cu in $(git ls-files '*.cu'); do
                       "-DWORD_SIZE=3 -DBLOCK=512" "-DWORD_SIZE=4 -DBLOCK=64"
                       "-DWORD_SIZE=3 -DBLOCK=128 -DWIN=8" "-DWORD_SIZE=2 -DBLOCK=256 -DWIN=32 -DMATRIX_SMEM=1"
                       "-DWORD_SIZE=3 -DBLOCK=512 -DMATRIX_SMEM=1" "-DWORD_SIZE=3 -DBLOCK=128 -DWIN=8 -DPV_SMEM=1"
-                      "-DWORD_SIZE=2 -DBLOCK=256 -DHIT_BASED=1 -DPV_SMEM=1") ;;
+                      "-DWORD_SIZE=2 -DBLOCK=256 -DHIT_BASED=1 -DPV_SMEM=1"
+                      "-DWORD_SIZE=3 -DBLOCK=128 -DWIN=8 -DPREFILTER=1" "-DWORD_SIZE=4 -DBLOCK=512 -DWIN=16 -DPREFILTER=1 -DMATRIX_SMEM=1") ;;
         gpu_search/blast/gpu/gapped.cu)
             # BAND: DP ring cells per row
             variants=("-DBAND=256" "-DBAND=16") ;;

@@ -123,6 +123,9 @@ def main():
     ap.add_argument("--pv-smem", default="",
                     help="also run the last set with the lookup table's presence bits in shared memory "
                          "(1) or not (0), e.g. 1,0 (GPU_SEARCH_PV_SMEM)")
+    ap.add_argument("--prefilter", default="",
+                    help="also run the last set with the window-based extension's bins that cannot trigger "
+                         "struck off first (1) or not (0), e.g. 1,0 (GPU_SEARCH_PREFILTER)")
     ap.add_argument("--others", action="store_true",
                     help="also run DIAMOND and MMseqs2 on every set (bench/blastp_others.py)")
     ap.add_argument("--timeline", action="store_true",
@@ -204,7 +207,8 @@ def main():
                 ("gapped threads per GPU", args.prelim_threads, ("GPU_SEARCH_PRELIM_THREADS", str)),
                 ("traceback processes", args.traceback_processes, ("GPU_SEARCH_TRACEBACK_PROCESSES", str)),
                 ("gapped kernel", args.gapped_kernels, ("GPU_SEARCH_GAPPED_KERNEL", str)),
-                ("presence bits in smem", args.pv_smem, ("GPU_SEARCH_PV_SMEM", str))]
+                ("presence bits in smem", args.pv_smem, ("GPU_SEARCH_PV_SMEM", str)),
+                ("bins struck off first", args.prefilter, ("GPU_SEARCH_PREFILTER", str))]
     options = [(opt, x.strip(), how) for opt, values, how in settings for x in values.split(",") if x.strip()]
     for opt, n, how in options:
         t = time.perf_counter()

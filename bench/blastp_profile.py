@@ -45,6 +45,9 @@ def main():
     ap.add_argument("--presence", action="store_true",
                     help="also time with the lookup table's presence bits in shared memory (PV_SMEM) and "
                          "without, alternately")
+    ap.add_argument("--prefilter", action="store_true",
+                    help="also time the window-based extension with the bins that cannot trigger struck off "
+                         "first (PREFILTER) and without, alternately")
     ap.add_argument("--kernel-ab", default="",
                     help="also time the ungapped kernel built from this .cu file (e.g. an earlier commit's "
                          "ungapped.cu) and the current one, alternately")
@@ -111,6 +114,12 @@ def main():
                 gpu.pv_smem = on
                 best_of_4(f"presence bits {'in smem' if on else 'off':>7}")
             gpu.pv_smem = default
+        if args.prefilter:
+            default = gpu.prefilter
+            for on in (False, True, False, True):
+                gpu.prefilter = on
+                best_of_4(f"bins struck off first {'yes' if on else 'no':>3}")
+            gpu.prefilter = default
         if args.kernel_ab:
             import gpu_search.blast.gpu as ungapped_gpu
 

@@ -48,12 +48,12 @@ class EmulatedUngapped:
 
     def __init__(self, directory: Path, residues, offsets, extension: str = "window", window_lanes=None,
                  scores: str = "auto", block=None, hit_slots: int = HIT_SLOTS, seed: int = 1,
-                 pv_smem: bool = False):
+                 pv_smem: bool = False, prefilter: bool = False):
         self.directory = Path(directory)
         self.residues = np.ascontiguousarray(residues, np.uint8)
         self.offsets = np.ascontiguousarray(offsets, np.int64)
         self.extension, self.window_lanes, self.scores, self.block = extension, window_lanes, scores, block
-        self.hit_slots, self.seed, self.pv_smem = hit_slots, seed, pv_smem
+        self.hit_slots, self.seed, self.pv_smem, self.prefilter = hit_slots, seed, pv_smem, prefilter
         self.order = _longest_first(self.offsets)
         self.overflowed = 0
 
@@ -81,7 +81,8 @@ class EmulatedUngapped:
         lanes = self.window_lanes or window_lanes_for(qlen)
         matrix_smem = self.scores == "matrix" or (self.scores == "auto" and matrix_in_smem_for(qlen))
         pv_smem = self.pv_smem and lookup.word_size <= PV_SMEM_MAX_WORD
-        lib = self._lib(kernel_options(lookup.word_size, block, self.extension, lanes, matrix_smem, pv_smem))
+        lib = self._lib(kernel_options(lookup.word_size, block, self.extension, lanes, matrix_smem, pv_smem,
+                                       self.prefilter))
         presence = presence_bits(lookup.cell_start)
         assert 2 * n_cells * 4 + (presence.nbytes if pv_smem else 0) <= lib.shared_memory_bytes()
         query = (np.ascontiguousarray(lookup.cell_start, np.int32), np.ascontiguousarray(lookup.offsets, np.int32),
@@ -135,18 +136,19 @@ def build_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("emulated_ungapped")
 
 
-@pytest.mark.parametrize("extension,lanes,scores,pv", [("window", None, "auto", False),
-                                                       ("window", 4, "pssm", True),
-                                                       ("window", 32, "matrix", False),
-                                                       ("diagonal", None, "pssm", True),
-                                                       ("hit", None, "matrix", True)])
-def test_extension_variants(extension, lanes, scores, pv, build_dir, subset, proteome, blosum62):
-    """cuBLASTP's window-based extension (the default, with 4 to 32 lanes a window), its
-    diagonal- and hit-based ones, scores from the PSSM or the matrix in shared memory, the
-    lookup table's presence bits in shared memory or not: the CPU path's init HSPs, with every
-    extension kept (cutoff 0) and with BLAST's cutoffs."""
+@pytest.mark.parametrize("extension,lanes,scores,pv,prefilter", [("window", None, "auto", False, False),
+                                                                 ("window", None, "auto", False, True),
+                                                                 ("window", 4, "pssm", True, False),
+                                                                 ("window", 32, "matrix", False, True),
+                                                                 ("diagonal", None, "pssm", True, False),
+                                                                 ("hit", None, "matrix", True, False)])
+def test_extension_variants(extension, lanes, scores, pv, prefilter, build_dir, subset, proteome, blosum62):
+    """cuBLASTP's window-based extension (the default, with 4 to 32 lanes a window; with the bins
+    that cannot trigger struck off first or not), its diagonal- and hit-based ones, scores from
+    the PSSM or the matrix in shared memory, the lookup table's presence bits in shared memory or
+    not: the CPU path's init HSPs, with every extension kept (cutoff 0) and with BLAST's cutoffs."""
     engine = EmulatedUngapped(build_dir, *subset, extension=extension, window_lanes=lanes, scores=scores,
-                              pv_smem=pv)
+                              pv_smem=pv, prefilter=prefilter)
     n = 0
     for i in (10, 500, 1000):
         n += compare(engine, subset, query_codes(proteome, i), blosum62, cutoff=0)
@@ -164,13 +166,17 @@ def test_long_query_block_sizes_and_word_sizes(build_dir, subset, proteome, blos
     compare(engine, subset, query_codes(proteome, 7), blosum62, 4, 13, 80, cutoff=0)
     compare(engine, subset, query_codes(proteome, 200), blosum62, x_drop=4, cutoff=0)
     compare(EmulatedUngapped(build_dir, *subset, block=256), subset, query_codes(proteome, 200), blosum62, cutoff=0)
+    struck = EmulatedUngapped(build_dir, *subset, prefilter=True)
+    assert compare(struck, subset, query_codes(proteome, longest), blosum62, cutoff=0) > 100
+    for word_size, threshold, window in ((2, 9, 40), (3, 11, 20), (4, 13, 80)):
+        compare(struck, subset, query_codes(proteome, 7), blosum62, word_size, threshold, window, cutoff=0)
 
 
-@pytest.mark.parametrize("extension", ["window", "hit"])
-def test_overflowing_subjects_run_again(extension, build_dir, subset, proteome, blosum62):
+@pytest.mark.parametrize("extension,prefilter", [("window", False), ("window", True), ("hit", False)])
+def test_overflowing_subjects_run_again(extension, prefilter, build_dir, subset, proteome, blosum62):
     """Blocks' hit buffers of 64 slots: subjects with more hits are listed by the kernel and
     run again with buffers that fit; same init HSPs."""
-    engine = EmulatedUngapped(build_dir, *subset, extension=extension, hit_slots=64)
+    engine = EmulatedUngapped(build_dir, *subset, extension=extension, hit_slots=64, prefilter=prefilter)
     compare(engine, subset, query_codes(proteome, 10), blosum62, cutoff=0)
     assert engine.overflowed > 10
 

@@ -58,12 +58,12 @@ SCORES = ("auto", "pssm", "matrix")   # the query's PSSM, or the matrix in share
 
 
 def kernel_options(word_size: int, block: int, extension: str, window_lanes: int = 8,
-                   matrix_smem: bool = False, pv_smem: bool = False) -> tuple:
+                   matrix_smem: bool = False, pv_smem: bool = False, prefilter: bool = False) -> tuple:
     """ungapped.cu's compile-time constants (NVRTC's options; the CPU emulator of the tests
     builds the kernel with the same)."""
     return (f"-DWORD_SIZE={int(word_size)}", f"-DBLOCK={int(block)}", f"-DHIT_BASED={int(extension == 'hit')}",
             f"-DWIN={int(window_lanes) if extension == 'window' else 0}", f"-DMATRIX_SMEM={int(matrix_smem)}",
-            f"-DPV_SMEM={int(pv_smem)}")
+            f"-DPV_SMEM={int(pv_smem)}", f"-DPREFILTER={int(prefilter and extension == 'window')}")
 
 
 def presence_bits(cell_start: np.ndarray) -> np.ndarray:
@@ -77,16 +77,20 @@ def presence_bits(cell_start: np.ndarray) -> np.ndarray:
 # slower on an H100, docs/benchmarks.md)
 PV_SMEM_DEFAULT = os.environ.get("GPU_SEARCH_PV_SMEM", "0") == "1"
 PV_SMEM_MAX_WORD = 3             # the bits of word size 4 (128 KiB) do not fit beside the bins
+# PREFILTER by default? (GPU_SEARCH_PREFILTER=1: in the window-based extension, bins that cannot
+# trigger are struck off by a thread each before the windows start; off until measured)
+PREFILTER_DEFAULT = os.environ.get("GPU_SEARCH_PREFILTER", "0") == "1"
 
 
 @lru_cache(maxsize=None)
 def load_kernel(word_size: int, block: int, extension: str, device_id: int, window_lanes: int = 8,
-                matrix_smem: bool = False, pv_smem: bool = False):
+                matrix_smem: bool = False, pv_smem: bool = False, prefilter: bool = False):
     """Compile ungapped.cu for a word size, block size and extension variant on one device;
     cached per process."""
     cp = _cupy()
     source = f'#line 1 "{KERNEL_FILE.name}"\n' + KERNEL_FILE.read_text()
-    options = ("-std=c++17", *kernel_options(word_size, block, extension, window_lanes, matrix_smem, pv_smem))
+    options = ("-std=c++17",
+               *kernel_options(word_size, block, extension, window_lanes, matrix_smem, pv_smem, prefilter))
     with cp.cuda.Device(device_id):
         return cp.RawModule(code=source, options=options).get_function("two_hit_ungapped")
 
@@ -111,12 +115,17 @@ class GpuUngapped:
         pv_smem: a bit per lookup-table cell in shared memory, tested before the
             table's cell starts are read (word sizes up to 3); same results.
             Default: ``GPU_SEARCH_PV_SMEM=1`` in the environment (off: measured 2-10% slower).
+        prefilter: window-based extension only: a thread per bin of two hits or more
+            sorts it and strikes it off when no two of its hits are W to A - 1 apart
+            (the two-hit rule cannot trigger there), before the windows take the
+            rest; same results.  Default: ``GPU_SEARCH_PREFILTER=1`` in the
+            environment (not yet measured).
     """
 
     def __init__(self, residues, offsets, device_id: int = 0, max_chunk_residues: int | None = None,
                  hit_slots: int = HIT_SLOTS, block: int | None = None, extension: str = "window",
                  window_lanes: int | None = None, streamed: bool | None = None, scores: str = "auto",
-                 pv_smem: bool | None = None):
+                 pv_smem: bool | None = None, prefilter: bool | None = None):
         if extension not in EXTENSIONS:
             raise ValueError(f"extension must be one of {EXTENSIONS}, not {extension!r}")
         if scores not in SCORES:
@@ -129,6 +138,7 @@ class GpuUngapped:
         self.window_lanes = window_lanes
         self.scores = scores
         self.pv_smem = PV_SMEM_DEFAULT if pv_smem is None else bool(pv_smem)
+        self.prefilter = PREFILTER_DEFAULT if prefilter is None else bool(prefilter)
         self.cp = cp
         self.device_id = device_id
         self.hit_slots = int(hit_slots)
@@ -254,7 +264,7 @@ class GpuUngapped:
                            (self.scores == "auto" and matrix_in_smem_for(lookup.query_length)))
             pv_smem = self.pv_smem and lookup.word_size <= PV_SMEM_MAX_WORD
             kernel = load_kernel(lookup.word_size, block, self.extension, self.device_id, lanes, matrix_smem,
-                                 pv_smem)
+                                 pv_smem, self.prefilter)
             presence = presence_bits(lookup.cell_start) if pv_smem else None
             smem = 2 * n_cells * 4 + (presence.nbytes if pv_smem else 0)
             _allow_smem(kernel, smem)

@@ -35,7 +35,9 @@
 // Compile-time constants: WORD_SIZE (BLAST's W, 2..4), BLOCK (threads),
 // HIT_BASED (0/1), WIN (0, or lanes per window: 4, 8, 16 or 32), MATRIX_SMEM
 // (0: scores from the query's PSSM, 1: from the matrix in shared memory),
-// PV_SMEM (0/1: the presence bits in shared memory, after the bins; W <= 3).
+// PV_SMEM (0/1: the presence bits in shared memory, after the bins; W <= 3),
+// PREFILTER (0/1, window-based only: a thread per listed bin sorts it and strikes
+// it off when no two of its hits are W to A - 1 apart, before the windows start).
 // Output rows: int32 x 7 = subject, q_off, s_off, q_start, s_start, length,
 // score (INIT_HSP_DTYPE), in no particular order: the host sorts them.
 
@@ -56,6 +58,9 @@
 #endif
 #ifndef PV_SMEM
 #define PV_SMEM 0
+#endif
+#ifndef PREFILTER
+#define PREFILTER 0                  // 1: window-based, bins that cannot trigger struck off first (step 4)
 #endif
 // presence bits: one per lookup-table cell, 32 a word (4 KiB for W = 3)
 #define PV_WORDS ((1 << (CHARSIZE * WORD_SIZE)) / 32)
@@ -292,6 +297,18 @@ __device__ __forceinline__ void sort_hits(int* hits, int n)
     }
 }
 
+// Whether two of a bin's sorted subject offsets are WORD_SIZE to window - 1 apart.  If not,
+// the two-hit rule never triggers in the bin: before the bin's first extension, last_hit is
+// either -window (too far from any hit) or an earlier hit of the bin, and a trigger needs
+// WORD_SIZE <= s_off - last_hit < window.  (Offsets in a bin are distinct: one diagonal.)
+__device__ __forceinline__ bool two_hits_in_window(const int* hits, int n, int window)
+{
+    for (int j = 1; j < n; ++j)
+        for (int i = j - 1; i >= 0 && hits[j] - hits[i] < window; --i)
+            if (hits[j] - hits[i] >= WORD_SIZE) return true;
+    return false;
+}
+
 // Whether lookup-table cell w has query offsets (PV_SMEM: its bit in shared memory).
 __device__ __forceinline__ bool cell_has_hits(const unsigned* pv, int w)
 {
@@ -489,15 +506,31 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
                 }
                 __syncthreads();
 #endif
+#if WIN && PREFILTER
+                // window-based, first a thread per listed bin: sort its hits, and strike the
+                // bin off if the two-hit rule can never trigger in it (about 80% of the listed
+                // bins of proteome queries), so that windows only take bins that may extend
+                for (int m = threadIdx.x; m < n_multi; m += BLOCK) {
+                    const int b = multi[m];
+                    sort_hits(buf + start[b], fill[b]);
+                    if (!two_hits_in_window(buf + start[b], fill[b], window)) multi[m] = -1;
+                }
+                __syncthreads();
+#endif
 #if WIN
                 // window-based: WIN lanes per bin, all replaying its state machine
                 const bool writer = threadIdx.x % WIN == 0;
                 for (int m = threadIdx.x / WIN; m < n_multi; m += BLOCK / WIN) {
                     const int b = multi[m];
+#if PREFILTER
+                    if (b < 0) continue;           // struck off: no extension, no output
+#endif
                     const int n = fill[b];
                     int* hits = buf + start[b];
+#if !PREFILTER
                     if (writer) sort_hits(hits, n);
                     __syncwarp(window_of_thread().mask);
+#endif
 #else
                 const bool writer = true;
                 for (int m = threadIdx.x; m < n_multi; m += BLOCK) {
