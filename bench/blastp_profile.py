@@ -108,18 +108,15 @@ def main():
             gpu.scores = scores
             best_of_4(f"scores from {scores:>6}")
         gpu.scores = "auto"
-        if args.presence:
-            default = gpu.pv_smem
-            for on in (False, True, False, True):
-                gpu.pv_smem = on
-                best_of_4(f"presence bits {'in smem' if on else 'off':>7}")
-            gpu.pv_smem = default
-        if args.prefilter:
-            default = gpu.prefilter
-            for on in (False, True, False, True):
-                gpu.prefilter = on
-                best_of_4(f"bins struck off first {'yes' if on else 'no':>3}")
-            gpu.prefilter = default
+        # kernel options timed off and on, alternately: (flag, GpuUngapped attribute, label)
+        for wanted, attribute, label in ((args.presence, "pv_smem", "presence bits in smem"),
+                                         (args.prefilter, "prefilter", "bins struck off first")):
+            if wanted:
+                default = getattr(gpu, attribute)
+                for on in (False, True, False, True):
+                    setattr(gpu, attribute, on)
+                    best_of_4(f"{label} {'on' if on else 'off':>3}")
+                setattr(gpu, attribute, default)
         if args.kernel_ab:
             import gpu_search.blast.gpu as ungapped_gpu
 
