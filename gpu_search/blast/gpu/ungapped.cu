@@ -37,7 +37,8 @@
 // (0: scores from the query's PSSM, 1: from the matrix in shared memory),
 // PV_SMEM (0/1: the presence bits in shared memory, after the bins; W <= 3),
 // PREFILTER (0/1, window-based only: a thread per listed bin sorts it and strikes
-// it off when no two of its hits are W to A - 1 apart, before the windows start).
+// it off when no two of its hits are W to A - 1 apart, before the windows take the
+// bins left).
 // Output rows: int32 x 7 = subject, q_off, s_off, q_start, s_start, length,
 // score (INIT_HSP_DTYPE), in no particular order: the host sorts them.
 
@@ -405,6 +406,9 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
     __shared__ int warp_sums[N_WARPS + 1];
     __shared__ int job;
     __shared__ int n_multi;
+#if PREFILTER
+    __shared__ int n_kept;              // listed bins that may trigger
+#endif
     int* buf = scratch + (long long)blockIdx.x * cap;
 
     for (;;) {
@@ -446,7 +450,12 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
                 // 3. hits into their bins (order within a bin: whatever the atomics give);
                 //    bins getting a second hit are listed after the hits (buf[total ..])
                 int* multi = buf + total;
-                if (threadIdx.x == 0) n_multi = 0;
+                if (threadIdx.x == 0) {
+                    n_multi = 0;
+#if PREFILTER
+                    n_kept = 0;
+#endif
+                }
                 __syncthreads();
                 for (int s = threadIdx.x; s < npos; s += BLOCK) {
                     const int w = word_at(subject, s);
@@ -509,22 +518,31 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
 #if WIN && PREFILTER
                 // window-based, first a thread per listed bin: sort its hits, and strike the
                 // bin off if the two-hit rule can never trigger in it (about 80% of the listed
-                // bins of proteome queries), so that windows only take bins that may extend
-                for (int m = threadIdx.x; m < n_multi; m += BLOCK) {
-                    const int b = multi[m];
-                    sort_hits(buf + start[b], fill[b]);
-                    if (!two_hits_in_window(buf + start[b], fill[b], window)) multi[m] = -1;
+                // bins of proteome queries); the bins left are packed at the list's start, so
+                // that the windows only take bins that may extend.  A bin is written back only
+                // where every thread has read its own entry (the barrier in the loop): the
+                // count of bins kept never passes the entries read so far.
+                for (int base = 0; base < n_multi; base += BLOCK) {
+                    const int m = base + threadIdx.x;
+                    int b = -1;
+                    if (m < n_multi) {
+                        b = multi[m];
+                        sort_hits(buf + start[b], fill[b]);
+                        if (!two_hits_in_window(buf + start[b], fill[b], window)) b = -1;
+                    }
+                    __syncthreads();
+                    if (b >= 0) multi[atomicAdd(&n_kept, 1)] = b;
                 }
                 __syncthreads();
+                const int n_bins_left = n_kept;
+#elif WIN
+                const int n_bins_left = n_multi;
 #endif
 #if WIN
                 // window-based: WIN lanes per bin, all replaying its state machine
                 const bool writer = threadIdx.x % WIN == 0;
-                for (int m = threadIdx.x / WIN; m < n_multi; m += BLOCK / WIN) {
+                for (int m = threadIdx.x / WIN; m < n_bins_left; m += BLOCK / WIN) {
                     const int b = multi[m];
-#if PREFILTER
-                    if (b < 0) continue;           // struck off: no extension, no output
-#endif
                     const int n = fill[b];
                     int* hits = buf + start[b];
 #if !PREFILTER
