@@ -264,7 +264,7 @@ class GpuUngapped:
                            (self.scores == "auto" and matrix_in_smem_for(lookup.query_length)))
             pv_smem = self.pv_smem and lookup.word_size <= PV_SMEM_MAX_WORD
             kernel = load_kernel(lookup.word_size, block, self.extension, self.device_id, lanes, matrix_smem,
-                                 pv_smem, self.prefilter)
+                                 pv_smem, self.prefilter and self.extension == "window")
             presence = presence_bits(lookup.cell_start) if pv_smem else None
             smem = 2 * n_cells * 4 + (presence.nbytes if pv_smem else 0)
             _allow_smem(kernel, smem)

@@ -63,6 +63,9 @@
 #ifndef PREFILTER
 #define PREFILTER 0                  // 1: window-based, bins that cannot trigger struck off first (step 4)
 #endif
+#if PREFILTER && !WIN
+#error "PREFILTER is a step of the window-based extension (WIN > 0)"
+#endif
 // presence bits: one per lookup-table cell, 32 a word (4 KiB for W = 3)
 #define PV_WORDS ((1 << (CHARSIZE * WORD_SIZE)) / 32)
 #if PV_SMEM && WORD_SIZE > 3
@@ -301,7 +304,8 @@ __device__ __forceinline__ void sort_hits(int* hits, int n)
 // Whether two of a bin's sorted subject offsets are WORD_SIZE to window - 1 apart.  If not,
 // the two-hit rule never triggers in the bin: before the bin's first extension, last_hit is
 // either -window (too far from any hit) or an earlier hit of the bin, and a trigger needs
-// WORD_SIZE <= s_off - last_hit < window.  (Offsets in a bin are distinct: one diagonal.)
+// WORD_SIZE <= s_off - last_hit < window.  (A bin's offsets are distinct: two hits at one
+// subject offset are at query offsets less than the query's length apart, so in two bins.)
 __device__ __forceinline__ bool two_hits_in_window(const int* hits, int n, int window)
 {
     for (int j = 1; j < n; ++j)
