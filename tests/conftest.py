@@ -78,6 +78,15 @@ def profile_of(hmm):
     return FilterProfile.from_optimized(gm.to_optimized())
 
 
+def assert_filter_equal(label: str, got, ref) -> None:
+    """A filter's (scores, overflow flags) per sequence equal to the reference's: the flags
+    everywhere, the scores (MSV's xJ, the Viterbi filter's xC) where it did not overflow."""
+    (g, g_over), (r, r_over) = got, ref
+    assert np.array_equal(g_over, r_over), f"{label}: overflow flags differ at {np.flatnonzero(g_over != r_over)[:5]}"
+    bad = np.flatnonzero(~r_over & (g != r))
+    assert len(bad) == 0, f"{label}: scores differ for {len(bad)} sequences: {g[bad[:5]]} vs {r[bad[:5]]}"
+
+
 def tables(results) -> list[str]:
     """tblout, domtblout and pfamtblout rows of search results (no headers)."""
     import io

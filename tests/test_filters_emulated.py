@@ -24,7 +24,7 @@ from pathlib import Path
 import emulator_build
 import numpy as np
 import pytest
-from conftest import PROTEIN_MODELS, profile_of, run_filters_oracle
+from conftest import PROTEIN_MODELS, assert_filter_equal, profile_of, run_filters_oracle
 from edge_cases import edge_fasta, long_deletion_model
 
 from gpu_search.hmmer import reference as R
@@ -118,21 +118,16 @@ def build_dir(tmp_path_factory) -> Path:
 
 
 def check_msv(lib: Emulated, prof, db, idx):
-    gJ, gO = lib.msv(prof, db, idx)
-    rJ, rO = R.msv_filter(prof, db.residues, db.offsets, db.lengths, idx)
-    assert np.array_equal(gO, rO), f"{prof.name} {lib.geo}: MSV overflow flags differ at {np.flatnonzero(gO != rO)[:5]}"
-    bad = np.flatnonzero(~rO & (gJ != rJ))
-    assert len(bad) == 0, f"{prof.name} {lib.geo}: MSV xJ differs for {len(bad)}: {gJ[bad[:5]]} vs {rJ[bad[:5]]}"
-    return gJ, gO
+    got = lib.msv(prof, db, idx)
+    assert_filter_equal(f"{prof.name} {lib.geo} MSV", got, R.msv_filter(prof, db.residues, db.offsets, db.lengths, idx))
+    return got
 
 
 def check_viterbi(lib: Emulated, prof, db, idx):
-    gC, gO = lib.viterbi(prof, db, idx)
-    rC, rO = R.viterbi_filter(prof, db.residues, db.offsets, db.lengths, idx)
-    assert np.array_equal(gO, rO), f"{prof.name} {lib.geo}: Viterbi overflow flags differ"
-    bad = np.flatnonzero(~rO & (gC != rC))
-    assert len(bad) == 0, f"{prof.name} {lib.geo}: Viterbi xC differs for {len(bad)}: {gC[bad[:5]]} vs {rC[bad[:5]]}"
-    return gC, gO
+    got = lib.viterbi(prof, db, idx)
+    assert_filter_equal(f"{prof.name} {lib.geo} Viterbi", got,
+                        R.viterbi_filter(prof, db.residues, db.offsets, db.lengths, idx))
+    return got
 
 
 def spread(db, n: int) -> np.ndarray:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import PROTEIN_MODELS, TEST_DATA, profile_of, run_filters_oracle, tables
+from conftest import PROTEIN_MODELS, TEST_DATA, assert_filter_equal, profile_of, run_filters_oracle, tables
 from edge_cases import edge_fasta, long_deletion_model
 
 from gpu_search.device import gpu_status
@@ -27,18 +27,12 @@ from gpu_search.hmmer.gpu import GpuBackend, msv_geometry, viterbi_geometry  # n
 
 
 def check_states(prof, db, backend, idx=None):
+    """The backend's MSV and Viterbi-filter states of every sequence equal to the numpy reference's."""
     idx = np.arange(db.n_seqs) if idx is None else idx
-    gJ, gO = backend.msv(prof, idx)
-    rJ, rO = R.msv_filter(prof, db.residues, db.offsets, db.lengths, idx)
-    assert np.array_equal(gO, rO), f"{prof.name}: MSV overflow flags differ at {np.flatnonzero(gO != rO)[:10]}"
-    ok = ~rO
-    bad = np.flatnonzero(ok & (gJ != rJ))
-    assert len(bad) == 0, f"{prof.name} M={prof.M}: MSV xJ differs for {len(bad)} sequences, e.g. {idx[bad[:5]]}"
-    gC, gVO = backend.viterbi(prof, idx)
-    rC, rVO = R.viterbi_filter(prof, db.residues, db.offsets, db.lengths, idx)
-    assert np.array_equal(gVO, rVO), f"{prof.name}: Viterbi overflow flags differ"
-    bad = np.flatnonzero(~rVO & (gC != rC))
-    assert len(bad) == 0, f"{prof.name} M={prof.M}: Viterbi xC differs for {len(bad)}: gpu {gC[bad[:5]]} ref {rC[bad[:5]]}"
+    assert_filter_equal(f"{prof.name} M={prof.M} MSV", backend.msv(prof, idx),
+                        R.msv_filter(prof, db.residues, db.offsets, db.lengths, idx))
+    assert_filter_equal(f"{prof.name} M={prof.M} Viterbi", backend.viterbi(prof, idx),
+                        R.viterbi_filter(prof, db.residues, db.offsets, db.lengths, idx))
 
 
 @pytest.fixture(scope="module")
