@@ -12,6 +12,7 @@ checks that the rows are identical to BLAST+'s; one table at the end.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import shutil
 import subprocess
@@ -52,18 +53,25 @@ def timed(cmd, env=None):
 
 
 def prepare_databases(copies: int, work: Path, makeblastdb: str):
-    """The benchmark database as FASTA, BLAST database and .gsdb (built once per folder)."""
+    """The benchmark database as FASTA, BLAST database and .gsdb (built once per folder).
+
+    Under a lock, each file written whole before it is named: bench/device_run.sh builds
+    them in the background while the GPU tests run, and a benchmark started meanwhile
+    waits for them here."""
     work.mkdir(parents=True, exist_ok=True)
-    fasta = work / f"db{copies}.faa"
-    if not fasta.exists():
-        build_database(copies, fasta)
-    blast_db = work / f"db{copies}"
-    if not (work / f"db{copies}.pin").exists() and not (work / f"db{copies}.00.pin").exists():
-        subprocess.run([makeblastdb, "-in", str(fasta), "-dbtype", "prot", "-out", str(blast_db)],
-                       check=True, capture_output=True)
-    gsdb = work / f"db{copies}.gsdb"
-    if not gsdb.exists():
-        seqdb.write_gsdb(seqdb.open_database(fasta), gsdb)
+    with open(work / f"db{copies}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        fasta = work / f"db{copies}.faa"
+        if not fasta.exists():
+            build_database(copies, work / "building.faa")
+            (work / "building.faa").rename(fasta)
+        blast_db = work / f"db{copies}"
+        if not (work / f"db{copies}.pin").exists() and not (work / f"db{copies}.00.pin").exists():
+            subprocess.run([makeblastdb, "-in", str(fasta), "-dbtype", "prot", "-out", str(blast_db)],
+                           check=True, capture_output=True)
+        gsdb = work / f"db{copies}.gsdb"
+        if not gsdb.exists():
+            seqdb.write_gsdb(seqdb.open_database(fasta), gsdb)      # (itself written whole, then named)
     return fasta, blast_db, gsdb
 
 
