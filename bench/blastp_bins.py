@@ -42,19 +42,10 @@ def main():
     setup = engine.make_setup(seqdb.open_database(fasta), BlastOptions(num_threads=2))
     ids = np.arange(len(setup.offsets) - 1)
 
-    class Query:
-        n_seqs = 1
-
-        def __init__(self, i):
-            self.i = i
-
-        def sequence(self, _):
-            return base.sequence(self.i)
-
     print(f"{len(ids):,} subjects; two-hit window {args.window}")
     for n in (int(x) for x in args.lengths.split(",")):
         i = int(np.argmin(np.abs(base.lengths - n)))
-        work = engine.new_work(0, Query(i))
+        work = engine.new_work(i, base)       # query i of the proteome
         lookup = engine.prepare_query(work, setup)
         keys = scan_hits(lookup, setup.residues, setup.offsets, ids, args.window)
         subject, diag, s_off, _ = unpack_hits(keys, hit_layout(lookup, setup.offsets, ids, args.window))

@@ -65,19 +65,10 @@ def main():
     setup = engine.make_setup(db, BlastOptions(num_threads=4))
     gpu = GpuUngapped(setup.residues, setup.offsets)
 
-    class Queries:
-        n_seqs = 1
-
-        def __init__(self, i):
-            self.i = i
-
-        def sequence(self, _):
-            return base.sequence(self.i)
-
     for n in (int(x) for x in args.lengths.split(",")):
         i = int(np.argmin(np.abs(base.lengths - n)))
         for rep in range(2):
-            work = engine.new_work(0, Queries(i))
+            work = engine.new_work(i, base)
             t = time.perf_counter()
             engine.ungapped_stage(work, setup, gpu)
             print(f"query {base.lengths[i]} aa, run {rep}: {time.perf_counter() - t:.4f} s, "
@@ -87,7 +78,7 @@ def main():
         def best_of_4(label):
             best = 1e9
             for _ in range(4):
-                work = engine.new_work(0, Queries(i))
+                work = engine.new_work(i, base)
                 lookup = engine.prepare_query(work, setup)
                 t = time.perf_counter()
                 engine.ungapped_stage(work, setup, gpu, lookup)

@@ -81,8 +81,9 @@ class EmulatedUngapped:
         lanes = self.window_lanes or window_lanes_for(qlen)
         matrix_smem = self.scores == "matrix" or (self.scores == "auto" and matrix_in_smem_for(qlen))
         pv_smem = self.pv_smem and lookup.word_size <= PV_SMEM_MAX_WORD
+        prefilter = self.prefilter and self.extension == "window"
         lib = self._lib(kernel_options(lookup.word_size, block, self.extension, lanes, matrix_smem, pv_smem,
-                                       self.prefilter))
+                                       prefilter))
         presence = presence_bits(lookup.cell_start)
         assert 2 * n_cells * 4 + (presence.nbytes if pv_smem else 0) <= lib.shared_memory_bytes()
         query = (np.ascontiguousarray(lookup.cell_start, np.int32), np.ascontiguousarray(lookup.offsets, np.int32),

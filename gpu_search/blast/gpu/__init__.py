@@ -63,7 +63,7 @@ def kernel_options(word_size: int, block: int, extension: str, window_lanes: int
     builds the kernel with the same)."""
     return (f"-DWORD_SIZE={int(word_size)}", f"-DBLOCK={int(block)}", f"-DHIT_BASED={int(extension == 'hit')}",
             f"-DWIN={int(window_lanes) if extension == 'window' else 0}", f"-DMATRIX_SMEM={int(matrix_smem)}",
-            f"-DPV_SMEM={int(pv_smem)}", f"-DPREFILTER={int(prefilter and extension == 'window')}")
+            f"-DPV_SMEM={int(pv_smem)}", f"-DPREFILTER={int(prefilter)}")
 
 
 def presence_bits(cell_start: np.ndarray) -> np.ndarray:
@@ -263,8 +263,9 @@ class GpuUngapped:
             matrix_smem = (self.scores == "matrix" or
                            (self.scores == "auto" and matrix_in_smem_for(lookup.query_length)))
             pv_smem = self.pv_smem and lookup.word_size <= PV_SMEM_MAX_WORD
+            prefilter = self.prefilter and self.extension == "window"      # a step of that variant only
             kernel = load_kernel(lookup.word_size, block, self.extension, self.device_id, lanes, matrix_smem,
-                                 pv_smem, self.prefilter and self.extension == "window")
+                                 pv_smem, prefilter)
             presence = presence_bits(lookup.cell_start) if pv_smem else None
             smem = 2 * n_cells * 4 + (presence.nbytes if pv_smem else 0)
             _allow_smem(kernel, smem)
