@@ -201,19 +201,20 @@ def test_presence_bits_in_shared_memory(extension, db_codes, proteome, blosum62)
     compare(small, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
 
 
-@pytest.mark.parametrize("lanes,pv", [(None, False), (4, True), (32, False)])
-def test_window_bins_struck_off_first(lanes, pv, db_codes, proteome, blosum62):
+@pytest.mark.parametrize("lanes,pv,prefilter", [(None, False, True), (4, True, True), (32, False, True),
+                                                 (None, False, False), (4, False, False)])
+def test_window_bins_struck_off_first(lanes, pv, prefilter, db_codes, proteome, blosum62):
     """The window-based extension with the bins that cannot trigger struck off by a thread each
-    first (PREFILTER): the same init HSPs, word sizes 2 to 4 and other windows, with the
-    overflow pass."""
-    struck = GpuUngapped(*db_codes, window_lanes=lanes, pv_smem=pv, prefilter=True)
+    first (PREFILTER, the default) and without: the same init HSPs, word sizes 2 to 4 and other
+    windows, with the overflow pass."""
+    struck = GpuUngapped(*db_codes, window_lanes=lanes, pv_smem=pv, prefilter=prefilter)
     for i in (3, 10, 500, int(np.argmax(np.diff(np.asarray(proteome.offsets))))):
         compare(struck, db_codes, query_codes(proteome, i), blosum62, cutoff=0)
         compare(struck, db_codes, query_codes(proteome, i), blosum62)
     compare(struck, db_codes, query_codes(proteome, 7), blosum62, 2, 9, 40, cutoff=0)
     compare(struck, db_codes, query_codes(proteome, 7), blosum62, 3, 11, 20, cutoff=0)
     compare(struck, db_codes, query_codes(proteome, 7), blosum62, 4, 13, 80, cutoff=0)
-    small = GpuUngapped(*db_codes, window_lanes=lanes, prefilter=True, hit_slots=64)
+    small = GpuUngapped(*db_codes, window_lanes=lanes, prefilter=prefilter, hit_slots=64)
     compare(small, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
 
 

@@ -77,9 +77,10 @@ def presence_bits(cell_start: np.ndarray) -> np.ndarray:
 # slower on an H100, docs/benchmarks.md)
 PV_SMEM_DEFAULT = os.environ.get("GPU_SEARCH_PV_SMEM", "0") == "1"
 PV_SMEM_MAX_WORD = 3             # the bits of word size 4 (128 KiB) do not fit beside the bins
-# PREFILTER by default? (GPU_SEARCH_PREFILTER=1: in the window-based extension, bins that cannot
-# trigger are struck off by a thread each before the windows start; off until measured)
-PREFILTER_DEFAULT = os.environ.get("GPU_SEARCH_PREFILTER", "0") == "1"
+# PREFILTER by default? (in the window-based extension, bins that cannot trigger are struck off by
+# a thread each before the windows start; on: measured 5-20% faster on an H100 for queries of
+# 517-2,627 aa, ~5% slower at 127 aa, docs/benchmarks.md; GPU_SEARCH_PREFILTER=0 turns it off)
+PREFILTER_DEFAULT = os.environ.get("GPU_SEARCH_PREFILTER", "1") == "1"
 
 
 @lru_cache(maxsize=None)
@@ -118,8 +119,8 @@ class GpuUngapped:
         prefilter: window-based extension only: a thread per bin of two hits or more
             sorts it and strikes it off when no two of its hits are W to A - 1 apart
             (the two-hit rule cannot trigger there), before the windows take the
-            rest; same results.  Default: ``GPU_SEARCH_PREFILTER=1`` in the
-            environment (not yet measured).
+            rest; same results.  Default: on, unless ``GPU_SEARCH_PREFILTER=0``
+            in the environment (measured faster, docs/benchmarks.md).
     """
 
     def __init__(self, residues, offsets, device_id: int = 0, max_chunk_residues: int | None = None,
