@@ -48,6 +48,9 @@ def main():
     ap.add_argument("--prefilter", action="store_true",
                     help="also time the window-based extension with the bins that cannot trigger struck off "
                          "first (PREFILTER) and without, alternately")
+    ap.add_argument("--gpu-order", action="store_true",
+                    help="also time the init HSPs put in BLAST's order on the GPU (order.cu) and on the "
+                         "host, alternately")
     ap.add_argument("--kernel-ab", default="",
                     help="also time the ungapped kernel built from this .cu file (e.g. an earlier commit's "
                          "ungapped.cu) and the current one, alternately")
@@ -101,7 +104,8 @@ def main():
         gpu.scores = "auto"
         # kernel options timed off and on, alternately: (flag, GpuUngapped attribute, label)
         for wanted, attribute, label in ((args.presence, "pv_smem", "presence bits in smem"),
-                                         (args.prefilter, "prefilter", "bins struck off first")):
+                                         (args.prefilter, "prefilter", "bins struck off first"),
+                                         (args.gpu_order, "order_on_gpu", "rows ordered on the GPU")):
             if wanted:
                 default = getattr(gpu, attribute)
                 for on in (False, True, False, True):

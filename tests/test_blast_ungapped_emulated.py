@@ -7,7 +7,7 @@ max-scans and ballots within windows of 4 to 32 lanes), with warps drifting apar
 memory starting as garbage; shared-memory atomics interleave in a random order.  The kernel is
 built with the compile-time constants NVRTC gets (``kernel_options``), its block size, window
 lanes and score source chosen as ``GpuUngapped`` chooses them, and its rows put in BLAST's
-order by the same code (``blast_order``); the overflow pass (subjects whose hits overflow a
+order as the GPU puts them (``order.cu``, emulated too); the overflow pass (subjects whose hits overflow a
 block's buffer, run again with a buffer that fits) is done as ``GpuUngapped._chunk`` does it.
 The init HSPs must equal ``ungapped.ungapped_extensions`` (the CPU path, itself checked
 against BLAST+), field for field and in order.  On a GPU host the same checks run in
@@ -25,11 +25,11 @@ import pytest
 from blast_cases import compare, query_codes
 
 from gpu_search.blast.alphabet import EASEL_TO_NCBISTDAA
-from gpu_search.blast.gpu import (HIT_SLOTS, KERNEL_FILE, MAX_SMEM_CELLS, PV_SMEM_MAX_WORD, _longest_first,
+from gpu_search.blast.gpu import (HIT_SLOTS, KERNEL_FILE, MAX_SMEM_CELLS, ORDER_FILE, PV_SMEM_MAX_WORD, _longest_first,
                                   block_size, kernel_options, matrix_in_smem_for, presence_bits,
                                   window_lanes_for)
 from gpu_search.blast.matrix import load_matrix
-from gpu_search.blast.ungapped import _pssm, _to_records, blast_order
+from gpu_search.blast.ungapped import _pssm, _to_records
 from gpu_search.blast.wordhits import diag_array_length
 
 pytestmark = pytest.mark.skipif(emulator_build.CXX is None, reason="no C++ compiler")
@@ -66,7 +66,8 @@ class EmulatedUngapped:
             assert patched != text
             source.write_text(patched)
         name = "ungapped" + "".join(o.replace("-D", "_").replace("=", "") for o in options)
-        out = emulator_build.build(self.directory / f"{name}.so", [*options, f'-DUNGAPPED_CU="{source}"'])
+        out = emulator_build.build(self.directory / f"{name}.so",
+                                   [*options, f'-DUNGAPPED_CU="{source}"', f'-DORDER_CU="{ORDER_FILE}"'])
         lib = ctypes.CDLL(str(out))
         lib.emulator_error.restype = ctypes.c_char_p
         return lib
@@ -99,7 +100,29 @@ class EmulatedUngapped:
             rows2, over2 = self._launch(lib, query, args, np.ascontiguousarray(over[:, 0], np.int32), slots)
             assert len(over2) == 0, "hit buffer overflow in the second pass"
             parts.append(rows2)
-        return _to_records(blast_order(np.concatenate(parts), lookup.query_rank))
+        return _to_records(self._blast_order(lib, np.concatenate(parts), lookup.query_rank))
+
+    def _blast_order(self, lib, rows, rank):
+        """The rows in BLAST's order as GpuUngapped._blast_order puts them: order.cu's keys
+        (emulated), an argsort, order.cu's gather (emulated)."""
+        n = len(rows)
+        subject_bits = max(1, (len(self.offsets) - 2).bit_length())
+        offset_bits = max(1, (int(np.diff(self.offsets).max()) - 1).bit_length())
+        rank_bits = max(1, len(rank).bit_length())
+        assert subject_bits + offset_bits + rank_bits <= 63
+        if n <= 1:
+            return rows
+        rows = np.ascontiguousarray(rows, np.int32)
+        keys = np.zeros(n, np.int64)
+        rc = lib.emulate_order_keys(ctypes.c_uint(self.seed), _p(rows), n, _p(np.ascontiguousarray(rank, np.int32)),
+                                    offset_bits, rank_bits, _p(keys))
+        assert rc == 0, lib.emulator_error().decode()
+        assert len(np.unique(keys)) == n, "two rows with the same key"
+        order = np.argsort(keys)
+        out = np.zeros_like(rows)
+        rc = lib.emulate_gather_rows(ctypes.c_uint(self.seed), _p(rows), _p(order), n, _p(out))
+        assert rc == 0, lib.emulator_error().decode()
+        return out
 
     def _launch(self, lib, query, args, order, slots: int, n_blocks: int = 2, out_cap: int = 1 << 17):
         scratch = np.zeros(n_blocks * slots, np.int32)

@@ -6,7 +6,8 @@
 // Forward prefilter; tests/test_filters_emulated.py) or
 // -DUNGAPPED_CU="path/to/ungapped.cu" (blastp's hit detection, two-hit filter and ungapped
 // extension, its `extern __shared__` turned into `extern` by the caller, see
-// tests/test_blast_ungapped_emulated.py).
+// tests/test_blast_ungapped_emulated.py; with -DORDER_CU="path/to/order.cu" also the kernels
+// that put its rows in BLAST's order).
 //
 // Each of a block's threads (up to 512, whole warps) is a ucontext fiber.  A fiber runs until
 // its next warp intrinsic (__shfl_sync, __shfl_up_sync, __shfl_xor_sync, __ballot_sync,
@@ -152,6 +153,9 @@ EMU_SHARED float fsmem[EMU_SMEM_BYTES / 4];
 #elif defined(UNGAPPED_CU)
 #include UNGAPPED_CU
 EMU_SHARED int smem[EMU_SMEM_BYTES / 4];
+#ifdef ORDER_CU
+#include ORDER_CU
+#endif
 #else
 #include GAPPED_CU
 #endif
@@ -488,6 +492,22 @@ extern "C" int emulate_ungapped(unsigned seed, int n_blocks, const unsigned char
 }
 
 extern "C" int shared_memory_bytes() { return EMU_SMEM_BYTES; }
+
+#ifdef ORDER_CU
+// order.cu's kernels in blocks of 256 threads, as blast/gpu/__init__.py launches them
+extern "C" int emulate_order_keys(unsigned seed, const int* rows, int n_rows, const int* rank, int s_bits,
+                                  int r_bits, long long* keys)
+{
+    g_kernel = [=] { blast_order_keys(rows, n_rows, rank, s_bits, r_bits, keys); };
+    return run_blocks(seed, (n_rows + 255) / 256, 256);
+}
+
+extern "C" int emulate_gather_rows(unsigned seed, const int* rows, const long long* order, int n_rows, int* out)
+{
+    g_kernel = [=] { gather_rows(rows, order, n_rows, out); };
+    return run_blocks(seed, (7 * n_rows + 255) / 256, 256);
+}
+#endif
 #endif
 
 #ifdef FILTERS_CU

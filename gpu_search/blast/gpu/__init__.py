@@ -3,8 +3,9 @@
 The kernel (``ungapped.cu``, compiled at run time by NVRTC with the word size,
 the block size and the extension variant as constants) returns the init HSPs
 of one query against the whole database;
-the host puts them in BLAST's order (``ungapped.blast_order``), so the result
-is the same array as the CPU path's ``ungapped.ungapped_extensions``.  The
+they are put in BLAST's order on the GPU before they are copied back
+(``order.cu``; ``ungapped.blast_order`` on the host where the GPU cannot), so
+the result is the same array as the CPU path's ``ungapped.ungapped_extensions``.  The
 database is uploaded once per run and reused for every query.
 
 Fallbacks that keep the result exact:
@@ -41,6 +42,7 @@ from ..ungapped import _pssm, _to_records, blast_order, ungapped_extensions
 from ..wordhits import diag_array_length
 
 KERNEL_FILE = Path(__file__).with_name("ungapped.cu")
+ORDER_FILE = Path(__file__).with_name("order.cu")
 BLOCK = 128                     # threads per block (one subject at a time), short queries
 MAX_SMEM_CELLS = 16384          # 2 x 16,384 int32 bin counters = 128 KiB of shared memory
 HIT_SLOTS = 1 << 16             # hit buffer per block (global scratch), subject offsets
@@ -96,6 +98,17 @@ def load_kernel(word_size: int, block: int, extension: str, device_id: int, wind
         return cp.RawModule(code=source, options=options).get_function("two_hit_ungapped")
 
 
+@lru_cache(maxsize=None)
+def load_order_kernels(device_id: int):
+    """order.cu's two kernels (the rows' keys in BLAST's order, the rows gathered by a
+    permutation) on one device; cached per process."""
+    cp = _cupy()
+    with cp.cuda.Device(device_id):
+        module = cp.RawModule(code=f'#line 1 "{ORDER_FILE.name}"\n' + ORDER_FILE.read_text(),
+                              options=("-std=c++17",))
+        return module.get_function("blast_order_keys"), module.get_function("gather_rows")
+
+
 class GpuUngapped:
     """The database on one GPU, and the word finder run against it query after query.
 
@@ -145,6 +158,11 @@ class GpuUngapped:
         self.hit_slots = int(hit_slots)
         self.host_residues = np.ascontiguousarray(residues, dtype=np.uint8)
         self.host_offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        # bits of a row's subject index and subject offset in order.cu's sort keys
+        n_subjects = len(self.host_offsets) - 1
+        self.subject_bits = max(1, (n_subjects - 1).bit_length())
+        self.offset_bits = max(1, (int(np.diff(self.host_offsets).max(initial=1)) - 1).bit_length())
+        self.order_on_gpu = True               # (False: on the host, as before; for bench/blastp_profile.py)
         with cp.cuda.Device(device_id):
             props = cp.cuda.runtime.getDeviceProperties(device_id)
             self.n_sm = int(props["multiProcessorCount"])
@@ -271,7 +289,11 @@ class GpuUngapped:
             smem = 2 * n_cells * 4 + (presence.nbytes if pv_smem else 0)
             _allow_smem(kernel, smem)
             cells = cp.asarray(lookup.cell_start.astype(np.int32))
+            rank_bits = max(1, len(lookup.query_rank).bit_length())
+            on_gpu_order = self.order_on_gpu and self.subject_bits + self.offset_bits + rank_bits <= 63
             query = dict(cells=cells,
+                         rank=cp.asarray(lookup.query_rank.astype(np.int32)) if on_gpu_order else None,
+                         rank_bits=rank_bits,
                          offsets=cp.asarray(np.ascontiguousarray(lookup.offsets, dtype=np.int32)),
                          presence=cp.asarray(presence) if pv_smem else cells,    # (not read without PV_SMEM)
                          pssm=cp.asarray(_pssm(query_codes, matrix_scores)),
@@ -303,13 +325,16 @@ class GpuUngapped:
             parts.append(np.stack([extra[name] for name in extra.dtype.names], axis=1).astype(np.int32)
                          if len(extra) else np.empty((0, 7), np.int32))
         rows = np.concatenate(parts) if parts else np.empty((0, 7), np.int32)
-        return _to_records(blast_order(rows, lookup.query_rank))
+        if leftover or not on_gpu_order:       # (each chunk's rows are in order, the chunks too)
+            rows = blast_order(rows, lookup.query_rank)
+        return _to_records(rows)
 
     def _chunk(self, kernel, block, c, query, grid, smem):
         """One database chunk: the kernel over every subject, then again over the subjects
         whose hits overflowed the blocks' buffers, with buffers sized for them.
 
-        Returns the rows (subject index within the chunk) and the subjects left to the CPU.
+        Returns the rows (subject index within the chunk), in BLAST's order where
+        ``query["rank"]`` is given, and the subjects left to the CPU.
         """
         cp = self.cp
         while True:
@@ -345,7 +370,23 @@ class GpuUngapped:
                 break
             self.n_out_cap = 2 * n_rows                    # rare: grow and run the chunk again
             self.out = cp.empty(7 * self.n_out_cap, dtype=np.int32)
-        return self.out[:7 * n_rows].get().reshape(n_rows, 7), left
+        rows = self.out[:7 * n_rows]
+        if query["rank"] is not None and n_rows > 1:
+            rows = self._blast_order(rows, n_rows, query["rank"], query["rank_bits"])
+        return rows.get().reshape(n_rows, 7), left
+
+    def _blast_order(self, rows, n_rows: int, rank, rank_bits: int):
+        """The chunk's rows in BLAST's order (ungapped.blast_order), sorted on the GPU:
+        a 63-bit key per row (order.cu), CuPy's argsort, the rows gathered."""
+        cp = self.cp
+        make_keys, gather = load_order_kernels(self.device_id)
+        keys = cp.empty(n_rows, dtype=np.int64)
+        make_keys(((n_rows + 255) // 256,), (256,),
+                  (rows, np.int32(n_rows), rank, np.int32(self.offset_bits), np.int32(rank_bits), keys))
+        order = cp.argsort(keys)                 # keys are distinct: one row per triggering hit
+        ordered = cp.empty(7 * n_rows, dtype=np.int32)
+        gather(((7 * n_rows + 255) // 256,), (256,), (rows, order, np.int32(n_rows), ordered))
+        return ordered
 
     def _launch(self, kernel, block, c, order, n_order, query, grid, smem, scratch, slots):
         kernel((grid,), (block,),
