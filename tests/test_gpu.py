@@ -138,6 +138,31 @@ def test_cli_gpu_equals_cpu(tmp_path):
     assert outs["gpu"] == outs["cpu"] and len(outs["cpu"]) > 10
 
 
+def test_two_gpus_equal_reference_and_cpu(proteome, tmp_path):
+    """The database split across two GPUs (--gpus 0,1): every sequence's filter states equal
+    to the reference, and the search's hits, tblout and domtblout equal to the CPU's."""
+    import subprocess
+    import sys
+
+    if len(gpu_status()[2]) < 2:
+        pytest.skip("fewer than two GPUs")
+    two = GpuBackend(proteome, gpus=[0, 1])
+    for name in ("PF02826", "Thioesterase"):
+        check_states(profile_of(read_hmms(TEST_DATA / f"{name}.hmm")[0]), proteome, two)
+    hmms = read_hmms(TEST_DATA / "four-models.hmm")
+    cpu = list(search.hmmsearch(hmms, proteome, SearchOptions(), device="cpu"))
+    gpu = list(search.hmmsearch(hmms, proteome, SearchOptions(), device="gpu", backend=two))
+    assert tables(gpu) == tables(cpu)
+    outs = {}
+    for dev, extra in (("cpu", []), ("gpu", ["--gpus", "0,1"])):
+        tbl, dom = tmp_path / f"{dev}.tbl", tmp_path / f"{dev}.dom"
+        subprocess.run([sys.executable, "-m", "gpu_search", "hmmsearch", "--device", dev, *extra, "--tblout", str(tbl),
+                        "--domtblout", str(dom), "-o", str(tmp_path / f"{dev}.out"),
+                        str(TEST_DATA / "four-models.hmm"), str(TEST_DATA / "proteome.faa")], check=True)
+        outs[dev] = [l for f in (tbl, dom) for l in f.read_text().splitlines() if not l.startswith("#")]
+    assert outs["gpu"] == outs["cpu"] and len(outs["cpu"]) > 10
+
+
 def test_streamed_database_gives_identical_results(proteome):
     """A database larger than the memory budget streams through in parts, same results."""
     hmm = read_hmms(TEST_DATA / "PF02826.hmm")[0]
