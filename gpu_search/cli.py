@@ -391,7 +391,7 @@ class BlastCommand(click.Command):
                    "diagonal extends its hits in order) or hit (a thread per hit, redundant work).")
 @click.option("--gpu-window-lanes", "gpu_window_lanes", type=click.Choice(["auto", "4", "8", "16", "32"]),
               default="auto", show_default=True,
-              help="Threads per window of --gpu-extension window (cuBLASTP's window size); auto: 8 for "
+              help="Threads per window of --gpu-extension window (cuBLASTP's window size); auto: 32 for "
                    "queries under 800 aa, 16 from 800 aa (measured).")
 @click.option("--gpu-streams", "gpu_streams", type=click.IntRange(1, 16), default=3, show_default=True,
               help="Queries in flight on each GPU (one CUDA stream and host thread each), so that one "

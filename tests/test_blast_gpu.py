@@ -202,7 +202,7 @@ def test_presence_bits_in_shared_memory(extension, db_codes, proteome, blosum62)
 
 
 @pytest.mark.parametrize("lanes,pv,prefilter", [(None, False, True), (4, True, True), (32, False, True),
-                                                 (None, False, False), (4, False, False)])
+                                                 (8, False, False), (4, False, False)])
 def test_window_bins_struck_off_first(lanes, pv, prefilter, db_codes, proteome, blosum62):
     """The window-based extension with the bins that cannot trigger struck off by a thread each
     first (PREFILTER, the default) and without: the same init HSPs, word sizes 2 to 4 and other

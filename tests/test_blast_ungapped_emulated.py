@@ -160,7 +160,7 @@ def build_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("emulated_ungapped")
 
 
-@pytest.mark.parametrize("extension,lanes,scores,pv,prefilter", [("window", None, "auto", False, False),
+@pytest.mark.parametrize("extension,lanes,scores,pv,prefilter", [("window", 8, "auto", False, False),
                                                                  ("window", None, "auto", False, True),
                                                                  ("window", 4, "pssm", True, False),
                                                                  ("window", 32, "matrix", False, True),

@@ -441,12 +441,16 @@ def matrix_in_smem_for(query_length: int) -> bool:
 def window_lanes_for(query_length: int) -> int:
     """Threads per window of the window-based extension.
 
-    Measured on an H100 (bench/blastp_profile.py, 136M residues, best of 4):
-    8 lanes are best for 127 and 517 aa (2.99 and 11.86 ms, against 3.53 and
-    12.23 ms diagonal-based), 16 lanes for 1038 and 2627 aa (24.68 and 76.24
-    ms, against 26.42 and 83.06); 4 and 32 lanes are slower everywhere.
+    Measured on an H100 with PREFILTER on (bench/blastp_profile.py --copies 99,
+    68M residues, best of 4, 8/16/32 lanes alternated twice): 32 lanes are best
+    below 800 aa (127 aa 1.63-1.68 ms against 1.99-2.09 with 8 lanes, 300 aa
+    3.10-3.14 against 3.74, 517 aa 4.68-4.79 against 5.11-5.13); from 800 aa
+    16 and 32 take turns (802 aa 7.68-7.71 vs 8.29-8.30, 1,038 aa 8.31-8.34 vs
+    7.78-7.79, 1,425 aa 9.64-9.66 vs 10.26-10.29, 2,627 aa 25.18-25.98 vs
+    24.72-25.11), so 16 stays there.  (Before PREFILTER, 8 lanes were best
+    below 800 aa: windows then also walked the bins that cannot trigger.)
     """
-    return 8 if query_length < 800 else 16
+    return 32 if query_length < 800 else 16
 
 
 class _HalveChunks(Exception):
