@@ -26,8 +26,8 @@ from blast_cases import compare, query_codes
 
 from gpu_search.blast.alphabet import EASEL_TO_NCBISTDAA
 from gpu_search.blast.gpu import (HIT_SLOTS, KERNEL_FILE, MAX_SMEM_CELLS, ORDER_FILE, PV_SMEM_MAX_WORD, _longest_first,
-                                  block_size, kernel_options, matrix_in_smem_for, presence_bits,
-                                  window_lanes_for)
+                                  block_size, kernel_options, matrix_in_smem_for, order_key_bits,
+                                  presence_bits, window_lanes_for)
 from gpu_search.blast.matrix import load_matrix
 from gpu_search.blast.ungapped import _pssm, _to_records
 from gpu_search.blast.wordhits import diag_array_length
@@ -106,8 +106,7 @@ class EmulatedUngapped:
         """The rows in BLAST's order as GpuUngapped._blast_order puts them: order.cu's keys
         (emulated), an argsort, order.cu's gather (emulated)."""
         n = len(rows)
-        subject_bits = max(1, (len(self.offsets) - 2).bit_length())
-        offset_bits = max(1, (int(np.diff(self.offsets).max()) - 1).bit_length())
+        subject_bits, offset_bits = order_key_bits(self.offsets)
         rank_bits = max(1, len(rank).bit_length())
         assert subject_bits + offset_bits + rank_bits <= 63
         if n <= 1:

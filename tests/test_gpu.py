@@ -124,26 +124,26 @@ def test_gpu_search_equals_cpu(opts, proteome):
            [(r.stats.n_past_msv, r.stats.n_past_bias, r.stats.n_past_vit, r.stats.n_past_fwd) for r in cpu]
 
 
-def test_cli_gpu_equals_cpu(tmp_path):
+def cli_table_lines(tmp_path, dev, *extra):
+    """The tblout and domtblout rows of `gpu-search hmmsearch --device dev` (four models vs the proteome)."""
     import subprocess
     import sys
 
-    outs = {}
-    for dev in ("cpu", "gpu"):
-        tbl, dom = tmp_path / f"{dev}.tbl", tmp_path / f"{dev}.dom"
-        subprocess.run([sys.executable, "-m", "gpu_search", "hmmsearch", "--device", dev, "--tblout", str(tbl),
-                        "--domtblout", str(dom), "-o", str(tmp_path / f"{dev}.out"),
-                        str(TEST_DATA / "four-models.hmm"), str(TEST_DATA / "proteome.faa")], check=True)
-        outs[dev] = [l for f in (tbl, dom) for l in f.read_text().splitlines() if not l.startswith("#")]
-    assert outs["gpu"] == outs["cpu"] and len(outs["cpu"]) > 10
+    tbl, dom = tmp_path / f"{dev}.tbl", tmp_path / f"{dev}.dom"
+    subprocess.run([sys.executable, "-m", "gpu_search", "hmmsearch", "--device", dev, *extra, "--tblout", str(tbl),
+                    "--domtblout", str(dom), "-o", str(tmp_path / f"{dev}.out"),
+                    str(TEST_DATA / "four-models.hmm"), str(TEST_DATA / "proteome.faa")], check=True)
+    return [l for f in (tbl, dom) for l in f.read_text().splitlines() if not l.startswith("#")]
+
+
+def test_cli_gpu_equals_cpu(tmp_path):
+    cpu, gpu = cli_table_lines(tmp_path, "cpu"), cli_table_lines(tmp_path, "gpu")
+    assert gpu == cpu and len(cpu) > 10
 
 
 def test_two_gpus_equal_reference_and_cpu(proteome, tmp_path):
     """The database split across two GPUs (--gpus 0,1): every sequence's filter states equal
     to the reference, and the search's hits, tblout and domtblout equal to the CPU's."""
-    import subprocess
-    import sys
-
     if len(gpu_status()[2]) < 2:
         pytest.skip("fewer than two GPUs")
     two = GpuBackend(proteome, gpus=[0, 1])
@@ -153,14 +153,8 @@ def test_two_gpus_equal_reference_and_cpu(proteome, tmp_path):
     cpu = list(search.hmmsearch(hmms, proteome, SearchOptions(), device="cpu"))
     gpu = list(search.hmmsearch(hmms, proteome, SearchOptions(), device="gpu", backend=two))
     assert tables(gpu) == tables(cpu)
-    outs = {}
-    for dev, extra in (("cpu", []), ("gpu", ["--gpus", "0,1"])):
-        tbl, dom = tmp_path / f"{dev}.tbl", tmp_path / f"{dev}.dom"
-        subprocess.run([sys.executable, "-m", "gpu_search", "hmmsearch", "--device", dev, *extra, "--tblout", str(tbl),
-                        "--domtblout", str(dom), "-o", str(tmp_path / f"{dev}.out"),
-                        str(TEST_DATA / "four-models.hmm"), str(TEST_DATA / "proteome.faa")], check=True)
-        outs[dev] = [l for f in (tbl, dom) for l in f.read_text().splitlines() if not l.startswith("#")]
-    assert outs["gpu"] == outs["cpu"] and len(outs["cpu"]) > 10
+    cpu, gpu = cli_table_lines(tmp_path, "cpu"), cli_table_lines(tmp_path, "gpu", "--gpus", "0,1")
+    assert gpu == cpu and len(cpu) > 10
 
 
 def test_streamed_database_gives_identical_results(proteome):

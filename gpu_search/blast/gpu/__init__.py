@@ -98,6 +98,14 @@ def load_kernel(word_size: int, block: int, extension: str, device_id: int, wind
         return cp.RawModule(code=source, options=options).get_function("two_hit_ungapped")
 
 
+def order_key_bits(offsets: np.ndarray) -> tuple[int, int]:
+    """Bits of a row's subject index and of its subject offset in order.cu's sort keys, for a
+    database with these sequence boundaries."""
+    subject_bits = max(1, (len(offsets) - 2).bit_length())
+    offset_bits = max(1, (int(np.diff(offsets).max(initial=1)) - 1).bit_length())
+    return subject_bits, offset_bits
+
+
 @lru_cache(maxsize=None)
 def load_order_kernels(device_id: int):
     """order.cu's two kernels (the rows' keys in BLAST's order, the rows gathered by a
@@ -158,10 +166,7 @@ class GpuUngapped:
         self.hit_slots = int(hit_slots)
         self.host_residues = np.ascontiguousarray(residues, dtype=np.uint8)
         self.host_offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-        # bits of a row's subject index and subject offset in order.cu's sort keys
-        n_subjects = len(self.host_offsets) - 1
-        self.subject_bits = max(1, (n_subjects - 1).bit_length())
-        self.offset_bits = max(1, (int(np.diff(self.host_offsets).max(initial=1)) - 1).bit_length())
+        self.subject_bits, self.offset_bits = order_key_bits(self.host_offsets)
         self.order_on_gpu = True               # (False: on the host, as before; for bench/blastp_profile.py)
         with cp.cuda.Device(device_id):
             props = cp.cuda.runtime.getDeviceProperties(device_id)
