@@ -18,7 +18,9 @@ Per query set:
   threads only; "!" after its time if its output differed);
 * our GPU phases in-process (database already on the GPU): lookup tables,
   hit detection, binning, two-hit filter and ungapped extension of every
-  query, init HSPs in BLAST's order on the host;
+  query, init HSPs in BLAST's order; one query after another on one engine,
+  then as the tool runs them (``engine.GPU_STREAMS`` engines, each on its own
+  CUDA stream and host thread, taking the next query);
 * with ``--others``: DIAMOND and MMseqs2 on the same queries and threads, their
   time and how many of BLAST+'s hits each finds (``blastp_others.py``).
 """
@@ -44,10 +46,20 @@ from blastp_others import compare_others, find_tools, print_table  # noqa: E402
 from hmmsearch_bench import pyhmmer_data  # noqa: E402
 
 from gpu_search import seqdb  # noqa: E402
+from gpu_search.blast.engine import GPU_STREAMS  # noqa: E402
 
 
-def gpu_phases(db, base, idx, threads):
-    """Seconds for our GPU phases of the queries (database already uploaded), and init HSPs found."""
+def gpu_phases(db, base, idx, threads, streams=1):
+    """Seconds for our GPU phases of the queries (database already uploaded), and init HSPs found.
+
+    ``streams`` 1: one query after another on one engine (the lookup table built,
+    then the kernels, then the next query).  More: as ``run_blastp`` runs them,
+    that many engines on the GPU (``GpuUngapped.worker``), each on its own CUDA
+    stream and host thread taking the next query, with the interpreter's switch
+    interval of GPU runs; the wall time of all the queries.
+    """
+    import threading
+
     from gpu_search.blast import engine
     from gpu_search.blast.options import BlastOptions
 
@@ -66,21 +78,48 @@ def gpu_phases(db, base, idx, threads):
         gpu = GpuUngapped(setup.residues, setup.offsets)
         gpu_phases.upload = time.perf_counter() - t
         gpu_phases.engine_cache[id(db)] = gpu
+    twins = gpu_phases.twins.setdefault(id(db), [])
+    while len(twins) < streams - 1:
+        twins.append(gpu.worker())
+    engines = [gpu] + twins[:streams - 1]
     q = Queries()
+    per_query, n_init = [None] * q.n_seqs, [0] * q.n_seqs
+    nxt, lock = [0], threading.Lock()
+
+    def run(g):
+        while True:
+            with lock:
+                i = nxt[0]
+                nxt[0] += 1
+            if i >= q.n_seqs:
+                return
+            t1 = time.perf_counter()
+            work = engine.new_work(i, q)
+            engine.ungapped_stage(work, setup, g)
+            n_init[i] = len(work.init)
+            per_query[i] = (time.perf_counter() - t1, len(work.codes), len(work.init), g.overflowed)
+
+    switch = sys.getswitchinterval()
     t = time.perf_counter()
-    n = 0
-    per_query = []
-    for i in range(q.n_seqs):
-        t1 = time.perf_counter()
-        work = engine.new_work(i, q)
-        engine.ungapped_stage(work, setup, gpu)
-        n += len(work.init)
-        per_query.append((time.perf_counter() - t1, len(work.codes), len(work.init), gpu.overflowed))
+    if streams == 1:
+        run(gpu)
+    else:
+        sys.setswitchinterval(engine.GPU_SWITCH_INTERVAL)
+        pool = [threading.Thread(target=run, args=(g,)) for g in engines]
+        for th in pool:
+            th.start()
+        for th in pool:
+            th.join()
+        sys.setswitchinterval(switch)
+    elapsed = time.perf_counter() - t
+    if None in per_query:
+        raise SystemExit("gpu_phases: a query failed")
     gpu_phases.slowest = sorted(per_query, reverse=True)[:5]
-    return time.perf_counter() - t, n
+    return elapsed, sum(n_init)
 
 
 gpu_phases.engine_cache = {}
+gpu_phases.twins = {}
 gpu_phases.upload = 0.0
 
 
@@ -185,13 +224,17 @@ def main():
         r = subprocess.run(ours + ["-query", str(q), "--cpu-gapped"], capture_output=True, text=True, env=env)
         t_c, same_c = time.perf_counter() - t, r.stdout == out_o and not r.returncode
         t_g, n_init = gpu_phases(db, base, idx, args.threads)
+        slowest = gpu_phases.slowest
+        # as the tool runs them: GPU_STREAMS engines on the GPU, queries taken in turn
+        t_gs, n_init_s = gpu_phases(db, base, idx, args.threads, streams=GPU_STREAMS)
         rb, ro = out_b.splitlines(), out_o.splitlines()
         same = sum(1 for a, b in zip(sorted(rb), sorted(ro)) if a == b) if rb != ro else len(rb)
         r = dict(queries=label, blast_s=t_b, blast_ungapped_s=t_bu, ours_s=t_o, ours_gpu_phases_s=t_g,
+                 ours_gpu_phases_streams_s=t_gs, gpu_streams=GPU_STREAMS, init_hsps_streams_equal=n_init_s == n_init,
                  ours_cpu_gapped_s=t_c, cpu_gapped_identical=same_c,
                  init_hsps=n_init, rows_blast=len(rb), rows_ours=len(ro), identical=rb == ro,
                  rows_equal_sorted=same, our_phases=phases[-1] if phases else "", lifetime=lifetime)
-        r["slowest_queries_s_len_init_overflowed"] = gpu_phases.slowest
+        r["slowest_queries_s_len_init_overflowed"] = slowest
         if tools:
             r["others"] = compare_others(q, fasta, work, args.threads, out_b, t_b, tools)
             blast_rows[label] = out_b
@@ -225,13 +268,18 @@ def main():
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     print(f"\n{name}, {args.threads} CPU threads, commit {commit or '?'}; database {db.n_seqs:,} sequences, "
           f"{db.n_residues:,} residues (upload to the GPU {gpu_phases.upload:.2f} s)")
+    print(f"our GPU phases: one query after another; 'streams': {GPU_STREAMS} engines (CUDA streams, host "
+          f"threads) on the GPU taking queries in turn, as the tool runs them ('!': other init HSPs)")
     print(f"{'queries':22} {'BLAST+ s':>9} {'ours s':>7} {'ratio':>6} {'--cpu-gapped s':>14} | "
-          f"{'BLAST+ -ungapped s':>18} {'our GPU phases s':>16} {'ratio':>6} | {'rows':>6} identical")
+          f"{'BLAST+ -ungapped s':>18} {'our GPU phases s':>16} {'ratio':>6} {'streams s':>9} {'ratio':>6} | "
+          f"{'rows':>6} identical")
     for r in results:
         print(f"{r['queries']:22} {r['blast_s']:>9.2f} {r['ours_s']:>7.2f} {r['blast_s'] / r['ours_s']:>5.1f}x "
               f"{r['ours_cpu_gapped_s']:>13.2f}{'' if r['cpu_gapped_identical'] else '!'} | "
               f"{r['blast_ungapped_s']:>18.2f} {r['ours_gpu_phases_s']:>16.2f} "
-              f"{r['blast_ungapped_s'] / r['ours_gpu_phases_s']:>5.1f}x | {r['rows_blast']:>6} {r['identical']}")
+              f"{r['blast_ungapped_s'] / r['ours_gpu_phases_s']:>5.1f}x "
+              f"{r['ours_gpu_phases_streams_s']:>9.2f} {r['blast_ungapped_s'] / r['ours_gpu_phases_streams_s']:>5.1f}x"
+              f"{'' if r['init_hsps_streams_equal'] else '!'} | {r['rows_blast']:>6} {r['identical']}")
     for n, t, same, _ in sweep:
         print(f"{label} with {n}: {t:.2f} s ({results[-1]['blast_s'] / t:.1f}x BLAST+), "
               f"same rows: {same}")
