@@ -31,6 +31,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--copies", type=int, default=20)
     ap.add_argument("--lengths", default="127,517,1054")
+    ap.add_argument("--queries", default="",
+                    help="also these proteome sequences (indices), e.g. 863 (a low-complexity 457-aa query)")
+    ap.add_argument("--launches", action="store_true",
+                    help="print each kernel launch of a query's last run: grid, subjects, GPU time (CUDA "
+                         "events), and the hit counts of the subjects that overflowed the blocks' buffers")
+    ap.add_argument("--hit-slots", default="",
+                    help="also time with these hit buffers per block, e.g. 65536,262144 (subjects with more "
+                         "hits run a second pass)")
     ap.add_argument("--blocks", default="", help="also time these block sizes, e.g. 64,128,256,512")
     ap.add_argument("--extensions", default="",
                     help="also time these extension variants: diagonal,hit,window8 (window + threads per window)")
@@ -52,8 +60,8 @@ def main():
                     help="also time the init HSPs put in BLAST's order on the GPU (order.cu) and on the "
                          "host, alternately")
     ap.add_argument("--kernel-ab", default="",
-                    help="also time the ungapped kernel built from this .cu file (e.g. an earlier commit's "
-                         "ungapped.cu) and the current one, alternately")
+                    help="also time the ungapped kernel built from these .cu files (e.g. an earlier commit's "
+                         "ungapped.cu; comma-separated) and the current one, alternately")
     ap.add_argument("--streamed", action="store_true",
                     help="also time the database streamed through the GPU in 4 chunks a query")
     args = ap.parse_args()
@@ -68,15 +76,26 @@ def main():
     setup = engine.make_setup(db, BlastOptions(num_threads=4))
     gpu = GpuUngapped(setup.residues, setup.offsets)
 
-    for n in (int(x) for x in args.lengths.split(",")):
-        i = int(np.argmin(np.abs(base.lengths - n)))
+    wanted = [int(np.argmin(np.abs(base.lengths - int(n)))) for n in args.lengths.split(",") if n.strip()]
+    wanted += [int(x) for x in args.queries.split(",") if x.strip()]
+    for i in wanted:
+        launches = watch_launches(gpu) if args.launches else []
         for rep in range(2):
+            launches.clear()                     # (the last run's are printed)
             work = engine.new_work(i, base)
             t = time.perf_counter()
             engine.ungapped_stage(work, setup, gpu)
-            print(f"query {base.lengths[i]} aa, run {rep}: {time.perf_counter() - t:.4f} s, "
+            print(f"query {i} ({base.lengths[i]} aa), run {rep}: {time.perf_counter() - t:.4f} s, "
                   f"{len(work.init)} init HSPs, {gpu.overflowed} overflowed", flush=True)
         ref = work.init
+        if args.launches:
+            for grid, n_order, over, event in launches:
+                event[1].synchronize()
+                ms = gpu.cp.cuda.get_elapsed_time(*event)
+                hits = "" if over is None else (f", overflowed subjects' hits: max {int(over[:, 1].max()):,}, "
+                                                f"median {int(np.median(over[:, 1])):,}")
+                print(f"  launch: grid {grid}, {n_order:,} subjects, {ms:.2f} ms GPU time{hits}", flush=True)
+            del gpu._launch                      # the class's own again: no syncs in the timed runs
 
         def best_of_4(label):
             best = 1e9
@@ -89,6 +108,13 @@ def main():
             assert np.array_equal(work.init, ref), label
             print(f"  {label}: {best * 1e3:8.2f} ms (best of 4, same init HSPs)", flush=True)
 
+        for slots in (int(b) for b in args.hit_slots.split(",") if b.strip()):
+            default = gpu.hit_slots
+            gpu.hit_slots = slots
+            gpu._alloc_buffers()
+            best_of_4(f"hit slots {slots:>8}")
+            gpu.hit_slots = default
+            gpu._alloc_buffers()
         for block in (int(b) for b in args.blocks.split(",") if b.strip()):
             gpu.block = block
             best_of_4(f"block {block:4d}")
@@ -97,7 +123,7 @@ def main():
             gpu.extension = "window" if extension.startswith("window") else extension
             gpu.window_lanes = int(extension[6:]) if extension[6:].isdigit() else None
             best_of_4(f"{extension:>8}-based extension")
-        gpu.extension, gpu.window_lanes = "window", None
+        gpu.extension, gpu.window_lanes = "auto", None
         for scores in (x for x in args.scores.split(",") if x):
             gpu.scores = scores
             best_of_4(f"scores from {scores:>6}")
@@ -116,7 +142,7 @@ def main():
             import gpu_search.blast.gpu as ungapped_gpu
 
             current = ungapped_gpu.KERNEL_FILE
-            for path in (Path(args.kernel_ab), current) * 2:
+            for path in ([Path(f) for f in args.kernel_ab.split(",")] + [current]) * 2:
                 ungapped_gpu.KERNEL_FILE = path
                 ungapped_gpu.load_kernel.cache_clear()
                 best_of_4(f"kernel {path.name:>24}")
@@ -132,6 +158,26 @@ def main():
                               max_chunk_residues=len(setup.residues) // 4 + 1)
             best_of_4(f"streamed in {len(gpu.chunks)} chunks")
             gpu = resident
+
+
+def watch_launches(gpu):
+    """Record each kernel launch of the engine from now on: (grid, subjects, overflow list after
+    it or None, CUDA events around it); ``del gpu._launch`` stops it."""
+    launches = []
+    launch = gpu._launch
+
+    def timed(kernel, block, c, order, n_order, query, grid, smem, scratch, slots):
+        cp = gpu.cp
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record(gpu.stream)
+        launch(kernel, block, c, order, n_order, query, grid, smem, scratch, slots)
+        end.record(gpu.stream)
+        n_over = int(gpu.counters[2:3].get()[0])
+        over = gpu.overflow[:2 * n_over].get().reshape(-1, 2) if n_over else None
+        launches.append((grid, int(n_order), over, (start, end)))
+
+    gpu._launch = timed
+    return launches
 
 
 def time_gapped(gpu, setup, work, band, budget=None, kernel="warp"):

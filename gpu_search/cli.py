@@ -384,11 +384,12 @@ class BlastCommand(click.Command):
               help="CPU threads (default: all cores).")
 @click.option("--hits-out", "hits_out", metavar="FILE",
               help="Also save the rows at full precision (.gsblast) for `gpu-search merge` of database shards.")
-@click.option("--gpu-extension", "gpu_extension", type=click.Choice(["window", "diagonal", "hit"]),
-              default="window", show_default=True,
+@click.option("--gpu-extension", "gpu_extension", type=click.Choice(["auto", "window", "diagonal", "hit"]),
+              default="auto", show_default=True,
               help="cuBLASTP's ungapped-extension variant on the GPU, same results: window (--gpu-window-lanes "
-                   "threads per diagonal extend each hit together; measured fastest), diagonal (a thread per "
-                   "diagonal extends its hits in order) or hit (a thread per hit, redundant work).")
+                   "threads per diagonal extend each hit together), diagonal (a thread per diagonal extends "
+                   "its hits in order) or hit (a thread per hit, redundant work); auto: window, or diagonal "
+                   "for low-complexity queries (measured fastest).")
 @click.option("--gpu-window-lanes", "gpu_window_lanes", type=click.Choice(["auto", "4", "8", "16", "32"]),
               default="auto", show_default=True,
               help="Threads per window of --gpu-extension window (cuBLASTP's window size); auto: 32 for "

@@ -201,20 +201,41 @@ def test_presence_bits_in_shared_memory(extension, db_codes, proteome, blosum62)
     compare(small, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
 
 
+@pytest.mark.parametrize("extension", ["auto", "window"])
+def test_low_complexity_queries(extension, gpu, db_codes, proteome, blosum62):
+    """The proteome's low-complexity proteins as queries (a lookup cell of 128 query offsets or
+    more: the default extension takes them diagonal-based), against the proteome, whose
+    low-complexity subjects put hundreds of hits in a bin (Shell's passes before the insertion
+    sort) and overflow the blocks' buffers: the same init HSPs."""
+    from gpu_search.blast.gpu import extension_for
+    from gpu_search.blast.lookup import build_lookup
+
+    low = [i for i in range(proteome.n_seqs)
+           if extension_for(build_lookup(query_codes(proteome, i), blosum62.scores, 3, 11)) == "diagonal"]
+    assert len(low) >= 10
+    engine = gpu if extension == "auto" else GpuUngapped(*db_codes, extension=extension)
+    for i in low:
+        compare(engine, db_codes, query_codes(proteome, i), blosum62)
+    compare(engine, db_codes, query_codes(proteome, low[0]), blosum62, cutoff=0)
+    small = GpuUngapped(*db_codes, extension=extension, hit_slots=4096)
+    compare(small, db_codes, query_codes(proteome, low[-1]), blosum62, cutoff=0)
+    assert small.overflowed > 0
+
+
 @pytest.mark.parametrize("lanes,pv,prefilter", [(None, False, True), (4, True, True), (32, False, True),
                                                  (8, False, False), (4, False, False)])
 def test_window_bins_struck_off_first(lanes, pv, prefilter, db_codes, proteome, blosum62):
     """The window-based extension with the bins that cannot trigger struck off by a thread each
     first (PREFILTER, the default) and without: the same init HSPs, word sizes 2 to 4 and other
     windows, with the overflow pass."""
-    struck = GpuUngapped(*db_codes, window_lanes=lanes, pv_smem=pv, prefilter=prefilter)
+    struck = GpuUngapped(*db_codes, extension="window", window_lanes=lanes, pv_smem=pv, prefilter=prefilter)
     for i in (3, 10, 500, int(np.argmax(np.diff(np.asarray(proteome.offsets))))):
         compare(struck, db_codes, query_codes(proteome, i), blosum62, cutoff=0)
         compare(struck, db_codes, query_codes(proteome, i), blosum62)
     compare(struck, db_codes, query_codes(proteome, 7), blosum62, 2, 9, 40, cutoff=0)
     compare(struck, db_codes, query_codes(proteome, 7), blosum62, 3, 11, 20, cutoff=0)
     compare(struck, db_codes, query_codes(proteome, 7), blosum62, 4, 13, 80, cutoff=0)
-    small = GpuUngapped(*db_codes, window_lanes=lanes, prefilter=prefilter, hit_slots=64)
+    small = GpuUngapped(*db_codes, extension="window", window_lanes=lanes, prefilter=prefilter, hit_slots=64)
     compare(small, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
 
 

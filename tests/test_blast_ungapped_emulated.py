@@ -26,8 +26,9 @@ from blast_cases import compare, query_codes
 
 from gpu_search.blast.alphabet import EASEL_TO_NCBISTDAA
 from gpu_search.blast.gpu import (HIT_SLOTS, KERNEL_FILE, MAX_SMEM_CELLS, ORDER_FILE, PV_SMEM_MAX_WORD, _longest_first,
-                                  block_size, kernel_options, matrix_in_smem_for, order_key_bits,
+                                  block_size, extension_for, kernel_options, matrix_in_smem_for, order_key_bits,
                                   presence_bits, window_lanes_for)
+from gpu_search.blast.lookup import build_lookup
 from gpu_search.blast.matrix import load_matrix
 from gpu_search.blast.ungapped import _pssm, _to_records
 from gpu_search.blast.wordhits import diag_array_length
@@ -46,7 +47,7 @@ class EmulatedUngapped:
     """``GpuUngapped.ungapped_extensions`` with the kernel run by the CPU emulator (the whole
     database one chunk)."""
 
-    def __init__(self, directory: Path, residues, offsets, extension: str = "window", window_lanes=None,
+    def __init__(self, directory: Path, residues, offsets, extension: str = "auto", window_lanes=None,
                  scores: str = "auto", block=None, hit_slots: int = HIT_SLOTS, seed: int = 1,
                  pv_smem: bool = False, prefilter: bool = False):
         self.directory = Path(directory)
@@ -78,12 +79,13 @@ class EmulatedUngapped:
         qlen = lookup.query_length
         n_cells = diag_array_length(qlen, window)
         assert n_cells <= MAX_SMEM_CELLS and lookup.n_entries and window, "a case GpuUngapped leaves to the CPU"
+        extension = extension_for(lookup) if self.extension == "auto" else self.extension
         block = self.block or block_size(qlen, window)
         lanes = self.window_lanes or window_lanes_for(qlen)
         matrix_smem = self.scores == "matrix" or (self.scores == "auto" and matrix_in_smem_for(qlen))
         pv_smem = self.pv_smem and lookup.word_size <= PV_SMEM_MAX_WORD
-        prefilter = self.prefilter and self.extension == "window"
-        lib = self._lib(kernel_options(lookup.word_size, block, self.extension, lanes, matrix_smem, pv_smem,
+        prefilter = self.prefilter and extension == "window"
+        lib = self._lib(kernel_options(lookup.word_size, block, extension, lanes, matrix_smem, pv_smem,
                                        prefilter))
         presence = presence_bits(lookup.cell_start)
         assert 2 * n_cells * 4 + (presence.nbytes if pv_smem else 0) <= lib.shared_memory_bytes()
@@ -95,7 +97,7 @@ class EmulatedUngapped:
         parts = [rows]
         self.overflowed = len(over)
         if len(over):                     # second pass, buffers sized for the overflowing subjects
-            per_hit_x2 = 15 if self.extension == "hit" else 3      # as SLOTS_PER_HIT_X2
+            per_hit_x2 = 15 if extension == "hit" else 3      # as SLOTS_PER_HIT_X2
             slots = int(over[:, 1].max()) * per_hit_x2 // 2 + 64
             rows2, over2 = self._launch(lib, query, args, np.ascontiguousarray(over[:, 0], np.int32), slots)
             assert len(over2) == 0, "hit buffer overflow in the second pass"
@@ -217,3 +219,27 @@ def test_dynamic_shared_memory_limit_only_rises():
                              (132 * 1024, 132 * 1024)):
         _allow_smem(k, nbytes)
         assert k.max_dynamic_shared_size_bytes == expected
+
+
+LOW_COMPLEXITY_QUERY = 863          # a proteome protein with lookup cells of up to 284 query offsets
+ITS_SUBJECTS = [1437, 1388, 1538]   # proteome proteins with 96,000-143,000 word hits each for it
+
+
+@pytest.mark.parametrize("extension,prefilter", [("auto", True), ("window", True), ("window", False)])
+def test_low_complexity_query(extension, prefilter, build_dir, proteome, blosum62):
+    """A low-complexity query against low-complexity subjects: lookup cells of hundreds of
+    query offsets (the default extension then diagonal-based), bins of hundreds of hits
+    (sorted with Shell's passes first; by a thread per bin, or by the PREFILTER threads, or
+    by each window's first lane), subjects over the block's buffer run again.  Same init
+    HSPs as the CPU path."""
+    by_len = np.argsort(proteome.lengths, kind="stable")
+    idx = np.union1d(by_len[np.linspace(0, proteome.n_seqs - 1, 20).astype(int)], ITS_SUBJECTS)
+    db = proteome.subset(idx)
+    codes = EASEL_TO_NCBISTDAA[np.asarray(db.residues)], np.asarray(db.offsets, np.int64)
+    q = query_codes(proteome, LOW_COMPLEXITY_QUERY)
+    lookup = build_lookup(q, blosum62.scores, 3, 11)
+    assert extension_for(lookup) == "diagonal" and extension_for(build_lookup(
+        query_codes(proteome, 10), blosum62.scores, 3, 11)) == "window"
+    engine = EmulatedUngapped(build_dir, *codes, extension=extension, hit_slots=1 << 17, prefilter=prefilter)
+    assert compare(engine, codes, q, blosum62, cutoff=0) > 500
+    assert engine.overflowed >= 3

@@ -842,7 +842,7 @@ def _gpu_engines(setup, device, quiet, gpus, gpu_extension, gpu_window_lanes, gp
 
 def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, columns: list[str],
                db_name: str, quiet: bool = False, hits_out=None, device: str = "cpu",
-               gpus: list[int] | None = None, gpu_extension: str = "window",
+               gpus: list[int] | None = None, gpu_extension: str = "auto",
                gpu_window_lanes: int | None = None, gpu_gapped: bool = True,
                gpu_streams: int = GPU_STREAMS, gpu_gapped_cells: int | None = None) -> None:
     """Search every query against the database and write the rows.

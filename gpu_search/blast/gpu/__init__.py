@@ -47,6 +47,7 @@ BLOCK = 128                     # threads per block (one subject at a time), sho
 MAX_SMEM_CELLS = 16384          # 2 x 16,384 int32 bin counters = 128 KiB of shared memory
 HIT_SLOTS = 1 << 16             # hit buffer per block (global scratch), subject offsets
 EXTENSIONS = ("diagonal", "hit", "window")  # cuBLASTP's ungapped-extension variants (Algorithms 3, 4, 5)
+LOW_COMPLEXITY_CELL = 128       # a query whose lookup table has a cell this full: diagonal-based (extension_for)
 WINDOW_LANES = (4, 8, 16, 32)   # threads per window of the window-based variant
 
 
@@ -133,7 +134,8 @@ class GpuUngapped:
             extends it, the two-hit pass reads the results) or "window"
             (``window_lanes`` threads per diagonal extend each hit together,
             default: :func:`window_lanes_for` the query); same results.  The
-            default, window, was measured fastest (docs/benchmarks.md).
+            default, "auto", takes window, measured fastest, or diagonal for
+            low-complexity queries (:func:`extension_for`).
         pv_smem: a bit per lookup-table cell in shared memory, tested before the
             table's cell starts are read (word sizes up to 3); same results.
             Default: ``GPU_SEARCH_PV_SMEM=1`` in the environment (off: measured 2-10% slower).
@@ -145,11 +147,11 @@ class GpuUngapped:
     """
 
     def __init__(self, residues, offsets, device_id: int = 0, max_chunk_residues: int | None = None,
-                 hit_slots: int = HIT_SLOTS, block: int | None = None, extension: str = "window",
+                 hit_slots: int = HIT_SLOTS, block: int | None = None, extension: str = "auto",
                  window_lanes: int | None = None, streamed: bool | None = None, scores: str = "auto",
                  pv_smem: bool | None = None, prefilter: bool | None = None):
-        if extension not in EXTENSIONS:
-            raise ValueError(f"extension must be one of {EXTENSIONS}, not {extension!r}")
+        if extension not in ("auto", *EXTENSIONS):
+            raise ValueError(f"extension must be auto or one of {EXTENSIONS}, not {extension!r}")
         if scores not in SCORES:
             raise ValueError(f"scores must be one of {SCORES}, not {scores!r}")
         if window_lanes is not None and window_lanes not in WINDOW_LANES:
@@ -281,14 +283,15 @@ class GpuUngapped:
                              np.arange(len(self.host_offsets) - 1, dtype=np.int64))
         cp = self.cp
         parts, leftover = [], []
+        extension = extension_for(lookup) if self.extension == "auto" else self.extension
         with cp.cuda.Device(self.device_id), self.stream:
             block = self.block or block_size(lookup.query_length, window)
             lanes = self.window_lanes or window_lanes_for(lookup.query_length)
             matrix_smem = (self.scores == "matrix" or
                            (self.scores == "auto" and matrix_in_smem_for(lookup.query_length)))
             pv_smem = self.pv_smem and lookup.word_size <= PV_SMEM_MAX_WORD
-            prefilter = self.prefilter and self.extension == "window"      # a step of that variant only
-            kernel = load_kernel(lookup.word_size, block, self.extension, self.device_id, lanes, matrix_smem,
+            prefilter = self.prefilter and extension == "window"      # a step of that variant only
+            kernel = load_kernel(lookup.word_size, block, extension, self.device_id, lanes, matrix_smem,
                                  pv_smem, prefilter)
             presence = presence_bits(lookup.cell_start) if pv_smem else None
             smem = 2 * n_cells * 4 + (presence.nbytes if pv_smem else 0)
@@ -296,7 +299,7 @@ class GpuUngapped:
             cells = cp.asarray(lookup.cell_start.astype(np.int32))
             rank_bits = max(1, len(lookup.query_rank).bit_length())
             on_gpu_order = self.order_on_gpu and self.subject_bits + self.offset_bits + rank_bits <= 63
-            query = dict(cells=cells,
+            query = dict(cells=cells, extension=extension,
                          rank=cp.asarray(lookup.query_rank.astype(np.int32)) if on_gpu_order else None,
                          rank_bits=rank_bits,
                          offsets=cp.asarray(np.ascontiguousarray(lookup.offsets, dtype=np.int32)),
@@ -350,7 +353,7 @@ class GpuUngapped:
             if counts[2]:                                  # second pass: the overflowing subjects
                 over = self.overflow[:2 * int(counts[2])].get().reshape(-1, 2)
                 self.overflowed += len(over)
-                per_hit_x2 = 15 if self.extension == "hit" else 3      # as SLOTS_PER_HIT_X2
+                per_hit_x2 = 15 if query["extension"] == "hit" else 3      # as SLOTS_PER_HIT_X2
                 slots = int(over[:, 1].max()) * per_hit_x2 // 2 + 64
                 n_blocks = int(min(len(over), grid, (1 << 30) // (4 * slots)))
                 scratch = None
@@ -441,6 +444,25 @@ def matrix_in_smem_for(query_length: int) -> bool:
     (81.84 -> 76.23 ms), where the PSSM (290 KB) no longer stays in L1.
     """
     return query_length >= 1000
+
+
+def extension_for(lookup: Lookup) -> str:
+    """cuBLASTP's ungapped-extension variant for a query (``extension="auto"``): window-based,
+    or diagonal-based where the query's lookup table has a cell of LOW_COMPLEXITY_CELL query
+    offsets or more (a low-complexity query: a run of one or two residues repeats its words).
+
+    Their bins hold up to hundreds of hits against low-complexity subjects, and the two-hit
+    rule walks a bin's hits in order: a thread per bin (diagonal-based) has more bins
+    walked at once than a window of lanes per bin.  Measured on an H200
+    (bench/blastp_profile.py --copies 99, 68 M residues, best of 4, alternated twice): the
+    14 of the proteome's 2,100 proteins with such a cell (231-505 offsets; every other
+    protein's largest has at most 62) -- the 8 timed ones were 1.6-2.3x faster diagonal-based
+    (457 aa: 29.1-31.5 -> 13.5-14.6 ms; 538 aa: 38.5-39.5 -> 22.5-24.2 ms; 301 aa:
+    23.9-24.2 -> 10.3-10.5 ms); ordinary queries are faster window-based (1,038 aa 7.6 ms
+    against 8.9; 4,560 aa, largest cell 62: 45.7 against 52.9 ms).
+    """
+    biggest = int(np.diff(lookup.cell_start).max(initial=0))
+    return "diagonal" if biggest >= LOW_COMPLEXITY_CELL else "window"
 
 
 def window_lanes_for(query_length: int) -> int:
