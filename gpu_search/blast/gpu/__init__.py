@@ -454,12 +454,14 @@ def extension_for(lookup: Lookup) -> str:
     Their bins hold up to hundreds of hits against low-complexity subjects, and the two-hit
     rule walks a bin's hits in order: a thread per bin (diagonal-based) has more bins
     walked at once than a window of lanes per bin.  Measured on an H200
-    (bench/blastp_profile.py --copies 99, 68 M residues, best of 4, alternated twice): the
-    14 of the proteome's 2,100 proteins with such a cell (231-505 offsets; every other
-    protein's largest has at most 62) -- the 8 timed ones were 1.6-2.3x faster diagonal-based
-    (457 aa: 29.1-31.5 -> 13.5-14.6 ms; 538 aa: 38.5-39.5 -> 22.5-24.2 ms; 301 aa:
-    23.9-24.2 -> 10.3-10.5 ms); ordinary queries are faster window-based (1,038 aa 7.6 ms
-    against 8.9; 4,560 aa, largest cell 62: 45.7 against 52.9 ms).
+    (bench/blastp_profile.py, best of 4, alternated twice): 14 of the proteome's 2,100
+    proteins have such a cell (231-505 offsets; every other protein's largest has at most
+    62); the 8 timed were 1.6-2.3x faster diagonal-based against 68 M residues (457 aa:
+    29.1-31.5 -> 13.5-14.6 ms; 538 aa: 38.5-39.5 -> 22.5-24.2 ms; 301 aa: 23.9-24.2 ->
+    10.3-10.5 ms) and 1.5-1.7x against the 273 M of the benchmarks (457 aa: 71.1-71.7 ->
+    46.0-46.1 ms; 538 aa: 106.0-106.2 -> 62.2; 301 aa: 54.8-54.9 -> 36.1-36.2).  Ordinary
+    queries are faster window-based (68 M residues: 1,038 aa 7.6 ms against 8.9; 4,560 aa,
+    largest cell 62: 45.7 against 52.9 ms).
     """
     biggest = int(np.diff(lookup.cell_start).max(initial=0))
     return "diagonal" if biggest >= LOW_COMPLEXITY_CELL else "window"
