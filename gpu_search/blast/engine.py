@@ -916,6 +916,9 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
         finally:
             sys.setswitchinterval(switch_interval)
         progress.close()
+        for gpu in engines:
+            for part, seconds in gpu.seconds.items():
+                times.add_seconds(f"GPU phases threads: {part}", seconds)
         for per_gpu in per_device.values():
             for prelim in per_gpu:
                 times.add_seconds("preliminary gapped kernel (GPU time)", prelim.kernel_seconds)

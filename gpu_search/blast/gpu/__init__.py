@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 import os
 import threading
+import time
 from functools import lru_cache
 from pathlib import Path
 
@@ -197,6 +198,12 @@ class GpuUngapped:
             self.n_out_cap = 1 << 20
             self._alloc_buffers()
 
+    def _new_clock(self):
+        """Where this engine's host thread spent its time, summed over queries (the run's
+        timings line): its inputs to the GPU, waiting for the kernels (their GPU time apart),
+        the rows put in order and copied back."""
+        self.seconds = dict.fromkeys(("inputs", "kernel wait", "kernel (GPU time)", "order and copy back"), 0.0)
+
     def _upload(self, chunk: dict) -> dict:
         """The chunk's subjects on the GPU, with their order (longest first, for load balance)."""
         cp = self.cp
@@ -244,6 +251,7 @@ class GpuUngapped:
                     if self.grid <= self.n_sm:
                         raise DeviceError("GPU out of memory for the blastp buffers") from None
                     self.grid //= 2
+            self._new_clock()
             self.counters = cp.zeros(3, dtype=np.int32)            # next job, rows out, overflow
             self.overflow = cp.empty(2 * max([c["n"] for c in self.chunks] + [1]), dtype=np.int32)
             self.stream = cp.cuda.Stream(non_blocking=True)       # this engine's queries run on it
@@ -268,6 +276,7 @@ class GpuUngapped:
         twin = copy.copy(self)
         twin.chunks = list(self.chunks)
         twin.scratch = twin.out = twin.overflow = twin.counters = None
+        twin._new_clock()
         with self.cp.cuda.Device(self.device_id):
             twin.stream = self.cp.cuda.Stream(non_blocking=True)
         return twin
@@ -282,6 +291,7 @@ class GpuUngapped:
             return self._cpu(query_codes, lookup, matrix_scores, x_drop, cutoff, window,
                              np.arange(len(self.host_offsets) - 1, dtype=np.int64))
         cp = self.cp
+        t0 = time.perf_counter()
         parts, leftover = [], []
         extension = extension_for(lookup) if self.extension == "auto" else self.extension
         with cp.cuda.Device(self.device_id), self.stream:
@@ -313,6 +323,7 @@ class GpuUngapped:
             per_sm = max(1, min(2048 // block, self.smem_per_sm // (smem + 1024)))
             grid = min(self.grid, self.n_sm * per_sm)
             self.overflowed = 0
+            self.seconds["inputs"] += time.perf_counter() - t0
             k = 0
             while k < len(self.chunks):
                 try:
@@ -346,8 +357,12 @@ class GpuUngapped:
         """
         cp = self.cp
         while True:
+            t0 = time.perf_counter()
             self.counters.fill(0)
+            start, end = cp.cuda.Event(), cp.cuda.Event()
+            start.record()
             self._launch(kernel, block, c, c["order"], c["n"], query, grid, smem, self.scratch, self.hit_slots)
+            end.record()
             counts = self.counters.get()
             left = []
             if counts[2]:                                  # second pass: the overflowing subjects
@@ -369,19 +384,25 @@ class GpuUngapped:
                     self.counters[2] = 0
                     order = cp.asarray(np.ascontiguousarray(over[:, 0], dtype=np.int32))
                     self._launch(kernel, block, c, order, len(over), query, n_blocks, smem, scratch, slots)
+                    end.record()                           # (GPU time: both passes and the copies between)
                     del scratch
                     counts = self.counters.get()
                     if counts[2]:                          # cannot happen: the buffers fit
                         raise DeviceError("blastp GPU kernel: hit buffer overflow in the second pass")
             n_rows = int(counts[1])
+            self.seconds["kernel wait"] += time.perf_counter() - t0
+            self.seconds["kernel (GPU time)"] += cp.cuda.get_elapsed_time(start, end) / 1000
             if n_rows <= self.n_out_cap:
                 break
             self.n_out_cap = 2 * n_rows                    # rare: grow and run the chunk again
             self.out = cp.empty(7 * self.n_out_cap, dtype=np.int32)
+        t0 = time.perf_counter()
         rows = self.out[:7 * n_rows]
         if query["rank"] is not None and n_rows > 1:
             rows = self._blast_order(rows, n_rows, query["rank"], query["rank_bits"])
-        return rows.get().reshape(n_rows, 7), left
+        rows = rows.get().reshape(n_rows, 7)
+        self.seconds["order and copy back"] += time.perf_counter() - t0
+        return rows, left
 
     def _blast_order(self, rows, n_rows: int, rank, rank_bits: int):
         """The chunk's rows in BLAST's order (ungapped.blast_order), sorted on the GPU:
