@@ -306,17 +306,15 @@ class GpuUngapped:
             presence = presence_bits(lookup.cell_start) if pv_smem else None
             smem = 2 * n_cells * 4 + (presence.nbytes if pv_smem else 0)
             _allow_smem(kernel, smem)
-            cells = cp.asarray(lookup.cell_start.astype(np.int32))
             rank_bits = max(1, len(lookup.query_rank).bit_length())
             on_gpu_order = self.order_on_gpu and self.subject_bits + self.offset_bits + rank_bits <= 63
-            query = dict(cells=cells, extension=extension,
-                         rank=cp.asarray(lookup.query_rank.astype(np.int32)) if on_gpu_order else None,
-                         rank_bits=rank_bits,
-                         offsets=cp.asarray(np.ascontiguousarray(lookup.offsets, dtype=np.int32)),
-                         presence=cp.asarray(presence) if pv_smem else cells,    # (not read without PV_SMEM)
-                         pssm=cp.asarray(_pssm(query_codes, matrix_scores)),
-                         codes=cp.asarray(query_codes),
-                         matrix=cp.asarray(np.ascontiguousarray(matrix_scores, dtype=np.int32)),
+            query = _upload_inputs(cp, cells=lookup.cell_start, offsets=lookup.offsets,
+                                   rank=lookup.query_rank if on_gpu_order else None,
+                                   presence=presence, pssm=_pssm(query_codes, matrix_scores),
+                                   matrix=matrix_scores, codes=query_codes)
+            if presence is None:
+                query["presence"] = query["cells"]                   # (not read without PV_SMEM)
+            query.update(extension=extension, rank_bits=rank_bits,
                          args=(np.int32(lookup.query_length), np.int32(n_cells - 1), np.int32(window),
                                np.int32(x_drop), np.int32(cutoff)))
             # blocks that can be resident at once: enough to fill the GPU, no more (scratch per block)
@@ -427,6 +425,32 @@ class GpuUngapped:
     def _cpu(self, query_codes, lookup, matrix_scores, x_drop, cutoff, window, ids):
         return ungapped_extensions(query_codes, lookup, self.host_residues, self.host_offsets, ids,
                                    matrix_scores, x_drop, cutoff, window, method="scan")
+
+
+def _upload_inputs(cp, **arrays) -> dict:
+    """A query's arrays on the GPU in one copy (views of one buffer, int32 words; uint8 arrays
+    packed four to a word; None stays None): each CUDA call waits for the interpreter's lock
+    when the CPU threads are busy, and the GPU threads' inputs took 3.3 s of their 6.2 s for
+    100 queries in the pipeline as seven copies (docs/benchmarks.md)."""
+    host = {}
+    for name, a in arrays.items():
+        if a is None:
+            continue
+        a = np.ascontiguousarray(a).ravel()
+        if a.dtype == np.uint8:
+            a = np.concatenate([a, np.zeros(-len(a) % 4, np.uint8)]).view(np.int32)
+        host[name] = a.astype(np.int32, copy=False) if a.dtype != np.uint32 else a.view(np.int32)
+    at = np.concatenate(([0], np.cumsum([len(a) for a in host.values()]))).astype(np.int64)
+    buffer = np.empty(int(at[-1]), np.int32)
+    for k, a in enumerate(host.values()):
+        buffer[at[k]:at[k + 1]] = a
+    device = cp.asarray(buffer)
+    views = {name: None for name in arrays}
+    for k, name in enumerate(host):
+        views[name] = device[at[k]:at[k + 1]]
+        if np.asarray(arrays[name]).dtype == np.uint8:
+            views[name] = views[name].view(np.uint8)[:np.asarray(arrays[name]).size]
+    return views
 
 
 _SMEM_ALLOWED: dict = {}
