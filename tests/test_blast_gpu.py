@@ -216,6 +216,9 @@ def test_low_complexity_queries(extension, gpu, db_codes, proteome, blosum62):
     engine = gpu if extension == "auto" else GpuUngapped(*db_codes, extension=extension)
     for i in low:
         compare(engine, db_codes, query_codes(proteome, i), blosum62)
+        assert engine.last_extension == ("diagonal" if extension == "auto" else "window")
+    compare(engine, db_codes, query_codes(proteome, 10), blosum62)
+    assert engine.last_extension == "window"
     compare(engine, db_codes, query_codes(proteome, low[0]), blosum62, cutoff=0)
     small = GpuUngapped(*db_codes, extension=extension, hit_slots=4096)
     compare(small, db_codes, query_codes(proteome, low[-1]), blosum62, cutoff=0)

@@ -168,7 +168,7 @@ def build_dir(tmp_path_factory) -> Path:
                                                                  ("diagonal", None, "pssm", True, False),
                                                                  ("hit", None, "matrix", True, False)])
 def test_extension_variants(extension, lanes, scores, pv, prefilter, build_dir, subset, proteome, blosum62):
-    """cuBLASTP's window-based extension (the default, with 4 to 32 lanes a window; with the bins
+    """cuBLASTP's window-based extension (the default's for ordinary queries, with 4 to 32 lanes a window; with the bins
     that cannot trigger struck off first or not), its diagonal- and hit-based ones, scores from
     the PSSM or the matrix in shared memory, the lookup table's presence bits in shared memory or
     not: the CPU path's init HSPs, with every extension kept (cutoff 0) and with BLAST's cutoffs."""

@@ -171,6 +171,7 @@ class GpuUngapped:
         self.host_offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         self.subject_bits, self.offset_bits = order_key_bits(self.host_offsets)
         self.order_on_gpu = True               # (False: on the host, as before; for bench/blastp_profile.py)
+        self.last_extension = None             # the variant the last query took (auto resolved)
         with cp.cuda.Device(device_id):
             props = cp.cuda.runtime.getDeviceProperties(device_id)
             self.n_sm = int(props["multiProcessorCount"])
@@ -252,6 +253,7 @@ class GpuUngapped:
                         raise DeviceError("GPU out of memory for the blastp buffers") from None
                     self.grid //= 2
             self._new_clock()
+            self.events = (cp.cuda.Event(), cp.cuda.Event())      # around a query's kernels (its GPU time)
             self.counters = cp.zeros(3, dtype=np.int32)            # next job, rows out, overflow
             self.overflow = cp.empty(2 * max([c["n"] for c in self.chunks] + [1]), dtype=np.int32)
             self.stream = cp.cuda.Stream(non_blocking=True)       # this engine's queries run on it
@@ -294,6 +296,7 @@ class GpuUngapped:
         t0 = time.perf_counter()
         parts, leftover = [], []
         extension = extension_for(lookup) if self.extension == "auto" else self.extension
+        self.last_extension = extension
         with cp.cuda.Device(self.device_id), self.stream:
             block = self.block or block_size(lookup.query_length, window)
             lanes = self.window_lanes or window_lanes_for(lookup.query_length)
@@ -301,6 +304,8 @@ class GpuUngapped:
                            (self.scores == "auto" and matrix_in_smem_for(lookup.query_length)))
             pv_smem = self.pv_smem and lookup.word_size <= PV_SMEM_MAX_WORD
             prefilter = self.prefilter and extension == "window"      # a step of that variant only
+            if extension != "window":
+                lanes = 0                                   # (no windows: one compiled kernel)
             kernel = load_kernel(lookup.word_size, block, extension, self.device_id, lanes, matrix_smem,
                                  pv_smem, prefilter)
             presence = presence_bits(lookup.cell_start) if pv_smem else None
@@ -357,7 +362,7 @@ class GpuUngapped:
         while True:
             t0 = time.perf_counter()
             self.counters.fill(0)
-            start, end = cp.cuda.Event(), cp.cuda.Event()
+            start, end = self.events
             start.record()
             self._launch(kernel, block, c, c["order"], c["n"], query, grid, smem, self.scratch, self.hit_slots)
             end.record()
@@ -431,7 +436,7 @@ def _upload_inputs(cp, **arrays) -> dict:
     """A query's arrays on the GPU in one copy (views of one buffer, int32 words; uint8 arrays
     packed four to a word; None stays None): each CUDA call waits for the interpreter's lock
     when the CPU threads are busy, and the GPU threads' inputs took 3.3 s of their 6.2 s for
-    100 queries in the pipeline as seven copies (docs/benchmarks.md)."""
+    100 queries in the pipeline as six copies (docs/benchmarks.md)."""
     host = {}
     for name, a in arrays.items():
         if a is None:
@@ -507,6 +512,10 @@ def extension_for(lookup: Lookup) -> str:
     46.0-46.1 ms; 538 aa: 106.0-106.2 -> 62.2; 301 aa: 54.8-54.9 -> 36.1-36.2).  Ordinary
     queries are faster window-based (68 M residues: 1,038 aa 7.6 ms against 8.9; 4,560 aa,
     largest cell 62: 45.7 against 52.9 ms).
+
+    (Cells grow with the query's length: ordinary proteins joined into one query of
+    16,242 aa reach 130 offsets, and are then taken diagonal-based too; untimed so near
+    the GPU's length limit, and the same init HSPs either way.)
     """
     biggest = int(np.diff(lookup.cell_start).max(initial=0))
     return "diagonal" if biggest >= LOW_COMPLEXITY_CELL else "window"

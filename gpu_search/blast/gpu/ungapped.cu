@@ -292,7 +292,7 @@ __device__ Extension extend_two_hit(const Scores& sc, const unsigned char* __res
 // Shell's passes (Ciura's gaps) where a bin holds more than 32 -- long queries, and
 // low-complexity ones against low-complexity subjects, put up to hundreds of hits
 // on one diagonal, in whatever order the atomics gave them, and insertion alone is
-// quadratic there (a 2,627-aa query's kernel 5-9% faster on an H200).
+// quadratic there (a 2,627-aa query's kernel 5-12% faster on an H200).
 __device__ __forceinline__ void sort_hits(int* hits, int n)
 {
     if (n > 32) {
