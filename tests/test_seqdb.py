@@ -51,6 +51,9 @@ def test_gzip_and_gsdb_round_trip(tmp_path, proteome_path, proteome):
         assert [db.name(i) for i in range(0, 2100, 97)] == [proteome.name(i) for i in range(0, 2100, 97)]
     assert b.total_seqs == 2100 and b.total_residues == proteome.n_residues
     assert np.array_equal(b.length_order, np.argsort(-proteome.lengths, kind="stable"))
+    # the blastp GPU engine takes it for its longest-first order of a whole database
+    from gpu_search.blast.gpu import _longest_first
+    assert np.array_equal(b.length_order, _longest_first(np.asarray(b.offsets)))
 
 
 def test_shards_balance_and_cover(tmp_path, proteome_path, proteome):

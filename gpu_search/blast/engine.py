@@ -817,7 +817,8 @@ def _gpu_engines(setup, device, quiet, gpus, gpu_extension, gpu_window_lanes, gp
     if n_visible and any(d >= n_visible for d in ids):
         raise DeviceError(f"--gpus {','.join(map(str, ids))}: {n_visible} GPU(s) visible")
     engines = [GpuUngapped(setup.residues, setup.offsets, device_id=d, extension=gpu_extension,
-                           window_lanes=gpu_window_lanes) for d in ids]
+                           window_lanes=gpu_window_lanes, length_order=setup.subjects.length_order)
+               for d in ids]
     # several queries in flight per GPU, each engine on its own stream and host thread
     engines += [e.worker() for e in list(engines) if not e.streamed for _ in range(gpu_streams - 1)]
     times.add("GPU upload", t0)
