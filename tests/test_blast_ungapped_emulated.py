@@ -25,9 +25,8 @@ import pytest
 from blast_cases import compare, query_codes
 
 from gpu_search.blast.alphabet import EASEL_TO_NCBISTDAA
-from gpu_search.blast.gpu import (HIT_SLOTS, KERNEL_FILE, MAX_SMEM_CELLS, ORDER_FILE, PV_SMEM_MAX_WORD, _longest_first,
-                                  block_size, extension_for, kernel_options, matrix_in_smem_for, order_key_bits,
-                                  presence_bits, window_lanes_for)
+from gpu_search.blast.gpu import (HIT_SLOTS, KERNEL_FILE, MAX_SMEM_CELLS, ORDER_FILE, _longest_first,
+                                  extension_for, kernel_choice, kernel_options, order_key_bits, presence_bits)
 from gpu_search.blast.lookup import build_lookup
 from gpu_search.blast.matrix import load_matrix
 from gpu_search.blast.ungapped import _pssm, _to_records
@@ -79,14 +78,11 @@ class EmulatedUngapped:
         qlen = lookup.query_length
         n_cells = diag_array_length(qlen, window)
         assert n_cells <= MAX_SMEM_CELLS and lookup.n_entries and window, "a case GpuUngapped leaves to the CPU"
-        extension = extension_for(lookup) if self.extension == "auto" else self.extension
-        block = self.block or block_size(qlen, window)
-        lanes = self.window_lanes or window_lanes_for(qlen)
-        matrix_smem = self.scores == "matrix" or (self.scores == "auto" and matrix_in_smem_for(qlen))
-        pv_smem = self.pv_smem and lookup.word_size <= PV_SMEM_MAX_WORD
-        prefilter = self.prefilter and extension == "window"
-        lib = self._lib(kernel_options(lookup.word_size, block, extension, lanes, matrix_smem, pv_smem,
-                                       prefilter))
+        choice = kernel_choice(lookup, window, self.extension, self.block, self.window_lanes, self.scores,
+                               self.pv_smem, self.prefilter)
+        extension, pv_smem = choice.extension, choice.pv_smem
+        lib = self._lib(kernel_options(lookup.word_size, choice.block, extension, choice.lanes,
+                                       choice.matrix_smem, pv_smem, choice.prefilter))
         presence = presence_bits(lookup.cell_start)
         assert 2 * n_cells * 4 + (presence.nbytes if pv_smem else 0) <= lib.shared_memory_bytes()
         query = (np.ascontiguousarray(lookup.cell_start, np.int32), np.ascontiguousarray(lookup.offsets, np.int32),

@@ -34,6 +34,7 @@ import threading
 import time
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -302,19 +303,13 @@ class GpuUngapped:
         cp = self.cp
         t0 = time.perf_counter()
         parts, leftover = [], []
-        extension = extension_for(lookup) if self.extension == "auto" else self.extension
+        choice = kernel_choice(lookup, window, self.extension, self.block, self.window_lanes, self.scores,
+                               self.pv_smem, self.prefilter)
+        extension, block, pv_smem = choice.extension, choice.block, choice.pv_smem
         self.last_extension = extension
         with cp.cuda.Device(self.device_id), self.stream:
-            block = self.block or block_size(lookup.query_length, window)
-            lanes = self.window_lanes or window_lanes_for(lookup.query_length)
-            matrix_smem = (self.scores == "matrix" or
-                           (self.scores == "auto" and matrix_in_smem_for(lookup.query_length)))
-            pv_smem = self.pv_smem and lookup.word_size <= PV_SMEM_MAX_WORD
-            prefilter = self.prefilter and extension == "window"      # a step of that variant only
-            if extension != "window":
-                lanes = 0                                   # (no windows: one compiled kernel)
-            kernel = load_kernel(lookup.word_size, block, extension, self.device_id, lanes, matrix_smem,
-                                 pv_smem, prefilter)
+            kernel = load_kernel(lookup.word_size, block, extension, self.device_id, choice.lanes,
+                                 choice.matrix_smem, pv_smem, choice.prefilter)
             presence = presence_bits(lookup.cell_start) if pv_smem else None
             smem = 2 * n_cells * 4 + (presence.nbytes if pv_smem else 0)
             _allow_smem(kernel, smem)
@@ -444,24 +439,24 @@ def _upload_inputs(cp, **arrays) -> dict:
     packed four to a word; None stays None): each CUDA call waits for the interpreter's lock
     when the CPU threads are busy, and the GPU threads' inputs took 3.3 s of their 6.2 s for
     100 queries in the pipeline as six copies (docs/benchmarks.md)."""
-    host = {}
+    words, n_bytes = {}, {}
     for name, a in arrays.items():
         if a is None:
             continue
         a = np.ascontiguousarray(a).ravel()
         if a.dtype == np.uint8:
-            a = np.concatenate([a, np.zeros(-len(a) % 4, np.uint8)]).view(np.int32)
-        host[name] = a.astype(np.int32, copy=False) if a.dtype != np.uint32 else a.view(np.int32)
-    at = np.concatenate(([0], np.cumsum([len(a) for a in host.values()]))).astype(np.int64)
-    buffer = np.empty(int(at[-1]), np.int32)
-    for k, a in enumerate(host.values()):
-        buffer[at[k]:at[k + 1]] = a
-    device = cp.asarray(buffer)
-    views = {name: None for name in arrays}
-    for k, name in enumerate(host):
-        views[name] = device[at[k]:at[k + 1]]
-        if np.asarray(arrays[name]).dtype == np.uint8:
-            views[name] = views[name].view(np.uint8)[:np.asarray(arrays[name]).size]
+            n_bytes[name] = len(a)
+            words[name] = np.concatenate([a, np.zeros(-len(a) % 4, np.uint8)]).view(np.int32)
+        elif a.dtype == np.uint32:
+            words[name] = a.view(np.int32)
+        else:
+            words[name] = a.astype(np.int32, copy=False)
+    at = np.cumsum([0] + [len(w) for w in words.values()])
+    device = cp.asarray(np.concatenate(list(words.values())))
+    views = dict.fromkeys(arrays)
+    for k, name in enumerate(words):
+        view = device[at[k]:at[k + 1]]
+        views[name] = view.view(np.uint8)[:n_bytes[name]] if name in n_bytes else view
     return views
 
 
@@ -501,6 +496,31 @@ def matrix_in_smem_for(query_length: int) -> bool:
     (81.84 -> 76.23 ms), where the PSSM (290 KB) no longer stays in L1.
     """
     return query_length >= 1000
+
+
+class KernelChoice(NamedTuple):
+    """The ungapped kernel built for a query (kernel_options' arguments beside the word size)."""
+    extension: str
+    block: int
+    lanes: int            # threads per window (0 unless window-based)
+    matrix_smem: bool
+    pv_smem: bool
+    prefilter: bool
+
+
+def kernel_choice(lookup: Lookup, window: int, extension: str = "auto", block: int | None = None,
+                  window_lanes: int | None = None, scores: str = "auto", pv_smem: bool = False,
+                  prefilter: bool = False) -> KernelChoice:
+    """What GpuUngapped builds for a query from its settings (None / "auto": chosen by the
+    query, as measured); the emulated kernel tests build the same."""
+    qlen = lookup.query_length
+    extension = extension_for(lookup) if extension == "auto" else extension
+    window_based = extension == "window"
+    return KernelChoice(extension=extension, block=block or block_size(qlen, window),
+                        lanes=(window_lanes or window_lanes_for(qlen)) if window_based else 0,
+                        matrix_smem=scores == "matrix" or (scores == "auto" and matrix_in_smem_for(qlen)),
+                        pv_smem=pv_smem and lookup.word_size <= PV_SMEM_MAX_WORD,
+                        prefilter=prefilter and window_based)       # a step of that variant only
 
 
 def extension_for(lookup: Lookup) -> str:
