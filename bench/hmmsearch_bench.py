@@ -167,7 +167,7 @@ def main():
     hmms20 = read_hmms(models)
     allidx = np.arange(db.n_seqs)
     kernel_rows, sweep = [], []
-    from gpu_search.hmmer.gpu import Geometry, msv_geometry, viterbi_geometry
+    from gpu_search.hmmer.gpu import msv_geometry, viterbi_geometry
 
     def kernel_time(fn, kind, repeat=3):
         best = None
@@ -189,7 +189,7 @@ def main():
         # Viterbi: the default geometry with and without its switches (REDUX, transitions in
         # registers); bench/viterbi_sweep.py sweeps them all
         default = viterbi_geometry(prof.M)
-        for label, geo in (("viterbi", default), ("vit/plain", Geometry(32, default.W, 1, default.seqs))):
+        for label, geo in (("viterbi", default), ("vit/int32", viterbi_geometry(prof.M, cells=1))):
             backend.viterbi(prof, allidx[:2000], geo)                   # compile
             t = kernel_time(lambda: backend.viterbi(prof, allidx, geo), "viterbi", repeat=1)
             sweep.append((hmm.name, prof.M, label, geo.G, geo.W, cells / t / 1e9))

@@ -47,7 +47,8 @@ def lazy_stats(backend, prof, geo, idx):
     counters = cp.ndarray((2,), cp.uint64, module.get_global("lazy_stats"))
     counters[:] = 0
     real = gpu.load_kernels
-    gpu.load_kernels = lambda *a, **k: (module.get_function("msv_filter"), module.get_function("viterbi_filter"))
+    gpu.load_kernels = lambda *a, **k: (module.get_function("msv_filter"), module.get_function("viterbi_filter"),
+                                        module.get_function("viterbi_filter16"))
     try:
         backend.viterbi(prof, idx, geo)
     finally:
@@ -64,6 +65,9 @@ def main():
     ap.add_argument("--random", default="", help="also random models of these sizes, e.g. 300,330,370")
     ap.add_argument("--trans", default="", metavar="K,K,...",
                     help="G=32 with REDUX and the transitions of K (and all) nodes a lane in registers, e.g. 0,4,8")
+    ap.add_argument("--trans16", default="", metavar="K,K,...",
+                    help="viterbi_filter16 (two nodes a word), G=32, REDUX, one and two sequences a group, "
+                         "the transitions of K (and all) words a lane in registers")
     ap.add_argument("--variants", default="", metavar="G,S,K,REDUX,BLOCK;...",
                     help="explicit variants: lanes a group, sequences a group, nodes with transitions in "
                          "registers (a number or 'all'), REDUX 0/1, threads a block")
@@ -116,7 +120,7 @@ def main():
         sample = allidx[:: max(1, db.n_seqs // 300)]
         rC, rO = R.viterbi_filter(prof, db.residues, db.offsets, db.lengths, sample)
         assert np.array_equal(ref_ovf[sample], rO) and np.array_equal(ref[sample][~rO], rC[~rO]), "default != reference"
-        stats = lazy_stats(backend, prof, viterbi_geometry(prof.M), allidx)
+        stats = lazy_stats(backend, prof, viterbi_geometry(prof.M, cells=1), allidx)
         print(f"{hmm.name} M={prof.M}: rows {stats[0]:,}, HMMER's Lazy-F test true in {stats[1] / stats[0]:.1%}",
               flush=True)
         variants = [(Geometry(*old_geometry(prof.M)), 256, ())]      # as before this work
@@ -142,7 +146,16 @@ def main():
             W = -(-prof.M // int(G))
             k = W if k == "all" else min(W, int(k))
             variants.append((Geometry(int(G), W, 1, int(seqs), redux=redux == "1", trans_regs=k), int(block), ()))
+        if args.trans16:                                              # two nodes a word
+            W = -(-prof.M // 64)
+            for seqs in (1, 2):
+                for k in sorted({int(k) for k in args.trans16.split(",")} | {W}):
+                    if k <= W and W * seqs <= 48 and 3 * W * seqs + 8 * k <= 260:
+                        geo = Geometry(32, W, 2, seqs, redux=True, trans_regs=k)
+                        variants.append((geo, gpu.viterbi_block(geo), ()))
         if not args.all_int32:
+            int32 = viterbi_geometry(prof.M, cells=1)                # the int32 kernel's default
+            variants.append((int32, gpu.viterbi_block(int32), ()))
             geo = viterbi_geometry(prof.M)                           # the default
             for flags in flag_sets:
                 variants.append((geo, gpu.viterbi_block(geo), flags))
@@ -161,10 +174,10 @@ def main():
             switches = ["REDUX"] * geo.redux + [f"TRANS_REGS={geo.trans_regs}"] * (geo.trans_regs > 0)
             named = [f[2:].removesuffix("=1") for f in flags]
             flag_names = "+".join(dict.fromkeys(switches + named)) or "-"
-            rows.append((hmm.name, prof.M, geo.G, geo.W, geo.seqs, block, flag_names,
+            rows.append((hmm.name, prof.M, geo.G, geo.W, geo.seqs, block, flag_names + f" c{geo.cells_per_word}",
                          cells / best / 1e9, same, t_compile))
-            print("%-14s M=%-5d G=%-2d W=%-3d S=%d B=%-3d %-30s %7.0f GCUPS same=%s (compile %.1f s)" % rows[-1],
-                  flush=True)
+            print("%-14s M=%-5d G=%-2d W=%-3d S=%d B=%-3d %-30s %7.0f GCUPS same=%s (compile %.1f s)" % rows[-1]
+                  + (f" rescored {backend.viterbi_rescored}" if geo.cells_per_word == 2 else ""), flush=True)
     print("\nbest per model:")
     for name in dict.fromkeys(r[0] for r in rows):
         mine = [r for r in rows if r[0] == name]

@@ -29,9 +29,10 @@ from edge_cases import edge_fasta, long_deletion_model
 
 from gpu_search.hmmer import reference as R
 from gpu_search.hmmer import scores as S
-from gpu_search.hmmer.gpu import (FORWARD_FILE, KERNEL_FILE, Geometry, forward_geometry, kernel_options,
-                                  length_table, msv_geometry, msv_states, pack_forward_profile, pack_msv_profile,
-                                  pack_viterbi_profile, viterbi_geometry, viterbi_states)
+from gpu_search.hmmer.gpu import (FORWARD_FILE, KERNEL_FILE, RESCORE_W, Geometry, forward_geometry,
+                                  kernel_options, length_table, msv_geometry, msv_states, pack_forward_profile,
+                                  pack_msv_profile, pack_viterbi_profile, viterbi16_bounds, viterbi_geometry,
+                                  viterbi_states)
 from gpu_search.hmmer.models import read_hmms
 from gpu_search.hmmer.profile import FilterProfile
 from gpu_search.seqdb import open_database
@@ -63,6 +64,7 @@ class Emulated:
         self.lib = ctypes.CDLL(str(out))
         self.lib.emulator_error.restype = ctypes.c_char_p
         self.geo, self.in_smem, self.seed, self.threads = geo, profile_in_smem, seed, threads
+        self.directory = Path(directory)
 
     def _check_smem(self, *arrays):
         if self.in_smem:
@@ -90,13 +92,28 @@ class Emulated:
         return msv_states(self._run(self.lib.emulate_msv, np.int16, db, idx, _p(emis), _p(tjb), prof.tbm,
                                     prof.tec, prof.base_b, prof.bias_b))
 
-    def viterbi(self, prof: FilterProfile, db, idx):
+    def viterbi_raw(self, prof: FilterProfile, db, idx, bounds=None):
+        """The Viterbi-filter kernel's int32 outputs: viterbi_filter16's (RESCORE_W where it
+        stops near its ceiling) for a geometry of two nodes a word, else viterbi_filter's."""
         vemis, vtrans = pack_viterbi_profile(prof, self.geo)
         self._check_smem(vemis, vtrans)
         move = length_table("move", prof, int(db.lengths.max()))
         assert move.dtype == np.int16                     # viterbi_filter reads short
-        return viterbi_states(self._run(self.lib.emulate_viterbi, np.int32, db, idx, _p(vemis), _p(vtrans),
-                                        _p(move), prof.e_move, prof.e_loop, prof.base_w, prof.ddbound_w))
+        args = (_p(vemis), _p(vtrans), _p(move), prof.e_move, prof.e_loop, prof.base_w, prof.ddbound_w)
+        if self.geo.cells_per_word == 1:
+            return self._run(self.lib.emulate_viterbi, np.int32, db, idx, *args)
+        off, ceiling = bounds or viterbi16_bounds(prof, int(db.lengths.max()))
+        return self._run(self.lib.emulate_viterbi16, np.int32, db, idx, *args, off, ceiling)
+
+    def viterbi(self, prof: FilterProfile, db, idx):
+        """As GpuBackend.viterbi: viterbi_filter16's stops scored again by viterbi_filter."""
+        results = self.viterbi_raw(prof, db, idx)
+        again = np.flatnonzero(results == RESCORE_W)
+        if len(again):
+            int32 = Emulated(self.directory, replace(self.geo, cells_per_word=1, W=-(-prof.M // self.geo.G)),
+                             self.in_smem, self.seed, self.threads)
+            results[again] = int32.viterbi_raw(prof, db, np.asarray(idx)[again])
+        return viterbi_states(results)
 
     def forward(self, prof: FilterProfile, db, idx):
         """The Forward prefilter's scores in nats (NaN where not finite), as GpuBackend.forward."""
@@ -169,14 +186,16 @@ def test_msv_geometries(M, proteome, build_dir):
 
 @pytest.mark.parametrize("M", [3, 40, 243])
 @pytest.mark.parametrize("seqs", [1, 2])
-def test_viterbi_variants(M, seqs, proteome, build_dir):
-    """Each Viterbi-filter variant (one or two sequences a group; transitions of none, some or
-    all nodes in registers; REDUX or shuffles for the row maximum; groups of 16 lanes) on an odd
-    count of sequences, so that a group of two gets one sequence at the end."""
+@pytest.mark.parametrize("cells", [1, 2])
+def test_viterbi_variants(M, seqs, cells, proteome, build_dir):
+    """Each Viterbi-filter variant (int32 or two nodes a word; one or two sequences a group;
+    transitions of none, some or all nodes in registers; REDUX or shuffles for the row maximum;
+    groups of 16 lanes) on an odd count of sequences, so that a group of two gets one sequence
+    at the end."""
     prof = random_profile(M, 100 + M)
     idx = spread(proteome, 17)
-    geo = viterbi_geometry(M, seqs=seqs)
-    half = Geometry(16, -(-M // 16), 1, seqs)
+    geo = viterbi_geometry(M, seqs=seqs, cells=cells)
+    half = Geometry(16, -(-M // (16 * cells)), cells, seqs)
     variants = (geo, replace(geo, redux=False, trans_regs=0), replace(geo, redux=True, trans_regs=geo.W),
                 replace(geo, trans_regs=max(1, geo.W // 2)), half)
     for g in dict.fromkeys(variants):
@@ -201,8 +220,11 @@ def test_edge_cases(data_dir, tmp_path, build_dir):
     prof = profile_of(hmm)
     idx = np.arange(db.n_seqs)
     _, msv_overflow = check_msv(Emulated(build_dir, msv_geometry(prof.M)), prof, db, idx)
-    _, vit_overflow = check_viterbi(Emulated(build_dir, viterbi_geometry(prof.M)), prof, db, idx)
+    packed = Emulated(build_dir, viterbi_geometry(prof.M))
+    _, vit_overflow = check_viterbi(packed, prof, db, idx)
     assert msv_overflow.any() and vit_overflow.any(), "the overflow cases were not reached"
+    # viterbi_filter16 stopped them near its 16-bit ceiling; viterbi_filter scored them again
+    assert (packed.viterbi_raw(prof, db, idx) == RESCORE_W).sum() >= vit_overflow.sum()
 
 
 def test_long_deletions_across_lanes(tmp_path, build_dir):
@@ -214,9 +236,12 @@ def test_long_deletions_across_lanes(tmp_path, build_dir):
     db = open_database(fasta)
     prof = profile_of(hmm)
     idx = np.arange(db.n_seqs)
-    geo = viterbi_geometry(prof.M)
+    geo = viterbi_geometry(prof.M, cells=1)
     assert geo.G == 32 and geo.W == 8
-    for g in (geo, replace(geo, redux=False, trans_regs=0), Geometry(16, 16, 1, 1)):
+    packed = viterbi_geometry(prof.M)
+    assert packed.cells_per_word == 2 and packed.W == 4
+    for g in (geo, replace(geo, redux=False, trans_regs=0), Geometry(16, 16, 1, 1),
+              packed, replace(packed, redux=False, trans_regs=0), Geometry(16, 8, 2, 1)):
         check_viterbi(Emulated(build_dir, g), prof, db, idx)
 
 

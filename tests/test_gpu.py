@@ -194,8 +194,9 @@ def test_out_of_memory_retries_with_smaller_batches(proteome, monkeypatch):
 
 @pytest.mark.parametrize("M", [3, 40, 243, 700])
 @pytest.mark.parametrize("seqs,block", [(1, 128), (2, 64), (2, 128), (2, 256)])
-def test_viterbi_variants_equal_reference(M, seqs, block, proteome, gpu_proteome):
-    """Each Viterbi-filter variant (sequences per group, lanes per group,
+@pytest.mark.parametrize("cells", [1, 2])
+def test_viterbi_variants_equal_reference(M, seqs, block, cells, proteome, gpu_proteome):
+    """Each Viterbi-filter variant (int32 or two nodes a word, sequences per group, lanes per group,
     block size, transitions of none, some or all nodes in registers, REDUX or shuffles
     for the row maximum) against the numpy reference, on an odd count of
     sequences so that a group of two gets one sequence at the end."""
@@ -211,8 +212,8 @@ def test_viterbi_variants_equal_reference(M, seqs, block, proteome, gpu_proteome
     prof = profile_of(hmm)
     idx = np.arange(0, proteome.n_seqs, 3)[: 401 if M < 500 else 151]
     rC, rO = R.viterbi_filter(prof, proteome.residues, proteome.offsets, proteome.lengths, idx)
-    geo = viterbi_geometry(M, seqs=seqs)
-    half = Geometry(max(1, geo.G // 2), -(-M // max(1, geo.G // 2)), 1, seqs)
+    geo = viterbi_geometry(M, seqs=seqs, cells=cells)
+    half = Geometry(max(1, geo.G // 2), -(-M // (max(1, geo.G // 2) * cells)), cells, seqs)
     for g in dict.fromkeys((geo, replace(geo, redux=False, trans_regs=0),
                             replace(geo, redux=True, trans_regs=geo.W),
                             replace(geo, trans_regs=max(1, geo.W // 2)), half, replace(half, redux=True))):

@@ -534,6 +534,18 @@ extern "C" int emulate_viterbi(unsigned seed, int n_blocks, int threads, const u
     return run_blocks(seed, n_blocks, threads);
 }
 
+extern "C" int emulate_viterbi16(unsigned seed, int n_blocks, int threads, const uint8_t* residues,
+                                 const long long* offsets, const int* order, int n, const unsigned* vemis_global,
+                                 const unsigned* vtrans_global, const short* move_by_len, int e_move, int e_loop,
+                                 int base_w, int ddbound, int off, int ceiling, int* out)
+{
+    int counter = 0;
+    g_kernel = [=, &counter] { viterbi_filter16(residues, offsets, order, n, vemis_global, vtrans_global,
+                                                move_by_len, e_move, e_loop, base_w, ddbound, off, ceiling,
+                                                &counter, out); };
+    return run_blocks(seed, n_blocks, threads);
+}
+
 #ifdef FORWARD_CU
 extern "C" int emulate_forward(unsigned seed, int n_blocks, int threads, const uint8_t* residues,
                                const long long* offsets, const int* order, int n, const float* femis_global,

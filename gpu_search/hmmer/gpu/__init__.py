@@ -32,6 +32,7 @@ BLOCK = 256
 VITERBI_BLOCK = 128
 VITERBI_DEFINES: tuple = ()
 OVERFLOW_W = 0x7FFFFFFF
+RESCORE_W = 0x7FFFFFFE    # viterbi_filter16: near its 16-bit ceiling, score again in int32
 PAD_TRANS = -(1 << 20)    # transitions into padding nodes: far below any real score
 PAD_EMIT_W = -32768
 
@@ -52,7 +53,7 @@ class Geometry:
 
     G: int
     W: int
-    cells_per_word: int
+    cells_per_word: int          # Viterbi filter: 2 = viterbi_filter16 (two nodes a word)
     seqs: int = 1
     redux: bool = False          # the group's row maximum in one REDUX instruction (G = 32)
     trans_regs: int = 0          # nodes a lane whose Viterbi transitions stay in registers
@@ -80,12 +81,16 @@ def msv_geometry(M: int, cells_per_lane: int = 64) -> Geometry:
     return Geometry(G, W, 2)
 
 
-def viterbi_geometry(M: int, seqs: int | None = None) -> Geometry:
-    """A warp (G = 32) per group, W = ceil(M / 32) nodes per lane, ``seqs``
-    sequences per group, and the kernel switches, by W.
+def viterbi_geometry(M: int, seqs: int | None = None, cells: int = 2) -> Geometry:
+    """A warp (G = 32) per group, ``seqs`` sequences per group, the kernel
+    switches, and ``cells`` nodes a 32-bit word: 2 for viterbi_filter16 (16-bit
+    halves, W = ceil(M / 64) words a lane), 1 for viterbi_filter (int32,
+    W = ceil(M / 32); used where viterbi16_bounds finds no safe offset, and to
+    score again the sequences viterbi_filter16 stops near its ceiling).
 
-    Chosen by measurement on an H100 (bench/viterbi_sweep.py --g32 / --trans,
-    the 20 benchmark models and random ones, docs/benchmarks.md):
+    viterbi_filter (cells = 1), chosen by measurement on an H100
+    (bench/viterbi_sweep.py --g32 / --trans, the 20 benchmark models and random
+    ones, docs/benchmarks.md):
 
         W        seqs  nodes a lane with     row max    GCUPS
                        transitions in regs
@@ -104,26 +109,52 @@ def viterbi_geometry(M: int, seqs: int | None = None) -> Geometry:
     maximum's five shuffles; it lost with a sub-warp group and for W > 48.
     ``seqs`` given (tests): two sequences keep the transitions in shared
     memory above W = 3.
+
+    viterbi_filter16 (cells = 2) takes the same rule by registers: a packed
+    word holds two nodes' transitions or DP cells, so the int32 rule's
+    register counts are kept with W counted in words.
     """
-    W = math.ceil(M / 32)
+    W = math.ceil(M / (32 * cells))
     if seqs is None:
         seqs = 2 if W <= 3 else 1
     if W > 48:
-        return Geometry(32, W, 1, seqs)
+        return Geometry(32, W, cells, seqs)
     if seqs > 1:
-        nodes_in_regs = W if W <= 3 else 0
+        words_in_regs = W if W <= 3 else 0
     else:
-        nodes_in_regs = W if W <= 12 else 8 if W <= 18 else 16 if W <= 32 else 12 if W <= 40 else 8
-    return Geometry(32, W, 1, seqs, redux=True, trans_regs=nodes_in_regs)
+        words_in_regs = W if W <= 12 else 8 if W <= 18 else 16 if W <= 32 else 12 if W <= 40 else 8
+    return Geometry(32, W, cells, seqs, redux=True, trans_regs=words_in_regs)
 
 
 def viterbi_block(geo: Geometry) -> int:
     """Threads a block for the Viterbi filter: 128 (256 would leave an SM one
-    block of the register-heavy variants: M=300 901 vs 708 GCUPS), 256 from
-    W = 37 (M=1,344: 930 vs 603; from W = 41 the profile leaves shared memory
-    for one block an SM, and at W 37-40 the registers allow 8 warps an SM
-    either way): measured on an H100."""
-    return BLOCK if geo.W > 36 else VITERBI_BLOCK
+    block of the register-heavy variants: M=300 901 vs 708 GCUPS), 256 where
+    the profile leaves shared memory for at most two blocks an SM (int32
+    kernel from W = 37, M=1,344: 930 vs 603): measured on an H100."""
+    bytes_per_word = (KP * 2 + 8 * 4) if geo.cells_per_word == 1 else (KP + 8) * 4
+    return BLOCK if bytes_per_word * geo.W * geo.G > 104 * 1024 else VITERBI_BLOCK
+
+
+def viterbi16_bounds(prof: FilterProfile, max_len: int):
+    """viterbi_filter16's (off, ceiling) for sequences up to max_len, or None where no
+    offset is safe (then viterbi_filter scores them).
+
+    off: the floor, the lowest B->M entry any such sequence can have,
+    base_w + move(max_len) + min tBM (xB >= base_w + move(L), move falls with L),
+    so that a cell held at the floor never beats the B->M path into an M cell.
+    ceiling: the highest xE that keeps every half below 32768 on the next row,
+    off + 32767 - the largest emission.  The floor must leave room for the
+    first row's xB under the ceiling (base_w - off <= 32767 - largest emission).
+    """
+    t = prof.vit_trans.astype(np.int64)
+    if prof.M == 0 or (t > 0).any():
+        return None
+    e_max = max(int(prof.vit_emit.max()), 0)
+    move = int(prof.move_w(np.array([max(1, max_len)]))[0])
+    off = prof.base_w + move + int(t[0].min())          # row 0 of vit_trans: BM
+    if off < prof.base_w + e_max - 32767:
+        return None
+    return off, off + 32767 - e_max
 
 
 def forward_geometry(M: int) -> Geometry:
@@ -153,7 +184,8 @@ def load_kernels(G: int, W: int, profile_in_smem: bool, device_id: int, seqs: in
     options = ("-std=c++17", *kernel_options(G, W, profile_in_smem, seqs, defines))
     with cp.cuda.Device(device_id):
         module = cp.RawModule(code=source, options=options, name_expressions=None)
-        return module.get_function("msv_filter"), module.get_function("viterbi_filter")
+        return (module.get_function("msv_filter"), module.get_function("viterbi_filter"),
+                module.get_function("viterbi_filter16"))
 
 
 @lru_cache(maxsize=None)
@@ -230,16 +262,29 @@ def viterbi_states(results: np.ndarray):
 
 
 def pack_viterbi_profile(prof: FilterProfile, geo: Geometry):
-    """vemis[x][q][lane] (int16) and vtrans[q][t][lane] (int32), node k = lane*W + q + 1."""
-    G, W = geo.G, geo.W
-    n = G * W
+    """vemis[x][q][lane] and vtrans[q][t][lane] of the geometry's kernel.
+
+    viterbi_filter (one node a word): int16 emissions and int32 transitions,
+    node k = lane*W + q + 1.  viterbi_filter16 (two): uint32 words of two int16
+    halves, node k = lane*W + q + 1 (low) and (G + lane)*W + q + 1 (high).
+    Padding nodes: emissions and transitions minus infinity.
+    """
+    G, W, c = geo.G, geo.W, geo.cells_per_word
+    n = c * G * W
     emit = np.full((KP, n), PAD_EMIT_W, dtype=np.int16)
     emit[:, : prof.M] = prof.vit_emit
-    trans = np.full((8, n), PAD_TRANS, dtype=np.int32)
+    trans = np.full((8, n), PAD_TRANS if c == 1 else -32768, dtype=np.int32)
     trans[:, : prof.M] = prof.vit_trans
-    vemis = np.ascontiguousarray(emit.reshape(KP, G, W).transpose(0, 2, 1))
-    vtrans = np.ascontiguousarray(trans.reshape(8, G, W).transpose(2, 0, 1))   # [q, t, lane]
-    return vemis, vtrans
+    if c == 1:
+        vemis = emit.reshape(KP, G, W)
+        vtrans = trans.reshape(8, G, W)
+    else:
+        def words(a):                                   # [rows, n] -> [rows, lane, q]
+            v = a.reshape(len(a), 2 * G, W).astype(np.int16).view(np.uint16).astype(np.uint32)
+            return v[:, :G, :] | (v[:, G:, :] << 16)
+        vemis, vtrans = words(emit), words(trans)
+    return (np.ascontiguousarray(vemis.transpose(0, 2, 1)),       # [x, q, lane]
+            np.ascontiguousarray(vtrans.transpose(2, 0, 1)))      # [q, t, lane]
 
 
 # --- the backend ---------------------------------------------------------------------------
@@ -323,6 +368,7 @@ class GpuBackend:
         self._whole = None
         self._whole_idx = None
         self.kernel_seconds = {"msv": 0.0, "viterbi": 0.0, "forward": 0.0}   # GPU time, for benchmarks
+        self.viterbi_rescored = 0    # sequences viterbi_filter16 left to viterbi_filter (last call)
         if max_resident_residues is None:
             free = min(cp.cuda.Device(d).mem_info[0] for d in gpus)
             max_resident_residues = int(free * 0.5 / 1.1)   # residues + offsets + work space
@@ -485,7 +531,7 @@ class GpuBackend:
         def launch(part, residues, offsets, order, out):
             smem = emis_host.nbytes
             in_smem = smem <= part.smem_optin - 1024
-            kernel, _ = load_kernels(geo.G, geo.W, in_smem, part.device_id)
+            kernel = load_kernels(geo.G, geo.W, in_smem, part.device_id)[0]
             smem = smem if in_smem else 0
             _set_smem(kernel, smem)
             if part.device_id not in profiles:
@@ -505,22 +551,29 @@ class GpuBackend:
         """(xC int16, overflow bool) per sequence of idx.
 
         geometry and block override the measured defaults (benchmarks, tests)."""
-        return self._retrying(lambda: self._viterbi(prof, idx, geometry, block))
+        return viterbi_states(self._retrying(lambda: self._viterbi(prof, idx, geometry, block)))
 
     def _viterbi(self, prof, idx, geometry, block):
+        """viterbi_filter's int32 results (xC or OVERFLOW_W) per sequence of idx."""
         cp = _cupy()
         geo = geometry or viterbi_geometry(prof.M)
+        bounds = None
+        if geo.cells_per_word == 2:
+            bounds = viterbi16_bounds(prof, self.max_len)
+            if bounds is None:                       # no safe 16-bit offset: int32 kernel
+                geo = viterbi_geometry(prof.M, cells=1)
         block = block or viterbi_block(geo)
         vemis_host, vtrans_host = pack_viterbi_profile(prof, geo)
         results = np.zeros(len(idx), dtype=np.int64)
         profiles = {}
+        extra = () if bounds is None else (np.int32(bounds[0]), np.int32(bounds[1]))
 
         def launch(part, residues, offsets, order, out):
             smem = vemis_host.nbytes + vtrans_host.nbytes
             smem += (-smem) % 16
             in_smem = smem <= part.smem_optin - 1024
-            _, kernel = load_kernels(geo.G, geo.W, in_smem, part.device_id, geo.seqs,
-                                     geo.defines + VITERBI_DEFINES)
+            kernel = load_kernels(geo.G, geo.W, in_smem, part.device_id, geo.seqs,
+                                  geo.defines + VITERBI_DEFINES)[1 if bounds is None else 2]
             smem = smem if in_smem else 0
             _set_smem(kernel, smem)
             if part.device_id not in profiles:
@@ -531,11 +584,17 @@ class GpuBackend:
                    (residues, offsets, order, np.int32(len(order)), vemis, vtrans,
                     self._device_table("move", prof, part), np.int32(prof.e_move),
                     np.int32(prof.e_loop), np.int32(prof.base_w), np.int32(prof.ddbound_w),
-                    counter, out),
+                    *extra, counter, out),
                    shared_mem=smem)
 
         self._run("viterbi", idx, launch, np.int32, results)
-        return viterbi_states(results)
+        if bounds is not None:
+            again = np.flatnonzero(results == RESCORE_W)   # near the 16-bit ceiling: strong hits
+            self.viterbi_rescored = len(again)
+            if len(again):
+                int32 = viterbi_geometry(prof.M, seqs=geo.seqs if geometry else None, cells=1)
+                results[again] = self._viterbi(prof, np.asarray(idx)[again], int32, None)
+        return results
 
     def forward(self, prof: FilterProfile, idx, geometry: Geometry | None = None):
         """Approximate Forward scores (nats, float64; NaN where not finite) per sequence of idx.

@@ -348,3 +348,220 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
 #undef TR
 #undef IN_REGS
 }
+
+/* --- 4. Viterbi filter, two nodes a 32-bit word --------------------------------- *
+ *
+ * The same recurrences as viterbi_filter on 16-bit halves, so that one DPX
+ * instruction (__viaddmax_s16x2_relu: max(a + b, c, 0) per half) updates two
+ * cells: half the instructions and half the DP registers a node.  The halves
+ * of word q of lane l are nodes k = l*W + q + 1 (low) and (G + l)*W + q + 1
+ * (high): 2G "virtual lanes" of W nodes each.
+ *
+ * Why it is exact.  A cell is stored as v - off, and every update floors it at
+ * 0 (the relu), i.e. at the true value off.  The host picks off so that the
+ * B->M path, xB + tBM(k) >= base_w + move(L) + min tBM, is never below it for
+ * any sequence of the launch (viterbi16_bounds).  Then a cell held at the floor
+ * can only offer a path of at most off + t <= off (every transition is <= 0),
+ * which the B->M path into the same M cell matches or beats, so the M cells
+ * (hence xE, xC, xJ) equal viterbi_filter's; I and D cells equal theirs
+ * floored at off.  Above, a half must never pass 32767: every cell is at most
+ * max(xE so far, xB) + the largest emission, so a sequence whose xE goes past
+ * `ceiling` stops with RESCORE_W and the host scores it again with
+ * viterbi_filter (strong hits only; HMMER's own overflow at 32767 lies above
+ * the ceiling, so it is always among them).
+ */
+
+#define RESCORE_W 0x7ffffffe
+
+__device__ __forceinline__ int lo16(unsigned v) { return (short)(v & 0xffffu); }
+__device__ __forceinline__ int hi16(unsigned v) { return (short)(v >> 16); }
+__device__ __forceinline__ unsigned pair16(int lo, int hi) { return (lo & 0xffffu) | ((unsigned)hi << 16); }
+
+/* Word W-1 of the previous virtual lane, for this lane's word 0: lane l-1's
+   word (both halves); lane 0's high half continues from lane G-1's low half,
+   its low half (node 1) has no node before it (the floor). */
+__device__ __forceinline__ unsigned from_previous_lane(unsigned gmask, int gl, unsigned last)
+{
+    const unsigned v = __shfl_sync(gmask, last, (gl + G - 1) & (G - 1), G);
+    return (gl == 0) ? (v << 16) : v;
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+viterbi_filter16(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
+                 const int *__restrict__ order, int n,
+                 const unsigned *__restrict__ vemis_global,   /* [KP][W][G]     */
+                 const unsigned *__restrict__ vtrans_global,  /* [W][NTRANS][G] */
+                 const short *__restrict__ move_by_len,
+                 int e_move, int e_loop, int base_w, int ddbound, int off, int ceiling,
+                 int *__restrict__ work_counter, int *__restrict__ out)
+{
+#if PROFILE_IN_SMEM
+    const int trans_words = W * NTRANS * G;
+    extern __shared__ uint4 vsmem[];
+    unsigned *vtrans = (unsigned *)vsmem;
+    unsigned *vemis = vtrans + trans_words;            /* [KP][W][G] */
+    for (int i = threadIdx.x; i < trans_words; i += blockDim.x) vtrans[i] = vtrans_global[i];
+    for (int i = threadIdx.x; i < KP * W * G; i += blockDim.x) vemis[i] = vemis_global[i];
+    __syncthreads();
+#else
+    const unsigned *vtrans = vtrans_global;
+    const unsigned *vemis = vemis_global;
+#endif
+
+    const int lane = threadIdx.x & 31;
+    const int gl = lane & (G - 1);
+    const unsigned gmask = group_mask(lane);
+#if TRANS_REGS > 0
+    unsigned tr[TRANS_REGS][NTRANS];
+#pragma unroll
+    for (int q = 0; q < TRANS_REGS; q++)
+#pragma unroll
+        for (int t = 0; t < NTRANS; t++) tr[q][t] = vtrans[(q * NTRANS + t) * G + gl];
+#define IN_REGS(q) ((q) >= 0 && (q) < TRANS_REGS)
+#define TR(q, t) (IN_REGS(q) ? tr[IN_REGS(q) ? (q) : 0][t] : vtrans[((q) * NTRANS + (t)) * G + gl])
+#else
+#define TR(q, t) vtrans[((q) * NTRANS + (t)) * G + gl]
+#endif
+    /* D->D summed over each virtual lane's W nodes (Lazy-F's scan), exact int32 */
+    int run_lo = 0, run_hi = 0;
+#pragma unroll
+    for (int q = 0; q < W; q++) { run_lo += lo16(TR(q, T_DD)); run_hi += hi16(TR(q, T_DD)); }
+
+    for (int first = next_work(work_counter, lane, GROUPS_PER_WARP * SEQS); first < n;
+         first = next_work(work_counter, lane, GROUPS_PER_WARP * SEQS)) {
+        const int item0 = first + (lane / G) * SEQS;
+        if (item0 >= n) continue;
+
+        const uint8_t *dsq[SEQS];
+        int L[SEQS], move[SEQS], xB[SEQS], xJ[SEQS], xC[SEQS];
+        bool rescore[SEQS];
+        int Lmax = 0;
+#pragma unroll
+        for (int s = 0; s < SEQS; s++) {
+            L[s] = 0; dsq[s] = residues;
+            if (item0 + s < n) {
+                const int seq = order[item0 + s];
+                const long long o = offsets[seq];
+                L[s] = (int)(offsets[seq + 1] - o);
+                dsq[s] = residues + o;
+            }
+            Lmax = max(Lmax, L[s]);
+            move[s] = move_by_len[L[s]];
+            xB[s] = base_w + move[s];
+            xJ[s] = NEG_W; xC[s] = NEG_W;
+            rescore[s] = false;
+        }
+        int x_next[SEQS];
+#pragma unroll
+        for (int s = 0; s < SEQS; s++) x_next[s] = L[s] > 0 ? dsq[s][0] : 0;
+        unsigned M[SEQS][W], I[SEQS][W], D[SEQS][W];   /* 0: the floor (minus infinity) */
+#pragma unroll
+        for (int s = 0; s < SEQS; s++)
+#pragma unroll
+            for (int q = 0; q < W; q++) { M[s][q] = 0u; I[s][q] = 0u; D[s][q] = 0u; }
+
+        for (int i = 0; i < Lmax; i++) {
+            bool live[SEQS];
+            bool any_live = false;
+            const unsigned *e[SEQS];
+            unsigned m_in[SEQS], i_in[SEQS], d_in[SEQS], xBv[SEQS], xE[SEQS], Dmax[SEQS], d_last[SEQS];
+#pragma unroll
+            for (int s = 0; s < SEQS; s++) {
+                live[s] = i < L[s] && !rescore[s];
+                any_live |= live[s];
+                e[s] = vemis + x_next[s] * (W * G) + gl;
+                x_next[s] = (i + 1 < L[s]) ? dsq[s][i + 1] : 0;
+                m_in[s] = from_previous_lane(gmask, gl, M[s][W - 1]);
+                i_in[s] = from_previous_lane(gmask, gl, I[s][W - 1]);
+                d_in[s] = from_previous_lane(gmask, gl, D[s][W - 1]);
+                xBv[s] = (unsigned)(xB[s] - off) * 0x10001u;  /* >= 0 and < 32768 (host's bounds) */
+                xE[s] = 0u; Dmax[s] = 0u; d_last[s] = 0u;
+            }
+            if (!any_live) break;
+#pragma unroll
+            for (int q = W - 1; q >= 0; q--) {
+                const unsigned t_bm = TR(q, T_BM), t_mm = TR(q, T_MM), t_im = TR(q, T_IM), t_dm = TR(q, T_DM);
+                const unsigned t_mi = TR(q, T_MI), t_ii = TR(q, T_II), t_md = TR(q, T_MD);
+#pragma unroll
+                for (int s = 0; s < SEQS; s++) {
+                    const unsigned mpv = (q > 0) ? M[s][q - 1] : m_in[s];
+                    const unsigned ipv = (q > 0) ? I[s][q - 1] : i_in[s];
+                    const unsigned dpv = (q > 0) ? D[s][q - 1] : d_in[s];
+                    unsigned sv = __viaddmax_s16x2_relu(xBv[s], t_bm, 0u);
+                    sv = __viaddmax_s16x2_relu(mpv, t_mm, sv);
+                    sv = __viaddmax_s16x2_relu(ipv, t_im, sv);
+                    sv = __viaddmax_s16x2_relu(dpv, t_dm, sv);
+                    sv = __viaddmax_s16x2_relu(sv, e[s][q * G], 0u);
+                    xE[s] = __vimax_s16x2_relu(xE[s], sv);
+                    I[s][q] = __viaddmax_s16x2_relu(I[s][q], t_ii, __viaddmax_s16x2_relu(M[s][q], t_mi, 0u));
+                    M[s][q] = sv;
+                    const unsigned dcv = __viaddmax_s16x2_relu(sv, t_md, 0u);
+                    Dmax[s] = __vimax_s16x2_relu(Dmax[s], dcv);
+                    if (q < W - 1) D[s][q + 1] = dcv; else d_last[s] = dcv;
+                }
+            }
+#pragma unroll
+            for (int s = 0; s < SEQS; s++) {
+                D[s][0] = from_previous_lane(gmask, gl, d_last[s]);
+
+                const int xe = group_max(gmask, max(lo16(xE[s]), hi16(xE[s]))) + off;
+                if (live[s]) {
+                    if (xe > ceiling) {
+                        rescore[s] = true;            /* a half could pass 32767 next: score in int32 */
+                    } else {
+                        xC[s] = max(xC[s], xe + e_move);
+                        xJ[s] = max(xJ[s], xe + e_loop);
+                        xB[s] = max(xJ[s] + move[s], base_w + move[s]);
+                    }
+                }
+
+                const int dmax = max(lo16(Dmax[s]), hi16(Dmax[s])) + off;
+                const bool lazy = live[s] && !rescore[s] &&
+                                  (__ballot_sync(gmask, dmax + ddbound > xB[s]) & gmask) != 0;
+                if (lazy) {
+                    /* within the lane, both halves at once: the D->D chain over its W nodes */
+                    unsigned local = D[s][0];
+#pragma unroll
+                    for (int q = 1; q < W; q++) local = __viaddmax_s16x2_relu(local, TR(q - 1, T_DD), D[s][q]);
+                    const unsigned leaving = __viaddmax_s16x2_relu(local, TR(W - 1, T_DD), 0u);
+                    /* across the 2G virtual lanes, in int32: f(c) = max(a, c + run), an
+                       inclusive max-plus scan of the low halves, then of the high halves,
+                       which continue from the low half of lane G-1 */
+                    int a = lo16(leaving) + off, sdd = run_lo;
+#pragma unroll
+                    for (int d = 1; d < G; d *= 2) {
+                        const int pa = __shfl_up_sync(gmask, a, d, G);
+                        const int ps = __shfl_up_sync(gmask, sdd, d, G);
+                        if (gl >= d) { a = max(a, pa + sdd); sdd += ps; }
+                    }
+                    const int lo_exit = __shfl_sync(gmask, a, G - 1, G);
+                    int carry_lo = __shfl_up_sync(gmask, a, 1, G);
+                    if (gl == 0) carry_lo = -(1 << 30);
+                    int b = hi16(leaving) + off, shi = run_hi;
+                    if (gl == 0) b = max(b, lo_exit + run_hi);
+#pragma unroll
+                    for (int d = 1; d < G; d *= 2) {
+                        const int pb = __shfl_up_sync(gmask, b, d, G);
+                        const int ps = __shfl_up_sync(gmask, shi, d, G);
+                        if (gl >= d) { b = max(b, pb + shi); shi += ps; }
+                    }
+                    int carry_hi = __shfl_up_sync(gmask, b, 1, G);
+                    if (gl == 0) carry_hi = lo_exit;
+                    unsigned c = pair16(max(carry_lo - off, 0), max(carry_hi - off, 0));
+#pragma unroll
+                    for (int q = 0; q < W; q++) {
+                        D[s][q] = __vimax_s16x2_relu(D[s][q], c);
+                        c = __viaddmax_s16x2_relu(D[s][q], TR(q, T_DD), 0u);
+                    }
+                }
+            }
+        }
+        if (gl == 0) {
+#pragma unroll
+            for (int s = 0; s < SEQS; s++)
+                if (item0 + s < n) out[item0 + s] = rescore[s] ? RESCORE_W : xC[s];
+        }
+    }
+#undef TR
+#undef IN_REGS
+}
