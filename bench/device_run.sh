@@ -56,9 +56,10 @@ if [ "$what" = blast-profile ]; then  # the ungapped kernel alone, e.g. BENCH_AR
     rc=${PIPESTATUS[0]}
 fi
 if [ "$what" = vit ]; then
-    timeout 300 python3 -m pytest -m gpu tests/test_gpu.py -q -x -p no:cacheprovider ${VIT_TESTS:-} 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
+    # VIT_K: a pytest -k expression (empty: all of test_gpu.py); VIT_TEST_S / VIT_SWEEP_S: time limits
+    timeout "${VIT_TEST_S:-300}" python3 -m pytest -m gpu tests/test_gpu.py -q -x -p no:cacheprovider ${VIT_K:+-k "$VIT_K"} 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
     rc=${PIPESTATUS[0]}
-    timeout 400 python3 bench/viterbi_sweep.py ${BENCH_ARGS:-} 2>&1 | tee "$OUT/viterbi-sweep.log" | tail -80
+    timeout "${VIT_SWEEP_S:-400}" python3 bench/viterbi_sweep.py ${BENCH_ARGS:-} 2>&1 | tee "$OUT/viterbi-sweep.log" | tail -80
 fi
 if [ "$what" = multi ]; then
     timeout 540 python3 bench/multi_gpu.py 2>&1 | tee "$OUT/multi_gpu.log" | tail -20
