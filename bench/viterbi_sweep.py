@@ -68,9 +68,9 @@ def main():
     ap.add_argument("--trans16", default="", metavar="K,K,...",
                     help="viterbi_filter16 (two nodes a word), G=32, REDUX, one and two sequences a group, "
                          "the transitions of K (and all) words a lane in registers")
-    ap.add_argument("--variants", default="", metavar="G,S,K,REDUX,BLOCK;...",
-                    help="explicit variants: lanes a group, sequences a group, nodes with transitions in "
-                         "registers (a number or 'all'), REDUX 0/1, threads a block")
+    ap.add_argument("--variants", default="", metavar="G,S,K,REDUX,BLOCK[,CELLS];...",
+                    help="explicit variants: lanes a group, sequences a group, nodes (words) with transitions in "
+                         "registers (a number or 'all'), REDUX 0/1, threads a block, nodes a word (1 or 2)")
     ap.add_argument("--g32", action="store_true", help="G=32 geometries (1, 2, 4 sequences) and the default")
     ap.add_argument("--flags", default="",
                     help="extra filters.cu flag sets to time, ';'-separated, '+' within a set, e.g. "
@@ -141,11 +141,12 @@ def main():
                 for k in sorted({int(k) for k in args.trans.split(",")} | {W}):
                     if k <= W and W * seqs <= 48 and 3 * W * seqs + 8 * k <= 260:
                         variants.append((Geometry(32, W, 1, seqs, redux=True, trans_regs=k), 128, ()))
-        for spec in (v for v in args.variants.split(";") if v):       # G,S,K,REDUX,BLOCK
-            G, seqs, k, redux, block = spec.split(",")
-            W = -(-prof.M // int(G))
+        for spec in (v for v in args.variants.split(";") if v):       # G,S,K,REDUX,BLOCK[,CELLS]
+            G, seqs, k, redux, block, *cells_word = spec.split(",")
+            c = int(cells_word[0]) if cells_word else 1
+            W = -(-prof.M // (int(G) * c))
             k = W if k == "all" else min(W, int(k))
-            variants.append((Geometry(int(G), W, 1, int(seqs), redux=redux == "1", trans_regs=k), int(block), ()))
+            variants.append((Geometry(int(G), W, c, int(seqs), redux=redux == "1", trans_regs=k), int(block), ()))
         if args.trans16:                                              # two nodes a word
             W = -(-prof.M // 64)
             for seqs in (1, 2):

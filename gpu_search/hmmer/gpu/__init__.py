@@ -81,16 +81,17 @@ def msv_geometry(M: int, cells_per_lane: int = 64) -> Geometry:
     return Geometry(G, W, 2)
 
 
-def viterbi_geometry(M: int, seqs: int | None = None, cells: int = 2) -> Geometry:
+def viterbi_geometry(M: int, seqs: int | None = None, cells: int | None = None) -> Geometry:
     """A warp (G = 32) per group, ``seqs`` sequences per group, the kernel
     switches, and ``cells`` nodes a 32-bit word: 2 for viterbi_filter16 (16-bit
     halves, W = ceil(M / 64) words a lane), 1 for viterbi_filter (int32,
-    W = ceil(M / 32); used where viterbi16_bounds finds no safe offset, and to
-    score again the sequences viterbi_filter16 stops near its ceiling).
+    W = ceil(M / 32)).  By default viterbi_filter16 from M = 193 (W >= 4) and
+    viterbi_filter below, where its fixed cost a row falls on too few words;
+    viterbi_filter also scores what viterbi_filter16 cannot (viterbi16_bounds,
+    RESCORE_W).  ``seqs`` given (tests): that many sequences a group.
 
-    viterbi_filter (cells = 1), chosen by measurement on an H100
-    (bench/viterbi_sweep.py --g32 / --trans, the 20 benchmark models and random
-    ones, docs/benchmarks.md):
+    Chosen by measurement (bench/viterbi_sweep.py, docs/benchmarks.md).
+    viterbi_filter, H100, the 20 benchmark models and random ones:
 
         W        seqs  nodes a lane with     row max    GCUPS
                        transitions in regs
@@ -102,28 +103,39 @@ def viterbi_geometry(M: int, seqs: int | None = None, cells: int = 2) -> Geometr
         41-48    1     8                     REDUX      975-992 (M 1,344-1,536)
         > 48     1     none                  shuffles   686 (M 2,485: the DP row spills)
 
-    Transitions in registers spare the shared-memory loads that bound the
-    kernel; how many nodes' worth pays depends on the registers left beside
-    the DP row (3 per node): past these counts the SM holds fewer blocks
-    (W=13: all 13 nodes 962 vs 8 nodes 1,119).  REDUX replaces the row
-    maximum's five shuffles; it lost with a sub-warp group and for W > 48.
-    ``seqs`` given (tests): two sequences keep the transitions in shared
-    memory above W = 3.
+    Transitions in registers spare the shared-memory loads; how many nodes'
+    worth pays depends on the registers left beside the DP row (3 per node):
+    past these counts the SM holds fewer blocks (W=13: all 13 nodes 962 vs 8
+    nodes 1,119).  REDUX replaces the row maximum's five shuffles; it lost
+    with a sub-warp group and for W > 48.
 
-    viterbi_filter16 (cells = 2) takes the same rule by registers: a packed
-    word holds two nodes' transitions or DP cells, so the int32 rule's
-    register counts are kept with W counted in words.
+    viterbi_filter16, H200, same models (W in words of two nodes):
+
+        W        seqs  words a lane with     GCUPS
+                       transitions in regs
+        4-7      2     none                  977-1,309 (M 243-400)
+        8-12     1     8                     1,466-1,630 (M 453, 696)
+        13-24    2     8                     1,492-1,659 (M 1,152-1,536)
+        > 24     1     12 (none past 48)     1,832 (M 2,485)
     """
+    if cells is None:
+        cells = 2 if math.ceil(M / 64) >= 4 else 1
     W = math.ceil(M / (32 * cells))
+    if cells == 2:
+        if seqs is None:
+            seqs = 2 if W <= 7 or 13 <= W <= 24 else 1
+        words_in_regs = (W if W <= 3 else 0 if W <= 7 else 8 if W <= 24 else 12 if W <= 40 else 8 if W <= 48
+                         else 0)
+        return Geometry(32, W, cells, seqs, redux=True, trans_regs=words_in_regs)
     if seqs is None:
         seqs = 2 if W <= 3 else 1
     if W > 48:
         return Geometry(32, W, cells, seqs)
     if seqs > 1:
-        words_in_regs = W if W <= 3 else 0
+        nodes_in_regs = W if W <= 3 else 0
     else:
-        words_in_regs = W if W <= 12 else 8 if W <= 18 else 16 if W <= 32 else 12 if W <= 40 else 8
-    return Geometry(32, W, cells, seqs, redux=True, trans_regs=words_in_regs)
+        nodes_in_regs = W if W <= 12 else 8 if W <= 18 else 16 if W <= 32 else 12 if W <= 40 else 8
+    return Geometry(32, W, cells, seqs, redux=True, trans_regs=nodes_in_regs)
 
 
 def viterbi_block(geo: Geometry) -> int:

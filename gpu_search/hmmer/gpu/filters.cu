@@ -201,6 +201,21 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
 #else
 #define TR(q, t) vtrans[((q) * NTRANS + (t)) * G + gl]
 #endif
+    /* Lazy-F's max-plus scan across the lanes adds, at step j, the D->D costs
+       summed over the 2^j lanes up to this one: the same every row, so summed
+       once here (the scan then shuffles one value a step, not two) */
+    int dd_sum[5];
+    {
+        int run = 0;
+#pragma unroll
+        for (int q = 0; q < W; q++) run += TR(q, T_DD);
+#pragma unroll
+        for (int j = 0, d = 1; d < G; d *= 2, j++) {
+            dd_sum[j] = run;
+            const int before = __shfl_up_sync(gmask, run, d, G);
+            if (gl >= d) run += before;
+        }
+    }
 
     for (int first = next_work(work_counter, lane, GROUPS_PER_WARP * SEQS); first < n;
          first = next_work(work_counter, lane, GROUPS_PER_WARP * SEQS)) {
@@ -313,20 +328,19 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
 #endif
                 if (lazy) {
                     /* within the lane: chain D->D over its W nodes, from -inf */
-                    int local = NEG_W, run = 0;
+                    int local = NEG_W;
 #pragma unroll
                     for (int q = 0; q < W; q++) {
                         if (q > 0) local = max(D[s][q], local + TR(q - 1, T_DD));
                         else local = D[s][0];
-                        run += TR(q, T_DD);
                     }
-                    /* out of the lane: f(c) = max(a, c + s) with a = chain end + last DD */
-                    int a = local + TR(W - 1, T_DD), sdd = run;
+                    /* out of the lane: f(c) = max(a, c + run) with a = chain end + last DD,
+                       run = the lane's D->D costs summed; an inclusive max-plus scan */
+                    int a = local + TR(W - 1, T_DD);
 #pragma unroll
-                    for (int d = 1; d < G; d *= 2) {       /* inclusive max-plus scan */
+                    for (int j = 0, d = 1; d < G; d *= 2, j++) {
                         const int pa = __shfl_up_sync(gmask, a, d, G);
-                        const int ps = __shfl_up_sync(gmask, sdd, d, G);
-                        if (gl >= d) { a = max(a, pa + sdd); sdd += ps; }
+                        if (gl >= d) a = max(a, pa + dd_sum[j]);
                     }
                     int carry = __shfl_up_sync(gmask, a, 1, G);  /* D entering this lane */
                     if (gl == 0) carry = NEG_W;
@@ -422,10 +436,25 @@ viterbi_filter16(const uint8_t *__restrict__ residues, const long long *__restri
 #else
 #define TR(q, t) vtrans[((q) * NTRANS + (t)) * G + gl]
 #endif
-    /* D->D summed over each virtual lane's W nodes (Lazy-F's scan), exact int32 */
-    int run_lo = 0, run_hi = 0;
+    /* Lazy-F's scan sums (as in viterbi_filter), both halves in a word, each
+       held at -32768 at least: a cell (0..32767) plus such a sum then floors
+       at 0 exactly when it would with the true sum.  hi_after_lo: the high
+       halves' D->D costs summed over lanes 0..this one, for the carry from
+       the low half of lane G-1 into the high half of lane 0. */
+    unsigned dd_sum[5], hi_after_lo;
+    {
+        int run_lo = 0, run_hi = 0;
 #pragma unroll
-    for (int q = 0; q < W; q++) { run_lo += lo16(TR(q, T_DD)); run_hi += hi16(TR(q, T_DD)); }
+        for (int q = 0; q < W; q++) { run_lo += lo16(TR(q, T_DD)); run_hi += hi16(TR(q, T_DD)); }
+#pragma unroll
+        for (int j = 0, d = 1; d < G; d *= 2, j++) {
+            dd_sum[j] = pair16(max(run_lo, -32768), max(run_hi, -32768));
+            const int before_lo = __shfl_up_sync(gmask, run_lo, d, G);
+            const int before_hi = __shfl_up_sync(gmask, run_hi, d, G);
+            if (gl >= d) { run_lo += before_lo; run_hi += before_hi; }
+        }
+        hi_after_lo = pair16(-32768, max(run_hi, -32768));
+    }
 
     for (int first = next_work(work_counter, lane, GROUPS_PER_WARP * SEQS); first < n;
          first = next_work(work_counter, lane, GROUPS_PER_WARP * SEQS)) {
@@ -523,31 +552,18 @@ viterbi_filter16(const uint8_t *__restrict__ residues, const long long *__restri
                     unsigned local = D[s][0];
 #pragma unroll
                     for (int q = 1; q < W; q++) local = __viaddmax_s16x2_relu(local, TR(q - 1, T_DD), D[s][q]);
-                    const unsigned leaving = __viaddmax_s16x2_relu(local, TR(W - 1, T_DD), 0u);
-                    /* across the 2G virtual lanes, in int32: f(c) = max(a, c + run), an
-                       inclusive max-plus scan of the low halves, then of the high halves,
-                       which continue from the low half of lane G-1 */
-                    int a = lo16(leaving) + off, sdd = run_lo;
+                    /* across the 2G virtual lanes: f(c) = max(a, c + run), an inclusive
+                       max-plus scan of both halves at once; then the high halves take the
+                       carry out of the low half of lane G-1, which enters lane 0's */
+                    unsigned a = __viaddmax_s16x2_relu(local, TR(W - 1, T_DD), 0u);
 #pragma unroll
-                    for (int d = 1; d < G; d *= 2) {
-                        const int pa = __shfl_up_sync(gmask, a, d, G);
-                        const int ps = __shfl_up_sync(gmask, sdd, d, G);
-                        if (gl >= d) { a = max(a, pa + sdd); sdd += ps; }
+                    for (int j = 0, d = 1; d < G; d *= 2, j++) {
+                        const unsigned pa = __shfl_up_sync(gmask, a, d, G);
+                        if (gl >= d) a = __viaddmax_s16x2_relu(pa, dd_sum[j], a);
                     }
-                    const int lo_exit = __shfl_sync(gmask, a, G - 1, G);
-                    int carry_lo = __shfl_up_sync(gmask, a, 1, G);
-                    if (gl == 0) carry_lo = -(1 << 30);
-                    int b = hi16(leaving) + off, shi = run_hi;
-                    if (gl == 0) b = max(b, lo_exit + run_hi);
-#pragma unroll
-                    for (int d = 1; d < G; d *= 2) {
-                        const int pb = __shfl_up_sync(gmask, b, d, G);
-                        const int ps = __shfl_up_sync(gmask, shi, d, G);
-                        if (gl >= d) { b = max(b, pb + shi); shi += ps; }
-                    }
-                    int carry_hi = __shfl_up_sync(gmask, b, 1, G);
-                    if (gl == 0) carry_hi = lo_exit;
-                    unsigned c = pair16(max(carry_lo - off, 0), max(carry_hi - off, 0));
+                    const unsigned lo_exit = __shfl_sync(gmask, a, G - 1, G) << 16;
+                    a = __viaddmax_s16x2_relu(lo_exit, hi_after_lo, a);
+                    unsigned c = from_previous_lane(gmask, gl, a);     /* D entering this lane */
 #pragma unroll
                     for (int q = 0; q < W; q++) {
                         D[s][q] = __vimax_s16x2_relu(D[s][q], c);
