@@ -82,13 +82,12 @@ def msv_geometry(M: int, cells_per_lane: int = 64) -> Geometry:
 
 
 def viterbi_geometry(M: int, seqs: int | None = None, cells: int | None = None) -> Geometry:
-    """A warp (G = 32) per group, ``seqs`` sequences per group, the kernel
+    """G lanes a group (16 or 32), ``seqs`` sequences per group, the kernel
     switches, and ``cells`` nodes a 32-bit word: 2 for viterbi_filter16 (16-bit
-    halves, W = ceil(M / 64) words a lane), 1 for viterbi_filter (int32,
-    W = ceil(M / 32)).  By default viterbi_filter16 from M = 193 (W >= 4) and
-    viterbi_filter below, where its fixed cost a row falls on too few words;
-    viterbi_filter also scores what viterbi_filter16 cannot (viterbi16_bounds,
-    RESCORE_W).  ``seqs`` given (tests): that many sequences a group.
+    halves, W = ceil(M / 64) words a lane, 16 lanes a group up to M = 160), 1 for
+    viterbi_filter (int32, W = ceil(M / 32)), which scores what viterbi_filter16
+    cannot (viterbi16_bounds, RESCORE_W).  ``seqs`` given (tests): that many
+    sequences a group.
 
     Chosen by measurement (bench/viterbi_sweep.py, docs/benchmarks.md).
     viterbi_filter, H100, the 20 benchmark models and random ones:
@@ -109,24 +108,33 @@ def viterbi_geometry(M: int, seqs: int | None = None, cells: int | None = None) 
     nodes 1,119).  REDUX replaces the row maximum's five shuffles; it lost
     with a sub-warp group and for W > 48.
 
-    viterbi_filter16, H200, same models (W in words of two nodes):
+    viterbi_filter16, H200, the same models and random ones (W in words of two
+    nodes; 34 M residues; the int32 kernel's GCUPS on the same run in brackets):
 
-        W        seqs  words a lane with     GCUPS
-                       transitions in regs
-        4-7      2     none                  977-1,309 (M 243-400)
-        8-12     1     8                     1,466-1,630 (M 453, 696)
-        13-24    2     8                     1,492-1,659 (M 1,152-1,536)
-        > 24     1     12 (none past 48)     1,832 (M 2,485)
+        M          G   W      seqs  words a lane with      GCUPS
+                                    transitions in regs
+        <= 160     16  1-5    1     all (no REDUX)         858-1,215 (786-1,112)
+        161-448    32  3-7    2     none                   1,161-1,493 (988-1,117)
+        449-768    32  8-12   1     all                    1,626-1,831 (1,196-1,201)
+        769-1,536  32  13-24  2     8                      1,732-1,807 (944-1,106)
+        > 1,536    32  > 24   1     12 (8 past 40, none    1,940 (M 2,485; 688)
+                                    past 48)
+
+    Below M = 161 a sub-warp group of 16 lanes gives each lane 2-10 nodes
+    over which to spread the row's fixed cost (shuffles, maximum, Lazy-F).
     """
     if cells is None:
-        cells = 2 if math.ceil(M / 64) >= 4 else 1
-    W = math.ceil(M / (32 * cells))
+        cells = 2
     if cells == 2:
+        if M <= 160:
+            W = math.ceil(M / 32)
+            return Geometry(16, W, cells, seqs or 1, trans_regs=W)
+        W = math.ceil(M / 64)
         if seqs is None:
             seqs = 2 if W <= 7 or 13 <= W <= 24 else 1
-        words_in_regs = (W if W <= 3 else 0 if W <= 7 else 8 if W <= 24 else 12 if W <= 40 else 8 if W <= 48
-                         else 0)
+        words_in_regs = 0 if W <= 7 else W if W <= 12 else 8 if W <= 24 else 12 if W <= 40 else 8 if W <= 48 else 0
         return Geometry(32, W, cells, seqs, redux=True, trans_regs=words_in_regs)
+    W = math.ceil(M / 32)
     if seqs is None:
         seqs = 2 if W <= 3 else 1
     if W > 48:
