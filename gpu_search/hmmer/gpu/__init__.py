@@ -82,9 +82,9 @@ def msv_geometry(M: int, cells_per_lane: int = 64) -> Geometry:
 
 
 def viterbi_geometry(M: int, seqs: int | None = None, cells: int | None = None) -> Geometry:
-    """G lanes a group (16 or 32), ``seqs`` sequences per group, the kernel
+    """G lanes a group (8 or 32), ``seqs`` sequences per group, the kernel
     switches, and ``cells`` nodes a 32-bit word: 2 for viterbi_filter16 (16-bit
-    halves, W = ceil(M / 64) words a lane, 16 lanes a group up to M = 160), 1 for
+    halves, W = ceil(M / 64) words a lane, 8 lanes a group up to M = 160), 1 for
     viterbi_filter (int32, W = ceil(M / 32)), which scores what viterbi_filter16
     cannot (viterbi16_bounds, RESCORE_W).  ``seqs`` given (tests): that many
     sequences a group.
@@ -113,22 +113,24 @@ def viterbi_geometry(M: int, seqs: int | None = None, cells: int | None = None) 
 
         M          G   W      seqs  words a lane with      GCUPS
                                     transitions in regs
-        <= 160     16  1-5    1     all (no REDUX)         858-1,215 (786-1,112)
+        <= 160     8   1-10   1     all (no REDUX)         971-1,263 (793-1,122)
         161-448    32  3-7    2     none                   1,161-1,493 (988-1,117)
         449-768    32  8-12   1     all                    1,626-1,831 (1,196-1,201)
         769-1,536  32  13-24  2     8                      1,732-1,807 (944-1,106)
         > 1,536    32  > 24   1     12 (8 past 40, none    1,940 (M 2,485; 688)
                                     past 48)
 
-    Below M = 161 a sub-warp group of 16 lanes gives each lane 2-10 nodes
-    over which to spread the row's fixed cost (shuffles, maximum, Lazy-F).
+    Below M = 161 a sub-warp group of 8 lanes gives each lane up to 20 nodes
+    over which to spread the row's fixed cost (shuffles, maximum, Lazy-F):
+    at M = 83-155 groups of 8 lanes gave 971-1,263 GCUPS, of 16 lanes
+    888-1,242, of 4 lanes 856-1,209 (68 M residues).
     """
     if cells is None:
         cells = 2
     if cells == 2:
         if M <= 160:
-            W = math.ceil(M / 32)
-            return Geometry(16, W, cells, seqs or 1, trans_regs=W)
+            W = math.ceil(M / 16)
+            return Geometry(8, W, cells, seqs or 1, trans_regs=W)
         W = math.ceil(M / 64)
         if seqs is None:
             seqs = 2 if W <= 7 or 13 <= W <= 24 else 1
