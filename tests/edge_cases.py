@@ -36,6 +36,18 @@ def edge_fasta(path, hmm_consensus: str, long_length: int = 20_000, seed: int = 
                 fh.write(seq[i:i + 60] + "\n")
 
 
+def short_overflow_fasta(path, hmm_consensus: str) -> None:
+    """A database of short sequences only (so viterbi_filter16's floor sits high and the
+    ceiling must hold at 32766): fragments of the model's consensus, some of which overflow
+    HMMER's Viterbi filter, one 100-residue sequence, and sequences of '*' or '~' only, whose
+    every row scores below the floor."""
+    cons = hmm_consensus.upper().replace("-", "")
+    seqs = [cons[a:a + n] for n in range(14, 60, 2) for a in range(0, len(cons) + 1 - n, 3)]
+    seqs += ["A" * 100, "*", "~~~", "*" * 5]
+    with open(path, "w") as fh:
+        fh.write("".join(f">s{i}\n{seq}\n" for i, seq in enumerate(seqs)))
+
+
 def long_deletion_model(M: int = 243, start: int = 40, stop: int = 200, seed: int = 5):
     """A random protein HMM whose best paths delete nodes start..stop-1 (M->D at node start-1,
     D->D along the way), and sequences that match the model on both sides of the deletion.

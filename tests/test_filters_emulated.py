@@ -25,14 +25,14 @@ import emulator_build
 import numpy as np
 import pytest
 from conftest import PROTEIN_MODELS, assert_filter_equal, profile_of, run_filters_oracle
-from edge_cases import edge_fasta, long_deletion_model
+from edge_cases import edge_fasta, long_deletion_model, short_overflow_fasta
 
 from gpu_search.hmmer import reference as R
 from gpu_search.hmmer import scores as S
 from gpu_search.hmmer.gpu import (FORWARD_FILE, KERNEL_FILE, RESCORE_W, Geometry, forward_geometry,
                                   kernel_options, length_table, msv_geometry, msv_states, pack_forward_profile,
-                                  pack_msv_profile, pack_viterbi_profile, viterbi16_bounds, viterbi_geometry,
-                                  viterbi_states)
+                                  pack_msv_profile, pack_viterbi_profile, viterbi16_again, viterbi16_bounds,
+                                  viterbi_geometry, viterbi_states)
 from gpu_search.hmmer.models import read_hmms
 from gpu_search.hmmer.profile import FilterProfile
 from gpu_search.seqdb import open_database
@@ -108,11 +108,12 @@ class Emulated:
     def viterbi(self, prof: FilterProfile, db, idx):
         """As GpuBackend.viterbi: viterbi_filter16's stops scored again by viterbi_filter."""
         results = self.viterbi_raw(prof, db, idx)
-        again = np.flatnonzero(results == RESCORE_W)
-        if len(again):
-            int32 = Emulated(self.directory, replace(self.geo, cells_per_word=1, W=-(-prof.M // self.geo.G)),
-                             self.in_smem, self.seed, self.threads)
-            results[again] = int32.viterbi_raw(prof, db, np.asarray(idx)[again])
+        if self.geo.cells_per_word == 2:
+            again = viterbi16_again(results, prof, viterbi16_bounds(prof, int(db.lengths.max())))
+            if len(again):
+                int32 = Emulated(self.directory, viterbi_geometry(prof.M, cells=1), self.in_smem, self.seed,
+                                 self.threads)
+                results[again] = int32.viterbi_raw(prof, db, np.asarray(idx)[again])
         return viterbi_states(results)
 
     def forward(self, prof: FilterProfile, db, idx):
@@ -241,8 +242,53 @@ def test_long_deletions_across_lanes(tmp_path, build_dir):
     packed = viterbi_geometry(prof.M)
     assert packed.cells_per_word == 2 and packed.W == 4
     for g in (geo, replace(geo, redux=False, trans_regs=0), Geometry(16, 16, 1, 1),
-              packed, replace(packed, redux=False, trans_regs=0), Geometry(16, 8, 2, 1)):
+              packed, replace(packed, redux=False, trans_regs=0), Geometry(16, 8, 2, 1), Geometry(8, 16, 2, 1)):
         check_viterbi(Emulated(build_dir, g), prof, db, idx)
+
+
+def test_viterbi16_ceiling_and_floor(data_dir, tmp_path, build_dir):
+    """viterbi_filter16 at both ends of its 16-bit range, against the reference.  A database of
+    short sequences puts its floor high: fragments of an RRE model's consensus then overflow
+    (HMMER's xE >= 32767) below where off + 32767 - the largest emission would put the ceiling,
+    so the ceiling must hold at 32766; and sequences of '*' or '~' score every row below the
+    floor (their xC must come from viterbi_filter, not read off + e_move)."""
+    hmm = read_hmms(data_dir / "hmms" / "txt" / "RREFam.hmm")[0]
+    prof = profile_of(hmm)
+    fasta = tmp_path / "short.faa"
+    short_overflow_fasta(fasta, hmm.consensus)
+    db = open_database(fasta)
+    idx = np.arange(db.n_seqs)
+    off, ceiling = viterbi16_bounds(prof, int(db.lengths.max()))
+    assert ceiling == 32766 and off + 32767 - int(prof.vit_emit.max()) > 32767, "the case is not reached"
+    lib = Emulated(build_dir, viterbi_geometry(prof.M))
+    _, overflow = check_viterbi(lib, prof, db, idx)
+    assert overflow.any()
+    raw = lib.viterbi_raw(prof, db, idx)
+    assert np.array_equal(np.flatnonzero(raw == RESCORE_W), np.flatnonzero(overflow))
+    assert (raw[-3:] == off + prof.e_move).all()            # the '*' and '~' rows, left to viterbi_filter
+
+
+def test_viterbi16_costly_deletions(proteome, tmp_path, build_dir):
+    """D->D costs so high (about -5,000 a node) that Lazy-F's sums across lanes pass -32768:
+    viterbi_filter16's scan holds them there, and must still floor where the true sums would."""
+    from pyhmmer.easel import Alphabet, Randomness
+    from pyhmmer.plan7 import HMM
+
+    hmm = HMM.sample(Alphabet.amino(), 243, Randomness(11))
+    t = np.asarray(hmm.transition_probabilities)          # MM MI MD IM II DM DD
+    t[:, 0:3] = (0.5, 0.01, 0.49)
+    t[:, 5:7] = (0.999, 0.001)
+    hmm.name = "costlyDD"
+    prof = profile_of(hmm)
+    assert prof.vit_trans[7][: prof.M - 1].max() < -4000
+    rng = np.random.default_rng(0)
+    seqs = ["".join(rng.choice(list("ACDEFGHIKLMNPQRSTVWY"), size=n)) for n in (50, 120, 243, 300, 30)]
+    seqs.append(hmm.consensus.upper()[:200])
+    fasta = tmp_path / "costly.faa"
+    fasta.write_text("".join(f">s{i}\n{seq}\n" for i, seq in enumerate(seqs)))
+    db = open_database(fasta)
+    for g in (viterbi_geometry(prof.M), Geometry(8, 16, 2, 1)):
+        check_viterbi(Emulated(build_dir, g), prof, db, np.arange(db.n_seqs))
 
 
 @pytest.mark.parametrize("model", ["Thioesterase", "LuxC"])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import PROTEIN_MODELS, TEST_DATA, assert_filter_equal, profile_of, run_filters_oracle, tables
-from edge_cases import edge_fasta, long_deletion_model
+from edge_cases import edge_fasta, long_deletion_model, short_overflow_fasta
 
 from gpu_search.device import gpu_status
 from gpu_search.hmmer import reference as R
@@ -91,6 +91,24 @@ def test_gpu_edge_cases(model, data_dir, tmp_path):
     fwd = backend.forward(prof, short)
     ok = np.isfinite(ref)
     assert ok.sum() > 10 and np.allclose(fwd[ok], ref[ok], atol=1e-3, rtol=0)
+
+
+def test_gpu_viterbi16_ceiling_and_floor(data_dir, tmp_path):
+    """Short sequences only: consensus fragments that overflow HMMER's Viterbi filter below the
+    unclamped 16-bit ceiling, and '*'/'~' sequences below the floor; the states equal the
+    reference's, and viterbi_filter16 handed those sequences to the int32 kernel."""
+    from gpu_search.hmmer.gpu import viterbi16_bounds
+
+    hmm = read_hmms(data_dir / "hmms" / "txt" / "RREFam.hmm")[0]
+    fasta = tmp_path / "short.faa"
+    short_overflow_fasta(fasta, hmm.consensus)
+    db = open_database(fasta)
+    prof = profile_of(hmm)
+    assert viterbi16_bounds(prof, int(db.lengths.max()))[1] == 32766
+    backend = GpuBackend(db)
+    check_states(prof, db, backend)
+    _, overflow = R.viterbi_filter(prof, db.residues, db.offsets, db.lengths, np.arange(db.n_seqs))
+    assert overflow.any() and backend.viterbi_rescored >= overflow.sum() + 3
 
 
 def test_gpu_long_deletions(tmp_path):

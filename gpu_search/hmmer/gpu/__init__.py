@@ -4,7 +4,13 @@ The kernels live in ``filters.cu`` next to this file and are compiled at run
 time by NVRTC (``cupy.RawModule``) with the group width G and the words per
 lane W as compile-time constants, so that the loops over the model unroll
 into registers (CUDAMPF).  Compiled modules are cached per (G, W, where the
-profile lives) for the life of the process.
+profile lives, sequences a group, switches) for the life of the process.
+
+The Viterbi filter runs as viterbi_filter16 (two model nodes a 32-bit word,
+16-bit halves); the few sequences it hands back (viterbi16_again: strong hits
+near its 16-bit ceiling, and sequences whose every row lies below its floor)
+are scored again by viterbi_filter (int32 cells), which also scores everything
+where no 16-bit offset is safe (viterbi16_bounds).
 
 The database is uploaded once per GPU (split across GPUs by residues) and
 reused for every model; a database larger than the memory budget streams
@@ -134,6 +140,7 @@ def viterbi_geometry(M: int, seqs: int | None = None, cells: int | None = None) 
         W = math.ceil(M / 64)
         if seqs is None:
             seqs = 2 if W <= 7 or 13 <= W <= 24 else 1
+        # (unlike the int32 kernel, REDUX stays past W = 48: not measured there)
         words_in_regs = 0 if W <= 7 else W if W <= 12 else 8 if W <= 24 else 12 if W <= 40 else 8 if W <= 48 else 0
         return Geometry(32, W, cells, seqs, redux=True, trans_regs=words_in_regs)
     W = math.ceil(M / 32)
@@ -165,8 +172,10 @@ def viterbi16_bounds(prof: FilterProfile, max_len: int):
     base_w + move(max_len) + min tBM (xB >= base_w + move(L), move falls with L),
     so that a cell held at the floor never beats the B->M path into an M cell.
     ceiling: the highest xE that keeps every half below 32768 on the next row,
-    off + 32767 - the largest emission.  The floor must leave room for the
-    first row's xB under the ceiling (base_w - off <= 32767 - largest emission).
+    off + 32767 - the largest emission, and at most 32766, so that HMMER's own
+    overflow (xE >= 32767) always lies above it and goes to viterbi_filter.
+    The floor must leave room for the first row's xB under the ceiling
+    (base_w - off <= 32767 - largest emission).
     """
     t = prof.vit_trans.astype(np.int64)
     if prof.M == 0 or (t > 0).any():
@@ -176,7 +185,16 @@ def viterbi16_bounds(prof: FilterProfile, max_len: int):
     off = prof.base_w + move + int(t[0].min())          # row 0 of vit_trans: BM
     if off < prof.base_w + e_max - 32767:
         return None
-    return off, off + 32767 - e_max
+    return off, min(off + 32767 - e_max, 32766)
+
+
+def viterbi16_again(results: np.ndarray, prof: FilterProfile, bounds) -> np.ndarray:
+    """Where viterbi_filter16's results need viterbi_filter: RESCORE_W (a sequence
+    stopped near the ceiling), and xC = off + e_move, which is also what a sequence
+    gets whose every row's true xE lies below the floor (its M cells read off
+    there; rows of '*' or '~', say).  An xC above it comes from a row whose xE is
+    above the floor, which is exact."""
+    return np.flatnonzero((results == RESCORE_W) | (results == bounds[0] + prof.e_move))
 
 
 def forward_geometry(M: int) -> Geometry:
@@ -580,13 +598,14 @@ class GpuBackend:
         cp = _cupy()
         geo = geometry or viterbi_geometry(prof.M)
         bounds = None
+        self.viterbi_rescored = 0
         if geo.cells_per_word == 2:
             bounds = viterbi16_bounds(prof, self.max_len)
             if bounds is None:                       # no safe 16-bit offset: int32 kernel
-                geo = viterbi_geometry(prof.M, cells=1)
+                geo = viterbi_geometry(prof.M, seqs=geo.seqs if geometry else None, cells=1)
         block = block or viterbi_block(geo)
         vemis_host, vtrans_host = pack_viterbi_profile(prof, geo)
-        results = np.zeros(len(idx), dtype=np.int64)
+        results = np.zeros(len(idx), dtype=np.int32)     # as the kernels write them
         profiles = {}
         extra = () if bounds is None else (np.int32(bounds[0]), np.int32(bounds[1]))
 
@@ -611,11 +630,11 @@ class GpuBackend:
 
         self._run("viterbi", idx, launch, np.int32, results)
         if bounds is not None:
-            again = np.flatnonzero(results == RESCORE_W)   # near the 16-bit ceiling: strong hits
-            self.viterbi_rescored = len(again)
+            again = viterbi16_again(results, prof, bounds)
             if len(again):
-                int32 = viterbi_geometry(prof.M, seqs=geo.seqs if geometry else None, cells=1)
-                results[again] = self._viterbi(prof, np.asarray(idx)[again], int32, None)
+                results[again] = self._viterbi(prof, np.asarray(idx)[again], viterbi_geometry(prof.M, cells=1),
+                                               None)
+            self.viterbi_rescored = len(again)
         return results
 
     def forward(self, prof: FilterProfile, idx, geometry: Geometry | None = None):

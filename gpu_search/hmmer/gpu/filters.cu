@@ -1,10 +1,13 @@
 /* HMMER 3.4's MSV and Viterbi filters as CUDA kernels, bit-exact.
  *
  * What they compute
- *   msv_filter:     the final J state xJ of p7_MSVFilter (impl_sse/msvfilter.c),
- *                   or -1 where HMMER overflows (xE + bias >= 255: score +inf).
- *   viterbi_filter: the final C state xC of p7_ViterbiFilter (impl_sse/vitfilter.c),
- *                   or OVERFLOW_W where HMMER overflows (xE >= 32767: score +inf).
+ *   msv_filter:       the final J state xJ of p7_MSVFilter (impl_sse/msvfilter.c),
+ *                     or -1 where HMMER overflows (xE + bias >= 255: score +inf).
+ *   viterbi_filter16: the final C state xC of p7_ViterbiFilter (impl_sse/vitfilter.c),
+ *                     two model nodes a 32-bit word (section 4), or RESCORE_W for
+ *                     the few sequences it leaves to
+ *   viterbi_filter:   the same with int32 cells, or OVERFLOW_W where HMMER
+ *                     overflows (xE >= 32767: score +inf).
  *   Floats, logs and P-values are computed on the host exactly as HMMER does.
  *
  * Design (seeds 000 and 001, re-judged on Hopper; see docs/gpu-design.md)
@@ -20,8 +23,8 @@
  *     HMMER's saturation at 0 is the relu; its saturation at 255 is never reached
  *     before HMMER's own overflow test stops the sequence (max(M,xB) + bias
  *     <= 210 + 20), so 16-bit lanes give HMMER's bytes exactly.
- *   - Viterbi filter: one cell per 32-bit register, int32 arithmetic with DPX
- *     add-max (__viaddmax_s32).  HMMER saturates 16-bit words at -32768; values
+ *   - Viterbi filter (viterbi_filter): one cell per 32-bit register, int32
+ *     arithmetic with DPX add-max (__viaddmax_s32).  HMMER saturates 16-bit words at -32768; values
  *     that saturate there are never the maximum against the always-finite
  *     B->M path, so exact int32 sums give HMMER's xE, xC and overflow decisions
  *     (tested against HMMER's own filter on real and random models).
@@ -32,6 +35,8 @@
  *     that many nodes a lane in registers instead; REDUX takes the row
  *     maximum in one instruction (which of them, by model size:
  *     viterbi_geometry, from measurements).
+ *   - Viterbi filter (viterbi_filter16, the default): the same on 16-bit halves,
+ *     two nodes a word; exact by a floor and a ceiling (section 4).
  *
  * Memory layout
  *   residues  uint8, the whole database; offsets int64 [n+1]; order int32: the
@@ -42,11 +47,14 @@
  *   Viterbi profile (shared memory): vemis[x][q][lane] int16 emission,
  *             vtrans[q][t][lane] int32, t in BM MM IM DM MD MI II DD;
  *             node k = lane*W + q + 1.
+ *   viterbi_filter16's profile: the same arrays as uint32 words of two int16
+ *             halves, nodes lane*W + q + 1 (low) and (G + lane)*W + q + 1 (high).
  *
  * Contents
  *   1. Work distribution.
  *   2. msv_filter kernel.
  *   3. viterbi_filter kernel.
+ *   4. viterbi_filter16 kernel.
  */
 
 #include "groups.cuh"
@@ -374,15 +382,19 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
  * Why it is exact.  A cell is stored as v - off, and every update floors it at
  * 0 (the relu), i.e. at the true value off.  The host picks off so that the
  * B->M path, xB + tBM(k) >= base_w + move(L) + min tBM, is never below it for
- * any sequence of the launch (viterbi16_bounds).  Then a cell held at the floor
- * can only offer a path of at most off + t <= off (every transition is <= 0),
- * which the B->M path into the same M cell matches or beats, so the M cells
- * (hence xE, xC, xJ) equal viterbi_filter's; I and D cells equal theirs
- * floored at off.  Above, a half must never pass 32767: every cell is at most
- * max(xE so far, xB) + the largest emission, so a sequence whose xE goes past
- * `ceiling` stops with RESCORE_W and the host scores it again with
- * viterbi_filter (strong hits only; HMMER's own overflow at 32767 lies above
- * the ceiling, so it is always among them).
+ * any sequence of the database (viterbi16_bounds).  Then a cell held at the
+ * floor can only offer a path of at most off + t <= off (every transition is
+ * <= 0), which the B->M path into the same M cell matches or beats before the
+ * emission is added, so every M cell is max(its true value, off): I and D
+ * cells too.  A row's xE is then max(true xE, off).  Where it is above off it
+ * is exact, and one at off leaves xJ and xB as they are (off + e_loop + move
+ * <= base_w + move), so only xC can differ: a sequence whose every row lies
+ * at or below the floor ends with xC = off + e_move exactly, and the host
+ * scores those again (viterbi16_again).  Above, a half must never pass
+ * 32767: every cell is at most max(xE so far, xB) + the largest emission, so
+ * a sequence whose xE goes past `ceiling` stops with RESCORE_W and the host
+ * scores it again with viterbi_filter (strong hits only; the ceiling is at
+ * most 32766, so HMMER's own overflow at 32767 is always among them).
  */
 
 #define RESCORE_W 0x7ffffffe
