@@ -168,6 +168,71 @@ enum { T_BM, T_MM, T_IM, T_DM, T_MD, T_MI, T_II, T_DD, NTRANS };
 __device__ unsigned long long lazy_stats[2];   /* rows, rows where HMMER's Lazy-F test holds */
 #endif
 
+/* The Viterbi profile, transitions [W][NTRANS][G] then emissions [KP][W][G] as
+   pack_viterbi_profile lays them out, copied into shared memory, or read in
+   place through L1 for models too large for it. */
+template <typename Trans, typename Emit>
+__device__ __forceinline__ void viterbi_profile(const Trans *trans_global, const Emit *emis_global,
+                                                const Trans *&vtrans, const Emit *&vemis)
+{
+#if PROFILE_IN_SMEM
+    extern __shared__ uint4 vsmem[];
+    Trans *trans = (Trans *)vsmem;
+    Emit *emis = (Emit *)(trans + W * NTRANS * G);
+    for (int i = threadIdx.x; i < W * NTRANS * G; i += blockDim.x) trans[i] = trans_global[i];
+    for (int i = threadIdx.x; i < KP * W * G; i += blockDim.x) emis[i] = emis_global[i];
+    __syncthreads();
+    vtrans = trans;
+    vemis = emis;
+#else
+    vtrans = trans_global;
+    vemis = emis_global;
+#endif
+}
+
+/* The SEQS neighbouring sequences of the length-sorted work a group scores
+   together, from item0 on: residues, lengths, move costs and special states
+   (past the end of the work: length 0, no sequence). */
+struct ViterbiGroup {
+    const uint8_t *dsq[SEQS];
+    int L[SEQS], move[SEQS], xB[SEQS], xJ[SEQS], xC[SEQS], x_next[SEQS];
+    bool stopped[SEQS];          /* overflowed, or handed back (viterbi_filter16) */
+    int Lmax;
+};
+
+__device__ __forceinline__ void start_group(ViterbiGroup &g, int item0, int n, const int *order,
+                                            const long long *offsets, const uint8_t *residues,
+                                            const short *move_by_len, int base_w)
+{
+    g.Lmax = 0;
+#pragma unroll
+    for (int s = 0; s < SEQS; s++) {
+        g.L[s] = 0; g.dsq[s] = residues;
+        if (item0 + s < n) {
+            const int seq = order[item0 + s];
+            const long long o = offsets[seq];
+            g.L[s] = (int)(offsets[seq + 1] - o);
+            g.dsq[s] = residues + o;
+        }
+        g.Lmax = max(g.Lmax, g.L[s]);
+        g.move[s] = move_by_len[g.L[s]];
+        g.xB[s] = base_w + g.move[s];              /* xN + move */
+        g.xJ[s] = NEG_W; g.xC[s] = NEG_W;
+        g.stopped[s] = false;
+        g.x_next[s] = g.L[s] > 0 ? g.dsq[s][0] : 0;
+    }
+}
+
+/* A lane's transitions: those of its first TRANS_REGS nodes (words) held in
+   registers `tr` for the kernel's life (q is a compile-time constant in every
+   use), the others read from the profile. */
+#if TRANS_REGS > 0
+#define IN_REGS(q) ((q) >= 0 && (q) < TRANS_REGS)
+#define TR(q, t) (IN_REGS(q) ? tr[IN_REGS(q) ? (q) : 0][t] : vtrans[((q) * NTRANS + (t)) * G + gl])
+#else
+#define TR(q, t) vtrans[((q) * NTRANS + (t)) * G + gl]
+#endif
+
 extern "C" __global__ void __launch_bounds__(256)
 viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
                const int *__restrict__ order, int n,
@@ -180,18 +245,9 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
     /* Scalar int32 transition loads: measured faster than 16-byte loads of
        int32 {BM MM IM DM}, {MD MI II DD}, and (with two sequences a group)
        than one 16-byte load of the eight as int16 (docs/benchmarks.md) */
-#if PROFILE_IN_SMEM
-    const int trans_words = W * NTRANS * G;            /* int32 [W][NTRANS][G] */
-    extern __shared__ uint4 vsmem[];
-    int *vtrans = (int *)vsmem;
-    short *vemis = (short *)(vtrans + trans_words);    /* [KP][W][G] */
-    for (int i = threadIdx.x; i < trans_words; i += blockDim.x) vtrans[i] = vtrans_global[i];
-    for (int i = threadIdx.x; i < KP * W * G; i += blockDim.x) vemis[i] = vemis_global[i];
-    __syncthreads();
-#else
-    const int *vtrans = vtrans_global;
-    const short *vemis = vemis_global;
-#endif
+    const int *vtrans;
+    const short *vemis;
+    viterbi_profile(vtrans_global, vemis_global, vtrans, vemis);
 
     const int lane = threadIdx.x & 31;
     const int gl = lane & (G - 1);
@@ -204,10 +260,6 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
     for (int q = 0; q < TRANS_REGS; q++)
 #pragma unroll
         for (int t = 0; t < NTRANS; t++) tr[q][t] = vtrans[(q * NTRANS + t) * G + gl];
-#define IN_REGS(q) ((q) >= 0 && (q) < TRANS_REGS)
-#define TR(q, t) (IN_REGS(q) ? tr[IN_REGS(q) ? (q) : 0][t] : vtrans[((q) * NTRANS + (t)) * G + gl])
-#else
-#define TR(q, t) vtrans[((q) * NTRANS + (t)) * G + gl]
 #endif
     /* Lazy-F's max-plus scan across the lanes adds, at step j, the D->D costs
        summed over the 2^j lanes up to this one: the same every row, so summed
@@ -230,36 +282,15 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
         const int item0 = first + (lane / G) * SEQS;
         if (item0 >= n) continue;
 
-        /* per sequence s of this group: its residues, length and special states */
-        const uint8_t *dsq[SEQS];
-        int L[SEQS], move[SEQS], xB[SEQS], xJ[SEQS], xC[SEQS];
-        bool overflow[SEQS];
-        int Lmax = 0;
-#pragma unroll
-        for (int s = 0; s < SEQS; s++) {
-            L[s] = 0; dsq[s] = residues;               /* past the end of the work: no sequence */
-            if (item0 + s < n) {
-                const int seq = order[item0 + s];
-                const long long off = offsets[seq];
-                L[s] = (int)(offsets[seq + 1] - off);
-                dsq[s] = residues + off;
-            }
-            Lmax = max(Lmax, L[s]);
-            move[s] = move_by_len[L[s]];
-            xB[s] = base_w + move[s];                  /* xN + move */
-            xJ[s] = NEG_W; xC[s] = NEG_W;
-            overflow[s] = false;
-        }
-        int x_next[SEQS];
-#pragma unroll
-        for (int s = 0; s < SEQS; s++) x_next[s] = L[s] > 0 ? dsq[s][0] : 0;
+        ViterbiGroup g;                                /* its SEQS sequences */
+        start_group(g, item0, n, order, offsets, residues, move_by_len, base_w);
         int M[SEQS][W], I[SEQS][W], D[SEQS][W];
 #pragma unroll
         for (int s = 0; s < SEQS; s++)
 #pragma unroll
             for (int q = 0; q < W; q++) { M[s][q] = NEG_W; I[s][q] = NEG_W; D[s][q] = NEG_W; }
 
-        for (int i = 0; i < Lmax; i++) {
+        for (int i = 0; i < g.Lmax; i++) {
             /* a sequence that ended or overflowed is computed on (residue 0)
                but its special states no longer change */
             bool live[SEQS];
@@ -268,11 +299,11 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
             int m_in[SEQS], i_in[SEQS], d_in[SEQS], xE[SEQS], Dmax[SEQS], d_last[SEQS];
 #pragma unroll
             for (int s = 0; s < SEQS; s++) {
-                live[s] = i < L[s] && !overflow[s];
+                live[s] = i < g.L[s] && !g.stopped[s];
                 any_live |= live[s];
                 /* this row's residue was read one row ahead (its load latency hidden) */
-                e[s] = vemis + x_next[s] * (W * G) + gl;
-                x_next[s] = (i + 1 < L[s]) ? dsq[s][i + 1] : 0;
+                e[s] = vemis + g.x_next[s] * (W * G) + gl;
+                g.x_next[s] = (i + 1 < g.L[s]) ? g.dsq[s][i + 1] : 0;
                 /* row i-1 at node k-1 for this lane's first node */
                 m_in[s] = __shfl_up_sync(gmask, M[s][W - 1], 1, G);
                 i_in[s] = __shfl_up_sync(gmask, I[s][W - 1], 1, G);
@@ -292,7 +323,7 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
                     const int mpv = (q > 0) ? M[s][q - 1] : (gl == 0 ? NEG_W : m_in[s]);
                     const int ipv = (q > 0) ? I[s][q - 1] : (gl == 0 ? NEG_W : i_in[s]);
                     const int dpv = (q > 0) ? D[s][q - 1] : (gl == 0 ? NEG_W : d_in[s]);
-                    int sv = xB[s] + t_bm;
+                    int sv = g.xB[s] + t_bm;
                     sv = __viaddmax_s32(mpv, t_mm, sv);
                     sv = __viaddmax_s32(ipv, t_im, sv);
                     sv = __viaddmax_s32(dpv, t_dm, sv);
@@ -316,20 +347,20 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
                 xE[s] = group_max(gmask, xE[s]);
                 if (live[s]) {
                     if (xE[s] >= 32767) {
-                        overflow[s] = true;                   /* HMMER's overflow: score +inf */
+                        g.stopped[s] = true;                   /* HMMER's overflow: score +inf */
                     } else {
-                        xC[s] = max(xC[s], xE[s] + e_move);
-                        xJ[s] = max(xJ[s], xE[s] + e_loop);
-                        xB[s] = max(xJ[s] + move[s], base_w + move[s]);
+                        g.xC[s] = max(g.xC[s], xE[s] + e_move);
+                        g.xJ[s] = max(g.xJ[s], xE[s] + e_loop);
+                        g.xB[s] = max(g.xJ[s] + g.move[s], base_w + g.move[s]);
                     }
                 }
 
                 /* Lazy-F: D->D paths can change the next row only if some lane
                    of the group has max D + ddbound > xB (a vote, no shuffles) */
-                const bool lazy = live[s] && !overflow[s] &&
-                                  (__ballot_sync(gmask, Dmax[s] + ddbound > xB[s]) & gmask) != 0;
+                const bool lazy = live[s] && !g.stopped[s] &&
+                                  (__ballot_sync(gmask, Dmax[s] + ddbound > g.xB[s]) & gmask) != 0;
 #ifdef LAZY_STATS
-                if (gl == 0 && live[s] && !overflow[s]) {
+                if (gl == 0 && live[s] && !g.stopped[s]) {
                     atomicAdd(&lazy_stats[0], 1ull);
                     if (lazy) atomicAdd(&lazy_stats[1], 1ull);
                 }
@@ -364,11 +395,9 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
         if (gl == 0) {
 #pragma unroll
             for (int s = 0; s < SEQS; s++)
-                if (item0 + s < n) out[item0 + s] = overflow[s] ? OVERFLOW_W : xC[s];
+                if (item0 + s < n) out[item0 + s] = g.stopped[s] ? OVERFLOW_W : g.xC[s];
         }
     }
-#undef TR
-#undef IN_REGS
 }
 
 /* --- 4. Viterbi filter, two nodes a 32-bit word --------------------------------- *
@@ -421,18 +450,9 @@ viterbi_filter16(const uint8_t *__restrict__ residues, const long long *__restri
                  int e_move, int e_loop, int base_w, int ddbound, int off, int ceiling,
                  int *__restrict__ work_counter, int *__restrict__ out)
 {
-#if PROFILE_IN_SMEM
-    const int trans_words = W * NTRANS * G;
-    extern __shared__ uint4 vsmem[];
-    unsigned *vtrans = (unsigned *)vsmem;
-    unsigned *vemis = vtrans + trans_words;            /* [KP][W][G] */
-    for (int i = threadIdx.x; i < trans_words; i += blockDim.x) vtrans[i] = vtrans_global[i];
-    for (int i = threadIdx.x; i < KP * W * G; i += blockDim.x) vemis[i] = vemis_global[i];
-    __syncthreads();
-#else
-    const unsigned *vtrans = vtrans_global;
-    const unsigned *vemis = vemis_global;
-#endif
+    const unsigned *vtrans;
+    const unsigned *vemis;
+    viterbi_profile(vtrans_global, vemis_global, vtrans, vemis);
 
     const int lane = threadIdx.x & 31;
     const int gl = lane & (G - 1);
@@ -443,10 +463,6 @@ viterbi_filter16(const uint8_t *__restrict__ residues, const long long *__restri
     for (int q = 0; q < TRANS_REGS; q++)
 #pragma unroll
         for (int t = 0; t < NTRANS; t++) tr[q][t] = vtrans[(q * NTRANS + t) * G + gl];
-#define IN_REGS(q) ((q) >= 0 && (q) < TRANS_REGS)
-#define TR(q, t) (IN_REGS(q) ? tr[IN_REGS(q) ? (q) : 0][t] : vtrans[((q) * NTRANS + (t)) * G + gl])
-#else
-#define TR(q, t) vtrans[((q) * NTRANS + (t)) * G + gl]
 #endif
     /* Lazy-F's scan sums (as in viterbi_filter), both halves in a word, each
        held at -32768 at least: a cell (0..32767) plus such a sum then floors
@@ -473,49 +489,29 @@ viterbi_filter16(const uint8_t *__restrict__ residues, const long long *__restri
         const int item0 = first + (lane / G) * SEQS;
         if (item0 >= n) continue;
 
-        const uint8_t *dsq[SEQS];
-        int L[SEQS], move[SEQS], xB[SEQS], xJ[SEQS], xC[SEQS];
-        bool rescore[SEQS];
-        int Lmax = 0;
-#pragma unroll
-        for (int s = 0; s < SEQS; s++) {
-            L[s] = 0; dsq[s] = residues;
-            if (item0 + s < n) {
-                const int seq = order[item0 + s];
-                const long long o = offsets[seq];
-                L[s] = (int)(offsets[seq + 1] - o);
-                dsq[s] = residues + o;
-            }
-            Lmax = max(Lmax, L[s]);
-            move[s] = move_by_len[L[s]];
-            xB[s] = base_w + move[s];
-            xJ[s] = NEG_W; xC[s] = NEG_W;
-            rescore[s] = false;
-        }
-        int x_next[SEQS];
-#pragma unroll
-        for (int s = 0; s < SEQS; s++) x_next[s] = L[s] > 0 ? dsq[s][0] : 0;
+        ViterbiGroup g;
+        start_group(g, item0, n, order, offsets, residues, move_by_len, base_w);
         unsigned M[SEQS][W], I[SEQS][W], D[SEQS][W];   /* 0: the floor (minus infinity) */
 #pragma unroll
         for (int s = 0; s < SEQS; s++)
 #pragma unroll
             for (int q = 0; q < W; q++) { M[s][q] = 0u; I[s][q] = 0u; D[s][q] = 0u; }
 
-        for (int i = 0; i < Lmax; i++) {
+        for (int i = 0; i < g.Lmax; i++) {
             bool live[SEQS];
             bool any_live = false;
             const unsigned *e[SEQS];
             unsigned m_in[SEQS], i_in[SEQS], d_in[SEQS], xBv[SEQS], xE[SEQS], Dmax[SEQS], d_last[SEQS];
 #pragma unroll
             for (int s = 0; s < SEQS; s++) {
-                live[s] = i < L[s] && !rescore[s];
+                live[s] = i < g.L[s] && !g.stopped[s];
                 any_live |= live[s];
-                e[s] = vemis + x_next[s] * (W * G) + gl;
-                x_next[s] = (i + 1 < L[s]) ? dsq[s][i + 1] : 0;
+                e[s] = vemis + g.x_next[s] * (W * G) + gl;
+                g.x_next[s] = (i + 1 < g.L[s]) ? g.dsq[s][i + 1] : 0;
                 m_in[s] = from_previous_lane(gmask, gl, M[s][W - 1]);
                 i_in[s] = from_previous_lane(gmask, gl, I[s][W - 1]);
                 d_in[s] = from_previous_lane(gmask, gl, D[s][W - 1]);
-                xBv[s] = (unsigned)(xB[s] - off) * 0x10001u;  /* >= 0 and < 32768 (host's bounds) */
+                xBv[s] = (unsigned)(g.xB[s] - off) * 0x10001u;  /* >= 0 and < 32768 (host's bounds) */
                 xE[s] = 0u; Dmax[s] = 0u; d_last[s] = 0u;
             }
             if (!any_live) break;
@@ -548,17 +544,17 @@ viterbi_filter16(const uint8_t *__restrict__ residues, const long long *__restri
                 const int xe = group_max(gmask, max(lo16(xE[s]), hi16(xE[s]))) + off;
                 if (live[s]) {
                     if (xe > ceiling) {
-                        rescore[s] = true;            /* a half could pass 32767 next: score in int32 */
+                        g.stopped[s] = true;            /* a half could pass 32767 next: score in int32 */
                     } else {
-                        xC[s] = max(xC[s], xe + e_move);
-                        xJ[s] = max(xJ[s], xe + e_loop);
-                        xB[s] = max(xJ[s] + move[s], base_w + move[s]);
+                        g.xC[s] = max(g.xC[s], xe + e_move);
+                        g.xJ[s] = max(g.xJ[s], xe + e_loop);
+                        g.xB[s] = max(g.xJ[s] + g.move[s], base_w + g.move[s]);
                     }
                 }
 
                 const int dmax = max(lo16(Dmax[s]), hi16(Dmax[s])) + off;
-                const bool lazy = live[s] && !rescore[s] &&
-                                  (__ballot_sync(gmask, dmax + ddbound > xB[s]) & gmask) != 0;
+                const bool lazy = live[s] && !g.stopped[s] &&
+                                  (__ballot_sync(gmask, dmax + ddbound > g.xB[s]) & gmask) != 0;
                 if (lazy) {
                     /* within the lane, both halves at once: the D->D chain over its W nodes */
                     unsigned local = D[s][0];
@@ -587,9 +583,7 @@ viterbi_filter16(const uint8_t *__restrict__ residues, const long long *__restri
         if (gl == 0) {
 #pragma unroll
             for (int s = 0; s < SEQS; s++)
-                if (item0 + s < n) out[item0 + s] = rescore[s] ? RESCORE_W : xC[s];
+                if (item0 + s < n) out[item0 + s] = g.stopped[s] ? RESCORE_W : g.xC[s];
         }
     }
-#undef TR
-#undef IN_REGS
 }
