@@ -338,3 +338,22 @@ def test_emulator_reports_a_lane_outside_its_group(build_dir, proteome):
     lib.geo, lib.in_smem, lib.seed, lib.threads = geo, True, 1, 64
     with pytest.raises(AssertionError, match="outside the mask"):
         lib.msv(random_profile(65, 65), proteome, spread(proteome, 8))
+
+
+@pytest.mark.parametrize("max_len", [1, 100, 5_000, 100_000])
+def test_viterbi16_bounds_hold_for_every_length(max_len, data_dir):
+    """viterbi16_bounds' floor lies at or below every sequence's B->M entries (xB >= base_w +
+    move(L) for every length L up to the longest), the first row's xB fits under the ceiling,
+    and the ceiling stays below HMMER's overflow, for real models and a large random one."""
+    profs = [profile_of(h) for m in PROTEIN_MODELS for h in read_hmms(data_dir / "hmms" / "txt" / f"{m}.hmm")]
+    profs.append(random_profile(2500, 3))
+    lengths = np.unique(np.linspace(1, max_len, 400).astype(int))
+    for prof in profs:
+        bounds = viterbi16_bounds(prof, max_len)
+        assert bounds is not None, f"{prof.name}: no safe offset for lengths up to {max_len}"
+        off, ceiling = bounds
+        entries = prof.base_w + prof.move_w(lengths).astype(int)[:, None] + prof.vit_trans[0].astype(int)[None, :]
+        assert entries.min() >= off, prof.name
+        e_max = max(int(prof.vit_emit.max()), 0)
+        assert prof.base_w + int(prof.move_w(np.array([1]))[0]) - off <= 32767 - e_max, prof.name
+        assert ceiling <= 32766 and ceiling + e_max - off <= 32767, prof.name
