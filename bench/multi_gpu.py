@@ -66,6 +66,60 @@ def main():
               f"{v1 * 1e3:>9.1f} {vn * 1e3:>9.1f} {v1 / vn:>7.2f}x")
     print(f"20-model search: 1 GPU {s1:.2f} s, {n} GPUs {sn:.2f} s ({s1 / sn:.2f}x), identical hits: {same}")
 
+    print("\nwhere a whole-database call goes (ms, the fastest of 5 calls): launches = the host's work in _run "
+          "before collecting; collect = waiting for the GPUs, the results' gather and copy back, and the "
+          "scatter into place (of which: the scatter alone); after = the conversion into HMMER's states "
+          "(and the Viterbi filter's rescoring); kernel = CUDA events, the slowest GPU")
+    print(f"{'model':16} {'filter':8} {'GPUs':>4} {'call':>7} {'kernel':>7} {'launches':>9} {'collect':>8} "
+          f"{'scatter':>8} {'after':>7}")
+    for hmm in hmms[:2]:
+        prof = FilterProfile.from_hmm(hmm)
+        for kind in ("msv", "viterbi"):
+            for b in (one, many):
+                t = breakdown(b, kind, prof, allidx)
+                print(f"{hmm.name:16} {kind:8} {len(b.gpus):>4} {t['call'] * 1e3:>7.2f} {t['kernel'] * 1e3:>7.2f} "
+                      f"{(t['run'] - t['collect']) * 1e3:>9.2f} {t['collect'] * 1e3:>8.2f} "
+                      f"{t['scatter'] * 1e3:>8.2f} {(t['call'] - t['run']) * 1e3:>7.2f}")
+
+
+def breakdown(backend, kind, prof, allidx, repeat=5):
+    """One filter call over the whole database, split by wrapping the backend's _run and
+    _collect (instance attributes shadow the methods for the calls): the fastest of repeat."""
+    spans = []
+
+    def wrapped(name, real):
+        def call(*args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                spans[-1][name] += time.perf_counter() - t
+        return call
+
+    backend._run, backend._collect = wrapped("run", backend._run), wrapped("collect", backend._collect)
+    try:
+        for _ in range(repeat):
+            spans.append({"run": 0.0, "collect": 0.0})
+            backend.kernel_seconds[kind] = 0.0
+            t = time.perf_counter()
+            getattr(backend, kind)(prof, allidx)
+            spans[-1]["call"] = time.perf_counter() - t
+            spans[-1]["kernel"] = backend.kernel_seconds[kind]
+    finally:
+        del backend._run, backend._collect
+    best = min(spans, key=lambda s: s["call"])
+    # the host's scatter of each part's results into place, as _collect does it (one part: a copy)
+    results = np.zeros(len(allidx), dtype=np.int16 if kind == "msv" else np.int32)
+    t = time.perf_counter()
+    for part, (local, _, _, slots) in zip(backend.parts, backend._orders(allidx)):
+        values = np.ones(len(local), dtype=results.dtype)
+        if len(slots) == len(results):
+            results[:] = values
+        else:
+            results[slots] = values
+    best["scatter"] = time.perf_counter() - t
+    return best
+
 
 def timeit(fn):
     t = time.perf_counter()
