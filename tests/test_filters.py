@@ -132,3 +132,21 @@ def test_profile_layout_matches_pyhmmer(data_dir):
         q, z = (k - 1) % Q, (k - 1) // Q
         assert (prof.msv_cost[:, k - 1] == rbv[:, q * 16 + z]).all()
     assert prof.vit_emit.shape == (29, hmm.M) and prof.vit_trans.shape == (8, hmm.M)
+
+
+@pytest.mark.parametrize("n_gpus", [1, 2, 3, 8])
+def test_database_split_across_gpus(n_gpus, proteome):
+    """GpuBackend's split of the database over GPUs: contiguous ranges in database order (so
+    each GPU's results are one block of the caller's array) covering every sequence once, each
+    within one sequence of an equal share of the residues."""
+    from types import SimpleNamespace
+
+    from gpu_search.hmmer.gpu import GpuBackend
+
+    ranges = GpuBackend._split_by_residues(SimpleNamespace(gpus=list(range(n_gpus)), db=proteome))
+    assert len(ranges) == n_gpus
+    assert np.array_equal(np.concatenate(ranges), np.arange(proteome.n_seqs))
+    share = proteome.lengths.sum() / n_gpus
+    for ids in ranges:
+        assert len(ids) and np.all(np.diff(ids) == 1)
+        assert abs(int(proteome.lengths[ids].sum()) - share) <= proteome.lengths.max()

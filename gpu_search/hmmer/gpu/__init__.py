@@ -376,8 +376,10 @@ def _is_oom(exc: BaseException) -> bool:
 class GpuBackend:
     """Filter backend on CUDA GPUs (``--device gpu``).
 
-    The database is split across the GPUs (every k-th sequence in length
-    order, so each GPU gets the same mix) and, on each GPU, kept resident if
+    The database is split across the GPUs in contiguous ranges of equal
+    residues (each GPU's results then land in one block of the caller's
+    array: a copy, not a scatter, which on two GPUs cost 1.2-1.7 ms a
+    whole-database call) and, on each GPU, kept resident if
     it fits half of the free memory, else cut into parts streamed at every
     call.  An out-of-memory error halves the budget and retries.
 
@@ -421,9 +423,9 @@ class GpuBackend:
         while True:
             try:
                 self.parts = []
-                order = db.length_order
-                for rank, dev in enumerate(self.gpus):
-                    ids = np.sort(order[rank:: len(self.gpus)]).astype(np.int64)
+                for dev, ids in zip(self.gpus, self._split_by_residues()):
+                    if len(ids) == 0:
+                        continue
                     lens = db.lengths[ids].astype(np.int64)
                     if lens.sum() <= self.budget:
                         self.parts.append(_Part(dev, db, ids, resident=True))
@@ -445,6 +447,14 @@ class GpuBackend:
             self.local_index[part.seq_ids] = np.arange(len(part.seq_ids))
         self._whole = None
         self._whole_idx = None
+
+    def _split_by_residues(self) -> list[np.ndarray]:
+        """The database's indices cut into one contiguous range per GPU, of about equal residues."""
+        n = len(self.gpus)
+        cum = np.cumsum(self.db.lengths, dtype=np.int64)
+        total = int(cum[-1]) if len(cum) else 0
+        cuts = np.searchsorted(cum, [total * k / n for k in range(1, n)], side="right")
+        return np.split(np.arange(self.db.n_seqs, dtype=np.int64), cuts)
 
     def _shrink(self, exc) -> None:
         self.parts = []
@@ -552,6 +562,8 @@ class GpuBackend:
                 values = out[to_slot_order].get()
                 if len(slots) == len(results):       # one part holds them all: slots 0..n-1
                     results[:] = values
+                elif len(slots) and slots[-1] - slots[0] + 1 == len(slots):   # one block (slots increase)
+                    results[slots[0]: slots[-1] + 1] = values
                 else:
                     results[slots] = values
                 longest = max(longest, cp.cuda.get_elapsed_time(start, stop) / 1e3)
