@@ -68,7 +68,7 @@ def main():
 
     print("\nwhere a whole-database call goes (ms, the fastest of 5 calls): launches = the host's work in _run "
           "before collecting; collect = waiting for the GPUs, the results' gather and copy back, and the "
-          "scatter into place (of which: the scatter alone); after = the conversion into HMMER's states "
+          "placing into the caller's array (of which: the placing alone, timed apart); after = the conversion into HMMER's states "
           "(and the Viterbi filter's rescoring); kernel = CUDA events, the slowest GPU")
     print(f"{'model':16} {'filter':8} {'GPUs':>4} {'call':>7} {'kernel':>7} {'launches':>9} {'collect':>8} "
           f"{'scatter':>8} {'after':>7}")
@@ -108,13 +108,16 @@ def breakdown(backend, kind, prof, allidx, repeat=5):
     finally:
         del backend._run, backend._collect
     best = min(spans, key=lambda s: s["call"])
-    # the host's scatter of each part's results into place, as _collect does it (one part: a copy)
+    # the host's placing of each part's results, as _collect does it (a block copy where a part's
+    # slots are contiguous, else a scatter)
     results = np.zeros(len(allidx), dtype=np.int16 if kind == "msv" else np.int32)
     t = time.perf_counter()
     for part, (local, _, _, slots) in zip(backend.parts, backend._orders(allidx)):
         values = np.ones(len(local), dtype=results.dtype)
         if len(slots) == len(results):
             results[:] = values
+        elif slots[-1] - slots[0] + 1 == len(slots):
+            results[slots[0]: slots[-1] + 1] = values
         else:
             results[slots] = values
     best["scatter"] = time.perf_counter() - t

@@ -193,7 +193,7 @@ def test_out_of_memory_retries_with_smaller_batches(proteome, monkeypatch):
 
     from gpu_search.hmmer import gpu as gpumod
 
-    backend = GpuBackend(proteome, max_resident_residues=400_000)
+    backend = GpuBackend(proteome, gpus=[0], max_resident_residues=400_000)   # one GPU: parts streamed
     before = backend.budget
     real_upload = gpumod._Part._upload
     calls = {"n": 0}
