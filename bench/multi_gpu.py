@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hmmsearch_bench import benchmark_inputs, tables  # noqa: E402
 
 from gpu_search.hmmer import search  # noqa: E402
-from gpu_search.hmmer.gpu import GpuBackend  # noqa: E402
+from gpu_search.hmmer.gpu import GpuBackend, place_results  # noqa: E402
 from gpu_search.hmmer.models import read_hmms  # noqa: E402
 from gpu_search.hmmer.options import SearchOptions  # noqa: E402
 from gpu_search.hmmer.profile import FilterProfile  # noqa: E402
@@ -108,18 +108,11 @@ def breakdown(backend, kind, prof, allidx, repeat=5):
     finally:
         del backend._run, backend._collect
     best = min(spans, key=lambda s: s["call"])
-    # the host's placing of each part's results, as _collect does it (a block copy where a part's
-    # slots are contiguous, else a scatter)
+    # the host's placing of each part's results, as _collect does it
     results = np.zeros(len(allidx), dtype=np.int16 if kind == "msv" else np.int32)
     t = time.perf_counter()
     for part, (local, _, _, slots) in zip(backend.parts, backend._orders(allidx)):
-        values = np.ones(len(local), dtype=results.dtype)
-        if len(slots) == len(results):
-            results[:] = values
-        elif slots[-1] - slots[0] + 1 == len(slots):
-            results[slots[0]: slots[-1] + 1] = values
-        else:
-            results[slots] = values
+        place_results(results, slots, np.ones(len(local), dtype=results.dtype))
     best["scatter"] = time.perf_counter() - t
     return best
 

@@ -87,7 +87,7 @@ def msv_geometry(M: int, cells_per_lane: int = 64) -> Geometry:
     return Geometry(G, W, 2)
 
 
-def viterbi_geometry(M: int, seqs: int | None = None, cells: int | None = None) -> Geometry:
+def viterbi_geometry(M: int, seqs: int | None = None, cells: int = 2) -> Geometry:
     """G lanes a group (8 or 32), ``seqs`` sequences per group, the kernel
     switches, and ``cells`` nodes a 32-bit word: 2 for viterbi_filter16 (16-bit
     halves, W = ceil(M / 64) words a lane, 8 lanes a group up to M = 160), 1 for
@@ -131,8 +131,6 @@ def viterbi_geometry(M: int, seqs: int | None = None, cells: int | None = None) 
     at M = 83-155 groups of 8 lanes gave 971-1,263 GCUPS, of 16 lanes
     888-1,242, of 4 lanes 856-1,209 (68 M residues).
     """
-    if cells is None:
-        cells = 2
     if cells == 2:
         if M <= 160:
             W = math.ceil(M / 16)
@@ -369,6 +367,16 @@ class _Part:
         return self._arrays if self.resident else self._upload()
 
 
+def place_results(results: np.ndarray, slots: np.ndarray, values: np.ndarray) -> None:
+    """One part's values into the caller's array at its slots (increasing, not empty): one
+    block copy where they are contiguous (a whole database split by GpuBackend, or a sorted
+    subset of it), else a scatter."""
+    if slots[-1] - slots[0] + 1 == len(slots):
+        results[slots[0]: slots[-1] + 1] = values
+    else:
+        results[slots] = values
+
+
 def _is_oom(exc: BaseException) -> bool:
     return "OutOfMemory" in type(exc).__name__ or "out of memory" in str(exc).lower()
 
@@ -559,13 +567,7 @@ class GpuBackend:
         longest = 0.0
         for part, out, to_slot_order, slots, start, stop in pending:
             with cp.cuda.Device(part.device_id):
-                values = out[to_slot_order].get()
-                if len(slots) == len(results):       # one part holds them all: slots 0..n-1
-                    results[:] = values
-                elif len(slots) and slots[-1] - slots[0] + 1 == len(slots):   # one block (slots increase)
-                    results[slots[0]: slots[-1] + 1] = values
-                else:
-                    results[slots] = values
+                place_results(results, slots, out[to_slot_order].get())
                 longest = max(longest, cp.cuda.get_elapsed_time(start, stop) / 1e3)
         self.kernel_seconds[kind] += longest
 
