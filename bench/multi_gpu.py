@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hmmsearch_bench import benchmark_inputs, tables  # noqa: E402
 
 from gpu_search.hmmer import search  # noqa: E402
-from gpu_search.hmmer.gpu import GpuBackend, place_results  # noqa: E402
+from gpu_search.hmmer.gpu import GpuBackend  # noqa: E402
 from gpu_search.hmmer.models import read_hmms  # noqa: E402
 from gpu_search.hmmer.options import SearchOptions  # noqa: E402
 from gpu_search.hmmer.profile import FilterProfile  # noqa: E402
@@ -67,11 +67,10 @@ def main():
     print(f"20-model search: 1 GPU {s1:.2f} s, {n} GPUs {sn:.2f} s ({s1 / sn:.2f}x), identical hits: {same}")
 
     print("\nwhere a whole-database call goes (ms, the fastest of 5 calls): launches = the host's work in _run "
-          "before collecting; collect = waiting for the GPUs, the results' gather and copy back, and the "
-          "placing into the caller's array (of which: the placing alone, timed apart); after = the conversion into HMMER's states "
+          "before collecting (the kernels, each GPU's gather and its copy back queued behind them); collect = "
+          "waiting for the copies; after = the profile's packing before and the reading into HMMER's states after "
           "(and the Viterbi filter's rescoring); kernel = CUDA events, the slowest GPU")
-    print(f"{'model':16} {'filter':8} {'GPUs':>4} {'call':>7} {'kernel':>7} {'launches':>9} {'collect':>8} "
-          f"{'scatter':>8} {'after':>7}")
+    print(f"{'model':16} {'filter':8} {'GPUs':>4} {'call':>7} {'kernel':>7} {'launches':>9} {'collect':>8} {'after':>7}")
     for hmm in hmms[:2]:
         prof = FilterProfile.from_hmm(hmm)
         for kind in ("msv", "viterbi"):
@@ -79,7 +78,7 @@ def main():
                 t = breakdown(b, kind, prof, allidx)
                 print(f"{hmm.name:16} {kind:8} {len(b.gpus):>4} {t['call'] * 1e3:>7.2f} {t['kernel'] * 1e3:>7.2f} "
                       f"{(t['run'] - t['collect']) * 1e3:>9.2f} {t['collect'] * 1e3:>8.2f} "
-                      f"{t['scatter'] * 1e3:>8.2f} {(t['call'] - t['run']) * 1e3:>7.2f}")
+                      f"{(t['call'] - t['run']) * 1e3:>7.2f}")
 
 
 def breakdown(backend, kind, prof, allidx, repeat=5):
@@ -107,14 +106,7 @@ def breakdown(backend, kind, prof, allidx, repeat=5):
             spans[-1]["kernel"] = backend.kernel_seconds[kind]
     finally:
         del backend._run, backend._collect
-    best = min(spans, key=lambda s: s["call"])
-    # the host's placing of each part's results, as _collect does it
-    results = np.zeros(len(allidx), dtype=np.int16 if kind == "msv" else np.int32)
-    t = time.perf_counter()
-    for part, (local, _, _, slots) in zip(backend.parts, backend._orders(allidx)):
-        place_results(results, slots, np.ones(len(local), dtype=results.dtype))
-    best["scatter"] = time.perf_counter() - t
-    return best
+    return min(spans, key=lambda s: s["call"])
 
 
 def timeit(fn):

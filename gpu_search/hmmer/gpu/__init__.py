@@ -21,7 +21,9 @@ turns them into scores exactly as HMMER does (:mod:`..scores`).
 
 from __future__ import annotations
 
+import contextlib
 import math
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -284,11 +286,12 @@ def length_table(kind: str, prof: FilterProfile, max_len: int) -> np.ndarray:
 
 
 def msv_states(results: np.ndarray):
-    """msv_filter's int16 outputs as (xJ uint8, overflow bool): -1 is HMMER's overflow."""
-    overflow = results < 0
-    xJ = results.astype(np.uint8)
-    xJ[overflow] = 0
-    return xJ, overflow
+    """msv_filter's int16 outputs as (xJ uint8, overflow bool), views without a pass over them:
+    the kernel writes xJ (0-254) or MSV_OVERFLOW (256, HMMER's overflow), so the low byte of
+    each is xJ (0 on overflow) and the high byte the overflow flag (0 or 1)."""
+    assert sys.byteorder == "little"
+    halves = results.view(np.uint8)
+    return halves[0::2], halves[1::2].view(np.bool_)
 
 
 def viterbi_states(results: np.ndarray):
@@ -367,6 +370,14 @@ class _Part:
         return self._arrays if self.resident else self._upload()
 
 
+def _pinned_empty(n: int, dtype) -> np.ndarray:
+    """A page-locked host array, from CuPy's pinned-memory pool (a whole-database call asks
+    for the same size every time, so the pool hands back the same blocks)."""
+    import cupyx
+
+    return cupyx.empty_pinned(n, dtype=dtype)
+
+
 def place_results(results: np.ndarray, slots: np.ndarray, values: np.ndarray) -> None:
     """One part's values into the caller's array at its slots (increasing, not empty): one
     block copy where they are contiguous (a whole database split by GpuBackend, or a sorted
@@ -417,6 +428,7 @@ class GpuBackend:
         self._tables = {}
         self._whole = None
         self._whole_idx = None
+        self._every_index = np.arange(db.n_seqs, dtype=np.int64)   # to recognise a whole-database call
         self.kernel_seconds = {"msv": 0.0, "viterbi": 0.0, "forward": 0.0}   # GPU time, for benchmarks
         self.viterbi_rescored = 0    # sequences viterbi_filter16 left to viterbi_filter (last call)
         if max_resident_residues is None:
@@ -512,7 +524,8 @@ class GpuBackend:
         idx = np.asarray(idx, dtype=np.int64)
         if self._whole is not None and idx is self._whole_idx:
             return self._whole
-        whole = len(idx) == self.db.n_seqs and (len(idx) == 0 or (idx[0] == 0 and np.array_equal(idx, np.arange(len(idx)))))
+        whole = len(idx) == self.db.n_seqs and (len(idx) == 0 or (idx[0] == 0 and idx[-1] == len(idx) - 1
+                                                                  and np.array_equal(idx, self._every_index)))
         if whole and self._whole is not None:
             self._whole_idx = idx
             return self._whole
@@ -536,39 +549,63 @@ class GpuBackend:
         blocks_per_sm = max(1, min(2048 // block, part.smem_per_sm // max(smem + 1024, 1)))
         return part.n_sm * blocks_per_sm
 
-    def _run(self, kind: str, idx, launch, out_dtype, results):
-        """Launch ``launch(part, residues, offsets, order, out)`` on every part; gather into results.
+    def _run(self, kind: str, idx, launch, out_dtype) -> np.ndarray:
+        """Launch ``launch(part, residues, offsets, order, out)`` on every part; the results of idx.
 
-        Resident parts run concurrently on their GPUs; a streamed part is
+        Resident parts run concurrently on their GPUs.  Each part's results are
+        put in slot order on its GPU and copied back behind the kernel, on its
+        stream: for a whole-database call straight into their block of a
+        page-locked results array, so that one GPU's copy overlaps the other's
+        kernel and the host only waits (on two GPUs the host's copies and
+        placing were a tenth of a small model's MSV call).  A streamed part is
         uploaded, run and collected before the next one, so that only one
         streamed part at a time holds GPU memory.
         """
         cp = _cupy()
+        orders = self._orders(idx)
+        whole = orders is self._whole
+        results = _pinned_empty(len(idx), out_dtype) if whole else np.empty(len(idx), dtype=out_dtype)
         pending = []
-        for part, (local, order, to_slot_order, slots) in zip(self.parts, self._orders(idx)):
-            if len(local) == 0:
-                continue
-            with cp.cuda.Device(part.device_id):
-                residues, offsets = part.arrays()
-                out = cp.empty(len(local), dtype=out_dtype)
-                start, stop = cp.cuda.Event(), cp.cuda.Event()
-                start.record()
-                launch(part, residues, offsets, order, out)
-                stop.record()
-            pending.append((part, out, to_slot_order, slots, start, stop))
-            if not part.resident:
-                self._collect(pending, results, kind)
-                pending = []
-        self._collect(pending, results, kind)
+        try:
+            for part, (local, order, to_slot_order, slots) in zip(self.parts, orders):
+                if len(local) == 0:
+                    continue
+                with cp.cuda.Device(part.device_id):
+                    residues, offsets = part.arrays()
+                    out = cp.empty(len(local), dtype=out_dtype)
+                    start, stop = cp.cuda.Event(), cp.cuda.Event()
+                    start.record()
+                    launch(part, residues, offsets, order, out)
+                    stop.record()
+                    if whole and slots[-1] - slots[0] + 1 == len(slots):     # one block: copied now
+                        out[to_slot_order].get(out=results[slots[0]: slots[-1] + 1], blocking=False)
+                        out = None
+                    copied = cp.cuda.Event()
+                    copied.record()
+                pending.append((part, out, to_slot_order, slots, start, stop, copied))
+                if not part.resident:
+                    self._collect(pending, results, kind)
+                    pending = []
+            self._collect(pending, results, kind)
+        except BaseException:
+            for part, *_ in pending:           # no copy may still be landing in memory given back
+                with contextlib.suppress(Exception):
+                    cp.cuda.Device(part.device_id).synchronize()
+            raise
+        return results
 
     def _collect(self, pending, results, kind) -> None:
-        """Wait for each GPU, copy its results into place, add up kernel time."""
+        """Wait for each GPU's copy back; fetch and place the results not copied yet (a subset
+        of the database: a gather on the GPU, then a scatter); add up kernel time."""
         cp = _cupy()
         longest = 0.0
-        for part, out, to_slot_order, slots, start, stop in pending:
+        for part, out, to_slot_order, slots, start, stop, copied in pending:
             with cp.cuda.Device(part.device_id):
-                place_results(results, slots, out[to_slot_order].get())
+                copied.synchronize()
+                if out is not None:
+                    place_results(results, slots, out[to_slot_order].get())
                 longest = max(longest, cp.cuda.get_elapsed_time(start, stop) / 1e3)
+        pending.clear()
         self.kernel_seconds[kind] += longest
 
     def msv(self, prof: FilterProfile, idx, geometry: Geometry | None = None):
@@ -579,7 +616,6 @@ class GpuBackend:
         cp = _cupy()
         geo = geometry or msv_geometry(prof.M)
         emis_host = pack_msv_profile(prof, geo)
-        results = np.zeros(len(idx), dtype=np.int16)
         profiles = {}
 
         def launch(part, residues, offsets, order, out):
@@ -597,8 +633,7 @@ class GpuBackend:
                     np.int32(prof.base_b), np.int32(prof.bias_b), counter, out),
                    shared_mem=smem)
 
-        self._run("msv", idx, launch, np.int16, results)
-        return msv_states(results)
+        return msv_states(self._run("msv", idx, launch, np.int16))
 
     def viterbi(self, prof: FilterProfile, idx, geometry: Geometry | None = None,
                 block: int | None = None):
@@ -619,7 +654,6 @@ class GpuBackend:
                 geo = viterbi_geometry(prof.M, seqs=geo.seqs if geometry else None, cells=1)
         block = block or viterbi_block(geo)
         vemis_host, vtrans_host = pack_viterbi_profile(prof, geo)
-        results = np.zeros(len(idx), dtype=np.int32)     # as the kernels write them
         profiles = {}
         extra = () if bounds is None else (np.int32(bounds[0]), np.int32(bounds[1]))
 
@@ -642,7 +676,7 @@ class GpuBackend:
                     *extra, counter, out),
                    shared_mem=smem)
 
-        self._run("viterbi", idx, launch, np.int32, results)
+        results = self._run("viterbi", idx, launch, np.int32)      # as the kernels write them
         if bounds is not None:
             again = viterbi16_again(results, prof, bounds)
             if len(again):
@@ -662,7 +696,6 @@ class GpuBackend:
         cp = _cupy()
         geo = geometry or forward_geometry(prof.M)
         femis_host, ftrans_host = pack_forward_profile(prof, geo)
-        results = np.zeros(len(idx), dtype=np.float64)
         profiles = {}
 
         def launch(part, residues, offsets, order, out):
@@ -681,5 +714,4 @@ class GpuBackend:
                     counter, out),
                    shared_mem=smem)
 
-        self._run("forward", idx, launch, np.float64, results)
-        return results
+        return self._run("forward", idx, launch, np.float64)

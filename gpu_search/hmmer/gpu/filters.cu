@@ -2,7 +2,7 @@
  *
  * What they compute
  *   msv_filter:       the final J state xJ of p7_MSVFilter (impl_sse/msvfilter.c),
- *                     or -1 where HMMER overflows (xE + bias >= 255: score +inf).
+ *                     or MSV_OVERFLOW (256) where HMMER overflows (xE + bias >= 255: score +inf).
  *   viterbi_filter16: the final C state xC of p7_ViterbiFilter (impl_sse/vitfilter.c),
  *                     two model nodes a 32-bit word (section 4), or RESCORE_W for
  *                     the few sequences it leaves to
@@ -60,6 +60,9 @@
 #include "groups.cuh"
 
 #define NEG_W (-32768)
+/* msv_filter's result for HMMER's overflow: low byte 0 (xJ), high byte 1 (the flag), so that
+   the host reads both bytes as two arrays without a pass over them (msv_states) */
+#define MSV_OVERFLOW 256
 #define OVERFLOW_W 0x7fffffff
 
 /* --- 1. Work distribution: groups.cuh ----------------------------------------- */
@@ -101,7 +104,7 @@ msv_filter(const uint8_t *__restrict__ residues, const long long *__restrict__ o
         const int tjbm = (tjb_by_len[L] + tbm) & 255;
         int xJ = 0;
         int xB = max(0, base - tjbm);
-        int result = -1;                          /* -1: overflow */
+        int result = MSV_OVERFLOW;
         unsigned dp[W];
 #pragma unroll
         for (int q = 0; q < W; q++) dp[q] = 0u;
