@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fill .whl/ (ignored by git) with what the GPU host lacks, to be carried there with
 # carry [".whl"] and unpacked by bench/device_run.sh:
-#   * pyhmmer's wheel for the host's Python 3.12 (its image has CuPy, numpy, numba and click);
+#   * pyhmmer's wheel for the host's Python 3.12 (its image has CuPy, numpy, numba and click); py-spy's;
 #   * Debian 12's HMMER and BLAST+ (hmmsearch 3.3.2, blastp 2.12), the baselines;
 #   * Debian 12's DIAMOND 2.1 and the AVX2 build of MMseqs2 14 (bench/blastp_others.py), the
 #     latter alone and xz-compressed: the whole package, five SIMD builds, is 24 MB.
@@ -13,6 +13,8 @@ mkdir -p .whl/deb .whl/bin
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
     -d .whl pyhmmer==0.12.3
+# py-spy (a static binary in a wheel): bench/gil_profile.py, who holds the GIL in a blastp run
+python3 -m pip download -q --no-deps --only-binary=:all: -d .whl py-spy==0.4.3
 (cd .whl/deb && apt-get download -qq hmmer libdivsufsort3 ncbi-blast+ ncbi-data liblmdb0 libmbedcrypto7 \
     libmbedtls14 libmbedx509-1 libpcre3 diamond-aligner libgzstream0 2>&1 | grep -v "^W: " || true)
 if [ ! -f .whl/bin/mmseqs-avx2.xz ]; then

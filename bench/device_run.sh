@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU host: set up the carried wheels, run the GPU tests, run the benchmark.
 # Usage (from the repository root, on the device):
-#   bash bench/device_run.sh [tests|bench|all|multi|vit|blast|blast-tests|blast-bench|blast-others|blast-profile] [pytest args]
+#   bash bench/device_run.sh [tests|bench|all|multi|vit|blast|blast-tests|blast-bench|blast-others|blast-profile|blast-gil] [pytest args]
 # (.whl/ filled by bench/device_bundle.sh and carried: carry [".whl"])
 set -uo pipefail
 what=${1:-all}; shift || true
@@ -25,7 +25,7 @@ fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 python3 -c "import cupy, numpy, numba, pyhmmer; print('cupy', cupy.__version__, 'numpy', numpy.__version__, 'numba', numba.__version__, 'pyhmmer', pyhmmer.__version__)"
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-case "$what" in blast|blast-tests|blast-bench|blast-others)
+case "$what" in blast|blast-tests|blast-bench|blast-others|blast-gil)
     # the blastp benchmark's databases (~100 s on a fresh machine), built in the background while
     # the GPU tests run; the benchmark waits for them (prepare_databases holds a lock)
     (cd bench && nohup python3 -c 'from pathlib import Path; from blastp_bench import blast_programs, prepare_databases
@@ -54,6 +54,14 @@ fi
 if [ "$what" = blast-profile ]; then  # the ungapped kernel alone, e.g. BENCH_ARGS="--copies 99 --presence"
     timeout 580 python3 bench/blastp_profile.py ${BENCH_ARGS:---copies 99 --presence} 2>&1 | tee "$OUT/blast-profile.log" | tail -40
     rc=${PIPESTATUS[0]}
+fi
+if [ "$what" = blast-gil ]; then   # who holds the GIL in a 100-query run (bench/gil_profile.py; py-spy's wheel in .whl)
+    if [ -n "${HMM_TESTS:-}" ]; then   # the hmmsearch GPU tests first, while the database is built
+        timeout 300 python3 -m pytest -m gpu tests/test_gpu.py -q -x -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests.log" | tail -6
+        rc=${PIPESTATUS[0]}
+    fi
+    PATH=/tmp/site/bin:$PATH timeout "${GIL_S:-400}" python3 bench/gil_profile.py --out "$OUT" ${BENCH_ARGS:-} 2>&1 \
+        | tee "$OUT/gil-profile.log" | tail -150
 fi
 if [ "$what" = vit ]; then
     # VIT_K: a pytest -k expression (empty: all of test_gpu.py); VIT_TEST_S / VIT_SWEEP_S: time limits
