@@ -411,3 +411,21 @@ def test_gpu_pipeline_threads_end_after_a_failure(monkeypatch, proteome):
         time.sleep(0.05)
     assert not alive, alive
     assert not multiprocessing.active_children()          # the traceback's workers ended too
+
+
+def test_results_pickle_as_their_fields():
+    """The traceback's worker processes send SubjectResults of Hsps back pickled as their fields
+    (output.fields_reduce): every field, defaults included, comes back as it was."""
+    import pickle
+
+    from gpu_search.blast.engine import SubjectResult
+    from gpu_search.blast.output import Hsp, format_row, parse_outfmt
+
+    rows = [Hsp("q1", "q1 a query", 120, f"s{k}", f"s{k} title", 300 + k, 55 + k, 25.4 + k, 10.0 ** -k,
+                3, 40, 7 + k, 44 + k, "ACD-EF", "AC-KEF", 4, 5, 2, 2, oid=k) for k in range(3)]
+    rows.append(Hsp("q1", "q1", 120, "s9", "s9", 30, 20, 9.5, 2.5, 1, 6, 1, 6, "ACDEFG", "ACDEFG", 6, 6, 0, 0))
+    result = SubjectResult(17, (0.0, -60, -17), (1e-3, -60, -17), rows)
+    back = pickle.loads(pickle.dumps([result], protocol=pickle.HIGHEST_PROTOCOL))[0]
+    assert back == result and back.rows[-1].oid == 0 and back.rows[1].oid == 1
+    _, columns = parse_outfmt("6 std qlen slen nident positive gaps ppos btop stitle qcovhsp score")
+    assert [format_row(h, columns) for h in back.rows] == [format_row(h, columns) for h in rows]

@@ -42,7 +42,7 @@ from .alphabet import EASEL_TO_NCBISTDAA, NCBISTDAA, blast_query_codes, easel_to
 from .lookup import build_lookup
 from .matrix import load_matrix
 from .options import BlastOptions
-from .output import Hsp, write_footer, write_query
+from .output import Hsp, fields_reduce, write_footer, write_query
 from .ungapped import ungapped_extensions
 
 EVALUE_EPSILON = 1.0e-180          # s_EvalueComp: smaller E-values compare equal
@@ -259,6 +259,9 @@ class SubjectResult:
     prelim_key: tuple
     final_key: tuple
     rows: list
+
+    def __reduce__(self):
+        return fields_reduce(self)
 
 
 def prelim_hitlist_size(max_target_seqs: int) -> int:
