@@ -28,8 +28,19 @@ def _fail(exc: GpuSearchError) -> None:
     sys.exit(exc.exit_code)
 
 
+def _numba_without_scipy() -> None:
+    """Where scipy is installed, numba imports scipy.linalg the first time it compiles or loads
+    code (numba.np.arraymath checks for a BLAS), which took 0.3 s of every blastp run on the
+    GPU host (py-spy, bench/gil_profile.py).  Our compiled code uses no BLAS (no np.dot, no
+    np.linalg), so the program tells Python that module is absent; numba then goes without."""
+    if "scipy.linalg.cython_blas" not in sys.modules and "numba" not in sys.modules:
+        sys.modules["scipy.linalg.cython_blas"] = None
+
+
 def main(argv=None) -> None:
     """Entry point of the console script: runs the click group, maps errors to exit codes."""
+    if argv is None:                       # the program, not a call from Python
+        _numba_without_scipy()
     try:
         code = cli.main(args=argv, prog_name="gpu-search", standalone_mode=False)
     except GpuSearchError as exc:
