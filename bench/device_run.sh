@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU host: set up the carried wheels, run the GPU tests, run the benchmark.
 # Usage (from the repository root, on the device):
-#   bash bench/device_run.sh [tests|bench|all|multi|vit|blast|blast-tests|blast-bench|blast-others|blast-profile|blast-gil] [pytest args]
+#   bash bench/device_run.sh [tests|bench|all|multi|vit|blast|blast-tests|blast-bench|blast-others|blast-profile|blast-gil|blast-ab] [pytest args]
 # (.whl/ filled by bench/device_bundle.sh and carried: carry [".whl"])
 set -uo pipefail
 what=${1:-all}; shift || true
@@ -53,6 +53,11 @@ if [ "$what" = blast-others ]; then   # DIAMOND and MMseqs2 beside BLAST+ and us
 fi
 if [ "$what" = blast-profile ]; then  # the ungapped kernel alone, e.g. BENCH_ARGS="--copies 99 --presence"
     timeout 580 python3 bench/blastp_profile.py ${BENCH_ARGS:---copies 99 --presence} 2>&1 | tee "$OUT/blast-profile.log" | tail -40
+    rc=${PIPESTATUS[0]}
+fi
+if [ "$what" = blast-ab ]; then    # AB_OLD: a folder holding an older gpu_search (bench/blastp_ab.py says how)
+    timeout "${AB_S:-300}" python3 bench/blastp_ab.py --old "$AB_OLD" --reps "${AB_REPS:-4}" 2>&1 \
+        | tee "$OUT/blast-ab.log" | tail -30
     rc=${PIPESTATUS[0]}
 fi
 if [ "$what" = blast-gil ]; then   # who holds the GIL in a 100-query run (bench/gil_profile.py; py-spy's wheel in .whl)
