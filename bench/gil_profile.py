@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,34 +32,38 @@ from hmmsearch_bench import pyhmmer_data  # noqa: E402
 
 from gpu_search import seqdb  # noqa: E402
 
-# a thread's role, from the functions on its stack (first match wins)
-ROLES = [("produce", "GPU threads (ungapped)"), ("prelim_batches", "gapped GPU threads"),
-         ("_warm_up", "warm-up"), ("prepare (", "lookup thread (ahead)"),
-         ("prelim_piece", "CPU pool"), ("reap_piece", "CPU pool"), ("traceback_task", "CPU pool"),
-         ("_feed", "process pool: feeder"), ("_ExecutorManagerThread", "process pool: manager"),
-         ("process_result_item", "process pool: manager"), ("wait_result_broken_or_wakeup", "process pool: manager"),
-         ("blastp (gpu_search/cli.py", "main thread")]
+# a thread's role, from its name (threading's, as py-spy shows it), else from its stack
+NAMED = [(r"MainThread", "main thread"), (r"blastp-gpu", "GPU threads (ungapped)"),
+         (r"blastp-gapped", "gapped GPU threads"), (r"blastp-lookup", "lookup thread (ahead)"),
+         (r"blastp_", "CPU pool"), (r"QueueFeederThread", "process pool: feeder"), (r"warm-up", "warm-up")]
+STACKS = [("_ExecutorManagerThread.run", "process pool: manager"), ("_warm_up", "warm-up")]
 
 
-def role_of(stack: str) -> str:
-    for key, role in ROLES:
-        if key in stack:
+def role_of(name: str, stacks: str) -> str:
+    for pattern, role in NAMED:
+        if re.match(pattern, name):
+            return role
+    for key, role in STACKS:
+        if key in stacks:
             return role
     return "other"
 
 
 def summarise(raw: Path, wall: float, rate: int, top: int = 12) -> None:
-    by_thread = defaultdict(Counter)      # thread -> Counter of stacks
+    by_thread = defaultdict(Counter)      # thread id -> Counter of stacks
+    thread_names = {}
     for line in raw.read_text().splitlines():
         stack, _, n = line.rpartition(" ")
         if not stack:
             continue
-        thread, _, frames = stack.partition(";")
-        by_thread[thread][frames] += int(n)
+        thread, _, frames = stack.partition(";")      # "thread (id)" or "thread (id): name"
+        tid, _, name = thread.partition(": ")
+        if name:
+            thread_names[tid] = name
+        by_thread[tid][frames] += int(n)
     roles = defaultdict(lambda: [Counter(), Counter(), set()])    # role -> self, ours, threads
     for thread, stacks in by_thread.items():
-        # a thread's role: from all its stacks together (a sample may be deep in a library)
-        role = role_of(" ".join(stacks))
+        role = role_of(thread_names.get(thread, ""), " ".join(stacks))
         for frames, n in stacks.items():
             names = frames.split(";")
             roles[role][0][names[-1]] += n
@@ -108,6 +113,11 @@ def main():
         print(f"plain run {k}: {time.perf_counter() - t:.2f} s; "
               + next((line for line in r.stderr.splitlines() if "timings" in line), r.stderr[-300:]), flush=True)
     out = Path(args.out or work)
+    timeline = out / "timeline.json"          # who is busy when, in a plain run (bench/timeline.py)
+    r = subprocess.run(ours, capture_output=True, text=True, env=dict(env, GPU_SEARCH_TIMELINE=str(timeline)))
+    if timeline.exists():
+        print(subprocess.run([sys.executable, str(Path(__file__).with_name("timeline.py")), str(timeline),
+                              "--step", "0.25"], capture_output=True, text=True).stdout, flush=True)
     raw = out / "gil.txt"
     t = time.perf_counter()
     r = subprocess.run([spy, "record", "--gil", "--nonblocking", "--threads", "--rate", str(args.rate),
