@@ -183,6 +183,16 @@ def main():
     base = seqdb.open_database(pyhmmer_data() / "seqs" / "938293.PRJEB85.HG003687.faa")
     sets = query_sets(base, args.sets.split(","))
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    # An installed tool has its modules' bytecode: pip compiles it at install (our container
+    # too).  Where this host's Python packages have none and it may not be written
+    # (PYTHONDONTWRITEBYTECODE), every run would compile numpy, numba, CuPy... again: our runs
+    # keep their bytecode under the work folder, written by the warm-up runs below.
+    env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    probe = ("import os, sys, numpy; print('bytecode written:', not sys.dont_write_bytecode, "
+             "'; numpy ships its bytecode:', os.path.isdir(os.path.join(os.path.dirname(numpy.__file__), '__pycache__')))")
+    print(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip(),
+          "(here, before our runs' own)", flush=True)
     ours = [sys.executable, "-m", "gpu_search", "blastp", "-db", str(gsdb), "-outfmt", "6",
             "-num_threads", str(args.threads), "--device", "gpu", "-q"]
     # compiled-code caches warm (numba, NVRTC), as in an installed tool after its first run
