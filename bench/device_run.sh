@@ -56,7 +56,7 @@ if [ "$what" = blast-profile ]; then  # the ungapped kernel alone, e.g. BENCH_AR
     rc=${PIPESTATUS[0]}
 fi
 if [ "$what" = blast-ab ]; then    # AB_OLD: a folder holding an older gpu_search (bench/blastp_ab.py says how)
-    timeout "${AB_S:-300}" python3 bench/blastp_ab.py --old "$AB_OLD" --reps "${AB_REPS:-4}" 2>&1 \
+    timeout "${AB_S:-300}" python3 bench/blastp_ab.py --old "${AB_OLD:?set AB_OLD}" --reps "${AB_REPS:-4}" 2>&1 \
         | tee "$OUT/blast-ab.log" | tail -30
     rc=${PIPESTATUS[0]}
 fi
@@ -67,6 +67,7 @@ if [ "$what" = blast-gil ]; then   # who holds the GIL in a 100-query run (bench
     fi
     PATH=/tmp/site/bin:$PATH timeout "${GIL_S:-400}" python3 bench/gil_profile.py --out "$OUT" ${BENCH_ARGS:-} 2>&1 \
         | tee "$OUT/gil-profile.log" | tail -150
+    [ "${PIPESTATUS[0]}" = 0 ] || rc=1
 fi
 if [ "$what" = vit ]; then
     # VIT_K: a pytest -k expression (empty: all of test_gpu.py); VIT_TEST_S / VIT_SWEEP_S: time limits

@@ -7,6 +7,7 @@ outputs are written to temporary files and renamed only on success.
 
 from __future__ import annotations
 
+import importlib
 import io
 import os
 import shlex
@@ -28,18 +29,30 @@ def _fail(exc: GpuSearchError) -> None:
     sys.exit(exc.exit_code)
 
 
+NUMBA_COMMANDS = ("blastp", "hmmsearch", "makedb")     # (their FASTA scanner and CPU loops)
+
+
 def _numba_without_scipy() -> None:
     """Where scipy is installed, numba imports scipy.linalg the first time it compiles or loads
     code (numba.np.arraymath checks for a BLAS), which took 0.3 s of every blastp run on the
     GPU host (py-spy, bench/gil_profile.py).  Our compiled code uses no BLAS (no np.dot, no
-    np.linalg), so the program tells Python that module is absent; numba then goes without."""
-    if "scipy.linalg.cython_blas" not in sys.modules and "numba" not in sys.modules:
-        sys.modules["scipy.linalg.cython_blas"] = None
+    np.linalg): numba's check runs here with scipy's BLAS module marked absent, and finds none;
+    the mark is taken back after, so scipy stays importable."""
+    if "numba" in sys.modules or "scipy.linalg.cython_blas" in sys.modules:
+        return
+    sys.modules["scipy.linalg.cython_blas"] = None
+    try:
+        importlib.import_module("numba.np.arraymath")
+    except Exception:
+        pass                               # no numba: the command says so where it needs it
+    finally:
+        if "scipy.linalg.cython_blas" in sys.modules and sys.modules["scipy.linalg.cython_blas"] is None:
+            del sys.modules["scipy.linalg.cython_blas"]
 
 
 def main(argv=None) -> None:
     """Entry point of the console script: runs the click group, maps errors to exit codes."""
-    if argv is None:                       # the program, not a call from Python
+    if argv is None and sys.argv[1:2] and sys.argv[1] in NUMBA_COMMANDS:   # the program, not Python
         _numba_without_scipy()
     try:
         code = cli.main(args=argv, prog_name="gpu-search", standalone_mode=False)

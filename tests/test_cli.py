@@ -194,3 +194,18 @@ def test_blastp_accepts_blast_defaults_spelled_out(tmp_path):
             "-db", TEST_DATA / "proteome.faa", "-out", out, "-outfmt", "6 std", "-q")
     assert r.returncode == 0, r.stderr
     assert out.read_text() == (TEST_DATA / "blastp-queries.std.tsv").read_text()
+
+
+def test_numba_goes_without_scipy_and_scipy_stays_importable():
+    """The program runs numba's BLAS check with scipy's BLAS module marked absent
+    (cli._numba_without_scipy), then takes the mark back: numba finds no BLAS, and the
+    module is importable again afterwards (where scipy is installed)."""
+    code = ("import sys\n"
+            "from gpu_search.cli import _numba_without_scipy\n"
+            "_numba_without_scipy()\n"
+            "import numba.np.arraymath as arraymath\n"
+            "assert 'scipy.linalg.cython_blas' not in sys.modules, 'the mark was left behind'\n"
+            "assert not arraymath._HAVE_BLAS\n"
+            "assert 'scipy.linalg' not in sys.modules\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr

@@ -36,7 +36,9 @@ FIELD_NAMES = {
 def fields_reduce(obj):
     """A dataclass pickled as its fields in order, rebuilt by its constructor: the traceback's
     worker processes send thousands of rows back, and the parent's thread that loads them holds
-    the GIL the GPU threads wait for; this loads about 3x faster than the default (a dict)."""
+    the GIL the GPU threads wait for; this loads about 3x faster than the default (a dict).
+    Saved hits (``--hits-out``, blast/merge.py) hold them too: a change to the fields of Hsp or
+    SubjectResult needs a new merge.MAGIC."""
     names = _FIELD_NAMES.get(type(obj))
     if names is None:
         names = _FIELD_NAMES[type(obj)] = tuple(f.name for f in fields(obj))

@@ -373,9 +373,9 @@ class _Part:
 def _pinned_empty(n: int, dtype) -> np.ndarray:
     """A page-locked host array, from CuPy's pinned-memory pool (a whole-database call asks
     for the same size every time, so the pool hands back the same blocks)."""
-    import cupyx
-
-    return cupyx.empty_pinned(n, dtype=dtype)
+    dtype = np.dtype(dtype)
+    memory = _cupy().cuda.alloc_pinned_memory(max(1, n * dtype.itemsize))
+    return np.ndarray((n,), dtype=dtype, buffer=memory)    # (as cupyx.empty_pinned; it holds the memory)
 
 
 def place_results(results: np.ndarray, slots: np.ndarray, values: np.ndarray) -> None:
@@ -519,16 +519,17 @@ class GpuBackend:
         """Per part: local sequence positions to score (longest first) and, on
         the device, the same positions and the permutation that puts their
         results in slot order; the slots in idx, increasing.  Cached for a
-        search of the whole database (the usual MSV call)."""
+        search of the whole database (the usual MSV call).  Returns (per part,
+        whether idx is the whole database, in order)."""
         cp = _cupy()
-        idx = np.asarray(idx, dtype=np.int64)
         if self._whole is not None and idx is self._whole_idx:
-            return self._whole
+            return self._whole, True
+        idx = np.asarray(idx, dtype=np.int64)
         whole = len(idx) == self.db.n_seqs and (len(idx) == 0 or (idx[0] == 0 and idx[-1] == len(idx) - 1
                                                                   and np.array_equal(idx, self._every_index)))
         if whole and self._whole is not None:
             self._whole_idx = idx
-            return self._whole
+            return self._whole, True
         per = []
         for k, part in enumerate(self.parts):
             sel = np.flatnonzero(self.part_of[idx] == k)
@@ -541,7 +542,7 @@ class GpuBackend:
                 per.append((local, cp.asarray(local), cp.asarray(to_slot_order), sel))
         if whole:
             self._whole, self._whole_idx = per, idx
-        return per
+        return per, whole
 
     def _grid(self, part, smem: int, block: int = BLOCK) -> int:
         """Enough blocks to fill every SM (persistent grid; blocks beyond what
@@ -562,8 +563,7 @@ class GpuBackend:
         streamed part at a time holds GPU memory.
         """
         cp = _cupy()
-        orders = self._orders(idx)
-        whole = orders is self._whole
+        orders, whole = self._orders(idx)
         results = _pinned_empty(len(idx), out_dtype) if whole else np.empty(len(idx), dtype=out_dtype)
         pending = []
         try:
@@ -588,9 +588,9 @@ class GpuBackend:
                     pending = []
             self._collect(pending, results, kind)
         except BaseException:
-            for part, *_ in pending:           # no copy may still be landing in memory given back
+            for device_id in self.gpus:        # no copy may still be landing in memory given back
                 with contextlib.suppress(Exception):
-                    cp.cuda.Device(part.device_id).synchronize()
+                    cp.cuda.Device(device_id).synchronize()
             raise
         return results
 
