@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from blastp_bench import blast_programs, prepare_databases, query_sets, write_queries  # noqa: E402
-from blastp_gpu_bench import process_lifetime  # noqa: E402
+from blastp_gpu_bench import our_blastp, process_lifetime  # noqa: E402
 from hmmsearch_bench import pyhmmer_data  # noqa: E402
 
 from gpu_search import seqdb  # noqa: E402
@@ -43,8 +43,7 @@ def main():
     base = seqdb.open_database(pyhmmer_data() / "seqs" / "938293.PRJEB85.HG003687.faa")
     q = work / "ab.faa"
     write_queries(q, base, query_sets(base, ["100"])["100 queries"])
-    cmd = [sys.executable, "-m", "gpu_search", "blastp", "-query", str(q), "-db", str(gsdb), "-outfmt", "6",
-           "-num_threads", str(os.cpu_count()), "--device", "gpu", "-q"]
+    cmd = our_blastp(gsdb, os.cpu_count()) + ["-query", str(q)]
     here = str(Path(__file__).resolve().parent.parent)
     # (python -m imports the package of its working folder first)
     variants = [("new", here, {}), ("old", str(Path(args.old).resolve()), {})]

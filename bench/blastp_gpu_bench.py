@@ -49,6 +49,26 @@ from gpu_search import seqdb  # noqa: E402
 from gpu_search.blast.engine import GPU_STREAMS  # noqa: E402
 
 
+def our_blastp(gsdb, threads: int) -> list[str]:
+    """Our blastp on the GPU as the benchmarks run it (add ``-query``)."""
+    return [sys.executable, "-m", "gpu_search", "blastp", "-db", str(gsdb), "-outfmt", "6",
+            "-num_threads", str(threads), "--device", "gpu", "-q"]
+
+
+def our_env(work: Path) -> dict:
+    """The environment of our runs: this checkout's package, and bytecode kept under ``work``.
+
+    An installed tool has its modules' bytecode: pip compiles it at install (our container
+    too).  Where this host's Python packages have none and it may not be written
+    (PYTHONDONTWRITEBYTECODE), every run would compile numpy, numba, CuPy... again: our runs
+    keep their bytecode under the work folder, written by the warm-up runs.
+    """
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent),
+               PYTHONPYCACHEPREFIX=str(Path(work) / "pycache"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def gpu_phases(db, base, idx, threads, streams=1):
     """Seconds for our GPU phases of the queries (database already uploaded), and init HSPs found.
 
@@ -182,19 +202,13 @@ def main():
           f"{db.n_residues:,} residues", flush=True)
     base = seqdb.open_database(pyhmmer_data() / "seqs" / "938293.PRJEB85.HG003687.faa")
     sets = query_sets(base, args.sets.split(","))
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
-    # An installed tool has its modules' bytecode: pip compiles it at install (our container
-    # too).  Where this host's Python packages have none and it may not be written
-    # (PYTHONDONTWRITEBYTECODE), every run would compile numpy, numba, CuPy... again: our runs
-    # keep their bytecode under the work folder, written by the warm-up runs below.
-    env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    probe = ("import os, sys, numpy; print('bytecode written:', not sys.dont_write_bytecode, "
-             "'; numpy ships its bytecode:', os.path.isdir(os.path.join(os.path.dirname(numpy.__file__), '__pycache__')))")
-    print(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip(),
+    env = our_env(work)
+    bytecode = ("import os, sys, numpy; print('bytecode written:', not sys.dont_write_bytecode, "
+                "'; numpy ships its bytecode:', os.path.isdir(os.path.join(os.path.dirname(numpy.__file__), "
+                "'__pycache__')))")
+    print(subprocess.run([sys.executable, "-c", bytecode], capture_output=True, text=True).stdout.strip(),
           "(here, before our runs' own)", flush=True)
-    ours = [sys.executable, "-m", "gpu_search", "blastp", "-db", str(gsdb), "-outfmt", "6",
-            "-num_threads", str(args.threads), "--device", "gpu", "-q"]
+    ours = our_blastp(gsdb, args.threads)
     # compiled-code caches warm (numba, NVRTC), as in an installed tool after its first run
     write_queries(work / "warm.faa", base, [0])
     # (--cpu-gapped too: numba's gapped code, which the GPU runs reach only for some subjects)

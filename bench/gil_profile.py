@@ -3,7 +3,7 @@
     python bench/gil_profile.py [--copies 399] [--rate 1000] [--set 100]
 
 The 100-query run of ``blastp_gpu_bench.py`` (same database, same queries, a
-fresh process reading the .gsdb), timed plain and then sampled by py-spy,
+fresh process reading the .gsdb, its bytecode kept: ``our_env``), timed plain and then sampled by py-spy,
 which records only the thread holding the GIL at each sample.  Prints, per
 thread role (GPU threads feeding the ungapped kernel, gapped GPU threads, the
 CPU pool, the lookup thread, the main thread, the process pool's helper
@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from blastp_bench import blast_programs, prepare_databases, query_sets, write_queries  # noqa: E402
+from blastp_gpu_bench import our_blastp, our_env  # noqa: E402
 from hmmsearch_bench import pyhmmer_data  # noqa: E402
 
 from gpu_search import seqdb  # noqa: E402
@@ -102,9 +103,8 @@ def main():
     idx = query_sets(base, [args.set])
     q = work / "gil-q.faa"
     write_queries(q, base, next(iter(idx.values())))
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent), GPU_SEARCH_TIMINGS="1")
-    ours = [sys.executable, "-m", "gpu_search", "blastp", "-db", str(gsdb), "-outfmt", "6",
-            "-num_threads", str(args.threads), "--device", "gpu", "-q", "-query", str(q)]
+    env = dict(our_env(work), GPU_SEARCH_TIMINGS="1")
+    ours = our_blastp(gsdb, args.threads) + ["-query", str(q)]
     outputs = []
     for k in range(3):                      # the first warms the caches
         t = time.perf_counter()

@@ -577,7 +577,7 @@ class GpuBackend:
                     start.record()
                     launch(part, residues, offsets, order, out)
                     stop.record()
-                    if whole and slots[-1] - slots[0] + 1 == len(slots):     # one block: copied now
+                    if whole:     # a part of the whole database is a contiguous range: one block
                         out[to_slot_order].get(out=results[slots[0]: slots[-1] + 1], blocking=False)
                         out = None
                     copied = cp.cuda.Event()
