@@ -138,6 +138,44 @@ def gpu_phases(db, base, idx, threads, streams=1):
     return elapsed, sum(n_init)
 
 
+def streamed_passes(db, base, idx, threads, batches, n_chunks=4):
+    """Our GPU phases of the queries with the database streamed through the GPU in n_chunks
+    chunks (as one larger than GPU memory is), queries searched in batches of each size
+    in ``batches``, one pass over the database (each chunk uploaded once) per batch.
+
+    Returns [(batch size, seconds, init HSPs)]; the init HSPs of every batch size
+    must be the same arrays, query by query.
+    """
+    from gpu_search.blast import engine
+    from gpu_search.blast.gpu import GpuUngapped
+    from gpu_search.blast.options import BlastOptions
+
+    class Queries:
+        n_seqs = len(idx)
+
+        def sequence(self, i):
+            return base.sequence(idx[i])
+
+    setup = engine.make_setup(db, BlastOptions(num_threads=threads))
+    gpu = GpuUngapped(setup.residues, setup.offsets, streamed=True,
+                      max_chunk_residues=len(setup.residues) // n_chunks + 1)
+    q, first, timed_runs = Queries(), None, []
+    for b in batches:
+        t = time.perf_counter()
+        works = []
+        for start in range(0, q.n_seqs, b):
+            batch = [engine.new_work(i, q) for i in range(start, min(q.n_seqs, start + b))]
+            engine.ungapped_batch([(w, engine.prepare_query(w, setup)) for w in batch], setup, gpu)
+            works += batch
+        elapsed = time.perf_counter() - t
+        if first is None:
+            first = [w.init for w in works]
+        elif not all(np.array_equal(a, w.init) for a, w in zip(first, works)):
+            raise SystemExit(f"streamed_passes: batches of {b} found other init HSPs")
+        timed_runs.append((b, elapsed, sum(len(w.init) for w in works)))
+    return timed_runs, len(gpu.chunks)
+
+
 gpu_phases.engine_cache = {}
 gpu_phases.twins = {}
 gpu_phases.upload = 0.0
@@ -185,6 +223,10 @@ def main():
     ap.add_argument("--prefilter", default="",
                     help="also run the last set with the window-based extension's bins that cannot trigger "
                          "struck off first (1) or not (0), e.g. 1,0 (GPU_SEARCH_PREFILTER)")
+    ap.add_argument("--streamed-batches", default="",
+                    help="also time the last set's GPU phases, and run it end to end, with the database "
+                         "streamed through the GPU in 4 chunks and these queries per pass, e.g. 1,32 "
+                         "(GPU_SEARCH_STREAM_RESIDUES, GPU_SEARCH_UNGAPPED_BATCH)")
     ap.add_argument("--others", action="store_true",
                     help="also run DIAMOND and MMseqs2 on every set (bench/blastp_others.py)")
     ap.add_argument("--timeline", action="store_true",
@@ -269,21 +311,35 @@ def main():
     sweep = []
     # (label, values, how a value is given: a command-line option, or the environment variable
     # and how it is written there)
+    def env_var(name, write=str):
+        return lambda n: {name: write(n)}
+
+    chunk = str(db.n_residues // 4 + 1)           # (as streamed_passes: 4 chunks)
     settings = [("--gpu-streams", args.streams, None), ("--gpu-gapped-cells", args.cells, None),
                 ("switch interval ms", args.switch_intervals,
-                 ("GPU_SEARCH_SWITCH_INTERVAL", lambda ms: str(float(ms) / 1000))),
-                ("queries per gapped launch", args.prelim_batches, ("GPU_SEARCH_PRELIM_BATCH", str)),
-                ("gapped threads per GPU", args.prelim_threads, ("GPU_SEARCH_PRELIM_THREADS", str)),
-                ("traceback processes", args.traceback_processes, ("GPU_SEARCH_TRACEBACK_PROCESSES", str)),
-                ("gapped kernel", args.gapped_kernels, ("GPU_SEARCH_GAPPED_KERNEL", str)),
-                ("presence bits in smem", args.pv_smem, ("GPU_SEARCH_PV_SMEM", str)),
-                ("bins struck off first", args.prefilter, ("GPU_SEARCH_PREFILTER", str))]
+                 env_var("GPU_SEARCH_SWITCH_INTERVAL", lambda ms: str(float(ms) / 1000))),
+                ("queries per gapped launch", args.prelim_batches, env_var("GPU_SEARCH_PRELIM_BATCH")),
+                ("gapped threads per GPU", args.prelim_threads, env_var("GPU_SEARCH_PRELIM_THREADS")),
+                ("traceback processes", args.traceback_processes, env_var("GPU_SEARCH_TRACEBACK_PROCESSES")),
+                ("gapped kernel", args.gapped_kernels, env_var("GPU_SEARCH_GAPPED_KERNEL")),
+                ("presence bits in smem", args.pv_smem, env_var("GPU_SEARCH_PV_SMEM")),
+                ("bins struck off first", args.prefilter, env_var("GPU_SEARCH_PREFILTER")),
+                ("streamed in 4 chunks, queries per pass", args.streamed_batches,
+                 lambda n: {"GPU_SEARCH_STREAM_RESIDUES": chunk, "GPU_SEARCH_UNGAPPED_BATCH": n})]
     options = [(opt, x.strip(), how) for opt, values, how in settings for x in values.split(",") if x.strip()]
+    streamed = []
+    if args.streamed_batches:
+        streamed, n_chunks = streamed_passes(db, base, idx, args.threads,
+                                             [int(x) for x in args.streamed_batches.split(",") if x.strip()])
+        for b, t, n in streamed:
+            print(f"GPU phases, database streamed in {n_chunks} chunks, {b} queries per pass: {t:.2f} s, "
+                  f"{n} init HSPs (resident, one after another: {results[-1]['init_hsps']})", flush=True)
     for opt, n, how in options:
         t = time.perf_counter()
         extra, run_env = [opt, n], dict(env, GPU_SEARCH_TIMINGS="1")
         if how is not None:
-            extra, run_env[how[0]] = [], how[1](n)
+            extra = []
+            run_env.update(how(n))
         r = subprocess.run(ours + ["-query", str(q)] + extra, capture_output=True, text=True, env=run_env)
         sweep.append((f"{opt} {n}", time.perf_counter() - t, r.stdout == out_o and not r.returncode,
                       r.stderr.strip().splitlines()[-1:]))
@@ -309,6 +365,10 @@ def main():
     for n, t, same, _ in sweep:
         print(f"{label} with {n}: {t:.2f} s ({results[-1]['blast_s'] / t:.1f}x BLAST+), "
               f"same rows: {same}")
+    for b, t, n in streamed:
+        print(f"{label}, GPU phases, database streamed in 4 chunks, {b} queries per pass: {t:.2f} s "
+              f"({results[-1]['blast_ungapped_s'] / t:.1f}x BLAST+ -ungapped), init HSPs "
+              f"{'the same' if n == results[-1]['init_hsps'] else 'OTHER'}")
     print("our phases (seconds summed over threads), end-to-end runs:")
     for r in results:
         print(f"  {r['queries']:20} {r['our_phases'].split(': ', 1)[-1]}")

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.gpu
 if not gpu_status()[0]:
     pytest.skip(f"no usable GPU: {gpu_status()[1]}", allow_module_level=True)
 
-from gpu_search.blast.gpu import GpuUngapped  # noqa: E402
+from gpu_search.blast.gpu import HIT_SLOTS, GpuUngapped  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +88,81 @@ def test_streamed_database(db_codes, proteome, blosum62, monkeypatch):
     n_before = len(streamed.chunks)
     compare(streamed, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
     assert len(streamed.chunks) > n_before and all(c["n"] <= 300 for c in streamed.chunks)
+
+
+def batch_of_queries(db_codes, proteome, matrix):
+    """UngappedJobs of a mix that a batch must keep apart, with each one's CPU init HSPs: kernel
+    choices of every kind (short and long queries: other block sizes, lanes and scores; a
+    low-complexity query: diagonal-based), a zero cutoff, another word size and window,
+    one-hit mode and a query past the GPU's length limit (both on the CPU within the batch)."""
+    from blast_cases import cutoffs
+
+    from gpu_search.blast.gpu import extension_for
+    from gpu_search.blast.lookup import build_lookup
+    from gpu_search.blast.ungapped import UngappedJob, ungapped_extensions
+
+    residues, offsets = db_codes
+    lengths = np.diff(np.asarray(proteome.offsets))
+    low = next(i for i in range(proteome.n_seqs)
+               if extension_for(build_lookup(query_codes(proteome, i), matrix.scores, 3, 11)) == "diagonal")
+    picks = [(10, 3, 11, 40, None), (int(np.argmax(lengths)), 3, 11, 40, None), (low, 3, 11, 40, None),
+             (500, 3, 11, 40, 0), (7, 2, 9, 20, 0), (200, 3, 11, 0, None), (3, 3, 11, 40, None)]
+    queries = [query_codes(proteome, i) for i, *_ in picks]
+    queries.append(blast_query_codes(np.ascontiguousarray(residues[:17000])))      # the CPU's
+    picks.append((None, 3, 11, 40, None))
+    jobs, refs = [], []
+    for q, (_, word_size, threshold, window, cutoff) in zip(queries, picks):
+        lookup = build_lookup(q, matrix.scores, word_size, threshold)
+        x_drop, cu = cutoffs(q, matrix, int(offsets[-1]))
+        job = UngappedJob(q, lookup, matrix.scores, x_drop, cu if cutoff is None else cutoff, window)
+        jobs.append(job)
+        refs.append(ungapped_extensions(q, lookup, residues, offsets, np.arange(len(offsets) - 1), matrix.scores,
+                                        job.x_drop, job.cutoff, window, method="scan"))
+    return jobs, refs
+
+
+@pytest.mark.parametrize("how", ["resident", "streamed", "overflow"])
+def test_queries_batched_per_pass(how, db_codes, proteome, blosum62, monkeypatch):
+    """Several queries in one pass over the database (ungapped_extensions_many): each query's
+    init HSPs equal the CPU path's, whatever its neighbours in the batch; a streamed
+    database is uploaded once per batch, not once per query; tiny hit buffers send
+    subjects of several queries to the second pass and the CPU."""
+    from gpu_search.blast.gpu import kernel_choice
+
+    jobs, refs = batch_of_queries(db_codes, proteome, blosum62)
+    assert len({kernel_choice(j.lookup, j.window) for j in jobs}) >= 3
+    if how == "streamed":
+        engine = GpuUngapped(*db_codes, streamed=True, max_chunk_residues=300_000)
+        assert len(engine.chunks) > 2 and engine.queries_per_pass > 1
+        uploads = []
+        real_upload = GpuUngapped._upload
+
+        def counted_upload(self, chunk):
+            uploads.append(chunk["first"])
+            return real_upload(self, chunk)
+
+        monkeypatch.setattr(GpuUngapped, "_upload", counted_upload)
+    else:
+        engine = GpuUngapped(*db_codes, hit_slots=64 if how == "overflow" else HIT_SLOTS)
+    got = engine.ungapped_extensions_many(jobs)
+    assert len(got) == len(refs)
+    for k, (g, ref) in enumerate(zip(got, refs)):
+        assert g.dtype == ref.dtype and np.array_equal(g, ref), f"query {k}: {len(g)} rows, CPU {len(ref)}"
+    assert sum(len(r) for r in refs) > 1000
+    if how == "streamed":
+        assert sorted(uploads) == [c["first"] for c in engine.chunks]      # each chunk once
+    if how == "overflow":
+        assert engine.overflowed > 0
+
+
+def test_cli_streamed_batches_identical_to_cpu(tmp_path, proteome_path, monkeypatch):
+    """A database streamed through the GPU (GPU_SEARCH_STREAM_RESIDUES), its queries in batches
+    of one pass each: the same bytes as the CPU; batches of 5 and the default."""
+    monkeypatch.setenv("GPU_SEARCH_STREAM_RESIDUES", "250000")
+    for batch in ("5", ""):
+        monkeypatch.setenv("GPU_SEARCH_UNGAPPED_BATCH", batch)
+        outs = cli_outputs(tmp_path, proteome_path, 24, "6 std qlen slen")
+        assert outs["gpu"] == outs["cpu"], batch
 
 
 def test_chunked_database(db_codes, proteome, blosum62):

@@ -290,6 +290,54 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, tmp_path, proteome, gpus,
     assert out["cpu"].count("\n") > 200
 
 
+@pytest.mark.parametrize("gpus", [[0], [0, 1]])
+def test_gpu_pipeline_takes_queries_in_batches(monkeypatch, proteome, gpus):
+    """A GPU engine that searches several queries per pass over the database (queries_per_pass,
+    as a streamed database's does) is handed them in batches of up to that many, each
+    query once; with a CPU stand-in for its word finder the output is the CPU path's."""
+    import io
+
+    import gpu_search.blast.gpu as gpu_module
+    import gpu_search.device as device
+    from gpu_search.blast import engine
+    from gpu_search.blast.options import BlastOptions
+    from gpu_search.blast.output import parse_outfmt
+    from gpu_search.blast.ungapped import ungapped_extensions
+
+    batches = []
+
+    class Batched:
+        streamed = True                       # one engine per GPU, no GPU gapped stage
+        queries_per_pass = 5
+
+        def __init__(self, residues, offsets, device_id=0, **kwargs):
+            self.residues, self.offsets = residues, offsets
+            self.seconds = {"kernel wait": 0.0}   # (the timings line's split of the GPU threads' time)
+
+        def ungapped_extensions_many(self, jobs):
+            batches.append([len(j.query_codes) for j in jobs])
+            ids = np.arange(len(self.offsets) - 1, dtype=np.int64)
+            return [ungapped_extensions(j.query_codes, j.lookup, self.residues, self.offsets, ids, j.matrix_scores,
+                                        j.x_drop, j.cutoff, j.window, method="scan") for j in jobs]
+
+        def ungapped_extensions(self, *job):
+            return self.ungapped_extensions_many([engine.UngappedJob(*job)])[0]
+
+    monkeypatch.setattr(gpu_module, "GpuUngapped", Batched)
+    monkeypatch.setattr(device, "resolve", lambda d, quiet=False: "gpu" if d == "gpu" else "cpu")
+    queries = proteome.subset(list(range(0, proteome.n_seqs, proteome.n_seqs // 23))[:23])
+    out = {}
+    for dev in ("cpu", "gpu"):
+        fh = io.StringIO()
+        fmt, columns = parse_outfmt("6 std qlen slen")
+        engine.run_blastp(queries, proteome, BlastOptions(num_threads=2), fh, fmt=fmt, columns=columns,
+                          db_name="proteome", quiet=True, device=dev, gpus=gpus)
+        out[dev] = fh.getvalue()
+    assert out["gpu"] == out["cpu"] and out["cpu"].count("\n") > 200
+    assert sorted(n for b in batches for n in b) == sorted(np.diff(np.asarray(queries.offsets)).tolist())
+    assert max(map(len, batches)) == 5 and len(batches) < 23
+
+
 def test_gpu_pipeline_error_is_raised_not_hung(monkeypatch, proteome):
     """A failure on the GPU side (here: the third query) reaches the caller; nothing hangs."""
     import io

@@ -43,7 +43,7 @@ from .lookup import build_lookup
 from .matrix import load_matrix
 from .options import BlastOptions
 from .output import Hsp, fields_reduce, write_footer, write_query
-from .ungapped import ungapped_extensions
+from .ungapped import UngappedJob, ungapped_extensions
 
 EVALUE_EPSILON = 1.0e-180          # s_EvalueComp: smaller E-values compare equal
 GPU_STREAMS = 3                    # queries in flight per GPU (--gpu-streams; measured, docs/benchmarks.md)
@@ -134,17 +134,33 @@ def ungapped_stage(work: QueryWork, setup: SearchSetup, gpu=None, lookup=None) -
         lookup = prepare_query(work, setup)
     if lookup is None:
         return
-    cut = work.cutoffs
-    q = work.codes
-    x_drop = min(cut.x_drop_ungapped, cut.ungapped_cutoff)
     if gpu is not None:
-        work.init = gpu.ungapped_extensions(q, lookup, setup.matrix.scores, x_drop=x_drop,
-                                            cutoff=cut.ungapped_cutoff, window=setup.window_size)
+        work.init = gpu.ungapped_extensions(*ungapped_job(work, setup, lookup))
         return
+    job = ungapped_job(work, setup, lookup)
     work.init = ungapped_extensions(
-        q, lookup, setup.residues, setup.offsets, np.arange(len(setup.lengths), dtype=np.int64),
-        setup.matrix.scores, x_drop=x_drop, cutoff=cut.ungapped_cutoff, window=setup.window_size,
-        method="scan")
+        job.query_codes, lookup, setup.residues, setup.offsets, np.arange(len(setup.lengths), dtype=np.int64),
+        setup.matrix.scores, x_drop=job.x_drop, cutoff=job.cutoff, window=job.window, method="scan")
+
+
+def ungapped_job(work: QueryWork, setup: SearchSetup, lookup) -> UngappedJob:
+    """The ungapped stage's arguments for one query (a GPU batch takes a list of them)."""
+    cut = work.cutoffs
+    return UngappedJob(work.codes, lookup, setup.matrix.scores, x_drop=min(cut.x_drop_ungapped, cut.ungapped_cutoff),
+                       cutoff=cut.ungapped_cutoff, window=setup.window_size)
+
+
+def ungapped_batch(items: list, setup: SearchSetup, gpu) -> None:
+    """Init HSPs of several queries ((work, lookup) pairs) in one pass of the GPU ``gpu`` over
+    the database (GpuUngapped.ungapped_extensions_many); a query without a lookup table has none."""
+    on_gpu = [(work, lookup) for work, lookup in items if lookup is not None]
+    if len(on_gpu) == 1:
+        work, lookup = on_gpu[0]
+        ungapped_stage(work, setup, gpu, lookup)
+    elif on_gpu:
+        found = gpu.ungapped_extensions_many([ungapped_job(work, setup, lookup) for work, lookup in on_gpu])
+        for (work, _), init in zip(on_gpu, found):
+            work.init = init
 
 
 # --- 2. preliminary gapped stage -----------------------------------------------------------
@@ -685,16 +701,24 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
     # bounds the queries taken whose results are not ready (their init HSPs are held); a
     # query's room is given back when its results are, not when they are written: one slow
     # query (a long traceback) must not hold back the GPUs until it is written
-    in_flight = threading.Semaphore(2 * threads + 2 * len(gpus))
+    # (a GPU taking queries in batches, one pass over the database each -- a streamed
+    # database -- holds a batch's worth more)
+    per_pass = {id(g): max(1, int(getattr(g, "queries_per_pass", 1))) for g in gpus}
+    room = 2 * threads + 2 * len(gpus) + sum(b - 1 for b in per_pass.values())
+    in_flight = threading.Semaphore(room)
     # and a looser bound on the queries taken and not yet written (finished results wait
     # for the slow query before them)
-    unwritten_cap = 4 * (2 * threads + 2 * len(gpus))
+    unwritten_cap = 4 * room
     written = [0]
-    lookahead = 2 + 2 * len(gpus)
+    lookahead = max(2 + 2 * len(gpus), *per_pass.values())
 
-    def take(ahead):
+    def take(ahead, wait=True):
+        """The next query and its tables' future, or None: none left (or, with ``wait``
+        False, none to be taken now without waiting for the writer)."""
         with state:
             while taken[0] - written[0] >= unwritten_cap and not errors:
+                if not wait:
+                    return None
                 state.wait()
             i = taken[0]
             if i >= n or errors:
@@ -733,18 +757,24 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
                 if item is None:
                     in_flight.release()
                     return
-                i, prepared = item
-                work, lookup = prepared.result()
+                items = [item]         # and more, up to a pass's worth, where there is room now
+                while len(items) < per_pass[id(gpu)] and in_flight.acquire(blocking=False):
+                    item = take(ahead, wait=False)
+                    if item is None:
+                        in_flight.release()
+                        break
+                    items.append(item)
+                batch = [(i, *prepared.result()) for i, prepared in items]
                 t0 = time.perf_counter()
-                if lookup is not None:
-                    ungapped_stage(work, setup, gpu, lookup)
+                ungapped_batch([(work, lookup) for _, work, lookup in batch], setup, gpu)
                 times.add("GPU phases", t0)
-                if prelims is not None and len(work.init):
-                    with state:
-                        waiting[id(prelims)].append((i, work))
-                        state.notify_all()
-                else:
-                    publish(i, submit(work))
+                for i, work, _ in batch:
+                    if prelims is not None and len(work.init):
+                        with state:
+                            waiting[id(prelims)].append((i, work))
+                            state.notify_all()
+                    else:
+                        publish(i, submit(work))
         except BaseException as exc:
             give_up(exc)
         finally:
@@ -819,8 +849,12 @@ def _gpu_engines(setup, device, quiet, gpus, gpu_extension, gpu_window_lanes, gp
     ids = list(gpus) if gpus else list(range(n_visible or 1))
     if n_visible and any(d >= n_visible for d in ids):
         raise DeviceError(f"--gpus {','.join(map(str, ids))}: {n_visible} GPU(s) visible")
+    # GPU_SEARCH_STREAM_RESIDUES=N: the database streamed through the GPU in chunks of N residues
+    # even where it fits (benchmarks of a database larger than GPU memory)
+    stream = int(os.environ.get("GPU_SEARCH_STREAM_RESIDUES") or 0)
+    streaming = dict(streamed=True, max_chunk_residues=stream) if stream > 0 else {}
     engines = [GpuUngapped(setup.residues, setup.offsets, device_id=d, extension=gpu_extension,
-                           window_lanes=gpu_window_lanes, length_order=setup.subjects.length_order)
+                           window_lanes=gpu_window_lanes, length_order=setup.subjects.length_order, **streaming)
                for d in ids]
     # several queries in flight per GPU, each engine on its own stream and host thread
     engines += [e.worker() for e in list(engines) if not e.streamed for _ in range(gpu_streams - 1)]

@@ -69,6 +69,7 @@ Contents:
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -81,6 +82,17 @@ INIT_HSP_DTYPE = np.dtype([('subject', 'i4'), ('q_off', 'i4'), ('s_off', 'i4'),
                            ('score', 'i4')])
 
 INT4_MAX = 2147483647
+
+
+class UngappedJob(NamedTuple):
+    """One query's arguments for the ungapped stage (the GPU takes a batch of them in one
+    pass over the database: blast.gpu.GpuUngapped.ungapped_extensions_many)."""
+    query_codes: np.ndarray         # NCBIstdaa residues
+    lookup: Lookup
+    matrix_scores: np.ndarray       # 28 x 28
+    x_drop: int
+    cutoff: int
+    window: int = 40                # the two-hit window A (0: one-hit mode)
 
 
 # --------------------------------------------------------------------------------------------

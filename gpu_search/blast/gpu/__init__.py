@@ -20,10 +20,12 @@ Fallbacks that keep the result exact:
 
 The whole database stays on each GPU when it fits in half the free memory
 (in chunks, all resident).  A larger one is streamed: cut into chunks of a
-quarter of the free memory, each uploaded, searched and freed in turn for
-every query (same rows; an out-of-memory error while uploading halves the
-chunks).  Cutting it into shards (``makedb --shards``) and searching them on
-separate GPUs, as the Nextflow workflow does, avoids the repeated uploads.
+quarter of the free memory, each uploaded, searched and freed in turn, once
+per batch of queries (``ungapped_extensions_many``: every query of the batch
+runs on a chunk while it is on the GPU; same rows; an out-of-memory error while
+uploading halves the chunks).  Cutting it into shards (``makedb --shards``) and
+searching them on separate GPUs, as the Nextflow workflow does, avoids the
+repeated uploads altogether.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import numpy as np
 
 from ...errors import DeviceError
 from ..lookup import Lookup
-from ..ungapped import _pssm, _to_records, blast_order, ungapped_extensions
+from ..ungapped import UngappedJob, _pssm, _to_records, blast_order, ungapped_extensions
 from ..wordhits import diag_array_length
 
 KERNEL_FILE = Path(__file__).with_name("ungapped.cu")
@@ -86,6 +88,13 @@ PV_SMEM_MAX_WORD = 3             # the bits of word size 4 (128 KiB) do not fit 
 # a thread each before the windows start; on: measured 5-20% faster on an H100 for queries of
 # 517-2,627 aa, ~5% slower at 127 aa, docs/benchmarks.md; GPU_SEARCH_PREFILTER=0 turns it off)
 PREFILTER_DEFAULT = os.environ.get("GPU_SEARCH_PREFILTER", "1") == "1"
+# Queries per pass over the database (GpuUngapped.queries_per_pass).  A streamed database is
+# copied to the GPU once per pass (about 40 ms per 273 M residues on an H100, docs/benchmarks.md),
+# so its queries go in batches; a resident one gains nothing from them (the kernel of one query
+# fills the GPU, and its results reach the gapped stage sooner alone).
+# GPU_SEARCH_UNGAPPED_BATCH: for benchmarks comparing batch sizes.
+STREAMED_QUERIES_PER_PASS = 32
+RESIDENT_QUERIES_PER_PASS = 1
 
 
 @lru_cache(maxsize=None)
@@ -121,7 +130,9 @@ def load_order_kernels(device_id: int):
 
 
 class GpuUngapped:
-    """The database on one GPU, and the word finder run against it query after query.
+    """The database on one GPU, and the word finder run against it query after query, or
+    batch after batch (``ungapped_extensions_many``; ``queries_per_pass``: the batch size the
+    search pipeline gives it, larger for a streamed database).
 
     Args:
         residues: uint8 NCBIstdaa residues of the database, packed.
@@ -204,6 +215,9 @@ class GpuUngapped:
                     c["host_order"] = _longest_first(self.host_offsets[c["first"]:c["first"] + c["n"] + 1])
             self.n_out_cap = 1 << 20
             self._alloc_buffers()
+        wanted = os.environ.get("GPU_SEARCH_UNGAPPED_BATCH")
+        self.queries_per_pass = max(1, int(wanted)) if wanted else \
+            STREAMED_QUERIES_PER_PASS if self.streamed else RESIDENT_QUERIES_PER_PASS
 
     def _new_clock(self):
         """Where this engine's host thread spent its time, summed over queries (the run's
@@ -294,21 +308,65 @@ class GpuUngapped:
     def ungapped_extensions(self, query_codes, lookup: Lookup, matrix_scores, x_drop: int, cutoff: int,
                             window: int = 40) -> np.ndarray:
         """The init HSPs of one query, as ``ungapped.ungapped_extensions`` returns them (subject = database index)."""
-        query_codes = np.ascontiguousarray(query_codes, dtype=np.uint8)
-        n_cells = diag_array_length(lookup.query_length, window)
-        # one-hit mode (window 0) has no GPU kernel: BLAST's loop on the CPU
-        if n_cells > MAX_SMEM_CELLS or lookup.n_entries == 0 or window == 0:
-            return self._cpu(query_codes, lookup, matrix_scores, x_drop, cutoff, window,
-                             np.arange(len(self.host_offsets) - 1, dtype=np.int64))
+        return self.ungapped_extensions_many([UngappedJob(query_codes, lookup, matrix_scores, x_drop, cutoff,
+                                                          window)])[0]
+
+    def ungapped_extensions_many(self, jobs: list[UngappedJob]) -> list[np.ndarray]:
+        """The init HSPs of several queries in one pass over the database.
+
+        Each chunk of the database is made resident once (a streamed chunk: uploaded
+        once) and every query's kernels run on it before the next chunk: a streamed
+        database is copied to the GPU once per batch of queries, not once per query.
+        Same rows, query by query, as ``ungapped_extensions``.
+        """
+        results: list = [None] * len(jobs)
+        queries = {}
+        self.overflowed = 0
+        for k, job in enumerate(jobs):
+            codes = np.ascontiguousarray(job.query_codes, dtype=np.uint8)
+            n_cells = diag_array_length(job.lookup.query_length, job.window)
+            # one-hit mode (window 0) has no GPU kernel: BLAST's loop on the CPU
+            if n_cells > MAX_SMEM_CELLS or job.lookup.n_entries == 0 or job.window == 0:
+                results[k] = self._cpu(codes, job.lookup, job.matrix_scores, job.x_drop, job.cutoff, job.window,
+                                       np.arange(len(self.host_offsets) - 1, dtype=np.int64))
+            else:
+                queries[k] = self._query_inputs(job._replace(query_codes=codes), n_cells)
+        if not queries:
+            return results
+        cp = self.cp
+        with cp.cuda.Device(self.device_id), self.stream:
+            c = 0
+            while c < len(self.chunks):
+                try:
+                    chunk = self._resident(self.chunks[c])
+                except _HalveChunks:                   # streamed: cut this chunk in two, go on
+                    self._halve(c)
+                    continue
+                first = self.chunks[c]["first"]
+                for query in queries.values():
+                    rows, left = self._chunk(query["kernel"], query["block"], chunk, query, query["grid"],
+                                             query["smem"])
+                    rows[:, 0] += first
+                    query["parts"].append(rows)
+                    query["leftover"].extend(int(i) + first for i in left)
+                del chunk                              # a streamed chunk leaves the GPU here
+                c += 1
+        for k, query in queries.items():
+            results[k] = self._finish(jobs[k], query)
+        return results
+
+    def _query_inputs(self, job: UngappedJob, n_cells: int) -> dict:
+        """A query's kernel (chosen by kernel_choice and compiled), launch geometry and arrays
+        on the GPU, and the lists its rows are gathered in."""
         cp = self.cp
         t0 = time.perf_counter()
-        parts, leftover = [], []
-        choice = kernel_choice(lookup, window, self.extension, self.block, self.window_lanes, self.scores,
+        lookup = job.lookup
+        choice = kernel_choice(lookup, job.window, self.extension, self.block, self.window_lanes, self.scores,
                                self.pv_smem, self.prefilter)
-        extension, block, pv_smem = choice.extension, choice.block, choice.pv_smem
-        self.last_extension = extension
+        block, pv_smem = choice.block, choice.pv_smem
+        self.last_extension = choice.extension
         with cp.cuda.Device(self.device_id), self.stream:
-            kernel = load_kernel(lookup.word_size, block, extension, self.device_id, choice.lanes,
+            kernel = load_kernel(lookup.word_size, block, choice.extension, self.device_id, choice.lanes,
                                  choice.matrix_smem, pv_smem, choice.prefilter)
             presence = presence_bits(lookup.cell_start) if pv_smem else None
             smem = 2 * n_cells * 4 + (presence.nbytes if pv_smem else 0)
@@ -317,40 +375,30 @@ class GpuUngapped:
             on_gpu_order = self.order_on_gpu and self.subject_bits + self.offset_bits + rank_bits <= 63
             query = _upload_inputs(cp, cells=lookup.cell_start, offsets=lookup.offsets,
                                    rank=lookup.query_rank if on_gpu_order else None,
-                                   presence=presence, pssm=_pssm(query_codes, matrix_scores),
-                                   matrix=matrix_scores, codes=query_codes)
-            if presence is None:
-                query["presence"] = query["cells"]                   # (not read without PV_SMEM)
-            query.update(extension=extension, rank_bits=rank_bits,
-                         args=(np.int32(lookup.query_length), np.int32(n_cells - 1), np.int32(window),
-                               np.int32(x_drop), np.int32(cutoff)))
-            # blocks that can be resident at once: enough to fill the GPU, no more (scratch per block)
-            per_sm = max(1, min(2048 // block, self.smem_per_sm // (smem + 1024)))
-            grid = min(self.grid, self.n_sm * per_sm)
-            self.overflowed = 0
-            self.seconds["inputs"] += time.perf_counter() - t0
-            k = 0
-            while k < len(self.chunks):
-                try:
-                    c = self._resident(self.chunks[k])
-                except _HalveChunks:                   # streamed: cut this chunk in two, go on
-                    self._halve(k)
-                    continue
-                rows, left = self._chunk(kernel, block, c, query, grid, smem)
-                del c                                  # a streamed chunk leaves the GPU here
-                first = self.chunks[k]["first"]
-                rows[:, 0] += first
-                parts.append(rows)
-                leftover.extend(int(i) + first for i in left)
-                k += 1
+                                   presence=presence, pssm=_pssm(job.query_codes, job.matrix_scores),
+                                   matrix=job.matrix_scores, codes=job.query_codes)
+        if presence is None:
+            query["presence"] = query["cells"]                   # (not read without PV_SMEM)
+        # blocks that can be resident at once: enough to fill the GPU, no more (scratch per block)
+        per_sm = max(1, min(2048 // block, self.smem_per_sm // (smem + 1024)))
+        query.update(kernel=kernel, block=block, smem=smem, grid=min(self.grid, self.n_sm * per_sm),
+                     extension=choice.extension, rank_bits=rank_bits, parts=[], leftover=[],
+                     args=(np.int32(lookup.query_length), np.int32(n_cells - 1), np.int32(job.window),
+                           np.int32(job.x_drop), np.int32(job.cutoff)))
+        self.seconds["inputs"] += time.perf_counter() - t0
+        return query
+
+    def _finish(self, job: UngappedJob, query: dict) -> np.ndarray:
+        """A query's rows from every chunk, with the subjects left to the CPU, in BLAST's order."""
+        parts, leftover = query["parts"], query["leftover"]
         if leftover:             # no GPU memory for a big enough buffer: the CPU does these subjects
-            extra = self._cpu(query_codes, lookup, matrix_scores, x_drop, cutoff, window,
+            extra = self._cpu(job.query_codes, job.lookup, job.matrix_scores, job.x_drop, job.cutoff, job.window,
                               np.sort(np.array(leftover, dtype=np.int64)))
             parts.append(np.stack([extra[name] for name in extra.dtype.names], axis=1).astype(np.int32)
                          if len(extra) else np.empty((0, 7), np.int32))
         rows = np.concatenate(parts) if parts else np.empty((0, 7), np.int32)
-        if leftover or not on_gpu_order:       # (each chunk's rows are in order, the chunks too)
-            rows = blast_order(rows, lookup.query_rank)
+        if leftover or query["rank"] is None:    # (each chunk's rows are in order, the chunks too)
+            rows = blast_order(rows, job.lookup.query_rank)
         return _to_records(rows)
 
     def _chunk(self, kernel, block, c, query, grid, smem):
