@@ -227,6 +227,9 @@ def main():
                     help="also time the last set's GPU phases, and run it end to end, with the database "
                          "streamed through the GPU in 4 chunks and these queries per pass, e.g. 1,32 "
                          "(GPU_SEARCH_STREAM_RESIDUES, GPU_SEARCH_UNGAPPED_BATCH)")
+    ap.add_argument("--resident-batches", default="",
+                    help="also run the last set with these queries per pass over the resident database, "
+                         "e.g. 1,4 (GPU_SEARCH_UNGAPPED_BATCH)")
     ap.add_argument("--others", action="store_true",
                     help="also run DIAMOND and MMseqs2 on every set (bench/blastp_others.py)")
     ap.add_argument("--timeline", action="store_true",
@@ -324,6 +327,7 @@ def main():
                 ("gapped kernel", args.gapped_kernels, env_var("GPU_SEARCH_GAPPED_KERNEL")),
                 ("presence bits in smem", args.pv_smem, env_var("GPU_SEARCH_PV_SMEM")),
                 ("bins struck off first", args.prefilter, env_var("GPU_SEARCH_PREFILTER")),
+                ("resident, queries per pass", args.resident_batches, env_var("GPU_SEARCH_UNGAPPED_BATCH")),
                 ("streamed in 4 chunks, queries per pass", args.streamed_batches,
                  lambda n: {"GPU_SEARCH_STREAM_RESIDUES": chunk, "GPU_SEARCH_UNGAPPED_BATCH": n})]
     options = [(opt, x.strip(), how) for opt, values, how in settings for x in values.split(",") if x.strip()]
