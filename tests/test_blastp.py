@@ -293,8 +293,8 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, tmp_path, proteome, gpus,
 @pytest.mark.parametrize("gpus", [[0], [0, 1]])
 def test_gpu_pipeline_takes_queries_in_batches(monkeypatch, proteome, gpus):
     """A GPU engine that searches several queries per pass over the database (queries_per_pass,
-    as a streamed database's does) is handed them in batches of up to that many, each
-    query once; with a CPU stand-in for its word finder the output is the CPU path's."""
+    as a streamed database's does) is handed them in batches of up to that many (the first
+    of 1, 2, 4...), each query once; with a CPU stand-in for its word finder the output is the CPU path's."""
     import io
 
     import gpu_search.blast.gpu as gpu_module
@@ -336,6 +336,8 @@ def test_gpu_pipeline_takes_queries_in_batches(monkeypatch, proteome, gpus):
     assert out["gpu"] == out["cpu"] and out["cpu"].count("\n") > 200
     assert sorted(n for b in batches for n in b) == sorted(np.diff(np.asarray(queries.offsets)).tolist())
     assert max(map(len, batches)) == 5 and len(batches) < 23
+    if len(gpus) == 1:                        # the first passes: 1, 2, 4 queries, then up to 5
+        assert [len(b) for b in batches[:3]] == [1, 2, 4]
 
 
 def test_gpu_pipeline_error_is_raised_not_hung(monkeypatch, proteome):

@@ -746,6 +746,7 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
 
     def produce(gpu, ahead):
         prelims = gpu_prelims.get(id(gpu))
+        passes = 0
         try:
             while True:
                 t0 = time.perf_counter()
@@ -757,8 +758,13 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
                 if item is None:
                     in_flight.release()
                     return
-                items = [item]         # and more, up to a pass's worth, where there is room now
-                while len(items) < per_pass[id(gpu)] and in_flight.acquire(blocking=False):
+                # and more, up to a pass's worth, where there is room now; the first passes
+                # take 1, 2, 4... queries: the CPU stages get their first work as soon as with
+                # one query a pass
+                most = min(per_pass[id(gpu)], 1 << passes)
+                passes += 1
+                items = [item]
+                while len(items) < most and in_flight.acquire(blocking=False):
                     item = take(ahead, wait=False)
                     if item is None:
                         in_flight.release()
