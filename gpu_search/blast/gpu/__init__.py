@@ -40,6 +40,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ...device import to_gpu
 from ...errors import DeviceError
 from ..lookup import Lookup
 from ..ungapped import UngappedJob, _pssm, _to_records, blast_order, ungapped_extensions
@@ -235,8 +236,8 @@ class GpuUngapped:
             order = np.ascontiguousarray(self.length_order, dtype=np.int32)    # the whole database
         if order is None:
             order = _longest_first(off)
-        return dict(chunk, residues=cp.asarray(self.host_residues[off[0]:off[-1]]),
-                    offsets=cp.asarray(off - off[0]), order=cp.asarray(order))
+        return dict(chunk, residues=to_gpu(cp, self.host_residues[off[0]:off[-1]]),
+                    offsets=to_gpu(cp, off - off[0]), order=to_gpu(cp, order))
 
     def _resident(self, chunk: dict) -> dict:
         """A chunk's arrays on the GPU: the resident ones, or a streamed chunk uploaded

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...device import to_gpu
 from ...errors import DeviceError, GpuMemoryError
 from ..profile import FilterProfile
 
@@ -363,7 +364,7 @@ class _Part:
         offsets = np.zeros(len(self.seq_ids) + 1, dtype=np.int64)
         np.cumsum(self.lengths, out=offsets[1:])
         residues = _gather(self.db.residues, self.db.offsets[self.seq_ids], self.lengths)
-        return cp.asarray(residues), cp.asarray(offsets)
+        return to_gpu(cp, residues), to_gpu(cp, offsets)
 
     def arrays(self):
         """(residues, offsets) on the device; uploaded now for a streamed part."""
