@@ -919,18 +919,7 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
         procs = traceback_processes(setup, queries, threads)
         times.add("worker processes started", t0)
 
-    # The GPU threads release the GIL at every kernel wait and copy; with many CPU
-    # threads running Python between their compiled stages, each release can cost
-    # a whole round of 5 ms switch intervals before the GIL comes back
-    # (bench/gil_convoy.py on 2 cores: 200 releases among 15 busy threads took
-    # 16-23 s at 5 ms, 2.2-2.7 s at 0.5 ms).  A shorter interval from CUDA's start
-    # on: the engines' uploads release it at each CUDA call too, beside the warm-up
-    # thread.  (GPU_SEARCH_SWITCH_INTERVAL, seconds: for benchmarks comparing intervals.)
-    switch_interval = sys.getswitchinterval()
-
     def warm_up():
-        wanted = float(os.environ.get("GPU_SEARCH_SWITCH_INTERVAL") or GPU_SWITCH_INTERVAL)
-        sys.setswitchinterval(wanted if wanted > 0 else switch_interval)
         # the statistics' and lookup's compiled code loaded while the database is uploaded
         # (the copy waits on the GPU without the GIL), not before the first query.  Not
         # during CuPy's import: two threads importing modules only take turns.
@@ -945,6 +934,16 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
         progress = Progress("blastp", queries.n_seqs, "queries", quiet)
         saved = []
         n_done = 0
+        # The GPU threads release the GIL at every kernel wait and copy; with many CPU
+        # threads running Python between their compiled stages, each release can cost
+        # a whole round of 5 ms switch intervals before the GIL comes back
+        # (bench/gil_convoy.py on 2 cores: 200 releases among 15 busy threads took
+        # 16-23 s at 5 ms, 2.2-2.7 s at 0.5 ms).  A shorter interval while the GPUs are fed.
+        switch_interval = sys.getswitchinterval()
+        if engines:
+            # GPU_SEARCH_SWITCH_INTERVAL (seconds): for benchmarks comparing intervals
+            wanted = float(os.environ.get("GPU_SEARCH_SWITCH_INTERVAL") or GPU_SWITCH_INTERVAL)
+            sys.setswitchinterval(wanted if wanted > 0 else switch_interval)
         try:
             with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="blastp") as pool:
                 # queries are independent: several at a time, written in input order
@@ -959,7 +958,7 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
                     n_done += 1
                     progress.update(n_done)
         finally:
-            sys.setswitchinterval(switch_interval)      # (set in warm_up, on a GPU run)
+            sys.setswitchinterval(switch_interval)
         progress.close()
         for gpu in engines:
             for part, seconds in gpu.seconds.items():
@@ -979,5 +978,4 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
             print(f"gpu-search blastp timings: {times.line()}  wall {time.perf_counter() - t_start:.2f} s",
                   file=sys.stderr)
     finally:
-        sys.setswitchinterval(switch_interval)
         _shut_down(procs)
