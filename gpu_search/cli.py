@@ -438,6 +438,7 @@ def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps,
     from .blast.engine import run_blastp
     from .blast.options import BlastOptions
     from .blast.output import parse_outfmt
+    from .device import start_cuda
     from .output import OutputSet
     from .seqdb import open_database, read_fasta
 
@@ -455,6 +456,7 @@ def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps,
                            num_threads=num_threads or os.cpu_count() or 1)
     fmt, columns = parse_outfmt(outfmt)
     gpu_ids = _parse_gpus(gpus)
+    start_cuda(device, gpu_ids)        # the GPUs' start overlaps reading the inputs
     queries = read_fasta(query)
     subjects = open_database(db)
     stamps = [("cli", _IMPORTED), ("inputs", time.time())]

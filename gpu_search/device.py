@@ -7,7 +7,9 @@ the CPU with the same results, and the user is told so once.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
+import threading
 from functools import lru_cache
 
 from .errors import DeviceError
@@ -50,6 +52,46 @@ def gpu_status() -> tuple[bool, str, list[str]]:
         name = props["name"]
         names.append(name.decode() if isinstance(name, bytes) else str(name))
     return True, f"{n} GPU(s)", names
+
+
+_cuda_start: threading.Thread | None = None
+
+
+def start_cuda(device: str, gpus: list[int] | None = None) -> None:
+    """Start CUDA on a helper thread while the main thread reads the inputs: the driver's
+    start and each GPU's context take about 0.2 s on an H100 host, in the driver, without
+    the GIL (bench/upload_probe.py).  ``wait_cuda`` joins it before the first use.
+
+    CuPy is imported here, on the calling thread: the helper holds no import lock when the
+    blastp run forks its traceback workers, which never call CUDA.  Failures are left to
+    the real first use, which reports them.
+    """
+    global _cuda_start
+    if device not in ("auto", "gpu") or _cuda_start is not None or importlib.util.find_spec("cupy") is None:
+        return
+    try:
+        import cupy
+    except Exception:              # reported by gpu_status when the run asks
+        return
+
+    def create():
+        try:
+            ok, _, names = gpu_status()
+            for d in (gpus or range(len(names))) if ok else ():
+                if d < len(names):
+                    with cupy.cuda.Device(d):
+                        cupy.cuda.runtime.free(0)      # creates the context
+        except Exception:
+            pass
+
+    _cuda_start = threading.Thread(target=create, name="cuda-start", daemon=True)
+    _cuda_start.start()
+
+
+def wait_cuda() -> None:
+    """Wait for ``start_cuda``'s thread, if one was started."""
+    if _cuda_start is not None:
+        _cuda_start.join()
 
 
 _told = False

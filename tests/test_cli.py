@@ -209,3 +209,50 @@ def test_numba_goes_without_scipy_and_scipy_stays_importable():
             "assert 'scipy.linalg' not in sys.modules\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
+
+
+def test_cuda_started_on_a_helper_thread(monkeypatch):
+    """device.start_cuda: CuPy imported on the calling thread, each chosen GPU's context
+    created on a helper thread (wait_cuda joins it); nothing for --device cpu, nor
+    without CuPy.  A stand-in CuPy records the calls."""
+    import importlib.util
+    import threading
+    import types
+
+    from gpu_search import device
+
+    calls = []
+
+    class Device:
+        def __init__(self, d):
+            self.d = d
+
+        def __enter__(self):
+            calls.append(("device", self.d, threading.current_thread().name))
+
+        def __exit__(self, *exc):
+            return False
+
+    fake = types.ModuleType("cupy")
+    fake.cuda = types.SimpleNamespace(Device=Device, runtime=types.SimpleNamespace(
+        free=lambda ptr: calls.append(("free", ptr, threading.current_thread().name))))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(device, "gpu_status", lambda: (True, "2 GPU(s)", ["A", "B"]))
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "cupy" else real_find_spec(name, *a))
+    monkeypatch.setattr(device, "_cuda_start", None)
+    device.start_cuda("cpu")
+    assert device._cuda_start is None
+    device.start_cuda("gpu", [1])
+    device.wait_cuda()
+    assert calls == [("device", 1, "cuda-start"), ("free", 0, "cuda-start")]
+    calls.clear()
+    monkeypatch.setattr(device, "_cuda_start", None)
+    device.start_cuda("auto")
+    device.wait_cuda()
+    assert [c[:2] for c in calls] == [("device", 0), ("free", 0), ("device", 1), ("free", 0)]
+    monkeypatch.setattr(device, "_cuda_start", None)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    device.start_cuda("gpu")
+    assert device._cuda_start is None

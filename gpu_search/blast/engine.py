@@ -839,9 +839,10 @@ def _gpu_engines(setup, device, quiet, gpus, gpu_extension, gpu_window_lanes, gp
     """(engines, prelims, per_device) of a GPU run (--device resolved to gpu), or ([], {}, {}):
     the database on every GPU, several engines (streams) per GPU, and each GPU's gapped engines.
     ``started`` is called once CUDA is up, before the upload."""
-    from ..device import resolve
+    from ..device import resolve, wait_cuda
 
     t0 = time.perf_counter()
+    wait_cuda()                        # (started by the command while it read the inputs)
     if resolve(device, quiet) != "gpu":
         return [], {}, {}
     from ..device import gpu_status
@@ -913,8 +914,10 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
     threads = options.num_threads or os.cpu_count() or 1
     procs = None
     if device == "gpu" or (device == "auto" and importlib.util.find_spec("cupy") is not None):
-        # the traceback's processes, forked before this run starts CUDA (its driver threads)
-        # and any thread of ours: given back below if the run is on the CPU after all
+        # the traceback's processes, forked before any thread of ours but device.start_cuda's,
+        # which may be starting CUDA in the driver (the workers never call CUDA, as PyTorch's
+        # DataLoader workers forked after CUDA's start, and CuPy was imported on this thread):
+        # given back below if the run is on the CPU after all
         t0 = time.perf_counter()
         procs = traceback_processes(setup, queries, threads)
         times.add("worker processes started", t0)
