@@ -139,12 +139,13 @@ def gpu_phases(db, base, idx, threads, streams=1):
 
 
 def streamed_passes(db, base, idx, threads, batches, n_chunks=4):
-    """Our GPU phases of the queries with the database streamed through the GPU in n_chunks
-    chunks (as one larger than GPU memory is), queries searched in batches of each size
+    """Our GPU phases of the queries with the database streamed through the GPU in chunks of
+    a n_chunks-th of its residues (as one larger than GPU memory is; whole sequences, so
+    there may be one more), queries searched in batches of each size
     in ``batches``, one pass over the database (each chunk uploaded once) per batch.
 
-    Returns [(batch size, seconds, init HSPs)]; the init HSPs of every batch size
-    must be the same arrays, query by query.
+    Returns ([(batch size, seconds, init HSPs)], chunks); the init HSPs of every batch
+    size must be the same arrays, query by query.
     """
     from gpu_search.blast import engine
     from gpu_search.blast.gpu import GpuUngapped
@@ -225,7 +226,7 @@ def main():
                          "struck off first (1) or not (0), e.g. 1,0 (GPU_SEARCH_PREFILTER)")
     ap.add_argument("--streamed-batches", default="",
                     help="also time the last set's GPU phases, and run it end to end, with the database "
-                         "streamed through the GPU in 4 chunks and these queries per pass, e.g. 1,32 "
+                         "streamed through the GPU in chunks of a quarter of it and these queries per pass, e.g. 1,32 "
                          "(GPU_SEARCH_STREAM_RESIDUES, GPU_SEARCH_UNGAPPED_BATCH)")
     ap.add_argument("--resident-batches", default="",
                     help="also run the last set with these queries per pass over the resident database, "
@@ -317,7 +318,10 @@ def main():
     def env_var(name, write=str):
         return lambda n: {name: write(n)}
 
-    chunk = str(db.n_residues // 4 + 1)           # (as streamed_passes: 4 chunks)
+    chunk = str(db.n_residues // 4 + 1)           # (as streamed_passes: quarters)
+    from gpu_search.blast.gpu import _chunks
+
+    n_chunks = len(_chunks(np.asarray(db.offsets, np.int64), int(chunk)))
     settings = [("--gpu-streams", args.streams, None), ("--gpu-gapped-cells", args.cells, None),
                 ("switch interval ms", args.switch_intervals,
                  env_var("GPU_SEARCH_SWITCH_INTERVAL", lambda ms: str(float(ms) / 1000))),
@@ -328,7 +332,7 @@ def main():
                 ("presence bits in smem", args.pv_smem, env_var("GPU_SEARCH_PV_SMEM")),
                 ("bins struck off first", args.prefilter, env_var("GPU_SEARCH_PREFILTER")),
                 ("resident, queries per pass", args.resident_batches, env_var("GPU_SEARCH_UNGAPPED_BATCH")),
-                ("streamed in 4 chunks, queries per pass", args.streamed_batches,
+                (f"streamed in {n_chunks} chunks, queries per pass", args.streamed_batches,
                  lambda n: {"GPU_SEARCH_STREAM_RESIDUES": chunk, "GPU_SEARCH_UNGAPPED_BATCH": n})]
     options = [(opt, x.strip(), how) for opt, values, how in settings for x in values.split(",") if x.strip()]
     streamed = []
@@ -370,7 +374,7 @@ def main():
         print(f"{label} with {n}: {t:.2f} s ({results[-1]['blast_s'] / t:.1f}x BLAST+), "
               f"same rows: {same}")
     for b, t, n in streamed:
-        print(f"{label}, GPU phases, database streamed in 4 chunks, {b} queries per pass: {t:.2f} s "
+        print(f"{label}, GPU phases, database streamed in {n_chunks} chunks, {b} queries per pass: {t:.2f} s "
               f"({results[-1]['blast_ungapped_s'] / t:.1f}x BLAST+ -ungapped), init HSPs "
               f"{'the same' if n == results[-1]['init_hsps'] else 'OTHER'}")
     print("our phases (seconds summed over threads), end-to-end runs:")

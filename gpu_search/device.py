@@ -7,6 +7,7 @@ the CPU with the same results, and the user is told so once.
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import sys
 import threading
@@ -86,6 +87,7 @@ def start_cuda(device: str, gpus: list[int] | None = None) -> None:
 
     _cuda_start = threading.Thread(target=create, name="cuda-start", daemon=True)
     _cuda_start.start()
+    atexit.register(wait_cuda)        # (an input error ends the command: not inside the driver)
 
 
 def wait_cuda() -> None:

@@ -121,12 +121,13 @@ def batch_of_queries(db_codes, proteome, matrix):
     return jobs, refs
 
 
-@pytest.mark.parametrize("how", ["resident", "streamed", "overflow"])
+@pytest.mark.parametrize("how", ["resident", "streamed", "overflow", "overflow to the cpu"])
 def test_queries_batched_per_pass(how, db_codes, proteome, blosum62, monkeypatch):
     """Several queries in one pass over the database (ungapped_extensions_many): each query's
     init HSPs equal the CPU path's, whatever its neighbours in the batch; a streamed
     database is uploaded once per batch, not once per query; tiny hit buffers send
-    subjects of several queries to the second pass and the CPU."""
+    subjects of several queries to the second pass, and with no GPU memory for its
+    buffers, to the CPU."""
     from gpu_search.blast.gpu import kernel_choice
 
     jobs, refs = batch_of_queries(db_codes, proteome, blosum62)
@@ -143,7 +144,17 @@ def test_queries_batched_per_pass(how, db_codes, proteome, blosum62, monkeypatch
 
         monkeypatch.setattr(GpuUngapped, "_upload", counted_upload)
     else:
-        engine = GpuUngapped(*db_codes, hit_slots=64 if how == "overflow" else HIT_SLOTS)
+        engine = GpuUngapped(*db_codes, hit_slots=HIT_SLOTS if how == "resident" else 64)
+    left_to_cpu = []
+    if how == "overflow to the cpu":
+        monkeypatch.setattr(engine, "_second_pass_scratch", lambda n_ints: None)
+        cpu = engine._cpu
+
+        def counted_cpu(*args):
+            left_to_cpu.append(len(args[-1]))
+            return cpu(*args)
+
+        monkeypatch.setattr(engine, "_cpu", counted_cpu)
     got = engine.ungapped_extensions_many(jobs)
     assert len(got) == len(refs)
     for k, (g, ref) in enumerate(zip(got, refs)):
@@ -151,18 +162,32 @@ def test_queries_batched_per_pass(how, db_codes, proteome, blosum62, monkeypatch
     assert sum(len(r) for r in refs) > 1000
     if how == "streamed":
         assert sorted(uploads) == [c["first"] for c in engine.chunks]      # each chunk once
-    if how == "overflow":
+    if how.startswith("overflow"):
         assert engine.overflowed > 0
+    if how == "overflow to the cpu":       # subjects of GPU queries, besides the two whole CPU queries
+        n_subjects = len(db_codes[1]) - 1
+        assert sum(1 for n in left_to_cpu if n < n_subjects) >= 2
 
 
 def test_cli_streamed_batches_identical_to_cpu(tmp_path, proteome_path, monkeypatch):
     """A database streamed through the GPU (GPU_SEARCH_STREAM_RESIDUES), its queries in batches
     of one pass each: the same bytes as the CPU; batches of 5 and the default."""
+    sizes = []
+    many = GpuUngapped.ungapped_extensions_many
+
+    def recorded(self, jobs):
+        sizes.append(len(jobs))
+        return many(self, jobs)
+
+    monkeypatch.setattr(GpuUngapped, "ungapped_extensions_many", recorded)
     monkeypatch.setenv("GPU_SEARCH_STREAM_RESIDUES", "250000")
     for batch in ("5", ""):
         monkeypatch.setenv("GPU_SEARCH_UNGAPPED_BATCH", batch)
-        outs = cli_outputs(tmp_path, proteome_path, 24, "6 std qlen slen")
+        sizes.clear()
+        outs = cli_outputs(tmp_path, proteome_path, 24, "6 std qlen slen", ["--gpus", "0"])
         assert outs["gpu"] == outs["cpu"], batch
+        # batches ramp up 1, 2, 4... to the most a pass takes, or the queries left
+        assert sizes == ([1, 2, 4, 5, 5, 5, 2] if batch else [1, 2, 4, 8, 9]), sizes
 
 
 def test_chunked_database(db_codes, proteome, blosum62):

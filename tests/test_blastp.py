@@ -291,11 +291,14 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, tmp_path, proteome, gpus,
 
 
 @pytest.mark.parametrize("gpus", [[0], [0, 1]])
-def test_gpu_pipeline_takes_queries_in_batches(monkeypatch, proteome, gpus):
+def test_gpu_pipeline_takes_queries_in_batches(monkeypatch, tmp_path, proteome, gpus):
     """A GPU engine that searches several queries per pass over the database (queries_per_pass,
     as a streamed database's does) is handed them in batches of up to that many (the first
-    of 1, 2, 4...), each query once; with a CPU stand-in for its word finder the output is the CPU path's."""
+    of 1, 2, 4...), each query once; with a CPU stand-in for its word finder the output is the CPU
+    path's, also with an all-X query (no lookup table: BLAST skips it) among them."""
     import io
+
+    from gpu_search.seqdb import read_fasta
 
     import gpu_search.blast.gpu as gpu_module
     import gpu_search.device as device
@@ -325,7 +328,13 @@ def test_gpu_pipeline_takes_queries_in_batches(monkeypatch, proteome, gpus):
 
     monkeypatch.setattr(gpu_module, "GpuUngapped", Batched)
     monkeypatch.setattr(device, "resolve", lambda d, quiet=False: "gpu" if d == "gpu" else "cpu")
-    queries = proteome.subset(list(range(0, proteome.n_seqs, proteome.n_seqs // 23))[:23])
+    fasta = tmp_path / "q.fa"
+    with open(fasta, "w") as fh:
+        for k, i in enumerate(list(range(0, proteome.n_seqs, proteome.n_seqs // 22))[:22]):
+            fh.write(f">{proteome.name(i)}\n{proteome.text(i)}\n")
+            if k == 10:
+                fh.write(">all_x\n" + "X" * 60 + "\n")
+    queries = read_fasta(fasta)
     out = {}
     for dev in ("cpu", "gpu"):
         fh = io.StringIO()
@@ -334,10 +343,11 @@ def test_gpu_pipeline_takes_queries_in_batches(monkeypatch, proteome, gpus):
                           db_name="proteome", quiet=True, device=dev, gpus=gpus)
         out[dev] = fh.getvalue()
     assert out["gpu"] == out["cpu"] and out["cpu"].count("\n") > 200
-    assert sorted(n for b in batches for n in b) == sorted(np.diff(np.asarray(queries.offsets)).tolist())
-    assert max(map(len, batches)) == 5 and len(batches) < 23
+    with_lookup = [n for n in np.diff(np.asarray(queries.offsets)).tolist() if n != 60]
+    assert len(with_lookup) == 22 and sorted(n for b in batches for n in b) == sorted(with_lookup)
+    assert max(map(len, batches)) <= 5 and len(batches) < 22
     if len(gpus) == 1:                        # the first passes: 1, 2, 4 queries, then up to 5
-        assert [len(b) for b in batches[:3]] == [1, 2, 4]
+        assert [len(b) for b in batches[:3]] == [1, 2, 4] and max(map(len, batches)) == 5
 
 
 def test_gpu_pipeline_error_is_raised_not_hung(monkeypatch, proteome):

@@ -159,7 +159,7 @@ def ungapped_batch(items: list, setup: SearchSetup, gpu) -> None:
         ungapped_stage(work, setup, gpu, lookup)
     elif on_gpu:
         found = gpu.ungapped_extensions_many([ungapped_job(work, setup, lookup) for work, lookup in on_gpu])
-        for (work, _), init in zip(on_gpu, found):
+        for (work, _), init in zip(on_gpu, found, strict=True):
             work.init = init
 
 
@@ -758,10 +758,11 @@ def _results_in_order(queries, setup: SearchSetup, pool, threads: int, gpus: lis
                 if item is None:
                     in_flight.release()
                     return
-                # and more, up to a pass's worth, where there is room now; the first passes
-                # take 1, 2, 4... queries: the CPU stages get their first work as soon as with
-                # one query a pass
-                most = min(per_pass[id(gpu)], 1 << passes)
+                # and more, up to a pass's worth, where there is room now.  Batches ramp up
+                # 1, 2, 4... so that the CPU stages start as early as with single queries, and
+                # the last ones are shared between the GPUs
+                left = n - taken[0] + 1               # queries not taken yet, this one too
+                most = min(per_pass[id(gpu)], 1 << min(passes, 16), -(-left // len(gpus)))
                 passes += 1
                 items = [item]
                 while len(items) < most and in_flight.acquire(blocking=False):
@@ -848,7 +849,7 @@ def _gpu_engines(setup, device, quiet, gpus, gpu_extension, gpu_window_lanes, gp
     from ..device import gpu_status
     from .gpu import GpuUngapped
 
-    times.add("GPU start (CuPy import, CUDA)", t0)
+    times.add("GPU start (CUDA; overlapped with the inputs)", t0)
     if started is not None:
         started()
     t0 = time.perf_counter()

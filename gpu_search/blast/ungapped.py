@@ -90,8 +90,8 @@ class UngappedJob(NamedTuple):
     query_codes: np.ndarray         # NCBIstdaa residues
     lookup: Lookup
     matrix_scores: np.ndarray       # 28 x 28
-    x_drop: int
-    cutoff: int
+    x_drop: int                     # raw score: min(X-drop, cutoff), from stats.search_cutoffs
+    cutoff: int                     # raw score an init HSP must reach (ungapped_cutoff)
     window: int = 40                # the two-hit window A (0: one-hit mode)
 
 

@@ -189,7 +189,8 @@ class GpuUngapped:
         self.length_order = length_order
         self.subject_bits, self.offset_bits = order_key_bits(self.host_offsets)
         self.order_on_gpu = True               # (False: on the host, as before; for bench/blastp_profile.py)
-        self.last_extension = None             # the variant the last query took (auto resolved)
+        self.last_extension = None             # the variant the last GPU query of a call took (auto resolved)
+        self.overflowed = 0                    # subjects of the last call that needed a second pass
         with cp.cuda.Device(device_id):
             props = cp.cuda.runtime.getDeviceProperties(device_id)
             self.n_sm = int(props["multiProcessorCount"])
@@ -321,23 +322,20 @@ class GpuUngapped:
         Same rows, query by query, as ``ungapped_extensions``.
         """
         results: list = [None] * len(jobs)
-        queries = {}
+        queries, on_cpu = {}, []
         self.overflowed = 0
         for k, job in enumerate(jobs):
-            codes = np.ascontiguousarray(job.query_codes, dtype=np.uint8)
+            job = jobs[k] = job._replace(query_codes=np.ascontiguousarray(job.query_codes, dtype=np.uint8))
             n_cells = diag_array_length(job.lookup.query_length, job.window)
             # one-hit mode (window 0) has no GPU kernel: BLAST's loop on the CPU
             if n_cells > MAX_SMEM_CELLS or job.lookup.n_entries == 0 or job.window == 0:
-                results[k] = self._cpu(codes, job.lookup, job.matrix_scores, job.x_drop, job.cutoff, job.window,
-                                       np.arange(len(self.host_offsets) - 1, dtype=np.int64))
+                on_cpu.append(k)
             else:
-                queries[k] = self._query_inputs(job._replace(query_codes=codes), n_cells)
-        if not queries:
-            return results
+                queries[k] = self._query_inputs(job, n_cells)
         cp = self.cp
         with cp.cuda.Device(self.device_id), self.stream:
             c = 0
-            while c < len(self.chunks):
+            while queries and c < len(self.chunks):
                 try:
                     chunk = self._resident(self.chunks[c])
                 except _HalveChunks:                   # streamed: cut this chunk in two, go on
@@ -354,6 +352,10 @@ class GpuUngapped:
                 c += 1
         for k, query in queries.items():
             results[k] = self._finish(jobs[k], query)
+        for k in on_cpu:         # (after the pass: the batch's GPU work first)
+            job = jobs[k]
+            results[k] = self._cpu(job.query_codes, job.lookup, job.matrix_scores, job.x_drop, job.cutoff,
+                                   job.window, np.arange(len(self.host_offsets) - 1, dtype=np.int64))
         return results
 
     def _query_inputs(self, job: UngappedJob, n_cells: int) -> dict:
@@ -425,12 +427,7 @@ class GpuUngapped:
                 per_hit_x2 = 15 if query["extension"] == "hit" else 3      # as SLOTS_PER_HIT_X2
                 slots = int(over[:, 1].max()) * per_hit_x2 // 2 + 64
                 n_blocks = int(min(len(over), grid, (1 << 30) // (4 * slots)))
-                scratch = None
-                if n_blocks >= 1:
-                    try:
-                        scratch = cp.empty(n_blocks * slots, dtype=np.int32)
-                    except cp.cuda.memory.OutOfMemoryError:
-                        scratch = None
+                scratch = self._second_pass_scratch(n_blocks * slots) if n_blocks >= 1 else None
                 if scratch is None:
                     left = over[:, 0].tolist()
                 else:
@@ -457,6 +454,14 @@ class GpuUngapped:
         rows = rows.get().reshape(n_rows, 7)
         self.seconds["order and copy back"] += time.perf_counter() - t0
         return rows, left
+
+    def _second_pass_scratch(self, n_ints: int):
+        """The second pass's hit buffers, or None where the GPU has no memory for them (the
+        CPU then takes those subjects)."""
+        try:
+            return self.cp.empty(n_ints, dtype=np.int32)
+        except self.cp.cuda.memory.OutOfMemoryError:
+            return None
 
     def _blast_order(self, rows, n_rows: int, rank, rank_bits: int):
         """The chunk's rows in BLAST's order (ungapped.blast_order), sorted on the GPU:
