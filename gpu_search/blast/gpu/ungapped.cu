@@ -347,47 +347,6 @@ __device__ __forceinline__ int word_at(const unsigned char* __restrict__ subject
     return w;
 }
 
-// The word hits of subject positions [base, base + 32), found by one warp with the hits dealt
-// evenly over its lanes: each lane looks up its position's cell, a prefix sum over the warp
-// numbers the hits, and in each round lane j takes hit round + j, finding the position it
-// belongs to by a binary search over the prefix sums (shuffles).  on_hit(s, q) for each.
-// (A cell holds from none to dozens of query offsets: with a position per lane, most lanes
-// idled while the warp's fullest cell was walked.)  Called by whole warps (base uniform).
-template <typename OnHit>
-__device__ __forceinline__ void warp_word_hits(const unsigned char* __restrict__ subject, int base, int npos,
-                                               const unsigned* pv, const int* __restrict__ cell_start,
-                                               const int* __restrict__ cell_offsets, OnHit on_hit)
-{
-    const int lane = threadIdx.x & 31;
-    const int s = base + lane;
-    int e0 = 0, n = 0;
-    if (s < npos) {
-        const int w = word_at(subject, s);
-        if (cell_has_hits(pv, w)) {
-            e0 = __ldg(&cell_start[w]);
-            n = __ldg(&cell_start[w + 1]) - e0;
-        }
-    }
-    int incl = n;                      // hits of lanes 0 .. lane
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-        const int v = __shfl_up_sync(0xffffffffu, incl, d);
-        if (lane >= d) incl += v;
-    }
-    const int total = __shfl_sync(0xffffffffu, incl, 31);
-    const int first = e0 - (incl - n);  // hit number k of this lane's position: entry first + k
-    for (int round = 0; round < total; round += 32) {
-        const int k = round + lane;
-        int owner = 0;                 // lanes whose hits all come before hit k
-#pragma unroll
-        for (int step = 16; step >= 1; step >>= 1) {
-            if (__shfl_sync(0xffffffffu, incl, owner + step - 1) <= k) owner += step;
-        }
-        const int f = __shfl_sync(0xffffffffu, first, owner);
-        if (k < total) on_hit(base + owner, __ldg(&cell_offsets[f + k]));
-    }
-}
-
 // Exclusive prefix sum of a[0..n) in place (shared memory), returns the total;
 // also zeroes zero[0..n) on the way.
 __device__ int block_exclusive_scan(int* a, int n, int* warp_sums, int* zero)
@@ -487,11 +446,14 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
             for (int i = threadIdx.x; i < n_bins; i += BLOCK) start[i] = 0;
             __syncthreads();
 
-            // 1. hit detection: count hits per bin (a warp takes 32 positions at a time)
-            for (int base = threadIdx.x & ~31; base < npos; base += BLOCK)
-                warp_word_hits(subject, base, npos, pv, cell_start, cell_offsets, [&](int s, int q) {
-                    atomicAdd(&start[(q - s + rot) & diag_mask], 1);
-                });
+            // 1. hit detection: count hits per bin
+            for (int s = threadIdx.x; s < npos; s += BLOCK) {
+                const int w = word_at(subject, s);
+                if (!cell_has_hits(pv, w)) continue;
+                const int e1 = __ldg(&cell_start[w + 1]);
+                for (int e = __ldg(&cell_start[w]); e < e1; ++e)
+                    atomicAdd(&start[(__ldg(&cell_offsets[e]) - s + rot) & diag_mask], 1);
+            }
             __syncthreads();
 
             // 2. bin starts (and fill[] zeroed)
@@ -513,16 +475,20 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
 #endif
                 }
                 __syncthreads();
-                for (int base = threadIdx.x & ~31; base < npos; base += BLOCK)
-                    warp_word_hits(subject, base, npos, pv, cell_start, cell_offsets, [&](int s, int q) {
-                        const int b = (q - s + rot) & diag_mask;
+                for (int s = threadIdx.x; s < npos; s += BLOCK) {
+                    const int w = word_at(subject, s);
+                    if (!cell_has_hits(pv, w)) continue;
+                    const int e1 = __ldg(&cell_start[w + 1]);
+                    for (int e = __ldg(&cell_start[w]); e < e1; ++e) {
+                        const int b = (__ldg(&cell_offsets[e]) - s + rot) & diag_mask;
                         const int k = atomicAdd(&fill[b], 1);
                         buf[start[b] + k] = s;
 #if HIT_BASED
                         buf[total + total / 2 + start[b] + k] = b;
 #endif
                         if (k == 1) multi[atomicAdd(&n_multi, 1)] = b;
-                    });
+                    }
+                }
                 __syncthreads();
 
                 // 4. one thread per bin of two hits or more (one hit never triggers an
