@@ -47,6 +47,7 @@ from hmmsearch_bench import pyhmmer_data  # noqa: E402
 
 from gpu_search import seqdb  # noqa: E402
 from gpu_search.blast.engine import GPU_STREAMS  # noqa: E402
+from gpu_search.blast.gpu import _chunks  # noqa: E402
 
 
 def our_blastp(gsdb, threads: int) -> list[str]:
@@ -69,6 +70,16 @@ def our_env(work: Path) -> dict:
     return env
 
 
+class QuerySet:
+    """The proteome's sequences idx as a query set (what engine.new_work reads)."""
+
+    def __init__(self, base, idx):
+        self.base, self.idx, self.n_seqs = base, idx, len(idx)
+
+    def sequence(self, i):
+        return self.base.sequence(self.idx[i])
+
+
 def gpu_phases(db, base, idx, threads, streams=1):
     """Seconds for our GPU phases of the queries (database already uploaded), and init HSPs found.
 
@@ -83,12 +94,6 @@ def gpu_phases(db, base, idx, threads, streams=1):
     from gpu_search.blast import engine
     from gpu_search.blast.options import BlastOptions
 
-    class Queries:                       # the proteome's sequences as a query set
-        n_seqs = len(idx)
-
-        def sequence(self, i):
-            return base.sequence(idx[i])
-
     setup = engine.make_setup(db, BlastOptions(num_threads=threads))
     gpu = gpu_phases.engine_cache.get(id(db))
     if gpu is None:
@@ -102,7 +107,7 @@ def gpu_phases(db, base, idx, threads, streams=1):
     while len(twins) < streams - 1:
         twins.append(gpu.worker())
     engines = [gpu] + twins[:streams - 1]
-    q = Queries()
+    q = QuerySet(base, idx)
     per_query, n_init = [None] * q.n_seqs, [0] * q.n_seqs
     nxt, lock = [0], threading.Lock()
 
@@ -151,16 +156,10 @@ def streamed_passes(db, base, idx, threads, batches, n_chunks=4):
     from gpu_search.blast.gpu import GpuUngapped
     from gpu_search.blast.options import BlastOptions
 
-    class Queries:
-        n_seqs = len(idx)
-
-        def sequence(self, i):
-            return base.sequence(idx[i])
-
     setup = engine.make_setup(db, BlastOptions(num_threads=threads))
     gpu = GpuUngapped(setup.residues, setup.offsets, streamed=True,
                       max_chunk_residues=len(setup.residues) // n_chunks + 1)
-    q, first, timed_runs = Queries(), None, []
+    q, first, timed_runs = QuerySet(base, idx), None, []
     for b in batches:
         t = time.perf_counter()
         works = []
@@ -313,15 +312,14 @@ def main():
         results.append(r)
         print(json.dumps(r), flush=True)
     sweep = []
-    # (label, values, how a value is given: a command-line option, or the environment variable
-    # and how it is written there)
+
     def env_var(name, write=str):
         return lambda n: {name: write(n)}
 
     chunk = str(db.n_residues // 4 + 1)           # (as streamed_passes: quarters)
-    from gpu_search.blast.gpu import _chunks
-
     n_chunks = len(_chunks(np.asarray(db.offsets, np.int64), int(chunk)))
+    # (label, values, how a value is given: None for a command-line option, else a function
+    # giving the environment variables that set it)
     settings = [("--gpu-streams", args.streams, None), ("--gpu-gapped-cells", args.cells, None),
                 ("switch interval ms", args.switch_intervals,
                  env_var("GPU_SEARCH_SWITCH_INTERVAL", lambda ms: str(float(ms) / 1000))),

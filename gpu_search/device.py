@@ -78,7 +78,9 @@ def start_cuda(device: str, gpus: list[int] | None = None) -> None:
     def create():
         try:
             ok, _, names = gpu_status()
-            for d in (gpus or range(len(names))) if ok else ():
+            if not ok:
+                return
+            for d in gpus or range(len(names)):
                 if d < len(names):
                     with cupy.cuda.Device(d):
                         cupy.cuda.runtime.free(0)      # creates the context

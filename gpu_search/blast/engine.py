@@ -134,10 +134,10 @@ def ungapped_stage(work: QueryWork, setup: SearchSetup, gpu=None, lookup=None) -
         lookup = prepare_query(work, setup)
     if lookup is None:
         return
-    if gpu is not None:
-        work.init = gpu.ungapped_extensions(*ungapped_job(work, setup, lookup))
-        return
     job = ungapped_job(work, setup, lookup)
+    if gpu is not None:
+        work.init = gpu.ungapped_extensions(*job)
+        return
     work.init = ungapped_extensions(
         job.query_codes, lookup, setup.residues, setup.offsets, np.arange(len(setup.lengths), dtype=np.int64),
         setup.matrix.scores, x_drop=job.x_drop, cutoff=job.cutoff, window=job.window, method="scan")

@@ -321,19 +321,19 @@ class GpuUngapped:
         database is copied to the GPU once per batch of queries, not once per query.
         Same rows, query by query, as ``ungapped_extensions``.
         """
+        jobs = [job._replace(query_codes=np.ascontiguousarray(job.query_codes, dtype=np.uint8)) for job in jobs]
         results: list = [None] * len(jobs)
         queries, on_cpu = {}, []
         self.overflowed = 0
-        for k, job in enumerate(jobs):
-            job = jobs[k] = job._replace(query_codes=np.ascontiguousarray(job.query_codes, dtype=np.uint8))
-            n_cells = diag_array_length(job.lookup.query_length, job.window)
-            # one-hit mode (window 0) has no GPU kernel: BLAST's loop on the CPU
-            if n_cells > MAX_SMEM_CELLS or job.lookup.n_entries == 0 or job.window == 0:
-                on_cpu.append(k)
-            else:
-                queries[k] = self._query_inputs(job, n_cells)
         cp = self.cp
         with cp.cuda.Device(self.device_id), self.stream:
+            for k, job in enumerate(jobs):
+                n_cells = diag_array_length(job.lookup.query_length, job.window)
+                # one-hit mode (window 0) has no GPU kernel: BLAST's loop on the CPU
+                if n_cells > MAX_SMEM_CELLS or job.lookup.n_entries == 0 or job.window == 0:
+                    on_cpu.append(k)
+                else:
+                    queries[k] = self._query_inputs(job, n_cells)
             c = 0
             while queries and c < len(self.chunks):
                 try:
@@ -343,8 +343,7 @@ class GpuUngapped:
                     continue
                 first = self.chunks[c]["first"]
                 for query in queries.values():
-                    rows, left = self._chunk(query["kernel"], query["block"], chunk, query, query["grid"],
-                                             query["smem"])
+                    rows, left = self._chunk(chunk, query)
                     rows[:, 0] += first
                     query["parts"].append(rows)
                     query["leftover"].extend(int(i) + first for i in left)
@@ -353,33 +352,29 @@ class GpuUngapped:
         for k, query in queries.items():
             results[k] = self._finish(jobs[k], query)
         for k in on_cpu:         # (after the pass: the batch's GPU work first)
-            job = jobs[k]
-            results[k] = self._cpu(job.query_codes, job.lookup, job.matrix_scores, job.x_drop, job.cutoff,
-                                   job.window, np.arange(len(self.host_offsets) - 1, dtype=np.int64))
+            results[k] = self._cpu(jobs[k], np.arange(len(self.host_offsets) - 1, dtype=np.int64))
         return results
 
     def _query_inputs(self, job: UngappedJob, n_cells: int) -> dict:
         """A query's kernel (chosen by kernel_choice and compiled), launch geometry and arrays
-        on the GPU, and the lists its rows are gathered in."""
-        cp = self.cp
+        on the GPU, and the lists its rows are gathered in (called on the engine's device and stream)."""
         t0 = time.perf_counter()
         lookup = job.lookup
         choice = kernel_choice(lookup, job.window, self.extension, self.block, self.window_lanes, self.scores,
                                self.pv_smem, self.prefilter)
         block, pv_smem = choice.block, choice.pv_smem
         self.last_extension = choice.extension
-        with cp.cuda.Device(self.device_id), self.stream:
-            kernel = load_kernel(lookup.word_size, block, choice.extension, self.device_id, choice.lanes,
-                                 choice.matrix_smem, pv_smem, choice.prefilter)
-            presence = presence_bits(lookup.cell_start) if pv_smem else None
-            smem = 2 * n_cells * 4 + (presence.nbytes if pv_smem else 0)
-            _allow_smem(kernel, smem)
-            rank_bits = max(1, len(lookup.query_rank).bit_length())
-            on_gpu_order = self.order_on_gpu and self.subject_bits + self.offset_bits + rank_bits <= 63
-            query = _upload_inputs(cp, cells=lookup.cell_start, offsets=lookup.offsets,
-                                   rank=lookup.query_rank if on_gpu_order else None,
-                                   presence=presence, pssm=_pssm(job.query_codes, job.matrix_scores),
-                                   matrix=job.matrix_scores, codes=job.query_codes)
+        kernel = load_kernel(lookup.word_size, block, choice.extension, self.device_id, choice.lanes,
+                             choice.matrix_smem, pv_smem, choice.prefilter)
+        presence = presence_bits(lookup.cell_start) if pv_smem else None
+        smem = 2 * n_cells * 4 + (presence.nbytes if pv_smem else 0)
+        _allow_smem(kernel, smem)
+        rank_bits = max(1, len(lookup.query_rank).bit_length())
+        on_gpu_order = self.order_on_gpu and self.subject_bits + self.offset_bits + rank_bits <= 63
+        query = _upload_inputs(self.cp, cells=lookup.cell_start, offsets=lookup.offsets,
+                               rank=lookup.query_rank if on_gpu_order else None,
+                               presence=presence, pssm=_pssm(job.query_codes, job.matrix_scores),
+                               matrix=job.matrix_scores, codes=job.query_codes)
         if presence is None:
             query["presence"] = query["cells"]                   # (not read without PV_SMEM)
         # blocks that can be resident at once: enough to fill the GPU, no more (scratch per block)
@@ -395,8 +390,7 @@ class GpuUngapped:
         """A query's rows from every chunk, with the subjects left to the CPU, in BLAST's order."""
         parts, leftover = query["parts"], query["leftover"]
         if leftover:             # no GPU memory for a big enough buffer: the CPU does these subjects
-            extra = self._cpu(job.query_codes, job.lookup, job.matrix_scores, job.x_drop, job.cutoff, job.window,
-                              np.sort(np.array(leftover, dtype=np.int64)))
+            extra = self._cpu(job, np.sort(np.array(leftover, dtype=np.int64)))
             parts.append(np.stack([extra[name] for name in extra.dtype.names], axis=1).astype(np.int32)
                          if len(extra) else np.empty((0, 7), np.int32))
         rows = np.concatenate(parts) if parts else np.empty((0, 7), np.int32)
@@ -404,14 +398,15 @@ class GpuUngapped:
             rows = blast_order(rows, job.lookup.query_rank)
         return _to_records(rows)
 
-    def _chunk(self, kernel, block, c, query, grid, smem):
-        """One database chunk: the kernel over every subject, then again over the subjects
-        whose hits overflowed the blocks' buffers, with buffers sized for them.
+    def _chunk(self, c, query):
+        """One database chunk: the query's kernel over every subject, then again over the
+        subjects whose hits overflowed the blocks' buffers, with buffers sized for them.
 
         Returns the rows (subject index within the chunk), in BLAST's order where
         ``query["rank"]`` is given, and the subjects left to the CPU.
         """
         cp = self.cp
+        kernel, block, grid, smem = query["kernel"], query["block"], query["grid"], query["smem"]
         while True:
             t0 = time.perf_counter()
             self.counters.fill(0)
@@ -483,9 +478,10 @@ class GpuUngapped:
                 np.int32(self.n_out_cap), self.counters[1:2], self.overflow, self.counters[2:3]),
                shared_mem=smem)
 
-    def _cpu(self, query_codes, lookup, matrix_scores, x_drop, cutoff, window, ids):
-        return ungapped_extensions(query_codes, lookup, self.host_residues, self.host_offsets, ids,
-                                   matrix_scores, x_drop, cutoff, window, method="scan")
+    def _cpu(self, job: UngappedJob, ids):
+        """A query's init HSPs against the subjects ids, on the CPU."""
+        return ungapped_extensions(job.query_codes, job.lookup, self.host_residues, self.host_offsets, ids,
+                                   job.matrix_scores, job.x_drop, job.cutoff, job.window, method="scan")
 
 
 def _upload_inputs(cp, **arrays) -> dict:
