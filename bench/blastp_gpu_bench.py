@@ -387,7 +387,7 @@ def main():
                         ours=("gpu-search blastp (GPU)", r["ours_s"], r["identical"]))
     if args.timeline:
         print(f"timeline of the last set's main run ({timeline}):", flush=True)
-        subprocess.run([sys.executable, str(Path(__file__).with_name("timeline.py")), str(timeline),
+        subprocess.run([sys.executable, str(Path(__file__).parent / "probes" / "timeline.py"), str(timeline),
                         "--step", "1"])
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ mkdir -p .whl/deb .whl/bin
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
     -d .whl pyhmmer==0.12.3
-# py-spy (a static binary in a wheel): bench/gil_profile.py, who holds the GIL in a blastp run
+# py-spy (a static binary in a wheel): bench/probes/gil_profile.py, who holds the GIL in a blastp run
 python3 -m pip download -q --no-deps --only-binary=:all: -d .whl py-spy==0.4.3
 (cd .whl/deb && apt-get download -qq hmmer libdivsufsort3 ncbi-blast+ ncbi-data liblmdb0 libmbedcrypto7 \
     libmbedtls14 libmbedx509-1 libpcre3 diamond-aligner libgzstream0 2>&1 | grep -v "^W: " || true)

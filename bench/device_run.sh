@@ -55,17 +55,17 @@ if [ "$what" = blast-profile ]; then  # the ungapped kernel alone, e.g. BENCH_AR
     timeout 580 python3 bench/blastp_profile.py ${BENCH_ARGS:---copies 99 --presence} 2>&1 | tee "$OUT/blast-profile.log" | tail -40
     rc=${PIPESTATUS[0]}
 fi
-if [ "$what" = blast-ab ]; then    # AB_OLD: a folder holding an older gpu_search (bench/blastp_ab.py says how)
-    timeout "${AB_S:-300}" python3 bench/blastp_ab.py --old "${AB_OLD:?set AB_OLD}" --reps "${AB_REPS:-4}" 2>&1 \
+if [ "$what" = blast-ab ]; then    # AB_OLD: a folder holding an older gpu_search (bench/probes/blastp_ab.py says how)
+    timeout "${AB_S:-300}" python3 bench/probes/blastp_ab.py --old "${AB_OLD:?set AB_OLD}" --reps "${AB_REPS:-4}" 2>&1 \
         | tee "$OUT/blast-ab.log" | tail -30
     rc=${PIPESTATUS[0]}
 fi
-if [ "$what" = blast-gil ]; then   # who holds the GIL in a 100-query run (bench/gil_profile.py; py-spy's wheel in .whl)
+if [ "$what" = blast-gil ]; then   # who holds the GIL in a 100-query run (bench/probes/gil_profile.py; py-spy's wheel in .whl)
     if [ -n "${HMM_TESTS:-}" ]; then   # the hmmsearch GPU tests first, while the database is built
         timeout 300 python3 -m pytest -m gpu tests/test_gpu.py -q -x -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests.log" | tail -6
         rc=${PIPESTATUS[0]}
     fi
-    PATH=/tmp/site/bin:$PATH timeout "${GIL_S:-400}" python3 bench/gil_profile.py --out "$OUT" ${BENCH_ARGS:-} 2>&1 \
+    PATH=/tmp/site/bin:$PATH timeout "${GIL_S:-400}" python3 bench/probes/gil_profile.py --out "$OUT" ${BENCH_ARGS:-} 2>&1 \
         | tee "$OUT/gil-profile.log" | tail -150
     [ "${PIPESTATUS[0]}" = 0 ] || rc=1
 fi
@@ -73,7 +73,7 @@ if [ "$what" = vit ]; then
     # VIT_K: a pytest -k expression (empty: all of test_gpu.py); VIT_TEST_S / VIT_SWEEP_S: time limits
     timeout "${VIT_TEST_S:-300}" python3 -m pytest -m gpu tests/test_gpu.py -q -x -p no:cacheprovider ${VIT_K:+-k "$VIT_K"} 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
     rc=${PIPESTATUS[0]}
-    timeout "${VIT_SWEEP_S:-400}" python3 bench/viterbi_sweep.py ${BENCH_ARGS:-} 2>&1 | tee "$OUT/viterbi-sweep.log" | tail -80
+    timeout "${VIT_SWEEP_S:-400}" python3 bench/probes/viterbi_sweep.py ${BENCH_ARGS:-} 2>&1 | tee "$OUT/viterbi-sweep.log" | tail -80
 fi
 if [ "$what" = multi ]; then
     timeout 540 python3 bench/multi_gpu.py 2>&1 | tee "$OUT/multi_gpu.log" | tail -20

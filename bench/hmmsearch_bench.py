@@ -187,7 +187,7 @@ def main():
             t = kernel_time(lambda: backend.msv(prof, allidx, geo), "msv")
             sweep.append((hmm.name, prof.M, "msv", geo.G, geo.W, cells / t / 1e9))
         # Viterbi: the default geometry with and without its switches (REDUX, transitions in
-        # registers); bench/viterbi_sweep.py sweeps them all
+        # registers); bench/probes/viterbi_sweep.py sweeps them all
         default = viterbi_geometry(prof.M)
         for label, geo in (("viterbi", default), ("vit/int32", viterbi_geometry(prof.M, cells=1))):
             backend.viterbi(prof, allidx[:2000], geo)                   # compile

@@ -3,7 +3,7 @@ the traceback workers' fork, CuPy's import, CUDA's start, and the engines' const
 (the database's upload, buffers, streams) for a database of the benchmark's size
 (273 M residues; random letters: the start does not depend on them).
 
-    python3 bench/startup_probe.py [--workers 16]
+    python3 bench/probes/startup_probe.py [--workers 16]
 """
 
 from __future__ import annotations

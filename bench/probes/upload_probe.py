@@ -1,7 +1,7 @@
 """Where a blastp run's "GPU upload" phase goes: the database's copy to the GPU, the buffers,
 the other engines (on the GPU host).
 
-    python bench/upload_probe.py [--gsdb /tmp/gsblastbench/db399.gsdb]
+    python bench/probes/upload_probe.py [--gsdb /tmp/gsblastbench/db399.gsdb]
 
 Times, in a fresh process, as ``engine._gpu_engines`` runs them: CuPy's import and CUDA's
 start, then GpuUngapped's construction split into its parts (the residues' copy, the
@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+BENCH = Path(__file__).resolve().parents[1]          # bench/: the benchmarks these probes build on
+sys.path[:0] = [str(BENCH.parent), str(BENCH)]
 
 from gpu_search import seqdb  # noqa: E402
 from gpu_search.blast import engine  # noqa: E402

@@ -1,6 +1,6 @@
 """The GIL convoy that a GPU-feeding thread meets among busy CPU threads (no GPU needed).
 
-    python bench/gil_convoy.py
+    python bench/probes/gil_convoy.py
 
 A "GPU thread" makes 200 blocking calls that release the GIL (as a kernel
 wait or a copy does) with a little Python between them, while 0, 4 or 15

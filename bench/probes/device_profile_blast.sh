@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU host: compute-sanitizer (racecheck, memcheck) and ncu on the blastp kernel,
 # then the kernel's time by block size.
-# Usage: bash bench/device_profile_blast.sh [checks|blocks|all]
+# Usage: bash bench/probes/device_profile_blast.sh [checks|blocks|all]
 set -o pipefail
 what=${1:-all}
 bash bench/device_run.sh none > /dev/null 2>&1

@@ -1,6 +1,6 @@
 """Who holds the interpreter's lock during a blastp GPU run (py-spy ``--gil``), on the GPU host.
 
-    python bench/gil_profile.py [--copies 399] [--rate 1000] [--set 100]
+    python bench/probes/gil_profile.py [--copies 399] [--rate 1000] [--set 100]
 
 The 100-query run of ``blastp_gpu_bench.py`` (same database, same queries, a
 fresh process reading the .gsdb, its bytecode kept: ``our_env``), timed plain and then sampled by py-spy,
@@ -24,8 +24,8 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+BENCH = Path(__file__).resolve().parents[1]          # bench/: the benchmarks these probes build on
+sys.path[:0] = [str(BENCH.parent), str(BENCH)]
 
 from blastp_bench import blast_programs, prepare_databases, query_sets, write_queries  # noqa: E402
 from blastp_gpu_bench import our_blastp, our_env  # noqa: E402
@@ -113,7 +113,7 @@ def main():
         print(f"plain run {k}: {time.perf_counter() - t:.2f} s; "
               + next((line for line in r.stderr.splitlines() if "timings" in line), r.stderr[-300:]), flush=True)
     out = Path(args.out or work)
-    timeline = out / "timeline.json"          # who is busy when, in a plain run (bench/timeline.py)
+    timeline = out / "timeline.json"          # who is busy when, in a plain run (bench/probes/timeline.py)
     r = subprocess.run(ours, capture_output=True, text=True, env=dict(env, GPU_SEARCH_TIMELINE=str(timeline)))
     if timeline.exists():
         print(subprocess.run([sys.executable, str(Path(__file__).with_name("timeline.py")), str(timeline),

@@ -2,7 +2,7 @@
 run alternately on the same 100 queries against the benchmark database.
 
     git archive REV gpu_search | tar -x -C OLD_DIR        # here, inside the working tree
-    python3 bench/blastp_ab.py --old OLD_DIR [--reps 5] [--env NAME=VALUE]   # on the device
+    python3 bench/probes/blastp_ab.py --old OLD_DIR [--reps 5] [--env NAME=VALUE]   # on the device
 
 Start-up changes move a run by a few tenths of a second while the same code varies by as much
 from one run (or host) to the next: only runs alternated in one call compare.  Prints each
@@ -20,7 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+BENCH = Path(__file__).resolve().parents[1]          # bench/: the benchmarks these probes build on
+sys.path[:0] = [str(BENCH.parent), str(BENCH)]
 from blastp_bench import blast_programs, prepare_databases, query_sets, write_queries  # noqa: E402
 from blastp_gpu_bench import our_blastp, process_lifetime  # noqa: E402
 from hmmsearch_bench import pyhmmer_data  # noqa: E402

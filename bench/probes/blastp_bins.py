@@ -1,6 +1,6 @@
 """How many of the ungapped kernel's listed bins can trigger the two-hit rule (CPU only).
 
-    python bench/blastp_bins.py [--copies 3] [--lengths 127,517,1038]
+    python bench/probes/blastp_bins.py [--copies 3] [--lengths 127,517,1038]
 
 For each query (the proteome protein nearest each length) against pyhmmer's
 proteome and COPIES residue-shuffled copies: the word hits, the diagonal bins
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+BENCH = Path(__file__).resolve().parents[1]          # bench/: the benchmarks these probes build on
+sys.path[:0] = [str(BENCH.parent), str(BENCH)]
 
 from hmmsearch_bench import build_database, pyhmmer_data  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Viterbi-filter kernel variants on the GPU host: GCUPS of each, one table.
 
-    python bench/viterbi_sweep.py [--copies 99]
+    python bench/probes/viterbi_sweep.py [--copies 99]
 
 For four of the benchmark's models (M = 178 .. 1,152), every variant of
 filters.cu's viterbi_filter that fits in registers: G lanes per sequence,
@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+BENCH = Path(__file__).resolve().parents[1]          # bench/: the benchmarks these probes build on
+sys.path[:0] = [str(BENCH.parent), str(BENCH)]
 
 from hmmsearch_bench import benchmark_inputs  # noqa: E402
 

@@ -1,7 +1,7 @@
 """The database's first copy to the GPU in a fresh process, done in several ways (each variant
 in its own process): pageable, pinned staging, in slices; on the GPU host.
 
-    python bench/upload_variants.py [--mb 273]
+    python bench/probes/upload_variants.py [--mb 273]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Summarise a blastp run's timeline (GPU_SEARCH_TIMELINE=file.json): who is busy when.
 
-    python bench/timeline.py file.json [--step 0.5]
+    python bench/probes/timeline.py file.json [--step 0.5]
 
 Threads are grouped by name (blastp-gpu*: the GPU threads feeding the ungapped
 stage; blastp-gapped: the threads launching the preliminary gapped kernel;
