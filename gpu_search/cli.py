@@ -1,6 +1,8 @@
 """The ``gpu-search`` command line: it parses options and calls the library.
 
-Subcommands: ``hmmsearch`` (HMMER's command-line shape), ``makedb``, ``info``.
+Subcommands: ``hmmsearch`` (HMMER's options and outputs), ``blastp`` (BLAST+'s options and
+tabular rows), ``makedb`` (a ``.gsdb`` database, optionally in shards), ``merge`` (the results of
+database shards), ``galaxy-xml`` (the Galaxy tool's XML) and ``info`` (versions and GPUs).
 Every user error ends as one line on stderr and a documented exit code;
 outputs are written to temporary files and renamed only on success.
 """
@@ -16,7 +18,7 @@ import time
 
 import click
 
-_IMPORTED = time.time()          # (GPU_SEARCH_TIMINGS: when the interpreter and click were ready)
+_IMPORTED = time.time()          # (--timings: when the interpreter and click were ready)
 
 from . import __version__, HMMER_DATE, HMMER_VERSION
 from .errors import GpuSearchError, OptionError, exit_code_help
@@ -50,12 +52,17 @@ def _numba_without_scipy() -> None:
             del sys.modules["scipy.linalg.cython_blas"]
 
 
-def main(argv=None) -> None:
-    """Entry point of the console script: runs the click group, maps errors to exit codes."""
+def main(argv=None, *, blast_settings=None) -> None:
+    """Entry point of the console script: runs the click group, maps errors to exit codes.
+
+    ``blast_settings``: a ``BlastSettings`` for blastp (benchmarks; the options typed on the
+    command line still win).  Called without ``argv`` it reads ``sys.argv`` and ends the
+    process as the ``gpu-search`` program does."""
     if argv is None and sys.argv[1:2] and sys.argv[1] in NUMBA_COMMANDS:   # the program, not Python
         _numba_without_scipy()
     try:
-        code = cli.main(args=argv, prog_name="gpu-search", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="gpu-search", standalone_mode=False,
+                        obj={"blast_settings": blast_settings})
     except GpuSearchError as exc:
         _fail(exc)
     except click.exceptions.Abort:
@@ -408,12 +415,12 @@ class BlastCommand(click.Command):
               help="CPU threads (default: all cores).")
 @click.option("--hits-out", "hits_out", metavar="FILE",
               help="Also save the rows at full precision (.gsblast) for `gpu-search merge` of database shards.")
-@click.option("--gpu-extension", "gpu_extension", type=click.Choice(["auto", "window", "diagonal", "hit"]),
+@click.option("--gpu-extension", "gpu_extension", type=click.Choice(["auto", "window", "diagonal"]),
               default="auto", show_default=True,
               help="cuBLASTP's ungapped-extension variant on the GPU, same results: window (--gpu-window-lanes "
-                   "threads per diagonal extend each hit together), diagonal (a thread per diagonal extends "
-                   "its hits in order) or hit (a thread per hit, redundant work); auto: window, or diagonal "
-                   "for low-complexity queries (measured fastest).")
+                   "threads per diagonal extend each hit together) or diagonal (a thread per diagonal extends "
+                   "its hits in order); auto: window, or diagonal for low-complexity queries (measured "
+                   "fastest).")
 @click.option("--gpu-window-lanes", "gpu_window_lanes", type=click.Choice(["auto", "4", "8", "16", "32"]),
               default="auto", show_default=True,
               help="Threads per window of --gpu-extension window (cuBLASTP's window size); auto: 32 for "
@@ -427,10 +434,14 @@ class BlastCommand(click.Command):
 @click.option("--gpu-gapped/--cpu-gapped", "gpu_gapped", default=True, show_default=True,
               help="With a GPU: the preliminary (score-only) gapped extensions of subjects with few init HSPs "
                    "on the GPU too, or all of them on CPU threads.  Same results.")
+@click.option("--timings", is_flag=True, hidden=True,
+              help="Print where the run's time went on stderr (for the benchmarks).")
+@click.option("--timeline", metavar="FILE", hidden=True,
+              help="Write every timed interval of the run to FILE, JSON (bench/probes/timeline.py).")
 @_device_option
 def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps, dbsize, matrix, gapopen, gapextend,
            word_size, threshold, window_size, comp_based_stats, num_threads, hits_out, gpu_extension,
-           gpu_window_lanes, gpu_streams, gpu_gapped_cells, gpu_gapped, device, gpus, quiet):
+           gpu_window_lanes, gpu_streams, gpu_gapped_cells, gpu_gapped, timings, timeline, device, gpus, quiet):
     """Protein BLAST: search protein queries against a protein database, as BLAST+ blastp.
 
     Rows are those of NCBI BLAST+ 2.12 blastp with -comp_based_stats 0.
@@ -456,6 +467,10 @@ def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps,
                            num_threads=num_threads or os.cpu_count() or 1)
     fmt, columns = parse_outfmt(outfmt)
     gpu_ids = _parse_gpus(gpus)
+    settings = _blast_settings(click.get_current_context(), streams=gpu_streams, gapped=gpu_gapped,
+                               gapped_cells=gpu_gapped_cells, extension=gpu_extension,
+                               window_lanes=None if gpu_window_lanes == "auto" else int(gpu_window_lanes),
+                               timings=timings, timeline=timeline)
     start_cuda(device, gpu_ids)        # the GPUs' start overlaps reading the inputs
     queries = read_fasta(query)
     subjects = open_database(db)
@@ -464,17 +479,37 @@ def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps,
         fh = outs.open(out) if out else io.StringIO()
         run_blastp(queries, subjects, options, fh, fmt=fmt, columns=columns,
                    db_name=os.path.basename(str(db)), quiet=quiet, hits_out=hits_out,
-                   device=device, gpus=gpu_ids, gpu_extension=gpu_extension,
-                   gpu_window_lanes=None if gpu_window_lanes == "auto" else int(gpu_window_lanes),
-                   gpu_gapped=gpu_gapped, gpu_streams=gpu_streams, gpu_gapped_cells=gpu_gapped_cells)
+                   device=device, gpus=gpu_ids, settings=settings)
         stamps.append(("searched", time.time()))
         if not out:
             sys.stdout.write(fh.getvalue())
             sys.stdout.flush()
         outs.commit()
-    if os.environ.get("GPU_SEARCH_TIMINGS"):   # for bench/blastp_gpu_bench.py's start-up breakdown
+    if settings.timings:                       # for bench/blastp_gpu_bench.py's start-up breakdown
         print("gpu-search blastp stamps (epoch s): " + "  ".join(f"{k}={t:.3f}" for k, t in stamps),
               file=sys.stderr)
+
+
+_SETTINGS_OPTIONS = dict(streams="gpu_streams", gapped="gpu_gapped", gapped_cells="gpu_gapped_cells",
+                         extension="gpu_extension", window_lanes="gpu_window_lanes", timings="timings",
+                         timeline="timeline")
+
+
+def _blast_settings(ctx, **given):
+    """The run's BlastSettings: those a caller passed (``main(blast_settings=)``, a benchmark),
+    with the options typed on the command line over them; else the options' values."""
+    from click.core import ParameterSource
+
+    from .blast.settings import BlastSettings
+
+    base = (ctx.obj or {}).get("blast_settings")
+    if base is None:
+        return BlastSettings(**given)
+    from dataclasses import replace
+
+    typed = {k: v for k, v in given.items()
+             if ctx.get_parameter_source(_SETTINGS_OPTIONS[k]) not in (ParameterSource.DEFAULT, None)}
+    return replace(base, **typed)
 
 
 # --- makedb -------------------------------------------------------------------------------

@@ -189,7 +189,7 @@ def gapped_kernel_on_cpu(tmp_path_factory):
 
 
 @pytest.mark.parametrize("gpus", [None, [0, 1, 2]])
-def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, tmp_path, proteome, gpus, gapped_kernel_on_cpu):
+def test_gpu_pipeline_with_a_cpu_stand_in(tmp_path, proteome, gpus, gapped_kernel_on_cpu):
     """The GPU pipeline of run_blastp (tables built ahead, each query's gapped work cut into
     pieces on threads, the preliminary gapped kernel for subjects with at most 2 init HSPs on
     each GPU's gapped threads, for the queries waiting at once, traceback in query order, on
@@ -223,11 +223,10 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, tmp_path, proteome, gpus,
                 time.sleep(0.5)                               # a slow first launch: queries pile up
             return rows, np.where(on_gpu, counts, 0), np.where(on_gpu, status, 0)
 
-    import gpu_search.blast.gpu as gpu_module
-    import gpu_search.device as device
     from gpu_search.blast import engine
     from gpu_search.blast.options import BlastOptions
     from gpu_search.blast.output import parse_outfmt
+    from gpu_search.blast.settings import BlastSettings
     from gpu_search.blast.ungapped import ungapped_extensions
 
     used = set()
@@ -250,26 +249,24 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, tmp_path, proteome, gpus,
             return ungapped_extensions(q, lookup, self.residues, self.offsets, ids, scores, x_drop, cutoff,
                                        window, method="scan")
 
-    monkeypatch.setattr(gpu_module, "GpuUngapped", StandIn)
-    monkeypatch.setattr(device, "resolve", lambda d, quiet=False: "gpu" if d == "gpu" else "cpu")
-    monkeypatch.setattr(engine, "PRELIM_PIECE", 40)          # many pieces per query
-    if gpus is None:                 # one gapped thread: the queries waiting pile up behind its first launch
-        monkeypatch.setattr(engine, "PRELIM_THREADS", 1)
-        monkeypatch.setattr(engine, "TRACEBACK_SPLIT", 300)    # long hit lists traced back in pieces
-    monkeypatch.setattr(gpu_gapped, "GpuPrelim", PrelimStandIn)
+    stand_ins = engine.GpuEngineTypes(StandIn, PrelimStandIn)
+    # many gapped pieces per query; with one GPU, one gapped thread (the queries waiting pile up
+    # behind its first launch) and long hit lists traced back in pieces on worker processes;
+    # with three, the traceback on threads; the GPU run's timeline kept
+    settings = BlastSettings(gapped_piece=40, gapped_threads=1 if gpus is None else 2,
+                             traceback_split=300 if gpus is None else BlastSettings.traceback_split,
+                             traceback_processes=gpus is None, timeline=str(tmp_path / "timeline.json"))
     idx = list(range(0, proteome.n_seqs, proteome.n_seqs // 12))[:12]
     queries = proteome.subset(idx)
-    if gpus is not None:
-        monkeypatch.setenv("GPU_SEARCH_TRACEBACK_PROCESSES", "0")
     switch_interval = sys.getswitchinterval()
     out = {}
     for dev in ("cpu", "gpu"):
         fh = io.StringIO()
         fmt, columns = parse_outfmt("6 std qlen slen")
-        if dev == "gpu":                         # the GPU run's timeline (GPU_SEARCH_TIMELINE)
-            monkeypatch.setenv("GPU_SEARCH_TIMELINE", str(tmp_path / "timeline.json"))
         engine.run_blastp(queries, proteome, BlastOptions(num_threads=3), fh, fmt=fmt, columns=columns,
-                          db_name="proteome", quiet=True, device=dev, gpus=gpus)
+                          db_name="proteome", quiet=True, device=dev, gpus=gpus,
+                          settings=settings if dev == "gpu" else None,
+                          engine_types=stand_ins if dev == "gpu" else None)
         out[dev] = fh.getvalue()
     assert out["gpu"] == out["cpu"]
     timeline = json.loads((tmp_path / "timeline.json").read_text())
@@ -291,7 +288,7 @@ def test_gpu_pipeline_with_a_cpu_stand_in(monkeypatch, tmp_path, proteome, gpus,
 
 
 @pytest.mark.parametrize("gpus", [[0], [0, 1]])
-def test_gpu_pipeline_takes_queries_in_batches(monkeypatch, tmp_path, proteome, gpus):
+def test_gpu_pipeline_takes_queries_in_batches(tmp_path, proteome, gpus):
     """A GPU engine that searches several queries per pass over the database (queries_per_pass,
     as a streamed database's does) is handed them in batches of up to that many (the first
     of 1, 2, 4...), each query once; with a CPU stand-in for its word finder the output is the CPU
@@ -300,12 +297,10 @@ def test_gpu_pipeline_takes_queries_in_batches(monkeypatch, tmp_path, proteome, 
 
     from gpu_search.seqdb import read_fasta
 
-    import gpu_search.blast.gpu as gpu_module
-    import gpu_search.device as device
     from gpu_search.blast import engine
     from gpu_search.blast.options import BlastOptions
     from gpu_search.blast.output import parse_outfmt
-    from gpu_search.blast.ungapped import ungapped_extensions
+    from gpu_search.blast.ungapped import UngappedJob, ungapped_extensions
 
     batches = []
 
@@ -324,10 +319,8 @@ def test_gpu_pipeline_takes_queries_in_batches(monkeypatch, tmp_path, proteome, 
                                         j.x_drop, j.cutoff, j.window, method="scan") for j in jobs]
 
         def ungapped_extensions(self, *job):
-            return self.ungapped_extensions_many([engine.UngappedJob(*job)])[0]
+            return self.ungapped_extensions_many([UngappedJob(*job)])[0]
 
-    monkeypatch.setattr(gpu_module, "GpuUngapped", Batched)
-    monkeypatch.setattr(device, "resolve", lambda d, quiet=False: "gpu" if d == "gpu" else "cpu")
     fasta = tmp_path / "q.fa"
     with open(fasta, "w") as fh:
         for k, i in enumerate(list(range(0, proteome.n_seqs, proteome.n_seqs // 22))[:22]):
@@ -340,7 +333,8 @@ def test_gpu_pipeline_takes_queries_in_batches(monkeypatch, tmp_path, proteome, 
         fh = io.StringIO()
         fmt, columns = parse_outfmt("6 std qlen slen")
         engine.run_blastp(queries, proteome, BlastOptions(num_threads=2), fh, fmt=fmt, columns=columns,
-                          db_name="proteome", quiet=True, device=dev, gpus=gpus)
+                          db_name="proteome", quiet=True, device=dev, gpus=gpus,
+                          engine_types=engine.GpuEngineTypes(Batched, None) if dev == "gpu" else None)
         out[dev] = fh.getvalue()
     assert out["gpu"] == out["cpu"] and out["cpu"].count("\n") > 200
     with_lookup = [n for n in np.diff(np.asarray(queries.offsets)).tolist() if n != 60]
@@ -350,12 +344,10 @@ def test_gpu_pipeline_takes_queries_in_batches(monkeypatch, tmp_path, proteome, 
         assert [len(b) for b in batches[:3]] == [1, 2, 4] and max(map(len, batches)) == 5
 
 
-def test_gpu_pipeline_error_is_raised_not_hung(monkeypatch, proteome):
+def test_gpu_pipeline_error_is_raised_not_hung(proteome):
     """A failure on the GPU side (here: the third query) reaches the caller; nothing hangs."""
     import io
 
-    import gpu_search.blast.gpu as gpu_module
-    import gpu_search.device as device
     from gpu_search.blast import engine
     from gpu_search.blast.options import BlastOptions
     from gpu_search.blast.output import parse_outfmt
@@ -376,12 +368,11 @@ def test_gpu_pipeline_error_is_raised_not_hung(monkeypatch, proteome):
                 raise DeviceError("GPU out of memory (planted)")
             return np.zeros(0, dtype=INIT_HSP_DTYPE)
 
-    monkeypatch.setattr(gpu_module, "GpuUngapped", Failing)
-    monkeypatch.setattr(device, "resolve", lambda d, quiet=False: "gpu")
     fmt, columns = parse_outfmt("6")
     with pytest.raises(DeviceError, match="planted"):
         engine.run_blastp(proteome.subset(list(range(8))), proteome, BlastOptions(num_threads=2), io.StringIO(),
-                          fmt=fmt, columns=columns, db_name="p", quiet=True, device="gpu", gpus=[0, 1])
+                          fmt=fmt, columns=columns, db_name="p", quiet=True, device="gpu", gpus=[0, 1],
+                          engine_types=engine.GpuEngineTypes(Failing, None))
     assert not multiprocessing.active_children()          # the traceback's workers ended too
 
 
@@ -390,9 +381,7 @@ def test_gpu_pipeline_traceback_worker_error(monkeypatch, proteome):
     the workers end and drop the database they inherited."""
     import io
 
-    import gpu_search.blast.gpu as gpu_module
-    import gpu_search.device as device
-    from gpu_search.blast import engine
+    from gpu_search.blast import engine, pipeline, workers
     from gpu_search.blast.options import BlastOptions
     from gpu_search.blast.output import parse_outfmt
     from gpu_search.blast.ungapped import INIT_HSP_DTYPE
@@ -411,26 +400,23 @@ def test_gpu_pipeline_traceback_worker_error(monkeypatch, proteome):
             raise ValueError("traceback failed (planted)")
         return []
 
-    monkeypatch.setattr(gpu_module, "GpuUngapped", NoHits)
-    monkeypatch.setattr(device, "resolve", lambda d, quiet=False: "gpu")
-    monkeypatch.setattr(engine, "traceback_stage", failing_traceback)   # inherited by the forked workers
+    monkeypatch.setattr(pipeline, "traceback_stage", failing_traceback)   # inherited by the forked workers
     fmt, columns = parse_outfmt("6")
     with pytest.raises(RuntimeError, match=r"query 3 failed: ValueError\('traceback failed \(planted\)'\)"):
         engine.run_blastp(proteome.subset(list(range(6))), proteome, BlastOptions(num_threads=2), io.StringIO(),
-                          fmt=fmt, columns=columns, db_name="p", quiet=True, device="gpu")
+                          fmt=fmt, columns=columns, db_name="p", quiet=True, device="gpu",
+                          engine_types=engine.GpuEngineTypes(NoHits, None))
     assert not multiprocessing.active_children()
-    assert engine._FORKED is None
+    assert workers._FORKED is None
 
 
-def test_gpu_pipeline_threads_end_after_a_failure(monkeypatch, proteome):
+def test_gpu_pipeline_threads_end_after_a_failure(proteome):
     """A failing gapped launch: the error reaches the caller, and the GPU and gapped threads end
     (the queries it never handed over give no room back to the threads waiting for some)."""
     import io
     import threading
 
-    import gpu_search.blast.gpu as gpu_module
     import gpu_search.blast.gpu.gapped as gpu_gapped
-    import gpu_search.device as device
     from gpu_search.blast import engine
     from gpu_search.blast.options import BlastOptions
     from gpu_search.blast.output import parse_outfmt
@@ -456,13 +442,11 @@ def test_gpu_pipeline_threads_end_after_a_failure(monkeypatch, proteome):
             time.sleep(0.3)                                    # the GPU threads fill the window meanwhile
             raise DeviceError("gapped launch failed (planted)")
 
-    monkeypatch.setattr(gpu_module, "GpuUngapped", Resident)
-    monkeypatch.setattr(gpu_gapped, "GpuPrelim", FailingPrelim)
-    monkeypatch.setattr(device, "resolve", lambda d, quiet=False: "gpu")
     fmt, columns = parse_outfmt("6")
     with pytest.raises(DeviceError, match="planted"):
         engine.run_blastp(proteome.subset(list(range(40))), proteome, BlastOptions(num_threads=2),
-                          io.StringIO(), fmt=fmt, columns=columns, db_name="p", quiet=True, device="gpu")
+                          io.StringIO(), fmt=fmt, columns=columns, db_name="p", quiet=True, device="gpu",
+                          engine_types=engine.GpuEngineTypes(Resident, FailingPrelim))
     deadline = time.time() + 5
     while time.time() < deadline:
         alive = [t.name for t in threading.enumerate() if t.name.startswith(("blastp-gpu", "blastp-gapped"))]
@@ -478,7 +462,7 @@ def test_results_pickle_as_their_fields():
     (output.fields_reduce): every field, defaults included, comes back as it was."""
     import pickle
 
-    from gpu_search.blast.engine import SubjectResult
+    from gpu_search.blast.hitlist import SubjectResult
     from gpu_search.blast.output import Hsp, format_row, parse_outfmt
 
     rows = [Hsp("q1", "q1 a query", 120, f"s{k}", f"s{k} title", 300 + k, 55 + k, 25.4 + k, 10.0 ** -k,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..errors import OptionError
 from ..output import load_pickle, save_pickle
-from .engine import select
+from .hitlist import select
 from .output import write_footer, write_query
 
 MAGIC = b"GSBLAST\x01"

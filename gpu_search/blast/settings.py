@@ -44,6 +44,10 @@ class BlastSettings:
             database, copied to the GPU once per pass, 1 for a resident one).
         stream_residues: stream the database through the GPU in chunks of this many
             residues even where it fits (0: only where it does not fit).
+        gapped_piece: init HSPs per task when one query's preliminary gapped stage is spread
+            over CPU threads (pieces keep every thread busy when one query has most of the work).
+        traceback_split: a query's hit list whose HSPs span more query letters than this is
+            traced back on several worker processes (its tail would otherwise end the run).
         switch_interval: the interpreter's GIL switch interval (seconds) while the GPUs are
             fed (0: left as it is).
         traceback_processes: the traceback of a GPU run on forked worker processes (else
@@ -63,6 +67,8 @@ class BlastSettings:
     prefilter: bool = True
     queries_per_pass: int | None = None
     stream_residues: int = 0
+    gapped_piece: int = 4096
+    traceback_split: int = 20_000
     switch_interval: float = 0.0005
     traceback_processes: bool = True
     timings: bool = False
@@ -73,6 +79,6 @@ class BlastSettings:
             raise ValueError(f"extension must be one of {EXTENSIONS}, not {self.extension!r}")
         if self.gapped_kernel not in GAPPED_KERNELS:
             raise ValueError(f"gapped_kernel must be one of {GAPPED_KERNELS}, not {self.gapped_kernel!r}")
-        for name in ("streams", "gapped_threads", "gapped_batch"):
+        for name in ("streams", "gapped_threads", "gapped_batch", "gapped_piece", "traceback_split"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")

@@ -1,0 +1,114 @@
+"""The hit list: E-values of a query's HSPs, BLAST's order of subjects, and its cuts.
+
+BLAST keeps, per query, the best ``prelim_hitlist_size`` subjects of the
+preliminary gapped stage (``Blast_HitListUpdate``, ordered by
+``s_EvalueCompareHSPLists``: best E-value, then best score, then the later
+database position first), traces back only those, and writes the best
+``-max_target_seqs`` of them.  The same cuts serve one search and the union of
+database shards' results (:mod:`.merge`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import stats
+from .output import fields_reduce
+
+EVALUE_EPSILON = 1.0e-180          # s_EvalueComp: smaller E-values compare equal
+
+
+# --- E-values of a query's HSPs ---------------------------------------------------------------
+
+
+def evalue(score: int, work, setup, subject_len: int) -> float:
+    """Spouge E-value of a raw score against a subject length, remembered per query in
+    ``work.evalues`` (HSPs of a query repeat few (score, length) pairs)."""
+    key = (score, subject_len)
+    e = work.evalues.get(key)
+    if e is None:
+        g = setup.gapped
+        e = work.evalues[key] = stats.spouge_evalue(score, g.kbp, g.gbp, len(work.codes), subject_len,
+                                                    setup.db_length)
+    return e
+
+
+def evalues(scores, work, setup, subject_len: int) -> np.ndarray:
+    """E-values of several scores against one subject length."""
+    return np.array([evalue(int(s), work, setup, int(subject_len)) for s in scores], dtype=np.float64)
+
+
+def evalues_by_length(scores, lengths, work, setup) -> np.ndarray:
+    """E-values of many (score, subject length) pairs: each distinct pair computed once."""
+    pairs, inverse = np.unique(np.stack([np.asarray(scores, np.int64), np.asarray(lengths, np.int64)]),
+                               axis=1, return_inverse=True)
+    ev = np.array([evalue(int(sc), work, setup, int(n)) for sc, n in pairs.T], dtype=np.float64)
+    return ev[inverse.ravel()]
+
+
+# --- BLAST's order of subjects -----------------------------------------------------------------
+
+
+def evalue_key(e: float) -> float:
+    """An E-value as s_EvalueComp compares it (below EVALUE_EPSILON: equal to 0)."""
+    return 0.0 if e < EVALUE_EPSILON else e
+
+
+def list_order_key(best_evalue: float, best_score: int, oid: int):
+    """s_EvalueCompareHSPLists: E-value up, score down, ordinal id down."""
+    return (evalue_key(best_evalue), -best_score, -oid)
+
+
+@dataclass
+class SubjectResult:
+    """One subject's final rows for a query, with the two keys BLAST orders subjects by.
+
+    ``prelim_key`` ranks it in the preliminary hit list (best preliminary
+    E-value, score, later database position first), ``final_key`` in the
+    output; ``oid`` is the position in the whole database (shards included).
+    """
+
+    oid: int
+    prelim_key: tuple
+    final_key: tuple
+    rows: list
+
+    def __reduce__(self):
+        return fields_reduce(self)
+
+
+def prelim_hitlist_size(max_target_seqs: int) -> int:
+    """SBlastHitsParametersNew (gapped search, no composition statistics)."""
+    return max(min(2 * max_target_seqs, max_target_seqs + 50), 10)
+
+
+def hit_list(work, setup) -> list[tuple]:
+    """The preliminary hit list of a query (``work.prelim``: subject -> PRELIM_HSP rows):
+    (order key, subject) of the subjects kept for the traceback, best first
+    (Blast_HitListUpdate)."""
+    if not work.prelim:
+        return []
+    first = int(setup.subjects.first_index)
+    # every subject's best E-value and score at once (a query has thousands of subjects here,
+    # chance hits mostly: a Python loop over them held the GIL the GPU threads wait for)
+    subjects = list(work.prelim)
+    counts = np.array([len(work.prelim[s]) for s in subjects], dtype=np.int64)
+    scores = np.concatenate([work.prelim[s]["score"] for s in subjects]).astype(np.int64)
+    ev = evalues_by_length(scores, np.repeat(setup.lengths[subjects], counts), work, setup)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    best_ev = np.minimum.reduceat(ev, starts).tolist()
+    best_score = np.maximum.reduceat(scores, starts).tolist()
+    lists = sorted((list_order_key(e, sc, first + s), s) for e, sc, s in zip(best_ev, best_score, subjects))
+    return lists[: prelim_hitlist_size(setup.options.max_target_seqs)]
+
+
+def select(results: list[SubjectResult], max_target_seqs: int) -> list[SubjectResult]:
+    """BLAST's subjects for output: the preliminary hit list (its best
+    ``prelim_hitlist_size`` subjects), traced back, sorted, cut to max_target_seqs.
+
+    Works on one search's results or on the union of database shards' results.
+    """
+    kept = sorted(results, key=lambda r: r.prelim_key)[: prelim_hitlist_size(max_target_seqs)]
+    return sorted(kept, key=lambda r: r.final_key)[:max_target_seqs]

@@ -1,0 +1,283 @@
+"""The blastp stages of one query, in BLAST+'s order (the CPU path, and the pieces the
+scheduler runs around the GPU).
+
+For each query against the whole database (BLAST+ searches queries in
+batches, but every decision below is taken per query: checked against the binary):
+
+1. ungapped stage (:mod:`.ungapped`, or the GPU's :mod:`.gpu`): lookup table,
+   word hits binned by diagonal, two-hit rule, ungapped X-drop extension ->
+   init HSPs;
+2. preliminary gapped stage per subject (:mod:`.gapped`), restricted first where
+   BLAST decides so, exact where a restricted score lands near the cutoff;
+   E-values (Spouge), HSPs over the preliminary E threshold dropped
+   (``Blast_HSPListReapByEvalue``);
+3. preliminary hit list: the best ``prelim_hitlist_size`` subjects
+   (:mod:`.hitlist`);
+4. traceback per subject (:mod:`.traceback`): ALIGN_EX, purging, E-values,
+   reap by -evalue; ``-max_hsps``;
+5. subjects sorted by best E-value, then best score, then later database
+   position first, cut to ``-max_target_seqs`` (``hitlist.select``).
+
+Like HMMER's p7_pipeline.c, this module holds the stages only; who runs them
+where (threads, GPUs, worker processes) is :mod:`.scheduler`'s and
+:mod:`.workers`' business.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import OptionError
+from . import gapped, stats, traceback
+from .alphabet import EASEL_TO_NCBISTDAA, NCBISTDAA, blast_query_codes, easel_to_ncbistdaa
+from .hitlist import SubjectResult, evalue_key, evalues, evalues_by_length, hit_list, list_order_key
+from .lookup import build_lookup
+from .matrix import load_matrix
+from .options import BlastOptions
+from .output import Hsp
+from .ungapped import UngappedJob, ungapped_extensions
+
+
+@dataclass
+class SearchSetup:
+    """Everything fixed for a whole run: matrix, gap costs, database in BLAST's alphabet."""
+
+    options: BlastOptions
+    matrix: object
+    gap_open: int
+    gap_extend: int
+    gapped: object
+    threshold: float
+    window_size: int              # two-hit window: -window_size, or the matrix's default
+    residues: np.ndarray          # the database, NCBIstdaa codes
+    offsets: np.ndarray
+    lengths: np.ndarray
+    db_length: int                # residues for statistics: -dbsize, or the whole database's
+    subjects: object              # the SequenceDB (names, titles)
+
+
+@dataclass
+class QueryWork:
+    """One query's state through the stages."""
+
+    index: int
+    codes: np.ndarray
+    kbp: object = None
+    cutoffs: object = None
+    init: np.ndarray = field(default_factory=lambda: np.zeros(0))  # INIT_HSP rows, subject by subject
+    prelim: dict = field(default_factory=dict)            # subject -> PRELIM_HSP rows (E-value reaped)
+    evalues: dict = field(default_factory=dict)           # (score, subject length) -> E-value
+
+
+def make_setup(subjects, options: BlastOptions) -> SearchSetup:
+    """The run's fixed parameters, checked, and the database in NCBIstdaa."""
+    matrix = load_matrix(options.matrix)
+    go, ge = matrix.default_gap
+    go = options.gapopen if options.gapopen is not None else go
+    ge = options.gapextend if options.gapextend is not None else ge
+    if options.gapopen is not None and options.gapextend is None or \
+            options.gapopen is None and options.gapextend is not None:
+        raise OptionError("give both -gapopen and -gapextend, or neither")
+    gapped_params = stats.gapped_params(matrix.name, go, ge)
+    if options.dbsize is not None:
+        db_length = int(options.dbsize)
+    else:  # a .gsdb shard knows the whole database's size
+        db_length = int(subjects.total_residues)
+    return SearchSetup(
+        options=options, matrix=matrix, gap_open=go, gap_extend=ge, gapped=gapped_params,
+        threshold=options.threshold if options.threshold is not None else matrix.word_threshold,
+        window_size=options.window_size if options.window_size is not None else matrix.window_size,
+        residues=easel_to_ncbistdaa(subjects.residues, options.num_threads or os.cpu_count() or 1),
+        offsets=np.asarray(subjects.offsets, dtype=np.int64),
+        lengths=np.asarray(subjects.lengths, dtype=np.int64),
+        db_length=db_length, subjects=subjects,
+    )
+
+
+def new_work(i: int, queries) -> QueryWork:
+    """Query i of the query set, in BLAST's query alphabet."""
+    codes = blast_query_codes(EASEL_TO_NCBISTDAA[np.asarray(queries.sequence(i))])
+    return QueryWork(index=i, codes=codes)
+
+
+# --- 1. ungapped stage -------------------------------------------------------------------
+
+
+def prepare_query(work: QueryWork, setup: SearchSetup):
+    """Statistics, cutoffs and lookup table of one query (None when BLAST skips the query)."""
+    q = work.codes
+    work.kbp = stats.ungapped_params(q, setup.matrix)
+    if work.kbp is None:          # BLAST: no valid Karlin block for this query (e.g. all X)
+        return None
+    work.cutoffs = stats.search_cutoffs(work.kbp, setup.gapped, len(q), stats.BLAST_SEQSRC_MINLENGTH,
+                                        setup.db_length, evalue=setup.options.evalue)
+    return build_lookup(q, setup.matrix.scores, setup.options.word_size, setup.threshold)
+
+
+def ungapped_stage(work: QueryWork, setup: SearchSetup, gpu=None, lookup=None) -> None:
+    """Init HSPs of one query: on the GPU (``gpu``: a blast.gpu.GpuUngapped) or the CPU.
+
+    ``lookup``: the query's table if ``prepare_query`` already ran.
+    """
+    if lookup is None:
+        lookup = prepare_query(work, setup)
+    if lookup is None:
+        return
+    job = ungapped_job(work, setup, lookup)
+    if gpu is not None:
+        work.init = gpu.ungapped_extensions(*job)
+        return
+    work.init = ungapped_extensions(
+        job.query_codes, lookup, setup.residues, setup.offsets, np.arange(len(setup.lengths), dtype=np.int64),
+        setup.matrix.scores, x_drop=job.x_drop, cutoff=job.cutoff, window=job.window, method="scan")
+
+
+def ungapped_job(work: QueryWork, setup: SearchSetup, lookup) -> UngappedJob:
+    """The ungapped stage's arguments for one query (a GPU batch takes a list of them)."""
+    cut = work.cutoffs
+    return UngappedJob(work.codes, lookup, setup.matrix.scores, x_drop=min(cut.x_drop_ungapped, cut.ungapped_cutoff),
+                       cutoff=cut.ungapped_cutoff, window=setup.window_size)
+
+
+def ungapped_batch(items: list, setup: SearchSetup, gpu) -> None:
+    """Init HSPs of several queries ((work, lookup) pairs) in one pass of the GPU ``gpu`` over
+    the database (GpuUngapped.ungapped_extensions_many); a query without a lookup table has none."""
+    on_gpu = [(work, lookup) for work, lookup in items if lookup is not None]
+    if len(on_gpu) == 1:
+        work, lookup = on_gpu[0]
+        ungapped_stage(work, setup, gpu, lookup)
+    elif on_gpu:
+        found = gpu.ungapped_extensions_many([ungapped_job(work, setup, lookup) for work, lookup in on_gpu])
+        for (work, _), init in zip(on_gpu, found, strict=True):
+            work.init = init
+
+
+# --- 2. preliminary gapped stage -----------------------------------------------------------
+
+
+def prelim_hsps(init: np.ndarray, work: QueryWork, setup: SearchSetup) -> dict:
+    """Preliminary gapped HSPs of the subjects of ``init`` (init HSPs, whole subjects), E-value reaped.
+
+    BLAST_GetGappedScore per subject, restricted extensions first where the
+    query's best init HSP of the subject is below 0.68 x its cutoff (decided
+    per query: what BLAST+ 2.12 does even for queries searched together), then
+    Blast_HSPListReapByEvalue with the preliminary E-value.  Subjects are
+    independent, so any split of the init HSPs at subject boundaries gives
+    the same HSPs.
+
+    Returns:
+        {subject: PRELIM_HSP rows}.
+    """
+    if work.cutoffs is None or not len(init):
+        return {}
+    cut = work.cutoffs
+    hsps, _ = gapped.preliminary_gapped_hsps_batch(
+        init, work.codes, setup.residues, setup.offsets, setup.matrix.scores,
+        setup.gap_open, setup.gap_extend, cut.x_drop_gapped, cut.cutoff_score,
+        restricted=None, expect_value=setup.options.evalue)
+    return reap_by_evalue(hsps, work, setup)
+
+
+def reap_by_evalue(hsps: np.ndarray, work: QueryWork, setup: SearchSetup) -> dict:
+    """Blast_HSPListReapByEvalue with the preliminary E-value, on PRELIM_BATCH rows.
+
+    Returns {subject: its rows whose E-value is <= the threshold, order kept}.
+    """
+    if not len(hsps):
+        return {}
+    ev = evalues_by_length(hsps["score"], setup.lengths[hsps["subject"]], work, setup)
+    kept = hsps[ev <= work.cutoffs.prelim_evalue]
+    if not len(kept):
+        return {}
+    subj = kept["subject"]
+    starts = np.flatnonzero(np.r_[True, subj[1:] != subj[:-1]])
+    return {int(subj[a]): kept[a:b] for a, b in zip(starts, np.r_[starts[1:], len(kept)])}
+
+
+def prelim_stage(work: QueryWork, setup: SearchSetup) -> None:
+    """Preliminary gapped HSPs of every subject with init HSPs (``prelim_hsps``), in ``work.prelim``."""
+    work.prelim.update(prelim_hsps(work.init, work, setup))
+
+
+def init_pieces(init: np.ndarray, size: int) -> list[np.ndarray]:
+    """A query's init HSPs cut at subject boundaries into pieces of about ``size`` rows
+    (``BlastSettings.gapped_piece``), for several threads."""
+    if len(init) <= size:
+        return [init]
+    subj = init["subject"]
+    starts = np.flatnonzero(np.r_[True, subj[1:] != subj[:-1]])
+    cuts = np.unique(starts[np.minimum(np.searchsorted(starts, np.arange(size, len(init), size)),
+                                       len(starts) - 1)])
+    bounds = [0, *[int(c) for c in cuts if c > 0], len(init)]
+    return [init[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+# --- 3-5. hit list, traceback, rows ----------------------------------------------------------
+
+
+def final_stage(work: QueryWork, setup: SearchSetup, queries) -> list[SubjectResult]:
+    """Traceback of the subjects of the preliminary hit list (Blast_HitListUpdate)."""
+    return traceback_stage(work, setup, queries, hit_list(work, setup))
+
+
+def traceback_stage(work: QueryWork, setup: SearchSetup, queries, hits: list[tuple]) -> list[SubjectResult]:
+    """Final HSPs with traceback of the subjects of ``hits`` (``hitlist.hit_list``)."""
+    opts = setup.options
+    first = int(setup.subjects.first_index)
+    results = []
+    for key, s in hits:
+        a, b = setup.offsets[s], setup.offsets[s + 1]
+        subject = setup.residues[a:b]
+        res = traceback.traceback(
+            work.prelim[s], work.codes, subject, setup.matrix.scores, setup.gap_open, setup.gap_extend,
+            work.cutoffs.x_drop_final,
+            evalue=lambda scores, n=b - a: evalues(scores, work, setup, n),
+            expect_value=opts.evalue)
+        if len(res) == 0:
+            continue
+        # Blast_HSPListSortByEvalue: E-value up, then score (ScoreCompareHSPs)
+        order = sorted(range(len(res)), key=lambda i: (evalue_key(float(res.hsps["evalue"][i])), i))
+        if opts.max_hsps is not None:
+            order = order[: opts.max_hsps]
+        final_key = list_order_key(float(res.hsps["evalue"][order[0]]), int(res.hsps["score"][order[0]]),
+                                   first + s)
+        results.append(SubjectResult(first + s, key, final_key, to_hsps(work, setup, queries, s, res, order)))
+    return results
+
+
+def to_hsps(work: QueryWork, setup: SearchSetup, queries, s: int, res, order) -> list[Hsp]:
+    """Output rows of one subject."""
+    db = setup.subjects
+    qname = queries.name(work.index)
+    qdesc = queries.description(work.index)
+    qtitle = f"{qname} {qdesc}" if qdesc else qname
+    g = setup.gapped
+    a, b = setup.offsets[s], setup.offsets[s + 1]
+    subject = setup.residues[a:b]
+    sname, sdesc = db.name(s), db.description(s)
+    strings = res.strings(work.codes, subject, NCBISTDAA)
+    rows = []
+    for i in order:
+        h = res.hsps[i]
+        qseq, sseq = strings[i]
+        rows.append(Hsp(
+            query_id=qname, query_title=qtitle, query_length=len(work.codes),
+            subject_id=sname, subject_title=f"{sname} {sdesc}" if sdesc else sname,
+            subject_length=int(b - a), score=int(h["score"]),
+            bit_score=stats.bit_score(int(h["score"]), g.kbp), evalue=float(h["evalue"]),
+            q_start=int(h["q_start"]) + 1, q_end=int(h["q_end"]),
+            s_start=int(h["s_start"]) + 1, s_end=int(h["s_end"]),
+            qseq=qseq, sseq=sseq, nident=int(h["num_ident"]), positive=int(h["num_positives"]),
+            gaps=int(h["gaps"]), gapopen=int(h["gap_opens"]), oid=int(db.first_index) + int(s)))
+    return rows
+
+
+def search_query(i: int, queries, setup: SearchSetup) -> list[SubjectResult]:
+    """All stages for one query: every subject of its preliminary hit list with final rows."""
+    work = new_work(i, queries)
+    ungapped_stage(work, setup)
+    prelim_stage(work, setup)
+    return final_stage(work, setup, queries)

@@ -1,0 +1,128 @@
+"""The traceback's worker processes of a GPU run.
+
+The traceback (stage 4, and the hit list before it) is Python around compiled
+code: on threads it would share the GIL with the threads that feed the GPUs.
+It runs instead on worker processes forked once the database is loaded, which
+inherit the setup and the queries; each task carries one query's preliminary
+HSPs (and the GPU gapped kernel's HSPs, whose E-values are reaped there).  A
+long hit list comes back cut into pieces, for the scheduler to trace back on
+several processes.  The workers never call CUDA.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import numpy as np
+
+from . import gapped, pipeline, traceback
+from .alphabet import NCBISTDAA
+from .hitlist import hit_list
+from .matrix import load_matrix
+
+_FORKED: tuple | None = None       # (setup, queries) in the worker processes
+
+
+def traceback_task(index: int, codes, kbp, cutoffs, prelim: dict, gpu_hsps=None,
+                   split: int | None = None, hits: list | None = None):
+    """The end of one query in a worker process: the E-values of the HSPs the GPU's gapped
+    kernel found (``gpu_hsps``, PRELIM_BATCH rows, or None) reaped into ``prelim`` (the
+    subjects done on CPU threads), the hit list (or ``hits``, a piece of one) and its
+    traceback (``pipeline.traceback_stage``).
+
+    Returns (("results", results), start, end, process id); with ``split``
+    (``BlastSettings.traceback_split``) and a hit list whose HSPs span more query letters than that,
+    (("pieces", pieces), ...) instead: the hit list cut into pieces of about ``split``
+    letters, each (hits, their rows), for this function to trace back on several
+    processes (in the hit list's order: the pieces' results, concatenated, are the
+    serial ones).
+
+    An error comes back as a RuntimeError carrying the worker's traceback (an exception
+    that cannot be pickled back would otherwise be lost)."""
+    t0 = time.perf_counter()
+    setup, queries = _FORKED
+    work = pipeline.QueryWork(index=index, codes=codes, kbp=kbp, cutoffs=cutoffs, prelim=prelim)
+    try:
+        if gpu_hsps is not None:
+            work.prelim.update(pipeline.reap_by_evalue(gpu_hsps, work, setup))
+        if hits is None:
+            hits = hit_list(work, setup)
+        pieces = hit_list_pieces(hits, work.prelim, split) if split is not None else []
+        if len(pieces) > 1:                  # (one piece: traced back here)
+            return ("pieces", pieces), t0, time.perf_counter(), os.getpid()
+        results = pipeline.traceback_stage(work, setup, queries, hits)
+    except Exception as exc:
+        import traceback as tb
+
+        raise RuntimeError(f"traceback of query {index + 1} failed: {exc!r}\n{tb.format_exc()}") from None
+    return ("results", results), t0, time.perf_counter(), os.getpid()
+
+
+def hit_list_pieces(hits: list, prelim: dict, split: int) -> list[tuple]:
+    """A hit list cut, in order, into pieces whose HSPs span about ``split`` query letters
+    each: [(hits, {subject: rows})] (the whole list as one piece when it spans less)."""
+    span = np.array([int(np.sum(prelim[s]["q_end"] - prelim[s]["q_start"])) for _, s in hits], dtype=np.int64)
+    total = int(span.sum())
+    cuts = np.searchsorted(np.cumsum(span), np.arange(split, total, split), side="right") if total > split else []
+    bounds = [0, *sorted({int(c) for c in cuts if 0 < c < len(hits)}), len(hits)]
+    return [(hits[a:b], {s: prelim[s] for _, s in hits[a:b]}) for a, b in zip(bounds, bounds[1:])]
+
+
+def start_workers(setup, queries, workers: int):
+    """A pool of ``workers`` forked processes for the traceback, or None where fork is not
+    available (then threads do it).  Call before any thread of the run is started."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    global _FORKED
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    _FORKED = (setup, queries)
+    procs = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
+                                initializer=_worker_start, initargs=(os.getpid(),))
+    try:
+        procs.submit(int).result()     # with fork, every worker starts now, before our threads do
+    except BaseException:
+        shut_down(procs)
+        raise
+    return procs
+
+
+def shut_down(procs) -> None:
+    """End the traceback's worker processes (None: none) and drop what they inherited."""
+    global _FORKED
+    if procs is not None:
+        procs.shutdown(cancel_futures=True)
+    _FORKED = None
+
+
+def _worker_start(parent: int) -> None:
+    """In each worker: end with the parent, even one killed (a scheduler's SIGKILL or SIGTERM),
+    instead of waiting for work forever (Linux's PR_SET_PDEATHSIG)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)    # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:         # the parent died before that
+        os._exit(1)
+    # load the traceback's compiled code (numba's cache) while the worker waits for its
+    # first task, not inside it: all workers at once, while the parent starts the GPUs
+    threading.Thread(target=_warm_up_traceback, name="warm-up", daemon=True).start()
+
+
+def _warm_up_traceback() -> None:
+    """One tiny traceback (a doctest of traceback.traceback): numba loads its code."""
+    try:
+        from .alphabet import encode
+
+        q, s = encode("W" * 10 + "E" * 10 + "W" * 10), encode("W" * 10 + "C" * 10 + "W" * 10)
+        prelim = np.array([(110, 0, 10, 0, 10, 5, 5)], dtype=gapped.PRELIM_HSP_DTYPE)
+        r = traceback.traceback(prelim, q, s, load_matrix("BLOSUM62").scores, 11, 1, 64)
+        r.strings(q, s, NCBISTDAA)
+    except Exception:                  # only a warm-up: the real task reports any error
+        pass
