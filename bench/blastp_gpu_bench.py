@@ -19,10 +19,15 @@ Per query set:
 * our GPU phases in-process (database already on the GPU): lookup tables,
   hit detection, binning, two-hit filter and ungapped extension of every
   query, init HSPs in BLAST's order; one query after another on one engine,
-  then as the tool runs them (``engine.GPU_STREAMS`` engines, each on its own
+  then as the tool runs them (``BlastSettings().streams`` engines, each on its own
   CUDA stream and host thread, taking the next query);
 * with ``--others``: DIAMOND and MMseqs2 on the same queries and threads, their
   time and how many of BLAST+'s hits each finds (``blastp_others.py``).
+
+The last set is also run with other settings where asked: command-line options of
+``gpu-search blastp`` (``--streams``, ``--cells``) as options, ``BlastSettings`` fields
+(``--switch-intervals``, ``--prelim-batches``... ``--settings``) through
+``blastp_with_settings.py``.
 """
 
 from __future__ import annotations
@@ -46,14 +51,30 @@ from blastp_others import compare_others, find_tools, print_table  # noqa: E402
 from hmmsearch_bench import pyhmmer_data  # noqa: E402
 
 from gpu_search import seqdb  # noqa: E402
-from gpu_search.blast.engine import GPU_STREAMS  # noqa: E402
-from gpu_search.blast.gpu import _chunks  # noqa: E402
+from gpu_search.blast.settings import BlastSettings  # noqa: E402
+
+GPU_STREAMS = BlastSettings().streams       # engines per GPU in a run of the tool
+DRIVER = Path(__file__).with_name("blastp_with_settings.py")
 
 
-def our_blastp(gsdb, threads: int) -> list[str]:
-    """Our blastp on the GPU as the benchmarks run it (add ``-query``)."""
-    return [sys.executable, "-m", "gpu_search", "blastp", "-db", str(gsdb), "-outfmt", "6",
-            "-num_threads", str(threads), "--device", "gpu", "-q"]
+def our_blastp(gsdb, threads: int, settings: dict | None = None, timings: bool = False,
+               timeline: Path | None = None) -> list[str]:
+    """Our blastp on the GPU as the benchmarks run it (add ``-query``).
+
+    settings: None, the command itself (``python -m gpu_search``); else a dict of
+    ``BlastSettings`` fields, the command run by ``blastp_with_settings.py`` with them.
+    timings: print where the time went on stderr (``--timings``); timeline: write every
+    timed interval to this file (``--timeline``, read by probes/timeline.py).
+    """
+    if settings is None:
+        head = [sys.executable, "-m", "gpu_search"]
+        tail = ["--timings"] * timings + (["--timeline", str(timeline)] if timeline else [])
+    else:
+        fields = dict(settings, **({"timings": True} if timings else {}),
+                      **({"timeline": str(timeline)} if timeline else {}))
+        head, tail = [sys.executable, str(DRIVER), json.dumps(fields)], []
+    return head + ["blastp", "-db", str(gsdb), "-outfmt", "6", "-num_threads", str(threads),
+                   "--device", "gpu", "-q"] + tail
 
 
 def our_env(work: Path) -> dict:
@@ -71,7 +92,7 @@ def our_env(work: Path) -> dict:
 
 
 class QuerySet:
-    """The proteome's sequences idx as a query set (what engine.new_work reads)."""
+    """The proteome's sequences idx as a query set (what pipeline.new_work reads)."""
 
     def __init__(self, base, idx):
         self.base, self.idx, self.n_seqs = base, idx, len(idx)
@@ -87,14 +108,15 @@ def gpu_phases(db, base, idx, threads, streams=1):
     then the kernels, then the next query).  More: as ``run_blastp`` runs them,
     that many engines on the GPU (``GpuUngapped.worker``), each on its own CUDA
     stream and host thread taking the next query, with the interpreter's switch
-    interval of GPU runs; the wall time of all the queries.
+    interval of GPU runs (``BlastSettings().switch_interval``); the wall time of all
+    the queries.
     """
     import threading
 
-    from gpu_search.blast import engine
+    from gpu_search.blast import pipeline
     from gpu_search.blast.options import BlastOptions
 
-    setup = engine.make_setup(db, BlastOptions(num_threads=threads))
+    setup = pipeline.make_setup(db, BlastOptions(num_threads=threads))
     gpu = gpu_phases.engine_cache.get(id(db))
     if gpu is None:
         from gpu_search.blast.gpu import GpuUngapped
@@ -119,8 +141,8 @@ def gpu_phases(db, base, idx, threads, streams=1):
             if i >= q.n_seqs:
                 return
             t1 = time.perf_counter()
-            work = engine.new_work(i, q)
-            engine.ungapped_stage(work, setup, g)
+            work = pipeline.new_work(i, q)
+            pipeline.ungapped_stage(work, setup, g)
             n_init[i] = len(work.init)
             per_query[i] = (time.perf_counter() - t1, len(work.codes), len(work.init), g.overflowed)
 
@@ -129,7 +151,7 @@ def gpu_phases(db, base, idx, threads, streams=1):
     if streams == 1:
         run(gpu)
     else:
-        sys.setswitchinterval(engine.GPU_SWITCH_INTERVAL)
+        sys.setswitchinterval(BlastSettings().switch_interval)
         pool = [threading.Thread(target=run, args=(g,)) for g in engines]
         for th in pool:
             th.start()
@@ -152,11 +174,11 @@ def streamed_passes(db, base, idx, threads, batches, n_chunks=4):
     Returns ([(batch size, seconds, init HSPs)], chunks); the init HSPs of every batch
     size must be the same arrays, query by query.
     """
-    from gpu_search.blast import engine
+    from gpu_search.blast import pipeline
     from gpu_search.blast.gpu import GpuUngapped
     from gpu_search.blast.options import BlastOptions
 
-    setup = engine.make_setup(db, BlastOptions(num_threads=threads))
+    setup = pipeline.make_setup(db, BlastOptions(num_threads=threads))
     gpu = GpuUngapped(setup.residues, setup.offsets, streamed=True,
                       max_chunk_residues=len(setup.residues) // n_chunks + 1)
     q, first, timed_runs = QuerySet(base, idx), None, []
@@ -164,8 +186,8 @@ def streamed_passes(db, base, idx, threads, batches, n_chunks=4):
         t = time.perf_counter()
         works = []
         for start in range(0, q.n_seqs, b):
-            batch = [engine.new_work(i, q) for i in range(start, min(q.n_seqs, start + b))]
-            engine.ungapped_batch([(w, engine.prepare_query(w, setup)) for w in batch], setup, gpu)
+            batch = [pipeline.new_work(i, q) for i in range(start, min(q.n_seqs, start + b))]
+            pipeline.ungapped_batch([(w, pipeline.prepare_query(w, setup)) for w in batch], setup, gpu)
             works += batch
         elapsed = time.perf_counter() - t
         if first is None:
@@ -182,7 +204,7 @@ gpu_phases.upload = 0.0
 
 
 def process_lifetime(stderr: str, launched: float, ended: float) -> str:
-    """Where a run's wall time went, from its stamps (GPU_SEARCH_TIMINGS): start-up to the
+    """Where a run's wall time went, from its stamps (``--timings``): start-up to the
     command line's module, its imports and reading the inputs, the search, then the exit."""
     line = next((x for x in stderr.splitlines() if "stamps (epoch s):" in x), None)
     if line is None:
@@ -202,38 +224,40 @@ def main():
     ap.add_argument("--out", default=None, help="folder for results.json")
     ap.add_argument("--streams", default="", help="also run the last set with these --gpu-streams, e.g. 1,2,4")
     ap.add_argument("--cells", default="", help="also run the last set with these --gpu-gapped-cells, e.g. 16384")
+    # BlastSettings fields (bench/blastp_with_settings.py runs the command with them)
     ap.add_argument("--switch-intervals", default="",
                     help="also run the last set with these GIL switch intervals in ms, e.g. 5,0.5 "
-                         "(GPU_SEARCH_SWITCH_INTERVAL)")
+                         "(switch_interval)")
     ap.add_argument("--prelim-batches", default="",
                     help="also run the last set with at most these queries per launch of the GPU's "
-                         "preliminary gapped kernel, e.g. 1,4 (GPU_SEARCH_PRELIM_BATCH)")
+                         "preliminary gapped kernel, e.g. 1,4 (gapped_batch)")
     ap.add_argument("--prelim-threads", default="",
                     help="also run the last set with these numbers of threads per GPU launching the "
-                         "preliminary gapped kernel, e.g. 1,3 (GPU_SEARCH_PRELIM_THREADS)")
+                         "preliminary gapped kernel, e.g. 1,3 (gapped_threads)")
     ap.add_argument("--traceback-processes", default="",
                     help="also run the last set with the traceback in worker processes (1) or on threads "
-                         "(0) (GPU_SEARCH_TRACEBACK_PROCESSES)")
+                         "(0) (traceback_processes)")
     ap.add_argument("--gapped-kernels", default="",
                     help="also run the last set with these preliminary gapped kernels, e.g. thread "
-                         "(GPU_SEARCH_GAPPED_KERNEL: a thread per subject instead of a warp)")
-    ap.add_argument("--pv-smem", default="",
-                    help="also run the last set with the lookup table's presence bits in shared memory "
-                         "(1) or not (0), e.g. 1,0 (GPU_SEARCH_PV_SMEM)")
+                         "(gapped_kernel: a thread per subject instead of a warp)")
     ap.add_argument("--prefilter", default="",
                     help="also run the last set with the window-based extension's bins that cannot trigger "
-                         "struck off first (1) or not (0), e.g. 1,0 (GPU_SEARCH_PREFILTER)")
+                         "struck off first (1) or not (0), e.g. 1,0 (prefilter)")
     ap.add_argument("--streamed-batches", default="",
                     help="also time the last set's GPU phases, and run it end to end, with the database "
                          "streamed through the GPU in chunks of a quarter of it and these queries per pass, e.g. 1,32 "
-                         "(GPU_SEARCH_STREAM_RESIDUES, GPU_SEARCH_UNGAPPED_BATCH)")
+                         "(stream_residues, queries_per_pass)")
     ap.add_argument("--resident-batches", default="",
                     help="also run the last set with these queries per pass over the resident database, "
-                         "e.g. 1,4 (GPU_SEARCH_UNGAPPED_BATCH)")
+                         "e.g. 1,4 (queries_per_pass)")
+    ap.add_argument("--settings", default="",
+                    help="also run the last set with each of these BlastSettings, JSON objects separated by "
+                         "';', e.g. '{\"extension\": \"diagonal\"};{\"window_lanes\": 8}'")
     ap.add_argument("--others", action="store_true",
                     help="also run DIAMOND and MMseqs2 on every set (bench/blastp_others.py)")
     ap.add_argument("--timeline", action="store_true",
-                    help="keep the last set's main run's timeline (GPU_SEARCH_TIMELINE) and summarise it")
+                    help="keep the last set's main run's timeline (--timeline) and summarise it "
+                         "(bench/probes/timeline.py)")
     args = ap.parse_args()
     blastp, makeblastdb = blast_programs()
     tools = find_tools() if args.others else {}
@@ -257,9 +281,10 @@ def main():
     # compiled-code caches warm (numba, NVRTC), as in an installed tool after its first run
     write_queries(work / "warm.faa", base, [0])
     # (--cpu-gapped too: numba's gapped code, which the GPU runs reach only for some subjects)
+    timed_ours = our_blastp(gsdb, args.threads, timings=True)
     for extra in ([], [], ["--cpu-gapped"]):
-        r = subprocess.run(ours + ["-query", str(work / "warm.faa")] + extra, capture_output=True, text=True,
-                           env=dict(env, GPU_SEARCH_TIMINGS="1"))
+        r = subprocess.run(timed_ours + ["-query", str(work / "warm.faa")] + extra, capture_output=True,
+                           text=True, env=env)
         print("warm-up run:", r.stderr.strip().splitlines()[-1:] if r.stderr else "", flush=True)
     # what a run costs before its search starts: the interpreter, our imports, CuPy's, CUDA's start
     probe = ("import time; t0 = time.perf_counter(); import gpu_search.cli, gpu_search.blast.engine; "
@@ -283,9 +308,8 @@ def main():
         t_bu, _ = timed(blast + ["-ungapped"])
         t, launched = time.perf_counter(), time.time()
         timeline = work / "timeline.json"
-        r = subprocess.run(ours + ["-query", str(q)], capture_output=True, text=True,
-                           env=dict(env, GPU_SEARCH_TIMINGS="1",
-                                    **({"GPU_SEARCH_TIMELINE": str(timeline)} if args.timeline else {})))
+        main_run = our_blastp(gsdb, args.threads, timings=True, timeline=timeline if args.timeline else None)
+        r = subprocess.run(main_run + ["-query", str(q)], capture_output=True, text=True, env=env)
         t_o, out_o = time.perf_counter() - t, r.stdout
         lifetime = process_lifetime(r.stderr, launched, time.time())
         if r.returncode:
@@ -312,41 +336,42 @@ def main():
         results.append(r)
         print(json.dumps(r), flush=True)
     sweep = []
-
-    def env_var(name, write=str):
-        return lambda n: {name: write(n)}
-
-    chunk = str(db.n_residues // 4 + 1)           # (as streamed_passes: quarters)
-    n_chunks = len(_chunks(np.asarray(db.offsets, np.int64), int(chunk)))
-    # (label, values, how a value is given: None for a command-line option, else a function
-    # giving the environment variables that set it)
-    settings = [("--gpu-streams", args.streams, None), ("--gpu-gapped-cells", args.cells, None),
-                ("switch interval ms", args.switch_intervals,
-                 env_var("GPU_SEARCH_SWITCH_INTERVAL", lambda ms: str(float(ms) / 1000))),
-                ("queries per gapped launch", args.prelim_batches, env_var("GPU_SEARCH_PRELIM_BATCH")),
-                ("gapped threads per GPU", args.prelim_threads, env_var("GPU_SEARCH_PRELIM_THREADS")),
-                ("traceback processes", args.traceback_processes, env_var("GPU_SEARCH_TRACEBACK_PROCESSES")),
-                ("gapped kernel", args.gapped_kernels, env_var("GPU_SEARCH_GAPPED_KERNEL")),
-                ("presence bits in smem", args.pv_smem, env_var("GPU_SEARCH_PV_SMEM")),
-                ("bins struck off first", args.prefilter, env_var("GPU_SEARCH_PREFILTER")),
-                ("resident, queries per pass", args.resident_batches, env_var("GPU_SEARCH_UNGAPPED_BATCH")),
-                (f"streamed in {n_chunks} chunks, queries per pass", args.streamed_batches,
-                 lambda n: {"GPU_SEARCH_STREAM_RESIDUES": chunk, "GPU_SEARCH_UNGAPPED_BATCH": n})]
-    options = [(opt, x.strip(), how) for opt, values, how in settings for x in values.split(",") if x.strip()]
-    streamed = []
+    streamed, n_chunks = [], 0
     if args.streamed_batches:
         streamed, n_chunks = streamed_passes(db, base, idx, args.threads,
                                              [int(x) for x in args.streamed_batches.split(",") if x.strip()])
         for b, t, n in streamed:
             print(f"GPU phases, database streamed in {n_chunks} chunks, {b} queries per pass: {t:.2f} s, "
                   f"{n} init HSPs (resident, one after another: {results[-1]['init_hsps']})", flush=True)
+
+    def as_field(name, read=int):
+        return lambda x: {name: read(x)}
+
+    def on_off(name):
+        return lambda x: {name: x.lower() in ("1", "true", "on", "yes")}
+
+    chunk = db.n_residues // 4 + 1           # (as streamed_passes: quarters)
+    # (label, values, how a value is given: None for a command-line option of gpu-search blastp,
+    # else a function giving the BlastSettings fields that set it)
+    settings = [("--gpu-streams", args.streams, None), ("--gpu-gapped-cells", args.cells, None),
+                ("switch interval ms", args.switch_intervals, as_field("switch_interval", lambda ms: float(ms) / 1000)),
+                ("queries per gapped launch", args.prelim_batches, as_field("gapped_batch")),
+                ("gapped threads per GPU", args.prelim_threads, as_field("gapped_threads")),
+                ("traceback processes", args.traceback_processes, on_off("traceback_processes")),
+                ("gapped kernel", args.gapped_kernels, as_field("gapped_kernel", str)),
+                ("bins struck off first", args.prefilter, on_off("prefilter")),
+                ("resident, queries per pass", args.resident_batches, as_field("queries_per_pass")),
+                (f"streamed in {n_chunks} chunks, queries per pass", args.streamed_batches,
+                 lambda n: {"stream_residues": chunk, "queries_per_pass": int(n)})]
+    options = [(opt, x.strip(), how) for opt, values, how in settings for x in values.split(",") if x.strip()]
+    options += [("settings", x.strip(), json.loads) for x in args.settings.split(";") if x.strip()]
     for opt, n, how in options:
+        if how is None:
+            cmd = our_blastp(gsdb, args.threads, timings=True) + [opt, n]
+        else:
+            cmd = our_blastp(gsdb, args.threads, settings=how(n), timings=True)
         t = time.perf_counter()
-        extra, run_env = [opt, n], dict(env, GPU_SEARCH_TIMINGS="1")
-        if how is not None:
-            extra = []
-            run_env.update(how(n))
-        r = subprocess.run(ours + ["-query", str(q)] + extra, capture_output=True, text=True, env=run_env)
+        r = subprocess.run(cmd + ["-query", str(q)], capture_output=True, text=True, env=env)
         sweep.append((f"{opt} {n}", time.perf_counter() - t, r.stdout == out_o and not r.returncode,
                       r.stderr.strip().splitlines()[-1:]))
         print(f"{opt} {n}: {sweep[-1][1]:.2f} s, same rows: {sweep[-1][2]}  {sweep[-1][3]}", flush=True)

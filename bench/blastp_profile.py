@@ -4,7 +4,10 @@
 
 Database: pyhmmer's proteome plus COPIES shuffled copies (hmmsearch_bench.build_database).
 Each query is searched twice (the first call compiles); the init HSPs are
-checked against the CPU word finder on the proteome-only database.
+checked against the CPU word finder on the proteome-only database.  Each variant
+timed is an engine of its own, built with that variant's constructor arguments
+(``GpuUngapped(..., block=, extension=, window_lanes=, scores=, prefilter=,
+hit_slots=, streamed=)``), and must find the same init HSPs as the default engine.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hmmsearch_bench import build_database, pyhmmer_data  # noqa: E402
 
 from gpu_search import seqdb  # noqa: E402
-from gpu_search.blast import engine  # noqa: E402
+from gpu_search.blast import pipeline  # noqa: E402
 from gpu_search.blast.gpu import GpuUngapped  # noqa: E402
 from gpu_search.blast.options import BlastOptions  # noqa: E402
 
@@ -41,7 +44,8 @@ def main():
                          "hits run a second pass)")
     ap.add_argument("--blocks", default="", help="also time these block sizes, e.g. 64,128,256,512")
     ap.add_argument("--extensions", default="",
-                    help="also time these extension variants: diagonal,hit,window8 (window + threads per window)")
+                    help="also time these extension variants, e.g. diagonal,window,window8 (window + threads "
+                         "per window)")
     ap.add_argument("--scores", default="", help="also time these score sources: pssm,matrix")
     ap.add_argument("--gapped", default="",
                     help="also time the preliminary gapped stage on the GPU with these ring sizes, e.g. 256,512 "
@@ -50,15 +54,9 @@ def main():
                     help="with --gapped: DP cell budgets per subject to time, e.g. 16384,65536,0 (0: none)")
     ap.add_argument("--kernels", default="warp",
                     help="with --gapped: the gapped kernels to time, e.g. warp,thread (a warp or a thread per subject)")
-    ap.add_argument("--presence", action="store_true",
-                    help="also time with the lookup table's presence bits in shared memory (PV_SMEM) and "
-                         "without, alternately")
     ap.add_argument("--prefilter", action="store_true",
                     help="also time the window-based extension with the bins that cannot trigger struck off "
                          "first (PREFILTER) and without, alternately")
-    ap.add_argument("--gpu-order", action="store_true",
-                    help="also time the init HSPs put in BLAST's order on the GPU (order.cu) and on the "
-                         "host, alternately")
     ap.add_argument("--kernel-ab", default="",
                     help="also time the ungapped kernel built from these .cu files (e.g. an earlier commit's "
                          "ungapped.cu; comma-separated) and the current one, alternately")
@@ -73,8 +71,12 @@ def main():
         db = seqdb.open_database(fasta)
     else:
         db = base
-    setup = engine.make_setup(db, BlastOptions(num_threads=4))
+    setup = pipeline.make_setup(db, BlastOptions(num_threads=4))
     gpu = GpuUngapped(setup.residues, setup.offsets)
+
+    def variant(**kw):
+        """An engine of its own for a variant: the database uploaded again, its buffers."""
+        return GpuUngapped(setup.residues, setup.offsets, **kw)
 
     wanted = [int(np.argmin(np.abs(base.lengths - int(n)))) for n in args.lengths.split(",") if n.strip()]
     wanted += [int(x) for x in args.queries.split(",") if x.strip()]
@@ -82,9 +84,9 @@ def main():
         launches = watch_launches(gpu) if args.launches else []
         for rep in range(2):
             launches.clear()                     # (the last run's are printed)
-            work = engine.new_work(i, base)
+            work = pipeline.new_work(i, base)
             t = time.perf_counter()
-            engine.ungapped_stage(work, setup, gpu)
+            pipeline.ungapped_stage(work, setup, gpu)
             print(f"query {i} ({base.lengths[i]} aa), run {rep}: {time.perf_counter() - t:.4f} s, "
                   f"{len(work.init)} init HSPs, {gpu.overflowed} overflowed", flush=True)
         ref = work.init
@@ -97,67 +99,57 @@ def main():
                 print(f"  launch: grid {grid}, {n_order:,} subjects, {ms:.2f} ms GPU time{hits}", flush=True)
             del gpu._launch                      # the class's own again: no syncs in the timed runs
 
-        def best_of_4(label):
+        def best_of_4(label, g):
+            """The best of 4 runs of query i on engine g; its init HSPs must be the default's."""
             best = 1e9
             for _ in range(4):
-                work = engine.new_work(i, base)
-                lookup = engine.prepare_query(work, setup)
+                work = pipeline.new_work(i, base)
+                lookup = pipeline.prepare_query(work, setup)
                 t = time.perf_counter()
-                engine.ungapped_stage(work, setup, gpu, lookup)
+                pipeline.ungapped_stage(work, setup, g, lookup)
                 best = min(best, time.perf_counter() - t)
             assert np.array_equal(work.init, ref), label
             print(f"  {label}: {best * 1e3:8.2f} ms (best of 4, same init HSPs)", flush=True)
 
-        for slots in (int(b) for b in args.hit_slots.split(",") if b.strip()):
-            default = gpu.hit_slots
-            gpu.hit_slots = slots
-            gpu._alloc_buffers()
-            best_of_4(f"hit slots {slots:>8}")
-            gpu.hit_slots = default
-            gpu._alloc_buffers()
-        for block in (int(b) for b in args.blocks.split(",") if b.strip()):
-            gpu.block = block
-            best_of_4(f"block {block:4d}")
-        gpu.block = None
-        for extension in (x for x in args.extensions.split(",") if x):
-            gpu.extension = "window" if extension.startswith("window") else extension
-            gpu.window_lanes = int(extension[6:]) if extension[6:].isdigit() else None
-            best_of_4(f"{extension:>8}-based extension")
-        gpu.extension, gpu.window_lanes = "auto", None
-        for scores in (x for x in args.scores.split(",") if x):
-            gpu.scores = scores
-            best_of_4(f"scores from {scores:>6}")
-        gpu.scores = "auto"
-        # kernel options timed off and on, alternately: (flag, GpuUngapped attribute, label)
-        for wanted, attribute, label in ((args.presence, "pv_smem", "presence bits in smem"),
-                                         (args.prefilter, "prefilter", "bins struck off first"),
-                                         (args.gpu_order, "order_on_gpu", "rows ordered on the GPU")):
-            if wanted:
-                default = getattr(gpu, attribute)
-                for on in (False, True, False, True):
-                    setattr(gpu, attribute, on)
-                    best_of_4(f"{label} {'on' if on else 'off':>3}")
-                setattr(gpu, attribute, default)
-        if args.kernel_ab:
-            import gpu_search.blast.gpu as ungapped_gpu
+        def timed_variant(label, **kw):
+            g = variant(**kw)
+            best_of_4(label, g)
+            del g
+            gpu.cp.get_default_memory_pool().free_all_blocks()
 
-            current = ungapped_gpu.KERNEL_FILE
+        for slots in (int(b) for b in args.hit_slots.split(",") if b.strip()):
+            timed_variant(f"hit slots {slots:>8}", hit_slots=slots)
+        for block in (int(b) for b in args.blocks.split(",") if b.strip()):
+            timed_variant(f"block {block:4d}", block=block)
+        for extension in (x for x in args.extensions.split(",") if x):
+            timed_variant(f"{extension:>8}-based extension",
+                          extension="window" if extension.startswith("window") else extension,
+                          window_lanes=int(extension[6:]) if extension[6:].isdigit() else None)
+        for scores in (x for x in args.scores.split(",") if x):
+            timed_variant(f"scores from {scores:>6}", scores=scores)
+        if args.prefilter:              # off and on, alternately, an engine each
+            engines = {on: variant(prefilter=on) for on in (False, True)}
+            for on in (False, True, False, True):
+                best_of_4(f"bins struck off first {'on' if on else 'off':>3}", engines[on])
+            del engines
+            gpu.cp.get_default_memory_pool().free_all_blocks()
+        if args.kernel_ab:
+            # the module that loads the ungapped kernel (where GpuUngapped finds load_kernel)
+            loader = sys.modules[GpuUngapped.__module__].load_kernel
+            kernels = sys.modules[loader.__module__]
+            current = kernels.KERNEL_FILE
             for path in ([Path(f) for f in args.kernel_ab.split(",")] + [current]) * 2:
-                ungapped_gpu.KERNEL_FILE = path
-                ungapped_gpu.load_kernel.cache_clear()
-                best_of_4(f"kernel {path.name:>24}")
-            ungapped_gpu.KERNEL_FILE = current
-            ungapped_gpu.load_kernel.cache_clear()
+                kernels.KERNEL_FILE = path
+                loader.cache_clear()
+                best_of_4(f"kernel {path.name:>24}", gpu)
+            kernels.KERNEL_FILE = current
+            loader.cache_clear()
         for band in (int(b) for b in args.gapped.split(",") if b.strip()):
             for budget in [int(b) for b in args.budgets.split(",") if b.strip()] or [None]:
                 for kernel in (k for k in args.kernels.split(",") if k.strip()):
                     time_gapped(gpu, setup, work, band, budget, kernel)
         if args.streamed:
-            resident = gpu
-            gpu = GpuUngapped(setup.residues, setup.offsets, streamed=True,
-                              max_chunk_residues=len(setup.residues) // 4 + 1)
-            best_of_4(f"streamed in {len(gpu.chunks)} chunks")
-            gpu = resident
+            timed_variant("streamed in 4 chunks", streamed=True, max_chunk_residues=len(setup.residues) // 4 + 1)
 
 
 def watch_launches(gpu):

@@ -51,8 +51,8 @@ if [ "$what" = blast-others ]; then   # DIAMOND and MMseqs2 beside BLAST+ and us
         2>&1 | tee "$OUT/blast-others.log" | tail -40
     rc=${PIPESTATUS[0]}
 fi
-if [ "$what" = blast-profile ]; then  # the ungapped kernel alone, e.g. BENCH_ARGS="--copies 99 --presence"
-    timeout 580 python3 bench/blastp_profile.py ${BENCH_ARGS:---copies 99 --presence} 2>&1 | tee "$OUT/blast-profile.log" | tail -40
+if [ "$what" = blast-profile ]; then  # the ungapped kernel alone, e.g. BENCH_ARGS="--copies 99 --prefilter"
+    timeout 580 python3 bench/blastp_profile.py ${BENCH_ARGS:---copies 99 --prefilter} 2>&1 | tee "$OUT/blast-profile.log" | tail -40
     rc=${PIPESTATUS[0]}
 fi
 if [ "$what" = blast-ab ]; then    # AB_OLD: a folder holding an older gpu_search (bench/probes/blastp_ab.py says how)

@@ -28,12 +28,12 @@ from gpu_search.hmmer.profile import FilterProfile  # noqa: E402
 
 
 def main():
-    import cupy as cp
-
     ap = argparse.ArgumentParser()
     ap.add_argument("--copies", type=int, default=399)
     ap.add_argument("--work", default="/tmp/gsbench")
     args = ap.parse_args()
+    import cupy as cp
+
     db, models = benchmark_inputs(args.work, args.copies)
     n = cp.cuda.runtime.getDeviceCount()
     names = [cp.cuda.runtime.getDeviceProperties(i)["name"].decode() for i in range(n)]

@@ -2,18 +2,20 @@
 run alternately on the same 100 queries against the benchmark database.
 
     git archive REV gpu_search | tar -x -C OLD_DIR        # here, inside the working tree
-    python3 bench/probes/blastp_ab.py --old OLD_DIR [--reps 5] [--env NAME=VALUE]   # on the device
+    python3 bench/probes/blastp_ab.py --old OLD_DIR [--reps 5] [--settings JSON]   # on the device
 
 Start-up changes move a run by a few tenths of a second while the same code varies by as much
 from one run (or host) to the next: only runs alternated in one call compare.  Prints each
-run's wall time and where it went (process_lifetime), then the medians.  ``--env`` adds a
-third variant, this checkout with that environment variable (a switch being weighed).
+run's wall time and where it went (process_lifetime), then the medians.  ``--settings`` adds a
+third variant, this checkout with those ``BlastSettings`` fields (a switch being weighed), run
+by bench/blastp_with_settings.py.  The older version must take ``--timings`` (as this one does).
 BLAST+ is not run: ratios to BLAST+ come from bench/blastp_gpu_bench.py.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -33,7 +35,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--old", required=True, help="folder holding the older gpu_search package")
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--env", default="", help="NAME=VALUE: also this checkout with that variable")
+    ap.add_argument("--settings", default="",
+                    help='BlastSettings fields as JSON, e.g. \'{"gapped_batch": 1}\': also this checkout with them')
     ap.add_argument("--copies", type=int, default=399)
     ap.add_argument("--work", default="/tmp/gsblastbench")
     args = ap.parse_args()
@@ -44,21 +47,21 @@ def main():
     base = seqdb.open_database(pyhmmer_data() / "seqs" / "938293.PRJEB85.HG003687.faa")
     q = work / "ab.faa"
     write_queries(q, base, query_sets(base, ["100"])["100 queries"])
-    cmd = our_blastp(gsdb, os.cpu_count()) + ["-query", str(q)]
-    here = str(Path(__file__).resolve().parent.parent)
-    # (python -m imports the package of its working folder first)
-    variants = [("new", here, {}), ("old", str(Path(args.old).resolve()), {})]
-    if args.env:
-        name, value = args.env.split("=", 1)
-        variants.append((args.env, here, {name: value}))
-    for _, folder, extra in variants:        # numba's cache and NVRTC's warm: one untimed run each
-        subprocess.run(cmd, capture_output=True, cwd=folder, env=dict(os.environ, **extra))
+    query = ["-query", str(q)]
+    here = str(BENCH.parent)
+    # (python -m imports the package of its working folder first; blastp_with_settings.py this checkout's)
+    variants = [("new", here, our_blastp(gsdb, os.cpu_count(), timings=True) + query),
+                ("old", str(Path(args.old).resolve()), our_blastp(gsdb, os.cpu_count(), timings=True) + query)]
+    if args.settings:
+        variants.append((args.settings, here,
+                         our_blastp(gsdb, os.cpu_count(), settings=json.loads(args.settings), timings=True) + query))
+    for _, folder, cmd in variants:          # numba's cache and NVRTC's warm: one untimed run each
+        subprocess.run(cmd, capture_output=True, cwd=folder)
     outs, walls = {}, {}
     for rep in range(args.reps):
-        for name, folder, extra in variants:
+        for name, folder, cmd in variants:
             launched, t = time.time(), time.perf_counter()
-            r = subprocess.run(cmd, capture_output=True, text=True, cwd=folder,
-                               env=dict(os.environ, GPU_SEARCH_TIMINGS="1", **extra))
+            r = subprocess.run(cmd, capture_output=True, text=True, cwd=folder)
             walls.setdefault(name, []).append(time.perf_counter() - t)
             outs.setdefault(name, r.stdout)
             print(f"{name:12} {walls[name][-1]:.2f} s rc={r.returncode}  "

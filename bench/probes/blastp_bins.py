@@ -24,7 +24,7 @@ sys.path[:0] = [str(BENCH.parent), str(BENCH)]
 from hmmsearch_bench import build_database, pyhmmer_data  # noqa: E402
 
 from gpu_search import seqdb  # noqa: E402
-from gpu_search.blast import engine  # noqa: E402
+from gpu_search.blast import pipeline  # noqa: E402
 from gpu_search.blast.options import BlastOptions  # noqa: E402
 from gpu_search.blast.wordhits import hit_layout, scan_hits, unpack_hits  # noqa: E402
 
@@ -39,14 +39,14 @@ def main():
     fasta = Path(f"/tmp/bins{args.copies}.faa")
     if not fasta.exists():
         build_database(args.copies, fasta)
-    setup = engine.make_setup(seqdb.open_database(fasta), BlastOptions(num_threads=2))
+    setup = pipeline.make_setup(seqdb.open_database(fasta), BlastOptions(num_threads=2))
     ids = np.arange(len(setup.offsets) - 1)
 
     print(f"{len(ids):,} subjects; two-hit window {args.window}")
     for n in (int(x) for x in args.lengths.split(",")):
         i = int(np.argmin(np.abs(base.lengths - n)))
-        work = engine.new_work(i, base)       # query i of the proteome
-        lookup = engine.prepare_query(work, setup)
+        work = pipeline.new_work(i, base)       # query i of the proteome
+        lookup = pipeline.prepare_query(work, setup)
         keys = scan_hits(lookup, setup.residues, setup.offsets, ids, args.window)
         subject, diag, s_off, _ = unpack_hits(keys, hit_layout(lookup, setup.offsets, ids, args.window))
         order = np.lexsort((s_off, diag, subject))            # bin by bin, hits in subject order

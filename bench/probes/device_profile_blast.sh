@@ -22,5 +22,5 @@ fi
 if [ "$what" != checks ]; then
     echo "== block sizes (199 copies: 136M residues)"
     timeout 300 python3 bench/blastp_profile.py --copies 199 --lengths 127,517,1054,2627 ${BLOCKS:---blocks 64,128,256,512} \
-        --extensions ${EXTENSIONS:-diagonal,hit,window4,window8,window16,window32}
+        --extensions ${EXTENSIONS:-diagonal,window4,window8,window16,window32}
 fi

@@ -7,7 +7,7 @@ wait or a copy does) with a little Python between them, while 0, 4 or 15
 other threads run Python.  After each release it must win the GIL back; with
 the interpreter's default switch interval (5 ms) that can take a whole round
 of the busy threads.  blastp's GPU pipeline lowers the interval to 0.5 ms
-while it runs (engine.GPU_SWITCH_INTERVAL).
+while it runs (BlastSettings.switch_interval).
 """
 
 from __future__ import annotations

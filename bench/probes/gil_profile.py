@@ -103,8 +103,8 @@ def main():
     idx = query_sets(base, [args.set])
     q = work / "gil-q.faa"
     write_queries(q, base, next(iter(idx.values())))
-    env = dict(our_env(work), GPU_SEARCH_TIMINGS="1")
-    ours = our_blastp(gsdb, args.threads) + ["-query", str(q)]
+    env = our_env(work)
+    ours = our_blastp(gsdb, args.threads, timings=True) + ["-query", str(q)]
     outputs = []
     for k in range(3):                      # the first warms the caches
         t = time.perf_counter()
@@ -114,7 +114,8 @@ def main():
               + next((line for line in r.stderr.splitlines() if "timings" in line), r.stderr[-300:]), flush=True)
     out = Path(args.out or work)
     timeline = out / "timeline.json"          # who is busy when, in a plain run (bench/probes/timeline.py)
-    r = subprocess.run(ours, capture_output=True, text=True, env=dict(env, GPU_SEARCH_TIMELINE=str(timeline)))
+    r = subprocess.run(our_blastp(gsdb, args.threads, timings=True, timeline=timeline) + ["-query", str(q)],
+                       capture_output=True, text=True, env=env)
     if timeline.exists():
         print(subprocess.run([sys.executable, str(Path(__file__).with_name("timeline.py")), str(timeline),
                               "--step", "0.25"], capture_output=True, text=True).stdout, flush=True)

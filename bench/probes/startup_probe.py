@@ -9,6 +9,7 @@ the traceback workers' fork, CuPy's import, CUDA's start, and the engines' const
 from __future__ import annotations
 
 import argparse
+import importlib
 import multiprocessing
 import os
 import time
@@ -47,8 +48,10 @@ def main():
     args = ap.parse_args()
     n = args.workers
     t = time.perf_counter()
-    from gpu_search.blast import engine
+    importlib.import_module("gpu_search.blast.engine")
+    from gpu_search.blast.settings import BlastSettings
     print(f"import blast.engine (numba) {time.perf_counter() - t:.3f} s")
+    settings = BlastSettings()              # the run's defaults: engines and gapped engines per GPU
     rng = np.random.default_rng(1)
     lengths = rng.integers(30, 1000, args.residues // 325)
     offsets = np.zeros(len(lengths) + 1, np.int64)
@@ -81,10 +84,10 @@ def main():
         first = GpuUngapped(residues, offsets)
         cupy.cuda.Device().synchronize()
         t1 = time.perf_counter()
-        twins = [first.worker() for _ in range(engine.GPU_STREAMS - 1)]
+        twins = [first.worker() for _ in range(settings.streams - 1)]
         cupy.cuda.Device().synchronize()
         t2 = time.perf_counter()
-        prelims = [GpuPrelim(first.stream_twin()) for _ in range(engine.PRELIM_THREADS)]
+        prelims = [GpuPrelim(first.stream_twin()) for _ in range(settings.gapped_threads)]
         t3 = time.perf_counter()
         print(f"engines, run {rep + 1}: first (upload, order, buffers) {t1 - t:.3f} s, "
               f"{len(twins)} more streams {t2 - t1:.3f} s, {len(prelims)} gapped engines {t3 - t2:.3f} s")

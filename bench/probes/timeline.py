@@ -1,4 +1,5 @@
-"""Summarise a blastp run's timeline (GPU_SEARCH_TIMELINE=file.json): who is busy when.
+"""Summarise a blastp run's timeline (``gpu-search blastp --timeline file.json``, or
+``BlastSettings(timeline="file.json")``): who is busy when.
 
     python bench/probes/timeline.py file.json [--step 0.5]
 

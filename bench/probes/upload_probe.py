@@ -3,7 +3,7 @@ the other engines (on the GPU host).
 
     python bench/probes/upload_probe.py [--gsdb /tmp/gsblastbench/db399.gsdb]
 
-Times, in a fresh process, as ``engine._gpu_engines`` runs them: CuPy's import and CUDA's
+Times, in a fresh process, as ``engine.build_gpu_engines`` runs them: CuPy's import and CUDA's
 start, then GpuUngapped's construction split into its parts (the residues' copy, the
 offsets and order, the blocks' buffers), its workers, and beside them the same copy from
 page-locked (pinned) host memory, and a second copy of the pageable residues.
@@ -22,8 +22,9 @@ BENCH = Path(__file__).resolve().parents[1]          # bench/: the benchmarks th
 sys.path[:0] = [str(BENCH.parent), str(BENCH)]
 
 from gpu_search import seqdb  # noqa: E402
-from gpu_search.blast import engine  # noqa: E402
+from gpu_search.blast import pipeline  # noqa: E402
 from gpu_search.blast.options import BlastOptions  # noqa: E402
+from gpu_search.blast.settings import BlastSettings  # noqa: E402
 
 
 def main():
@@ -34,7 +35,7 @@ def main():
     if not gsdb.exists():
         gsdb = next(Path(args.gsdb).parent.glob("*.gsdb"))
     db = seqdb.open_database(gsdb)
-    setup = engine.make_setup(db, BlastOptions(num_threads=16))
+    setup = pipeline.make_setup(db, BlastOptions(num_threads=16))
     rows = []
 
     def timed(label, fn):
@@ -59,7 +60,7 @@ def main():
     GpuUngapped._upload, GpuUngapped._alloc_buffers = upload, alloc
     gpu = timed("GpuUngapped(...) whole", lambda: GpuUngapped(setup.residues, setup.offsets,
                                                               length_order=db.length_order))
-    for k in range(engine.GPU_STREAMS - 1):
+    for k in range(BlastSettings().streams - 1):
         timed(f"worker() {k + 1}", gpu.worker)
     cp.cuda.Device().synchronize()
     residues = setup.residues

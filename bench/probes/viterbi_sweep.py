@@ -8,7 +8,9 @@ SEQS sequences per group (1 or 2), and the block size.  Kernel time only (CUDA e
 whole database (pyhmmer's proteome + COPIES shuffled copies, as
 hmmsearch_bench.py builds it).  Every variant's xC must equal the default
 variant's, and the default is checked against the numpy reference on a
-sample (exactness itself is tests/test_gpu.py's job).
+sample (exactness itself is the GPU tests' job: pytest -m gpu).  Extra
+filters.cu switches (--flags, --one) reach the compiler through the geometry
+(SweepGeometry.defines), as the geometry's own REDUX and TRANS_REGS do.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +29,29 @@ sys.path[:0] = [str(BENCH.parent), str(BENCH)]
 from hmmsearch_bench import benchmark_inputs  # noqa: E402
 
 from gpu_search.hmmer import reference as R  # noqa: E402
+from gpu_search.hmmer.gpu import Geometry  # noqa: E402
 from gpu_search.hmmer.models import read_hmms  # noqa: E402
 from gpu_search.hmmer.profile import FilterProfile  # noqa: E402
+
+
+@dataclass(frozen=True)
+class SweepGeometry(Geometry):
+    """A geometry with extra filters.cu switches (``-DNAME=1``...), given to the compiler after
+    the geometry's own (so that they override them)."""
+
+    flags: tuple = ()
+
+    @property
+    def defines(self) -> tuple:
+        return super().defines + tuple(self.flags)
+
+
+def with_flags(geo: Geometry, flags) -> Geometry:
+    """geo with these extra switches (geo itself if none)."""
+    if not flags:
+        return geo
+    return SweepGeometry(geo.G, geo.W, geo.cells_per_word, geo.seqs, redux=geo.redux, trans_regs=geo.trans_regs,
+                         flags=tuple(flags))
 
 
 def old_geometry(M: int):
@@ -40,20 +64,22 @@ def lazy_stats(backend, prof, geo, idx):
     """Rows scored, rows where HMMER's Lazy-F test holds (filters.cu compiled with LAZY_STATS)."""
     import cupy as cp
 
-    from gpu_search.hmmer import gpu
+    from gpu_search.hmmer.gpu import GpuBackend
 
+    caller = sys.modules[GpuBackend.__module__]          # where the backend finds load_kernels
+    real = caller.load_kernels
+    kernel_file = sys.modules[real.__module__].KERNEL_FILE
     options = ("-std=c++17", f"-DG={geo.G}", f"-DW={geo.W}", "-DPROFILE_IN_SMEM=1", f"-DSEQS={geo.seqs}",
-               "-DLAZY_STATS", f"-I{gpu.KERNEL_FILE.parent}")
-    module = cp.RawModule(code=gpu.KERNEL_FILE.read_text(), options=options)
+               "-DLAZY_STATS", f"-I{kernel_file.parent}")
+    module = cp.RawModule(code=kernel_file.read_text(), options=options)
     counters = cp.ndarray((2,), cp.uint64, module.get_global("lazy_stats"))
     counters[:] = 0
-    real = gpu.load_kernels
-    gpu.load_kernels = lambda *a, **k: (module.get_function("msv_filter"), module.get_function("viterbi_filter"),
-                                        module.get_function("viterbi_filter16"))
+    caller.load_kernels = lambda *a, **k: (module.get_function("msv_filter"), module.get_function("viterbi_filter"),
+                                           module.get_function("viterbi_filter16"))
     try:
         backend.viterbi(prof, idx, geo)
     finally:
-        gpu.load_kernels = real
+        caller.load_kernels = real
     return [int(v) for v in counters.get()]
 
 
@@ -83,8 +109,7 @@ def main():
 
     import cupy as cp
 
-    from gpu_search.hmmer import gpu
-    from gpu_search.hmmer.gpu import Geometry, GpuBackend, viterbi_geometry
+    from gpu_search.hmmer.gpu import GpuBackend, viterbi_block, viterbi_geometry
 
     device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     print(f"{device}; db {db.n_seqs:,} sequences, {db.n_residues:,} residues", flush=True)
@@ -101,8 +126,7 @@ def main():
         name, G, W, seqs, *flags = args.one.split(",")
         hmm = next(h for h in hmms if h.name == name)
         prof = FilterProfile.from_hmm(hmm)
-        gpu.VITERBI_DEFINES = tuple(f"-D{f}=1" for f in flags)
-        geo = Geometry(int(G), int(W), 1, int(seqs))
+        geo = with_flags(Geometry(int(G), int(W), 1, int(seqs)), [f"-D{f}=1" for f in flags])
         backend.viterbi(prof, allidx[:1000], geo, block=128)
         backend.viterbi(prof, allidx, geo, block=128)
         print(f"{name} {geo} {flags}: {prof.M * db.n_residues / backend.kernel_seconds['viterbi'] / 1e9:.0f} GCUPS")
@@ -116,7 +140,6 @@ def main():
     for hmm in chosen:
         prof = FilterProfile.from_hmm(hmm)
         cells = prof.M * db.n_residues
-        gpu.VITERBI_DEFINES = ()
         ref, ref_ovf = backend.viterbi(prof, allidx)
         sample = allidx[:: max(1, db.n_seqs // 300)]
         rC, rO = R.viterbi_filter(prof, db.residues, db.offsets, db.lengths, sample)
@@ -154,15 +177,15 @@ def main():
                 for k in sorted({int(k) for k in args.trans16.split(",")} | {W}):
                     if k <= W and W * seqs <= 48 and 3 * W * seqs + 8 * k <= 260:
                         geo = Geometry(32, W, 2, seqs, redux=True, trans_regs=k)
-                        variants.append((geo, gpu.viterbi_block(geo), ()))
+                        variants.append((geo, viterbi_block(geo), ()))
         if not args.all_int32:
             int32 = viterbi_geometry(prof.M, cells=1)                # the int32 kernel's default
-            variants.append((int32, gpu.viterbi_block(int32), ()))
+            variants.append((int32, viterbi_block(int32), ()))
             geo = viterbi_geometry(prof.M)                           # the default
             for flags in flag_sets:
-                variants.append((geo, gpu.viterbi_block(geo), flags))
-        for geo, block, flags in variants:
-            gpu.VITERBI_DEFINES = flags
+                variants.append((geo, viterbi_block(geo), flags))
+        for plain, block, flags in variants:
+            geo = with_flags(plain, flags)
             t0 = time.perf_counter()
             backend.viterbi(prof, allidx[:1000], geo, block=block)   # compile
             t_compile = time.perf_counter() - t0
