@@ -2,6 +2,8 @@
 # One call on the GPU host: set up the carried wheels, run the GPU tests, run the benchmark.
 # Usage (from the repository root, on the device):
 #   bash bench/device_run.sh [tests|bench|all|multi|vit|blast|blast-tests|blast-bench|blast-others|blast-profile|blast-gil|blast-ab] [pytest args]
+# (GPU tests: `pytest -m gpu tests -k "not blast"` for hmmsearch, `-k blast` for blastp; a -k among the
+# pytest args replaces that selection)
 # (.whl/ filled by bench/device_bundle.sh and carried: carry [".whl"])
 set -uo pipefail
 what=${1:-all}; shift || true
@@ -32,15 +34,18 @@ case "$what" in blast|blast-tests|blast-bench|blast-others|blast-gil)
 prepare_databases(399, Path("/tmp/gsblastbench"), blast_programs()[1])' > /tmp/prepare-blast-db.log 2>&1 &) ;;
 esac
 rc=0
+# GPU tests by marker and name, not by file (wherever under tests/ they live): the hmmsearch ones,
+# and the blastp ones (their modules or folders are named blast)
+HMM_K="not blast"; BLAST_K="blast"
 if [ "$what" = tests ] || [ "$what" = all ]; then
-    timeout 420 python3 -m pytest -m gpu tests/test_gpu.py -q -x -p no:cacheprovider "$@" 2>&1 | tee "$OUT/gpu-tests.log" | tail -25
+    timeout 420 python3 -m pytest -m gpu tests -k "$HMM_K" -q -x -p no:cacheprovider "$@" 2>&1 | tee "$OUT/gpu-tests.log" | tail -25
     rc=${PIPESTATUS[0]}
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
     timeout 540 python3 bench/hmmsearch_bench.py --cpus "$(nproc)" --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -30
 fi
 if [ "$what" = blast-tests ] || [ "$what" = blast ]; then
-    timeout 400 python3 -m pytest -m gpu tests/test_blast_gpu.py tests/test_blast_gapped_warp.py -q -x -p no:cacheprovider "$@" 2>&1 | tee "$OUT/blast-gpu-tests.log" | tail -25
+    timeout 400 python3 -m pytest -m gpu tests -k "$BLAST_K" -q -x -p no:cacheprovider "$@" 2>&1 | tee "$OUT/blast-gpu-tests.log" | tail -25
     rc=${PIPESTATUS[0]}
 fi
 if [ "$what" = blast-bench ] || { [ "$what" = blast ] && [ $rc = 0 ]; }; then
@@ -62,7 +67,7 @@ if [ "$what" = blast-ab ]; then    # AB_OLD: a folder holding an older gpu_searc
 fi
 if [ "$what" = blast-gil ]; then   # who holds the GIL in a 100-query run (bench/probes/gil_profile.py; py-spy's wheel in .whl)
     if [ -n "${HMM_TESTS:-}" ]; then   # the hmmsearch GPU tests first, while the database is built
-        timeout 300 python3 -m pytest -m gpu tests/test_gpu.py -q -x -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests.log" | tail -6
+        timeout 300 python3 -m pytest -m gpu tests -k "$HMM_K" -q -x -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests.log" | tail -6
         rc=${PIPESTATUS[0]}
     fi
     PATH=/tmp/site/bin:$PATH timeout "${GIL_S:-400}" python3 bench/probes/gil_profile.py --out "$OUT" ${BENCH_ARGS:-} 2>&1 \
@@ -70,8 +75,8 @@ if [ "$what" = blast-gil ]; then   # who holds the GIL in a 100-query run (bench
     [ "${PIPESTATUS[0]}" = 0 ] || rc=1
 fi
 if [ "$what" = vit ]; then
-    # VIT_K: a pytest -k expression (empty: all of test_gpu.py); VIT_TEST_S / VIT_SWEEP_S: time limits
-    timeout "${VIT_TEST_S:-300}" python3 -m pytest -m gpu tests/test_gpu.py -q -x -p no:cacheprovider ${VIT_K:+-k "$VIT_K"} 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
+    # VIT_K: a pytest -k expression within the hmmsearch GPU tests (empty: all); VIT_TEST_S / VIT_SWEEP_S: time limits
+    timeout "${VIT_TEST_S:-300}" python3 -m pytest -m gpu tests -k "$HMM_K${VIT_K:+ and ($VIT_K)}" -q -x -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
     rc=${PIPESTATUS[0]}
     timeout "${VIT_SWEEP_S:-400}" python3 bench/probes/viterbi_sweep.py ${BENCH_ARGS:-} 2>&1 | tee "$OUT/viterbi-sweep.log" | tail -80
 fi
