@@ -377,7 +377,7 @@ def main():
         print(f"{opt} {n}: {sweep[-1][1]:.2f} s, same rows: {sweep[-1][2]}  {sweep[-1][3]}", flush=True)
     name = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
                           text=True).stdout.strip().splitlines()[0]
-    commit = os.environ.get("GIT_COMMIT") or subprocess.run(  # the device's copy may carry a stale .git
+    commit = os.environ.get("GIT_COMMIT") or subprocess.run(  # the GPU host's copy may hold a stale .git
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     print(f"\n{name}, {args.threads} CPU threads, commit {commit or '?'}; database {db.n_seqs:,} sequences, "
           f"{db.n_residues:,} residues (upload to the GPU {gpu_phases.upload:.2f} s)")

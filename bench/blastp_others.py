@@ -2,8 +2,8 @@
 
     python bench/blastp_others.py [--copies 399] [--threads N] [--sets 10,100] [--tools diamond,mmseqs]
 
-Issue 5 asks for ``diamond blastp`` and ``mmseqs easy-search`` beside BLAST+
-"for speed and for how many BLAST+ hits each finds".  Both are heuristic
+``diamond blastp`` and ``mmseqs easy-search`` beside BLAST+, for speed and for
+how many BLAST+ hits each finds.  Both are heuristic
 searchers: faster than BLAST+, and they miss some of its hits.  This script
 runs them on the benchmark's database and query sets (those of
 ``blastp_gpu_bench.py``) with every thread of the host, after BLAST+ in the

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Fill .whl/ (ignored by git) with what the GPU host lacks, to be carried there with
-# carry [".whl"] and unpacked by bench/device_run.sh:
+# Fill .whl/ (ignored by git) with what the GPU host lacks, to be copied there beside the
+# working tree and unpacked by bench/device_run.sh:
 #   * pyhmmer's wheel for the host's Python 3.12 (its image has CuPy, numpy, numba and click); py-spy's;
 #   * Debian 12's HMMER and BLAST+ (hmmsearch 3.3.2, blastp 2.12), the baselines;
 #   * Debian 12's DIAMOND 2.1 and the AVX2 build of MMseqs2 14 (bench/blastp_others.py), the
 #     latter alone and xz-compressed: the whole package, five SIMD builds, is 24 MB.
-# The device carries at most 64 MiB with the working tree; this prints the total.
+# The GPU host takes at most 64 MiB of .whl/ and working tree together; this prints the total.
 #   bash bench/device_bundle.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,4 +27,4 @@ fi
 tree=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
 whl=$(du -sb .whl | cut -f1)
 echo "carried: .whl $((whl / 1048576)) MiB + working tree $((tree / 1048576)) MiB (limit 64 MiB)"
-[ $((whl + tree)) -lt $((64 * 1048576)) ] || { echo "over the device's 64 MiB carry limit" >&2; exit 1; }
+[ $((whl + tree)) -lt $((64 * 1048576)) ] || { echo "over the GPU host's 64 MiB limit" >&2; exit 1; }

@@ -4,7 +4,7 @@
 #   bash bench/device_run.sh [tests|bench|all|multi|vit|blast|blast-tests|blast-bench|blast-others|blast-profile|blast-gil|blast-ab] [pytest args]
 # (GPU tests: `pytest -m gpu tests -k "not blast"` for hmmsearch, `-k blast` for blastp; a -k among the
 # pytest args replaces that selection)
-# (.whl/ filled by bench/device_bundle.sh and carried: carry [".whl"])
+# (.whl/: filled by bench/device_bundle.sh, copied to the GPU host beside the working tree)
 set -uo pipefail
 what=${1:-all}; shift || true
 export PYTHONUNBUFFERED=1

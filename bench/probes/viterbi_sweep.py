@@ -55,7 +55,7 @@ def with_flags(geo: Geometry, flags) -> Geometry:
 
 
 def old_geometry(M: int):
-    """The geometry rule before this sweep: about 32 cells per lane, one sequence."""
+    """The geometry rule that viterbi_geometry's measured table replaced: about 32 cells per lane, one sequence."""
     G = min(32, 1 << max(0, (-(-M // 32) - 1).bit_length()))
     return G, -(-M // G), 1, 1
 
@@ -147,7 +147,7 @@ def main():
         stats = lazy_stats(backend, prof, viterbi_geometry(prof.M, cells=1), allidx)
         print(f"{hmm.name} M={prof.M}: rows {stats[0]:,}, HMMER's Lazy-F test true in {stats[1] / stats[0]:.1%}",
               flush=True)
-        variants = [(Geometry(*old_geometry(prof.M)), 256, ())]      # as before this work
+        variants = [(Geometry(*old_geometry(prof.M)), 256, ())]      # the rule before the sweep's measurements
         if args.all_int32 or args.g32:
             for seqs in (1, 2, 4):                                    # int32 kernel
                 for G in ((32,) if args.g32 else (8, 16, 32)):
