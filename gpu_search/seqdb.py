@@ -1,7 +1,7 @@
 """The protein sequence database: FASTA (plain or gzip) or a pre-digitized .gsdb.
 
 All sequences are held in a few flat arrays shared by every stage, CPU and
-GPU alike (the layout of seed 002/003: one residue stream plus offsets):
+GPU alike (the layout of the early GPU hmmsearch papers: one residue stream plus offsets):
 
     residues   uint8   every residue, digitized with Easel's amino alphabet
                        (ACDEFGHIKLMNPQRSTVWY = 0..19, '-' 20, BJZOUX 21..26,

@@ -2,7 +2,7 @@
 
 Needs the `blastp` and `makeblastdb` programs of BLAST+ 2.12 (Debian package
 ncbi-blast+); the tests are skipped, saying so, where they are missing.
-Criterion (issue 4): at least 99% of BLAST+'s rows reproduced exactly and at
+Criterion: at least 99% of BLAST+'s rows reproduced exactly and at
 most 1% extra rows; a failing test lists every difference.
 """
 

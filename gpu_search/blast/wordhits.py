@@ -1,6 +1,6 @@
 """Hit detection: word hits of many subjects against one query, packed and binned by diagonal.
 
-The cuBLASTP decomposition of BLAST's scan (seed 004): instead of handing each
+The cuBLASTP decomposition of BLAST's scan (Zhang et al., cuBLASTP): instead of handing each
 hit to the two-hit filter as the scan finds it (``s_BlastAaScanSubject`` in
 blast_aascan.c feeding ``s_BlastAaWordFinder_TwoHit`` in aa_ungapped.c), all
 hits of a batch of subjects are materialized as 64-bit keys, then sorted so
