@@ -37,7 +37,7 @@ NUMBA_COMMANDS = ("blastp", "hmmsearch", "makedb")     # (their FASTA scanner an
 def _numba_without_scipy() -> None:
     """Where scipy is installed, numba imports scipy.linalg the first time it compiles or loads
     code (numba.np.arraymath checks for a BLAS), which took 0.3 s of every blastp run on the
-    GPU host (py-spy, bench/gil_profile.py).  Our compiled code uses no BLAS (no np.dot, no
+    GPU host (py-spy, bench/probes/gil_profile.py).  Our compiled code uses no BLAS (no np.dot, no
     np.linalg): numba's check runs here with scipy's BLAS module marked absent, and finds none;
     the mark is taken back after, so scipy stays importable."""
     if "numba" in sys.modules or "scipy.linalg.cython_blas" in sys.modules:

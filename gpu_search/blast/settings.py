@@ -53,7 +53,7 @@ class BlastSettings:
         traceback_processes: the traceback of a GPU run on forked worker processes (else
             on threads, sharing the GIL with the threads that feed the GPUs).
         timings: print where the run's time went on stderr (``--timings``).
-        timeline: write every timed interval to this JSON file (``bench/timeline.py``).
+        timeline: write every timed interval to this JSON file (``bench/probes/timeline.py``).
     """
 
     streams: int = 3
