@@ -24,11 +24,25 @@ def pyhmmer_libs() -> Path | None:
     return libs if (libs / "include" / "libhmmer" / "hmmer.h").exists() else None
 
 
+def compiler() -> str | None:
+    """The C compiler: $CC, else cc, else gcc (None if none is on PATH)."""
+    return shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+
+
+def missing() -> str | None:
+    """Why the oracles cannot be built here (for a test's skip reason), or None."""
+    if compiler() is None:
+        return "no C compiler on PATH (cc or gcc, or $CC; Debian: apt-get install gcc)"
+    if pyhmmer_libs() is None:
+        return "the pyhmmer wheel has no HMMER headers (pyhmmer.libs/include): install pyhmmer from its wheel"
+    return None
+
+
 @lru_cache(maxsize=None)
 def build(name: str) -> Path | None:
-    """Compile tests/oracle/<name>.c once per session; the path of the binary or None."""
-    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
-    libs = pyhmmer_libs()
+    """Compile tests/oracle/<name>.c once per session; the path of the binary, or None where
+    ``missing()`` says why it cannot be built.  A failed compile raises CalledProcessError."""
+    cc, libs = compiler(), pyhmmer_libs()
     if cc is None or libs is None:
         return None
     out_dir = Path(os.environ.get("GPU_SEARCH_ORACLE_DIR", HERE / ".build"))
