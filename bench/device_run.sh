@@ -2,6 +2,7 @@
 # One call on the GPU host: set up the carried wheels, run the GPU tests, run the benchmark.
 # Usage (from the repository root, on the device):
 #   bash bench/device_run.sh [tests|bench|all|multi|vit|blast|blast-tests|blast-bench|blast-others|blast-profile|blast-gil|blast-ab] [pytest args]
+#   bash bench/device_run.sh matrix [bench/hmmsearch_matrix.py options]
 # (GPU tests: `pytest -m gpu tests -k "not blast"` for hmmsearch, `-k blast` for blastp; a -k among the
 # pytest args replaces that selection)
 # (.whl/: filled by bench/device_bundle.sh, copied to the GPU host beside the working tree)
@@ -79,6 +80,10 @@ if [ "$what" = vit ]; then
     timeout "${VIT_TEST_S:-300}" python3 -m pytest -m gpu tests -k "$HMM_K${VIT_K:+ and ($VIT_K)}" -q -x -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
     rc=${PIPESTATUS[0]}
     timeout "${VIT_SWEEP_S:-400}" python3 bench/probes/viterbi_sweep.py ${BENCH_ARGS:-} 2>&1 | tee "$OUT/viterbi-sweep.log" | tail -80
+fi
+if [ "$what" = matrix ]; then   # bench/hmmsearch_matrix.py, its options passed through; MATRIX_S: time limit
+    timeout "${MATRIX_S:-570}" python3 bench/hmmsearch_matrix.py --out "$OUT" "$@" 2>&1 | tee "$OUT/matrix.log" | tail -60
+    rc=${PIPESTATUS[0]}
 fi
 if [ "$what" = multi ]; then
     timeout 540 python3 bench/multi_gpu.py 2>&1 | tee "$OUT/multi_gpu.log" | tail -20
