@@ -26,12 +26,12 @@ for cu in $(git ls-files '*.cu'); do
         gpu_search/hmmer/gpu/forward.cu)
             variants=("-DG=1 -DW=4" "-DG=8 -DW=16" "-DG=32 -DW=16" "-DG=32 -DW=40 -DPROFILE_IN_SMEM=0") ;;
         gpu_search/blast/gpu/ungapped.cu)
-            # BLAST's word size W
-            variants=("-DWORD_SIZE=2 -DBLOCK=128" "-DWORD_SIZE=3 -DBLOCK=128" "-DWORD_SIZE=3 -DBLOCK=256" "-DWORD_SIZE=3 -DBLOCK=128 -DHIT_BASED=1"
+            # BLAST's word size W, threads a block, WIN lanes a window (window-based extension),
+            # the matrix in shared memory, the bins that cannot trigger struck off first
+            variants=("-DWORD_SIZE=2 -DBLOCK=128" "-DWORD_SIZE=3 -DBLOCK=128" "-DWORD_SIZE=3 -DBLOCK=256"
                       "-DWORD_SIZE=3 -DBLOCK=512" "-DWORD_SIZE=4 -DBLOCK=64"
                       "-DWORD_SIZE=3 -DBLOCK=128 -DWIN=8" "-DWORD_SIZE=2 -DBLOCK=256 -DWIN=32 -DMATRIX_SMEM=1"
-                      "-DWORD_SIZE=3 -DBLOCK=512 -DMATRIX_SMEM=1" "-DWORD_SIZE=3 -DBLOCK=128 -DWIN=8 -DPV_SMEM=1"
-                      "-DWORD_SIZE=2 -DBLOCK=256 -DHIT_BASED=1 -DPV_SMEM=1"
+                      "-DWORD_SIZE=3 -DBLOCK=512 -DMATRIX_SMEM=1"
                       "-DWORD_SIZE=3 -DBLOCK=128 -DWIN=8 -DPREFILTER=1" "-DWORD_SIZE=4 -DBLOCK=512 -DWIN=16 -DPREFILTER=1 -DMATRIX_SMEM=1") ;;
         gpu_search/blast/gpu/gapped.cu)
             # BAND: DP ring cells per row

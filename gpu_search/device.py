@@ -2,7 +2,8 @@
 
 Importing this module never fails: CuPy is optional (``pip install
 gpu-search[gpu]``).  Without it, or without a usable GPU, everything runs on
-the CPU with the same results, and the user is told so once.
+the CPU with the same results, and the user is told so once.  The GPU work
+itself (kernels, grids, the database on a GPU) is :mod:`gpu_search.gpu`.
 """
 
 from __future__ import annotations
@@ -16,22 +17,6 @@ from functools import lru_cache
 from .errors import DeviceError
 
 DEVICES = ("auto", "cpu", "gpu", "reference")
-
-
-def to_gpu(cp, host):
-    """A copy of the host array on the current GPU, complete when this returns.
-
-    For database-sized arrays: ``cupy.asarray`` stages an array through page-locked
-    memory that it allocates first, 175-180 ms for the 273 MB benchmark database on an
-    H100 host, where the plain copy takes 29 ms (bench/upload_variants.py).
-    """
-    import numpy as np
-
-    host = np.ascontiguousarray(host)
-    dev = cp.empty(host.shape, dtype=host.dtype)
-    dev.set(host)
-    cp.cuda.get_current_stream().synchronize()     # (a pageable copy may still be in flight)
-    return dev
 
 
 @lru_cache(maxsize=1)

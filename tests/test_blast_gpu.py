@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from gpu_search.blast.alphabet import EASEL_TO_NCBISTDAA, blast_query_codes
 from gpu_search.blast.matrix import load_matrix
+from gpu_search.blast.settings import BlastSettings
 from gpu_search.device import gpu_status
 
 pytestmark = pytest.mark.gpu
@@ -22,6 +23,7 @@ if not gpu_status()[0]:
     pytest.skip(f"no usable GPU: {gpu_status()[1]}", allow_module_level=True)
 
 from gpu_search.blast.gpu import HIT_SLOTS, GpuUngapped  # noqa: E402
+from gpu_search.gpu import DeviceDatabase  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -71,23 +73,23 @@ def test_streamed_database(db_codes, proteome, blosum62, monkeypatch):
     import cupy
 
     streamed = GpuUngapped(*db_codes, streamed=True, max_chunk_residues=200_000)
-    assert streamed.streamed and len(streamed.chunks) > 2
-    assert all("residues" not in c for c in streamed.chunks)      # nothing kept on the GPU
+    assert streamed.streamed and len(streamed.chunks) > 2 and streamed.queries_per_pass == 32
+    assert not any(c.resident for c in streamed.chunks)      # nothing kept on the GPU
     for i in (10, 500):
         compare(streamed, db_codes, query_codes(proteome, i), blosum62)
     compare(streamed, db_codes, query_codes(proteome, 7), blosum62, cutoff=0)
 
-    real_upload = GpuUngapped._upload
+    real_upload = DeviceDatabase._upload
 
     def small_gpu(self, chunk):
-        if chunk["n"] > 300:
+        if chunk.n > 300:
             raise cupy.cuda.memory.OutOfMemoryError(1 << 40, 0)
         return real_upload(self, chunk)
 
-    monkeypatch.setattr(GpuUngapped, "_upload", small_gpu)
+    monkeypatch.setattr(DeviceDatabase, "_upload", small_gpu)
     n_before = len(streamed.chunks)
     compare(streamed, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
-    assert len(streamed.chunks) > n_before and all(c["n"] <= 300 for c in streamed.chunks)
+    assert len(streamed.chunks) > n_before and all(c.n <= 300 for c in streamed.chunks)
 
 
 def batch_of_queries(db_codes, proteome, matrix):
@@ -136,13 +138,13 @@ def test_queries_batched_per_pass(how, db_codes, proteome, blosum62, monkeypatch
         engine = GpuUngapped(*db_codes, streamed=True, max_chunk_residues=300_000)
         assert len(engine.chunks) > 2 and engine.queries_per_pass > 1
         uploads = []
-        real_upload = GpuUngapped._upload
+        real_upload = DeviceDatabase._upload
 
         def counted_upload(self, chunk):
-            uploads.append(chunk["first"])
+            uploads.append(chunk.first)
             return real_upload(self, chunk)
 
-        monkeypatch.setattr(GpuUngapped, "_upload", counted_upload)
+        monkeypatch.setattr(DeviceDatabase, "_upload", counted_upload)
     else:
         engine = GpuUngapped(*db_codes, hit_slots=HIT_SLOTS if how == "resident" else 64)
     left_to_cpu = []
@@ -161,7 +163,7 @@ def test_queries_batched_per_pass(how, db_codes, proteome, blosum62, monkeypatch
         assert g.dtype == ref.dtype and np.array_equal(g, ref), f"query {k}: {len(g)} rows, CPU {len(ref)}"
     assert sum(len(r) for r in refs) > 1000
     if how == "streamed":
-        assert sorted(uploads) == [c["first"] for c in engine.chunks]      # each chunk once
+        assert sorted(uploads) == [c.first for c in engine.chunks]      # each chunk once
     if how.startswith("overflow"):
         assert engine.overflowed > 0
     if how == "overflow to the cpu":       # subjects of GPU queries, besides the two whole CPU queries
@@ -170,8 +172,8 @@ def test_queries_batched_per_pass(how, db_codes, proteome, blosum62, monkeypatch
 
 
 def test_cli_streamed_batches_identical_to_cpu(tmp_path, proteome_path, monkeypatch):
-    """A database streamed through the GPU (GPU_SEARCH_STREAM_RESIDUES), its queries in batches
-    of one pass each: the same bytes as the CPU; batches of 5 and the default."""
+    """A database streamed through the GPU (BlastSettings.stream_residues), its queries in
+    batches of one pass each: the same bytes as the CPU; batches of 5 and the default."""
     sizes = []
     many = GpuUngapped.ungapped_extensions_many
 
@@ -180,11 +182,10 @@ def test_cli_streamed_batches_identical_to_cpu(tmp_path, proteome_path, monkeypa
         return many(self, jobs)
 
     monkeypatch.setattr(GpuUngapped, "ungapped_extensions_many", recorded)
-    monkeypatch.setenv("GPU_SEARCH_STREAM_RESIDUES", "250000")
-    for batch in ("5", ""):
-        monkeypatch.setenv("GPU_SEARCH_UNGAPPED_BATCH", batch)
+    for batch in (5, None):
         sizes.clear()
-        outs = cli_outputs(tmp_path, proteome_path, 24, "6 std qlen slen", ["--gpus", "0"])
+        settings = BlastSettings(stream_residues=250000, queries_per_pass=batch)
+        outs = cli_outputs(tmp_path, proteome_path, 24, "6 std qlen slen", ["--gpus", "0"], settings)
         assert outs["gpu"] == outs["cpu"], batch
         # batches ramp up 1, 2, 4... to the most a pass takes, or the queries left
         assert sizes == ([1, 2, 4, 5, 5, 5, 2] if batch else [1, 2, 4, 8, 9]), sizes
@@ -193,8 +194,10 @@ def test_cli_streamed_batches_identical_to_cpu(tmp_path, proteome_path, monkeypa
 def test_chunked_database(db_codes, proteome, blosum62):
     """A database uploaded in many chunks (each under half the free memory): same result."""
     chunked = GpuUngapped(*db_codes, max_chunk_residues=50_000)
-    assert len(chunked.chunks) > 5
+    assert len(chunked.chunks) > 5 and all(c.resident for c in chunked.chunks)
     compare(chunked, db_codes, query_codes(proteome, 10), blosum62)
+    assert chunked.queries_per_pass == 1
+    assert GpuUngapped(*db_codes, max_chunk_residues=50_000, queries_per_pass=5).queries_per_pass == 5
 
 
 def test_edge_queries(gpu, db_codes, blosum62):
@@ -208,8 +211,9 @@ def test_edge_queries(gpu, db_codes, blosum62):
     compare(gpu, db_codes, blast_query_codes(rng.integers(1, 23, 700).astype(np.uint8)), blosum62, cutoff=0)
 
 
-def cli_outputs(tmp_path, proteome_path, n_queries, outfmt, gpu_args=()):
-    """blastp of n proteome queries on the CPU and on the GPU: {device: output bytes}."""
+def cli_outputs(tmp_path, proteome_path, n_queries, outfmt, gpu_args=(), settings=None):
+    """blastp of n proteome queries on the CPU and on the GPU: {device: output bytes}.
+    settings: the run's BlastSettings (the command line's ctx.obj["blast_settings"])."""
     from gpu_search.cli import cli
     from gpu_search.seqdb import open_database
 
@@ -223,7 +227,7 @@ def cli_outputs(tmp_path, proteome_path, n_queries, outfmt, gpu_args=()):
         out = tmp_path / f"{device}.tsv"
         r = CliRunner().invoke(cli, ["blastp", "-query", str(q), "-db", str(proteome_path), "-out", str(out),
                                      "-outfmt", outfmt, "-num_threads", "4", "--device", device, "--quiet",
-                                     *extra])
+                                     *extra], obj=None if settings is None else {"blast_settings": settings})
         assert r.exit_code == 0, r.output
         outs[device] = out.read_bytes()
     return outs
@@ -252,26 +256,12 @@ def test_cli_two_gpus_identical_to_cpu(tmp_path, proteome_path):
     assert outs["gpu"] == outs["cpu"]
 
 
-def test_hit_based_extension(db_codes, proteome, blosum62):
-    """cuBLASTP's hit-based variant (every hit extended, the two-hit pass reads the results):
-    the same init HSPs, also with BLAST's cutoffs, other word sizes and the overflow pass."""
-    hit = GpuUngapped(*db_codes, extension="hit")
-    for i in (3, 10, 200, 500, 1000, int(np.argmax(np.diff(np.asarray(proteome.offsets))))):
-        compare(hit, db_codes, query_codes(proteome, i), blosum62, cutoff=0)
-        compare(hit, db_codes, query_codes(proteome, i), blosum62)
-    compare(hit, db_codes, query_codes(proteome, 7), blosum62, 2, 9, 40, cutoff=0)
-    compare(hit, db_codes, query_codes(proteome, 7), blosum62, 3, 11, 20, cutoff=0)
-    small = GpuUngapped(*db_codes, extension="hit", hit_slots=64)
-    compare(small, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
-
-
 @pytest.mark.parametrize("extension,lanes,scores", [("window", 4, "pssm"), ("window", 8, "matrix"),
                                                     ("window", 16, "pssm"), ("window", 32, "matrix"),
-                                                    ("diagonal", None, "pssm"), ("diagonal", None, "matrix"),
-                                                    ("hit", None, "matrix")])
+                                                    ("diagonal", None, "pssm"), ("diagonal", None, "matrix")])
 def test_extension_variants(extension, lanes, scores, db_codes, proteome, blosum62):
     """cuBLASTP's window-based variant (``lanes`` threads extend each hit together, a
-    prefix sum and a max-scan per step), its diagonal- and hit-based ones, with
+    prefix sum and a max-scan per step) and its diagonal-based one, with
     scores from the PSSM or the matrix in shared memory: the same init HSPs,
     also with BLAST's cutoffs, other word sizes, windows, a short X-drop and
     the overflow pass."""
@@ -284,20 +274,6 @@ def test_extension_variants(extension, lanes, scores, db_codes, proteome, blosum
     compare(win, db_codes, query_codes(proteome, 7), blosum62, 4, 13, 80, cutoff=0)
     compare(win, db_codes, query_codes(proteome, 200), blosum62, x_drop=4, cutoff=0)   # short X-drop
     small = GpuUngapped(*db_codes, extension=extension, window_lanes=lanes, scores=scores, hit_slots=64)
-    compare(small, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
-
-
-@pytest.mark.parametrize("extension", ["window", "diagonal", "hit"])
-def test_presence_bits_in_shared_memory(extension, db_codes, proteome, blosum62):
-    """The lookup table's presence bits in shared memory (PV_SMEM): the same init HSPs, word
-    sizes 2 and 3 (4 runs without them), with the overflow pass."""
-    pv = GpuUngapped(*db_codes, extension=extension, pv_smem=True)
-    for i in (3, 10, 500, int(np.argmax(np.diff(np.asarray(proteome.offsets))))):
-        compare(pv, db_codes, query_codes(proteome, i), blosum62, cutoff=0)
-        compare(pv, db_codes, query_codes(proteome, i), blosum62)
-    compare(pv, db_codes, query_codes(proteome, 7), blosum62, 2, 9, 40, cutoff=0)
-    compare(pv, db_codes, query_codes(proteome, 7), blosum62, 4, 13, 80, cutoff=0)
-    small = GpuUngapped(*db_codes, extension=extension, pv_smem=True, hit_slots=64)
     compare(small, db_codes, query_codes(proteome, 10), blosum62, cutoff=0)
 
 
@@ -325,13 +301,12 @@ def test_low_complexity_queries(extension, gpu, db_codes, proteome, blosum62):
     assert small.overflowed > 0
 
 
-@pytest.mark.parametrize("lanes,pv,prefilter", [(None, False, True), (4, True, True), (32, False, True),
-                                                 (8, False, False), (4, False, False)])
-def test_window_bins_struck_off_first(lanes, pv, prefilter, db_codes, proteome, blosum62):
+@pytest.mark.parametrize("lanes,prefilter", [(None, True), (4, True), (32, True), (8, False), (4, False)])
+def test_window_bins_struck_off_first(lanes, prefilter, db_codes, proteome, blosum62):
     """The window-based extension with the bins that cannot trigger struck off by a thread each
     first (PREFILTER, the default) and without: the same init HSPs, word sizes 2 to 4 and other
     windows, with the overflow pass."""
-    struck = GpuUngapped(*db_codes, extension="window", window_lanes=lanes, pv_smem=pv, prefilter=prefilter)
+    struck = GpuUngapped(*db_codes, extension="window", window_lanes=lanes, prefilter=prefilter)
     for i in (3, 10, 500, int(np.argmax(np.diff(np.asarray(proteome.offsets))))):
         compare(struck, db_codes, query_codes(proteome, i), blosum62, cutoff=0)
         compare(struck, db_codes, query_codes(proteome, i), blosum62)
@@ -346,11 +321,6 @@ def test_cli_extension_variants_identical_to_cpu(tmp_path, proteome_path):
     for args in (["--gpu-extension", "window", "--gpu-window-lanes", "32"], ["--gpu-extension", "diagonal"]):
         outs = cli_outputs(tmp_path, proteome_path, 20, "6", args)
         assert outs["gpu"] == outs["cpu"], args
-
-
-def test_cli_hit_based_extension_identical_to_cpu(tmp_path, proteome_path):
-    outs = cli_outputs(tmp_path, proteome_path, 20, "6", ["--gpu-extension", "hit"])
-    assert outs["gpu"] == outs["cpu"]
 
 
 # --- the preliminary gapped stage on the GPU (blast/gpu/gapped.cu) ---------------------------------------

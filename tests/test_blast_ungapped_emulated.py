@@ -25,12 +25,13 @@ import pytest
 from blast_cases import compare, query_codes
 
 from gpu_search.blast.alphabet import EASEL_TO_NCBISTDAA
-from gpu_search.blast.gpu import (HIT_SLOTS, KERNEL_FILE, MAX_SMEM_CELLS, ORDER_FILE, _longest_first,
-                                  extension_for, kernel_choice, kernel_options, order_key_bits, presence_bits)
+from gpu_search.blast.gpu import (HIT_SLOTS, KERNEL_FILE, MAX_SMEM_CELLS, ORDER_FILE, SLOTS_PER_HIT_X2,
+                                  extension_for, kernel_choice, kernel_options, order_key_bits)
 from gpu_search.blast.lookup import build_lookup
 from gpu_search.blast.matrix import load_matrix
 from gpu_search.blast.ungapped import _pssm, _to_records
 from gpu_search.blast.wordhits import diag_array_length
+from gpu_search.gpu import longest_first
 
 pytestmark = pytest.mark.skipif(emulator_build.CXX is None, reason="no C++ compiler")
 _P = ctypes.c_void_p
@@ -48,13 +49,13 @@ class EmulatedUngapped:
 
     def __init__(self, directory: Path, residues, offsets, extension: str = "auto", window_lanes=None,
                  scores: str = "auto", block=None, hit_slots: int = HIT_SLOTS, seed: int = 1,
-                 pv_smem: bool = False, prefilter: bool = False):
+                 prefilter: bool = False):
         self.directory = Path(directory)
         self.residues = np.ascontiguousarray(residues, np.uint8)
         self.offsets = np.ascontiguousarray(offsets, np.int64)
         self.extension, self.window_lanes, self.scores, self.block = extension, window_lanes, scores, block
-        self.hit_slots, self.seed, self.pv_smem, self.prefilter = hit_slots, seed, pv_smem, prefilter
-        self.order = _longest_first(self.offsets)
+        self.hit_slots, self.seed, self.prefilter = hit_slots, seed, prefilter
+        self.order = longest_first(np.diff(self.offsets))
         self.overflowed = 0
 
     def _lib(self, options: tuple):
@@ -79,22 +80,18 @@ class EmulatedUngapped:
         n_cells = diag_array_length(qlen, window)
         assert n_cells <= MAX_SMEM_CELLS and lookup.n_entries and window, "a case GpuUngapped leaves to the CPU"
         choice = kernel_choice(lookup, window, self.extension, self.block, self.window_lanes, self.scores,
-                               self.pv_smem, self.prefilter)
-        extension, pv_smem = choice.extension, choice.pv_smem
-        lib = self._lib(kernel_options(lookup.word_size, choice.block, extension, choice.lanes,
-                                       choice.matrix_smem, pv_smem, choice.prefilter))
-        presence = presence_bits(lookup.cell_start)
-        assert 2 * n_cells * 4 + (presence.nbytes if pv_smem else 0) <= lib.shared_memory_bytes()
+                               self.prefilter)
+        lib = self._lib(kernel_options(lookup.word_size, choice.block, choice.extension, choice.lanes,
+                                       choice.matrix_smem, choice.prefilter))
+        assert 2 * n_cells * 4 <= lib.shared_memory_bytes()
         query = (np.ascontiguousarray(lookup.cell_start, np.int32), np.ascontiguousarray(lookup.offsets, np.int32),
-                 presence, _pssm(query_codes, matrix_scores), query_codes,
-                 np.ascontiguousarray(matrix_scores, np.int32))
+                 _pssm(query_codes, matrix_scores), query_codes, np.ascontiguousarray(matrix_scores, np.int32))
         args = (qlen, n_cells - 1, window, x_drop, cutoff)
         rows, over = self._launch(lib, query, args, self.order, self.hit_slots)
         parts = [rows]
         self.overflowed = len(over)
         if len(over):                     # second pass, buffers sized for the overflowing subjects
-            per_hit_x2 = 15 if extension == "hit" else 3      # as SLOTS_PER_HIT_X2
-            slots = int(over[:, 1].max()) * per_hit_x2 // 2 + 64
+            slots = int(over[:, 1].max()) * SLOTS_PER_HIT_X2 // 2 + 64
             rows2, over2 = self._launch(lib, query, args, np.ascontiguousarray(over[:, 0], np.int32), slots)
             assert len(over2) == 0, "hit buffer overflow in the second pass"
             parts.append(rows2)
@@ -126,10 +123,9 @@ class EmulatedUngapped:
         counters = np.zeros(3, np.int32)                   # next job, rows out, overflow
         out = np.zeros(7 * out_cap, np.int32)
         overflow = np.zeros(2 * max(len(order), 1), np.int32)
-        cells, offs, presence, pssm, codes, matrix = query
+        cells, offs, pssm, codes, matrix = query
         rc = lib.emulate_ungapped(ctypes.c_uint(self.seed), n_blocks, _p(self.residues), _p(self.offsets),
-                                  _p(order), len(order), _p(cells), _p(offs), _p(presence), _p(pssm), _p(codes),
-                                  _p(matrix),
+                                  _p(order), len(order), _p(cells), _p(offs), _p(pssm), _p(codes), _p(matrix),
                                   *[_int(int(a)) for a in args], _p(scratch), slots, _p(counters[0:1]), _p(out),
                                   out_cap, _p(counters[1:2]), _p(overflow), _p(counters[2:3]))
         assert rc == 0, lib.emulator_error().decode()
@@ -157,19 +153,19 @@ def build_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("emulated_ungapped")
 
 
-@pytest.mark.parametrize("extension,lanes,scores,pv,prefilter", [("window", 8, "auto", False, False),
-                                                                 ("window", None, "auto", False, True),
-                                                                 ("window", 4, "pssm", True, False),
-                                                                 ("window", 32, "matrix", False, True),
-                                                                 ("diagonal", None, "pssm", True, False),
-                                                                 ("hit", None, "matrix", True, False)])
-def test_extension_variants(extension, lanes, scores, pv, prefilter, build_dir, subset, proteome, blosum62):
-    """cuBLASTP's window-based extension (the default's for ordinary queries, with 4 to 32 lanes a window; with the bins
-    that cannot trigger struck off first or not), its diagonal- and hit-based ones, scores from
-    the PSSM or the matrix in shared memory, the lookup table's presence bits in shared memory or
-    not: the CPU path's init HSPs, with every extension kept (cutoff 0) and with BLAST's cutoffs."""
+@pytest.mark.parametrize("extension,lanes,scores,prefilter", [("window", 8, "auto", False),
+                                                              ("window", None, "auto", True),
+                                                              ("window", 4, "pssm", False),
+                                                              ("window", 32, "matrix", True),
+                                                              ("diagonal", None, "pssm", False),
+                                                              ("diagonal", None, "matrix", False)])
+def test_extension_variants(extension, lanes, scores, prefilter, build_dir, subset, proteome, blosum62):
+    """cuBLASTP's window-based extension (the default's for ordinary queries, with 4 to 32 lanes a
+    window; with the bins that cannot trigger struck off first or not) and its diagonal-based one,
+    scores from the PSSM or the matrix in shared memory: the CPU path's init HSPs, with every
+    extension kept (cutoff 0) and with BLAST's cutoffs."""
     engine = EmulatedUngapped(build_dir, *subset, extension=extension, window_lanes=lanes, scores=scores,
-                              pv_smem=pv, prefilter=prefilter)
+                              prefilter=prefilter)
     n = 0
     for i in (10, 500, 1000):
         n += compare(engine, subset, query_codes(proteome, i), blosum62, cutoff=0)
@@ -181,7 +177,7 @@ def test_long_query_block_sizes_and_word_sizes(build_dir, subset, proteome, blos
     """The longest proteome query (more threads a block, 16 window lanes, the matrix in shared
     memory), word sizes 2 and 4 with other windows, a short X-drop."""
     longest = int(np.argmax(np.diff(np.asarray(proteome.offsets))))
-    engine = EmulatedUngapped(build_dir, *subset, pv_smem=True)
+    engine = EmulatedUngapped(build_dir, *subset)
     assert compare(engine, subset, query_codes(proteome, longest), blosum62, cutoff=0) > 100
     compare(engine, subset, query_codes(proteome, 7), blosum62, 2, 9, 40, cutoff=0)
     compare(engine, subset, query_codes(proteome, 7), blosum62, 4, 13, 80, cutoff=0)
@@ -193,28 +189,13 @@ def test_long_query_block_sizes_and_word_sizes(build_dir, subset, proteome, blos
         compare(struck, subset, query_codes(proteome, 7), blosum62, word_size, threshold, window, cutoff=0)
 
 
-@pytest.mark.parametrize("extension,prefilter", [("window", False), ("window", True), ("hit", False)])
+@pytest.mark.parametrize("extension,prefilter", [("window", False), ("window", True), ("diagonal", False)])
 def test_overflowing_subjects_run_again(extension, prefilter, build_dir, subset, proteome, blosum62):
     """Blocks' hit buffers of 64 slots: subjects with more hits are listed by the kernel and
     run again with buffers that fit; same init HSPs."""
     engine = EmulatedUngapped(build_dir, *subset, extension=extension, hit_slots=64, prefilter=prefilter)
     compare(engine, subset, query_codes(proteome, 10), blosum62, cutoff=0)
     assert engine.overflowed > 10
-
-
-def test_dynamic_shared_memory_limit_only_rises():
-    """Engines on one GPU share a compiled kernel and run queries of different lengths at once:
-    its dynamic shared-memory limit must never drop below what a launch in flight asked for."""
-    from gpu_search.blast.gpu import _allow_smem
-
-    class Kernel:
-        max_dynamic_shared_size_bytes = 0
-
-    k = Kernel()
-    for nbytes, expected in ((16 * 1024, 0), (128 * 1024, 128 * 1024), (64 * 1024, 128 * 1024),
-                             (132 * 1024, 132 * 1024)):
-        _allow_smem(k, nbytes)
-        assert k.max_dynamic_shared_size_bytes == expected
 
 
 LOW_COMPLEXITY_QUERY = 863          # a proteome protein with lookup cells of up to 284 query offsets

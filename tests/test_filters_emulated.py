@@ -60,7 +60,8 @@ class Emulated:
         options = kernel_options(geo.G, geo.W, profile_in_smem, geo.seqs, geo.defines)
         name = "filters" + "".join(o.replace("-D", "_").replace("=", "") for o in options if o.startswith("-D"))
         out = emulator_build.build(Path(directory) / f"{name}.so",
-                                   [*options, f'-DFILTERS_CU="{KERNEL_FILE}"', f'-DFORWARD_CU="{FORWARD_FILE}"'])
+                                   [*options, f"-I{KERNEL_FILE.parent}", f'-DFILTERS_CU="{KERNEL_FILE}"',
+                                    f'-DFORWARD_CU="{FORWARD_FILE}"'])
         self.lib = ctypes.CDLL(str(out))
         self.lib.emulator_error.restype = ctypes.c_char_p
         self.geo, self.in_smem, self.seed, self.threads = geo, profile_in_smem, seed, threads
@@ -331,7 +332,8 @@ def test_emulator_reports_a_lane_outside_its_group(build_dir, proteome):
     broken.write_text(broken_src)
     geo = msv_geometry(65)                        # groups of 2 lanes
     options = kernel_options(geo.G, geo.W, True, geo.seqs, geo.defines)
-    out = emulator_build.build(build_dir / "broken.so", [*options, f'-DFILTERS_CU="{broken}"'])
+    out = emulator_build.build(build_dir / "broken.so",
+                               [*options, f"-I{KERNEL_FILE.parent}", f'-DFILTERS_CU="{broken}"'])
     lib = Emulated.__new__(Emulated)
     lib.lib = ctypes.CDLL(str(out))
     lib.lib.emulator_error.restype = ctypes.c_char_p

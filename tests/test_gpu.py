@@ -191,20 +191,20 @@ def test_out_of_memory_retries_with_smaller_batches(proteome, monkeypatch):
     """A GPU out-of-memory error halves the batches and the call still succeeds."""
     import cupy
 
-    from gpu_search.hmmer import gpu as gpumod
+    from gpu_search.gpu import DeviceDatabase
 
     backend = GpuBackend(proteome, gpus=[0], max_resident_residues=400_000)   # one GPU: parts streamed
     before = backend.budget
-    real_upload = gpumod._Part._upload
+    real_upload = DeviceDatabase._upload
     calls = {"n": 0}
 
-    def flaky(self):
+    def flaky(self, chunk):
         calls["n"] += 1
         if calls["n"] == 1:
             raise cupy.cuda.memory.OutOfMemoryError(1 << 40, 0)
-        return real_upload(self)
+        return real_upload(self, chunk)
 
-    monkeypatch.setattr(gpumod._Part, "_upload", flaky)
+    monkeypatch.setattr(DeviceDatabase, "_upload", flaky)
     prof = profile_of(read_hmms(TEST_DATA / "Thioesterase.hmm")[0])
     check_states(prof, proteome, backend)
     assert backend.budget == before // 2 and calls["n"] > 1

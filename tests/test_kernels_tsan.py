@@ -44,9 +44,8 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES)
 def test_no_race_between_threads(case):
-    """ungapped.cu (every extension variant, presence bits on and off, bins struck off first or
-    not), filters.cu (MSV and Viterbi filter), forward.cu and gapped.cu's warp kernel: no race,
-    same results."""
+    """ungapped.cu (both extension variants, bins struck off first or not), filters.cu (MSV
+    and Viterbi filter), forward.cu and gapped.cu's warp kernel: no race, same results."""
     r = run_under_tsan(["-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", case])
     out = r.stdout + r.stderr
     assert "ThreadSanitizer" not in out, out[-4000:]

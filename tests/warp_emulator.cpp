@@ -479,13 +479,12 @@ static int run_blocks(unsigned seed, int n_blocks, int threads)
 // block's persistent loop takes every subject).  Returns 0, or 1 (emulator_error() says why).
 extern "C" int emulate_ungapped(unsigned seed, int n_blocks, const unsigned char* residues,
                                 const long long* offsets, const int* order, int n_order, const int* cell_start,
-                                const int* cell_offsets, const unsigned* presence, const int* pssm,
-                                const unsigned char* query,
+                                const int* cell_offsets, const int* pssm, const unsigned char* query,
                                 const int* matrix, int qlen, int diag_mask, int window, int dropoff, int cutoff,
                                 int* scratch, int cap, int* next_job, int* out, int out_cap, int* n_out,
                                 int* overflow, int* n_overflow)
 {
-    g_kernel = [=] { two_hit_ungapped(residues, offsets, order, n_order, cell_start, cell_offsets, presence, pssm,
+    g_kernel = [=] { two_hit_ungapped(residues, offsets, order, n_order, cell_start, cell_offsets, pssm,
                                       query, matrix, qlen, diag_mask, window, dropoff, cutoff, scratch, cap, next_job,
                                       out, out_cap, n_out, overflow, n_overflow); };
     return run_blocks(seed, n_blocks, BLOCK);

@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
+from ...gpu import is_out_of_memory, load_functions
 from .. import gapped
 
 KERNEL_FILE = Path(__file__).with_name("gapped.cu")
@@ -52,17 +52,10 @@ STATUS_RESTARTED = 1
 STATUS_OVERFLOW = 2
 
 
-@lru_cache(maxsize=None)
 def load_kernel(device_id: int, band: int = BAND, cell_budget: int = CELL_BUDGET, kernel: str = "warp"):
-    """Compile gapped.cu for a ring size and cell budget on one device; cached per process."""
-    import cupy as cp
-
-    source = f'#line 1 "{KERNEL_FILE.name}"\n' + KERNEL_FILE.read_text()
-    with cp.cuda.Device(device_id):
-        return cp.RawModule(code=source, options=("-std=c++17", f"-DBAND={int(band)}",
-                                                  f"-DCELL_BUDGET={int(cell_budget)}",
-                                                  f"-DWARPS={WARPS}")
-                            ).get_function(KERNELS[kernel])
+    """gapped.cu's kernel (KERNELS) compiled for a ring size and cell budget on one device."""
+    return load_functions(KERNEL_FILE, (f"-DBAND={int(band)}", f"-DCELL_BUDGET={int(cell_budget)}", f"-DWARPS={WARPS}"),
+                          (KERNELS[kernel],), device_id)[0]
 
 
 def subject_groups(init: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -222,7 +215,9 @@ class GpuPrelim:
         with cp.cuda.Device(self.ungapped.device_id), self.ungapped.stream:
             try:
                 return self._launch_on_device(cp, batch, matrix_scores, gap_open, gap_extend)
-            except cp.cuda.memory.OutOfMemoryError:
+            except Exception as exc:
+                if not is_out_of_memory(exc):
+                    raise
                 cp.get_default_memory_pool().free_all_blocks()
                 return None
 
@@ -237,7 +232,7 @@ class GpuPrelim:
         # each resident chunk's jobs, most init HSPs first (a warp's threads get similar work)
         launches = []
         for c in u.chunks:
-            first, last = c["first"], c["first"] + c["n"]
+            first, last = c.first, c.first + c.n
             jobs = np.flatnonzero(batch.on_gpu & (group_subject >= first) & (group_subject < last))
             if len(jobs):
                 launches.append((c, jobs[np.argsort(-sizes[jobs], kind="stable")], group_subject - first))
@@ -262,7 +257,7 @@ class GpuPrelim:
         for k, (c, jobs, _) in enumerate(launches):
             kernel(((len(jobs) + per_block - 1) // per_block,), (THREADS,),
                    (d[f"jobs{k}"], np.int32(len(jobs)), d["group_start"], d[f"subject{k}"], d["group_query"],
-                    *cols, queries, d["query_start"], d["params"], c["residues"], c["offsets"], d["matrix"],
+                    *cols, queries, d["query_start"], d["params"], c.residues, c.offsets, d["matrix"],
                     np.int32(gap_open), np.int32(gap_extend), scratch[:n], scratch[n:], out, d_counts, d_status))
         end.record()
         t1 = time.perf_counter()

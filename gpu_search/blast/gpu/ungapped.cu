@@ -8,10 +8,7 @@
 //
 //   1. counts the word hits of every diagonal bin (bin counters in shared
 //      memory): subject offset s looks up its word's cell of the query's lookup
-//      table; each query offset q of the cell is a hit on diagonal q - s
-//      (with PV_SMEM, a bit per cell in shared memory -- BLAST's presence
-//      vector, cuBLASTP's "states" in shared memory -- says first whether the
-//      cell has any: most subject words have none);
+//      table; each query offset q of the cell is a hit on diagonal q - s;
 //   2. turns the counts into bin starts (a block-wide exclusive scan);
 //   3. scans again, writing each hit's subject offset into its bin of the
 //      block's buffer (global scratch, L1/L2-resident);
@@ -20,9 +17,8 @@
 //      replays BLAST's diagonal-array cell over
 //      them -- the two-hit rule with window A, extensions inline (cuBLASTP's
 //      diagonal-based extension, its Algorithm 3) -- saving extensions that
-//      reach the cutoff.  Variants: hit-based (HIT_BASED, its Algorithm 4) and
-//      window-based (WIN lanes per bin extend each hit together, WIN positions
-//      a step: its Algorithm 5).
+//      reach the cutoff.  Variant: window-based (WIN lanes per bin extend each
+//      hit together, WIN positions a step: its Algorithm 5).
 //
 // Bins are BLAST's diagonal-array cells, (q - s) & DIAG_MASK, rotated by
 // npos - 1 so that a subject touching fewer cells than the array has uses
@@ -34,9 +30,8 @@
 // (overflow list); the host runs those subjects again with buffers that fit.
 //
 // Compile-time constants: WORD_SIZE (BLAST's W, 2..4), BLOCK (threads),
-// HIT_BASED (0/1), WIN (0, or lanes per window: 4, 8, 16 or 32), MATRIX_SMEM
+// WIN (0, or lanes per window: 4, 8, 16 or 32), MATRIX_SMEM
 // (0: scores from the query's PSSM, 1: from the matrix in shared memory),
-// PV_SMEM (0/1: the presence bits in shared memory, after the bins; W <= 3),
 // PREFILTER (0/1, window-based only: a thread per listed bin sorts it and strikes
 // it off when no two of its hits are W to A - 1 apart, before the windows take the
 // bins left).
@@ -52,14 +47,8 @@
 #define CHARSIZE 5           // bits per letter in a lookup-table index
 #define ALPHABET 28          // NCBIstdaa: PSSM rows are 28 scores wide
 #define N_WARPS (BLOCK / 32)
-#ifndef HIT_BASED
-#define HIT_BASED 0                  // 1: cuBLASTP's hit-based extension (see step 4)
-#endif
 #ifndef WIN
 #define WIN 0                        // lanes per window of the window-based extension (0: off)
-#endif
-#ifndef PV_SMEM
-#define PV_SMEM 0
 #endif
 #ifndef PREFILTER
 #define PREFILTER 0                  // 1: window-based, bins that cannot trigger struck off first (step 4)
@@ -67,14 +56,8 @@
 #if PREFILTER && !WIN
 #error "PREFILTER is a step of the window-based extension (WIN > 0)"
 #endif
-// presence bits: one per lookup-table cell, 32 a word (4 KiB for W = 3)
-#define PV_WORDS ((1 << (CHARSIZE * WORD_SIZE)) / 32)
-#if PV_SMEM && WORD_SIZE > 3
-#error "PV_SMEM: the presence bits of W > 3 (128 KiB) do not fit beside the bins"
-#endif
-// buffer slots per hit, times 2: hits + bin list (1.5); hit-based also the
-// bin of each hit (1) and each hit's extension (5)
-#define SLOTS_PER_HIT_X2 (HIT_BASED ? 15 : 3)
+// buffer slots per hit, times 2: hits + bin list (1.5)
+#define SLOTS_PER_HIT_X2 3
 
 // ---- scores: the query's PSSM, or the matrix in shared memory -------------------------
 //
@@ -328,16 +311,6 @@ __device__ __forceinline__ bool two_hits_in_window(const int* hits, int n, int w
     return false;
 }
 
-// Whether lookup-table cell w has query offsets (PV_SMEM: its bit in shared memory).
-__device__ __forceinline__ bool cell_has_hits(const unsigned* pv, int w)
-{
-#if PV_SMEM
-    return (pv[w >> 5] >> (w & 31)) & 1u;
-#else
-    return true;
-#endif
-}
-
 // BLAST's lookup-table index of the word at s (ComputeTableIndex).
 __device__ __forceinline__ int word_at(const unsigned char* __restrict__ subject, int s)
 {
@@ -395,7 +368,6 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
                  const int n_order,
                  const int* __restrict__ cell_start,           // lookup table: cell -> entries
                  const int* __restrict__ cell_offsets,         // query offsets, cell by cell
-                 const unsigned* __restrict__ presence,        // PV_WORDS words: a bit per cell (PV_SMEM)
                  const int* __restrict__ pssm,                 // qlen x 28
                  const unsigned char* __restrict__ query,      // qlen residues (MATRIX_SMEM)
                  const int* __restrict__ matrix,               // 28 x 28 (MATRIX_SMEM)
@@ -416,11 +388,6 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
     const int n_cells = diag_mask + 1;
     int* start = smem;                  // bin starts (after the scan)
     int* fill = smem + n_cells;         // hits per bin
-    unsigned* pv = (unsigned*)(smem + 2 * n_cells);   // presence bits (PV_SMEM)
-#if PV_SMEM
-    for (int i = threadIdx.x; i < PV_WORDS; i += BLOCK) pv[i] = presence[i];
-    __syncthreads();
-#endif
     __shared__ int warp_sums[N_WARPS + 1];
     __shared__ int job;
     __shared__ int n_multi;
@@ -449,7 +416,6 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
             // 1. hit detection: count hits per bin
             for (int s = threadIdx.x; s < npos; s += BLOCK) {
                 const int w = word_at(subject, s);
-                if (!cell_has_hits(pv, w)) continue;
                 const int e1 = __ldg(&cell_start[w + 1]);
                 for (int e = __ldg(&cell_start[w]); e < e1; ++e)
                     atomicAdd(&start[(__ldg(&cell_offsets[e]) - s + rot) & diag_mask], 1);
@@ -477,15 +443,11 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
                 __syncthreads();
                 for (int s = threadIdx.x; s < npos; s += BLOCK) {
                     const int w = word_at(subject, s);
-                    if (!cell_has_hits(pv, w)) continue;
                     const int e1 = __ldg(&cell_start[w + 1]);
                     for (int e = __ldg(&cell_start[w]); e < e1; ++e) {
                         const int b = (__ldg(&cell_offsets[e]) - s + rot) & diag_mask;
                         const int k = atomicAdd(&fill[b], 1);
                         buf[start[b] + k] = s;
-#if HIT_BASED
-                        buf[total + total / 2 + start[b] + k] = b;
-#endif
                         if (k == 1) multi[atomicAdd(&n_multi, 1)] = b;
                     }
                 }
@@ -493,46 +455,6 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
 
                 // 4. one thread per bin of two hits or more (one hit never triggers an
                 //    extension): sort, two-hit rule, extension
-#if HIT_BASED
-                // hit-based: sort the bins first, then one thread per hit extends it as
-                // if it triggered (its left and right extensions do not depend on the
-                // first hit: only whether the right one is taken does); the two-hit pass
-                // below reads the results.  Redundant work, less divergence.
-                const int* bin_of = buf + total + total / 2;
-                int* ext = buf + 2 * total + total / 2;    // 5 ints per hit
-                for (int m = threadIdx.x; m < n_multi; m += BLOCK) {
-                    const int b = multi[m];
-                    sort_hits(buf + start[b], fill[b]);
-                }
-                __syncthreads();
-                for (int k = threadIdx.x; k < total; k += BLOCK) {
-                    const int b = bin_of[k];
-                    if (fill[b] < 2 || k == start[b]) continue;   // a bin's first hit never triggers
-                    const int s_off = buf[k];
-                    const int q_off = (b - rot + s_off) & diag_mask;
-                    int best = 0, right_d0 = 0, score = 0;
-                    for (int i = 0; i < WORD_SIZE; ++i) {
-                        score += sc(q_off + i, subject[s_off + i]);
-                        if (score > best) {
-                            best = score;
-                            right_d0 = i + 1;
-                        }
-                    }
-                    int left_score = 0, left_d = 0;
-                    extend_left(sc, subject, s_off + right_d0 - 1, q_off + right_d0 - 1, dropoff, left_score,
-                                left_d);
-                    int right_score = left_score, right_d = 0, s_last_off = s_off + right_d0;
-                    extend_right(sc, subject, s_len, qlen, s_off + right_d0, q_off + right_d0, dropoff,
-                                 right_score, right_d, s_last_off);
-                    int* r = ext + 5LL * k;
-                    r[0] = left_score;
-                    r[1] = left_d * 8 + right_d0;
-                    r[2] = right_score;
-                    r[3] = right_d;
-                    r[4] = s_last_off;
-                }
-                __syncthreads();
-#endif
 #if WIN && PREFILTER
                 // window-based, first a thread per listed bin: sort its hits, and strike the
                 // bin off if the two-hit rule can never trigger in it (about 80% of the listed
@@ -573,9 +495,7 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
                     const int b = multi[m];
                     const int n = fill[b];
                     int* hits = buf + start[b];
-#if !HIT_BASED
                     sort_hits(hits, n);
-#endif
 #endif
                     const int diag = b - rot;      // q - s, modulo the array length
                     int last_hit = -window;        // a fresh cell: any first hit is too far
@@ -599,23 +519,8 @@ two_hit_ungapped(const unsigned char* __restrict__ residues,   // NCBIstdaa, pac
                             last_hit = s_off;
                             continue;
                         }
-#if HIT_BASED
-                        Extension x;
-                        {
-                            const int* r = ext + 5LL * (start[b] + k);
-                            const int right_d0 = r[1] & 7, left_d = r[1] >> 3;
-                            const int s_right = s_off + right_d0;
-                            x.right_extend = left_d >= s_right - (last_hit + WORD_SIZE);
-                            x.score = x.right_extend ? max(r[0], r[2]) : r[0];
-                            x.length = left_d + (x.right_extend ? r[3] : 0);
-                            x.s_last_off = x.right_extend ? r[4] : s_right;
-                            x.q_start = q_off + right_d0 - left_d;
-                            x.s_start = s_right - left_d;
-                        }
-#else
                         const Extension x = extend_two_hit(sc, subject, s_len, qlen, last_hit + WORD_SIZE,
                                                            s_off, q_off, dropoff);
-#endif
                         if (x.score >= cutoff && writer) {
                             const int slot = atomicAdd(n_out, 1);
                             if (slot < out_cap) {

@@ -1,0 +1,48 @@
+"""The one way a CUDA kernel file becomes callable functions: NVRTC through CuPy.
+
+Every kernel of both searches (HMMER's filters.cu and forward.cu, blastp's
+ungapped.cu, order.cu and gapped.cu) is compiled here at run time, with its
+compile-time constants (``-D`` options: the sizes its loops unroll over), for
+one device, once per process: the compiled functions are kept per (file,
+options, functions, device), as CuPy's ``@memoize(for_each_device=True)``
+keeps them per device.
+
+The source starts with ``#line 1 "<file>"`` so that NVRTC's messages name the
+real file and line, and the file's folder is on the include path (filters.cu
+and forward.cu include groups.cuh).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+
+def load_functions(path: Path, options: tuple, names: tuple, device_id: int) -> tuple:
+    """The kernels ``names`` of the CUDA file ``path`` compiled with ``options`` for one device.
+
+    Args:
+        path: the .cu file.
+        options: its compile-time constants, e.g. ``("-DG=8", "-DW=16")``.
+        names: the ``extern "C"`` kernels to return, in this order.
+        device_id: the CUDA device.
+
+    Returns:
+        a tuple of ``cupy.RawKernel``, one per name.
+    """
+    return _compiled(Path(path), tuple(options), tuple(names), int(device_id))
+
+
+@lru_cache(maxsize=None)
+def _compiled(path: Path, options: tuple, names: tuple, device_id: int) -> tuple:
+    import cupy as cp
+
+    source = f'#line 1 "{path.name}"\n' + path.read_text()
+    with cp.cuda.Device(device_id):
+        module = cp.RawModule(code=source, options=("-std=c++17", *options, f"-I{path.parent}"))
+        return tuple(module.get_function(name) for name in names)
+
+
+def clear_cache() -> None:
+    """Forget every compiled kernel (a benchmark comparing edited copies of a kernel file)."""
+    _compiled.cache_clear()

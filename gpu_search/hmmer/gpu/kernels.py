@@ -1,0 +1,36 @@
+"""The filter kernels, compiled for a geometry: ``filters.cu`` (MSV, Viterbi filter) and
+``forward.cu`` (the float Forward prefilter), through the GPU layer's loader.
+
+Their compile-time constants: G lanes a group, W words a lane, whether the
+profile sits in shared memory, SEQS sequences a Viterbi group, and the
+geometry's switches (REDUX, TRANS_REGS: :attr:`.geometry.Geometry.defines`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...gpu import load_functions
+
+KERNEL_FILE = Path(__file__).with_name("filters.cu")
+FORWARD_FILE = Path(__file__).with_name("forward.cu")
+
+
+def kernel_options(G: int, W: int, profile_in_smem: bool, seqs: int = 1, defines: tuple = ()) -> tuple:
+    """filters.cu's compile-time constants (NVRTC's options; the CPU emulator of the tests
+    builds the kernels with the same)."""
+    return (f"-DG={G}", f"-DW={W}", f"-DPROFILE_IN_SMEM={int(profile_in_smem)}", f"-DSEQS={seqs}", *defines)
+
+
+def load_kernels(G: int, W: int, profile_in_smem: bool, device_id: int, seqs: int = 1, defines: tuple = ()):
+    """filters.cu's (msv_filter, viterbi_filter, viterbi_filter16) for (G, W) on one device.
+
+    seqs: sequences per group of the Viterbi filter (filters.cu)."""
+    return load_functions(KERNEL_FILE, kernel_options(G, W, profile_in_smem, seqs, defines),
+                          ("msv_filter", "viterbi_filter", "viterbi_filter16"), device_id)
+
+
+def load_forward_kernel(G: int, W: int, profile_in_smem: bool, device_id: int):
+    """forward.cu's forward_filter for (G, W) on one device."""
+    return load_functions(FORWARD_FILE, (f"-DG={G}", f"-DW={W}", f"-DPROFILE_IN_SMEM={int(profile_in_smem)}"),
+                          ("forward_filter",), device_id)[0]

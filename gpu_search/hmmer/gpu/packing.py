@@ -1,0 +1,140 @@
+"""A model's profile in the kernels' memory layouts, and the kernels' outputs as HMMER's states.
+
+Profiles come from :class:`..profile.FilterProfile` (HMMER's own integer
+and float scores) and are laid out for a geometry (:mod:`.geometry`): lane
+by lane, so that a group's lanes read neighbouring words.  Padding nodes
+(past M, to fill the geometry) can never win.  The kernels return integer
+states (xJ, xC, overflow), which the host turns into scores exactly as HMMER
+does (:mod:`..scores`).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..profile import FilterProfile
+
+if TYPE_CHECKING:
+    from .geometry import Geometry
+
+KP = 29                   # Easel's amino alphabet with its degenerate codes: profile rows
+OVERFLOW_W = 0x7FFFFFFF
+RESCORE_W = 0x7FFFFFFE    # viterbi_filter16: near its 16-bit ceiling, score again in int32
+PAD_TRANS = -(1 << 20)    # transitions into padding nodes: far below any real score
+PAD_EMIT_W = -32768
+
+
+def pack_msv_profile(prof: FilterProfile, geo: Geometry) -> np.ndarray:
+    """emis[x][q/4][lane][q%4] = (bias - cost) of segments lane (low half) and G+lane (high half).
+
+    Node k = s*W + q + 1 in segment s; padding nodes cost 255 (cell value 0, as in HMMER).
+    """
+    G, W = geo.G, geo.W
+    n = 2 * G * W
+    e = np.full((KP, n), prof.bias_b - 255, dtype=np.int32)
+    e[:, : prof.M] = prof.bias_b - prof.msv_cost.astype(np.int32)
+    seg = e.reshape(KP, 2 * G, W)                 # [x, s, q]
+    lo = seg[:, :G, :].astype(np.uint16).astype(np.uint32)   # segments 0..G-1
+    hi = seg[:, G:, :].astype(np.uint16).astype(np.uint32)   # segments G..2G-1
+    words = lo | (hi << 16)                                   # [x, lane, q]
+    words = words.reshape(KP, G, W // 4, 4)                   # [x, lane, q/4, q%4]
+    return np.ascontiguousarray(words.transpose(0, 2, 1, 3))  # [x, q/4, lane, q%4]
+
+
+def pack_forward_profile(prof: FilterProfile, geo: Geometry):
+    """femis[x][q][lane] and ftrans[q][t][lane] (float32), node k = lane*W + q + 1; padding 0."""
+    G, W = geo.G, geo.W
+    n = G * W
+    emit = np.zeros((KP, n), dtype=np.float32)
+    emit[:, : prof.M] = prof.fwd_emit
+    trans = np.zeros((8, n), dtype=np.float32)
+    trans[:, : prof.M] = prof.fwd_trans
+    femis = np.ascontiguousarray(emit.reshape(KP, G, W).transpose(0, 2, 1))
+    ftrans = np.ascontiguousarray(trans.reshape(8, G, W).transpose(2, 0, 1))
+    return femis, ftrans
+
+
+def length_table(kind: str, prof: FilterProfile, max_len: int) -> np.ndarray:
+    """The kernels' length-indexed costs for lengths 0..max_len: 'tjb' (MSV, uint8) or 'move'
+    (Viterbi filter, int16); length 0 (no sequence) as length 1."""
+    lengths = np.arange(max_len + 1)
+    lengths[0] = 1
+    return prof.tjb_b(lengths) if kind == "tjb" else prof.move_w(lengths)
+
+
+def msv_states(results: np.ndarray):
+    """msv_filter's int16 outputs as (xJ uint8, overflow bool), views without a pass over them:
+    the kernel writes xJ (0-254) or MSV_OVERFLOW (256, HMMER's overflow), so the low byte of
+    each is xJ (0 on overflow) and the high byte the overflow flag (0 or 1)."""
+    assert sys.byteorder == "little"
+    halves = results.view(np.uint8)
+    return halves[0::2], halves[1::2].view(np.bool_)
+
+
+def viterbi_states(results: np.ndarray):
+    """viterbi_filter's int32 outputs as (xC int16, overflow bool): xC saturates at -32768 as
+    HMMER's 16-bit words do, OVERFLOW_W is HMMER's overflow."""
+    overflow = results == OVERFLOW_W
+    xC = np.where(overflow, -32768, np.maximum(results, -32768))
+    return xC.astype(np.int16), overflow
+
+
+def pack_viterbi_profile(prof: FilterProfile, geo: Geometry):
+    """vemis[x][q][lane] and vtrans[q][t][lane] of the geometry's kernel.
+
+    viterbi_filter (one node a word): int16 emissions and int32 transitions,
+    node k = lane*W + q + 1.  viterbi_filter16 (two): uint32 words of two int16
+    halves, node k = lane*W + q + 1 (low) and (G + lane)*W + q + 1 (high).
+    Padding nodes: emissions and transitions minus infinity.
+    """
+    G, W, c = geo.G, geo.W, geo.cells_per_word
+    n = c * G * W
+    emit = np.full((KP, n), PAD_EMIT_W, dtype=np.int16)
+    emit[:, : prof.M] = prof.vit_emit
+    trans = np.full((8, n), PAD_TRANS if c == 1 else -32768, dtype=np.int32)
+    trans[:, : prof.M] = prof.vit_trans
+    if c == 1:
+        vemis = emit.reshape(KP, G, W)
+        vtrans = trans.reshape(8, G, W)
+    else:
+        def words(a):                                   # [rows, n] -> [rows, lane, q]
+            v = a.reshape(len(a), 2 * G, W).astype(np.int16).view(np.uint16).astype(np.uint32)
+            return v[:, :G, :] | (v[:, G:, :] << 16)
+        vemis, vtrans = words(emit), words(trans)
+    return (np.ascontiguousarray(vemis.transpose(0, 2, 1)),       # [x, q, lane]
+            np.ascontiguousarray(vtrans.transpose(2, 0, 1)))      # [q, t, lane]
+
+def viterbi16_bounds(prof: FilterProfile, max_len: int):
+    """viterbi_filter16's (off, ceiling) for sequences up to max_len, or None where no
+    offset is safe (then viterbi_filter scores them).
+
+    off: the floor, the lowest B->M entry any such sequence can have,
+    base_w + move(max_len) + min tBM (xB >= base_w + move(L), move falls with L),
+    so that a cell held at the floor never beats the B->M path into an M cell.
+    ceiling: the highest xE that keeps every half below 32768 on the next row,
+    off + 32767 - the largest emission, and at most 32766, so that HMMER's own
+    overflow (xE >= 32767) always lies above it and goes to viterbi_filter.
+    The floor must leave room for the first row's xB under the ceiling
+    (base_w - off <= 32767 - largest emission).
+    """
+    t = prof.vit_trans.astype(np.int64)
+    if prof.M == 0 or (t > 0).any():
+        return None
+    e_max = max(int(prof.vit_emit.max()), 0)
+    move = int(prof.move_w(np.array([max(1, max_len)]))[0])
+    off = prof.base_w + move + int(t[0].min())          # row 0 of vit_trans: BM
+    if off < prof.base_w + e_max - 32767:
+        return None
+    return off, min(off + 32767 - e_max, 32766)
+
+
+def viterbi16_again(results: np.ndarray, prof: FilterProfile, bounds) -> np.ndarray:
+    """Where viterbi_filter16's results need viterbi_filter: RESCORE_W (a sequence
+    stopped near the ceiling), and xC = off + e_move, which is also what a sequence
+    gets whose every row's true xE lies below the floor (its M cells read off
+    there; rows of '*' or '~', say).  An xC above it comes from a row whose xE is
+    above the floor, which is exact."""
+    return np.flatnonzero((results == RESCORE_W) | (results == bounds[0] + prof.e_move))

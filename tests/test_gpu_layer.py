@@ -1,0 +1,147 @@
+"""The GPU layer both searches stand on (gpu_search.gpu), where it runs without a GPU: the
+kernel loader (with a stand-in CuPy), the shared-memory limit, blocks per SM, the database's
+chunks and their order, the ``--gpus`` check.  The layer on a GPU is exercised by
+test_gpu.py and test_blast_gpu.py."""
+
+from __future__ import annotations
+
+import re
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from gpu_search import gpu
+from gpu_search.errors import DeviceError
+
+
+def test_dynamic_shared_memory_limit_only_rises():
+    """Engines on one GPU share a compiled kernel and run queries of different lengths at once:
+    its dynamic shared-memory limit must never drop below what a launch in flight asked for."""
+
+    class Kernel:
+        max_dynamic_shared_size_bytes = 0
+
+    k = Kernel()
+    for nbytes, expected in ((16 * 1024, 0), (128 * 1024, 128 * 1024), (64 * 1024, 128 * 1024),
+                             (132 * 1024, 132 * 1024)):
+        gpu.allow_smem(k, nbytes)
+        assert k.max_dynamic_shared_size_bytes == expected
+
+
+def test_blocks_per_sm():
+    """By threads (2,048 an SM) or by shared memory (1 KiB reserved a block), at least one."""
+    smem_per_sm = 228 * 1024
+    assert gpu.blocks_per_sm(256, 0, smem_per_sm) == 8
+    assert gpu.blocks_per_sm(128, 0, smem_per_sm) == 16
+    assert gpu.blocks_per_sm(128, 64 * 1024, smem_per_sm) == 3
+    assert gpu.blocks_per_sm(128, 227 * 1024, smem_per_sm) == 1
+    assert gpu.blocks_per_sm(512, 300 * 1024, smem_per_sm) == 1
+
+
+def test_residue_chunks_and_longest_first():
+    lengths = np.array([5, 1, 7, 3, 3, 9, 2])
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    chunks = gpu.residue_chunks(offsets, 10)
+    assert chunks == [(0, 2), (2, 4), (4, 5), (5, 6), (6, 7)]
+    assert all(offsets[b] - offsets[a] <= 10 or b - a == 1 for a, b in chunks)
+    assert gpu.residue_chunks(offsets, 4) == [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6), (6, 7)]
+    order = gpu.longest_first(lengths)
+    assert order.dtype == np.int32 and order.tolist() == [5, 2, 0, 3, 4, 6, 1]     # ties keep their order
+
+
+def test_streamed_database_chunks_and_halves():
+    """A streamed DeviceDatabase's chunks (nothing uploaded), each longest first; a database
+    order given for a chunk holding the whole database; halving by sequences."""
+    rng = np.random.default_rng(1)
+    lengths = rng.integers(1, 50, 40)
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    residues = rng.integers(0, 25, int(offsets[-1])).astype(np.uint8)
+    db = gpu.DeviceDatabase(residues, offsets, 0, 200, resident=False, first=3, last=37)
+    assert [c.first for c in db.chunks][0] == 3 and sum(c.n for c in db.chunks) == 34
+    assert not any(c.resident for c in db.chunks)
+    for c in db.chunks:
+        assert int(offsets[c.first + c.n] - offsets[c.first]) <= 200 or c.n == 1
+        assert np.array_equal(c.host_order, gpu.longest_first(lengths[c.first:c.first + c.n]))
+        assert np.array_equal(db.lengths(c), lengths[c.first:c.first + c.n])
+    n_chunks, c = len(db.chunks), db.chunks[1]
+    db.halve(1)
+    assert len(db.chunks) == n_chunks + 1
+    halves = db.chunks[1:3]
+    assert [(h.first, h.n) for h in halves] == [(c.first, c.n // 2), (c.first + c.n // 2, c.n - c.n // 2)]
+    assert all(np.array_equal(h.host_order, gpu.longest_first(lengths[h.first:h.first + h.n])) for h in halves)
+    given = np.arange(40, dtype=np.int32)
+    whole = gpu.DeviceDatabase(residues, offsets, 0, 10 ** 6, resident=False, length_order=given)
+    assert len(whole.chunks) == 1 and whole.chunks[0].host_order is not None
+    assert np.array_equal(whole.chunks[0].host_order, given)
+    unordered = gpu.DeviceDatabase(residues, offsets, 0, 200, resident=False, with_order=False)
+    assert all(c.host_order is None for c in unordered.chunks)
+
+
+@pytest.mark.parametrize("gpus,visible,expected", [(None, 2, [0, 1]), ([1], 2, [1]), ([0, 1], 2, [0, 1]),
+                                                   ([2], 2, "--gpus 2: 2 GPU(s) visible"),
+                                                   ([0, 3], 2, "--gpus 0,3: 2 GPU(s) visible"),
+                                                   ([], 2, "--gpus : 2 GPU(s) visible"),
+                                                   (None, 0, "--gpus : 0 GPU(s) visible")])
+def test_check_gpus(gpus, visible, expected, monkeypatch):
+    from gpu_search import device
+
+    monkeypatch.setattr(device, "gpu_status", lambda: (visible > 0, "", ["H100"] * visible))
+    if isinstance(expected, str):
+        with pytest.raises(DeviceError, match=f"^{re.escape(expected)}$"):
+            gpu.check_gpus(gpus)
+    else:
+        assert gpu.check_gpus(gpus) == expected
+
+
+def test_loader_compiles_once_per_device(tmp_path, monkeypatch):
+    """One RawModule per (file, options, functions, device); the source starts with #line 1 so
+    that NVRTC names the real file and line; the file's folder is on the include path."""
+    compiled = []
+
+    class RawModule:
+        def __init__(self, code, options):
+            compiled.append((code, options, current[-1]))
+
+        def get_function(self, name):
+            return (name, len(compiled))
+
+    current = [0]
+
+    class Device:
+        def __init__(self, device_id):
+            self.device_id = device_id
+
+        def __enter__(self):
+            current.append(self.device_id)
+
+        def __exit__(self, *exc):
+            current.pop()
+
+    cupy = types.SimpleNamespace(RawModule=RawModule, cuda=types.SimpleNamespace(Device=Device))
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    gpu.loader.clear_cache()
+    kernel = tmp_path / "k.cu"
+    kernel.write_text('extern "C" __global__ void a() {}\n')
+    try:
+        assert gpu.load_functions(kernel, ("-DX=1",), ("a", "b"), 0) == (("a", 1), ("b", 1))
+        assert gpu.load_functions(kernel, ("-DX=1",), ("a", "b"), 0) == (("a", 1), ("b", 1))
+        assert gpu.load_functions(kernel, ("-DX=1",), ("a", "b"), 1) == (("a", 2), ("b", 2))
+        assert gpu.load_functions(kernel, ("-DX=2",), ("a", "b"), 1) == (("a", 3), ("b", 3))
+    finally:
+        gpu.loader.clear_cache()
+    code, options, device_id = compiled[0]
+    assert code == '#line 1 "k.cu"\n' + kernel.read_text()
+    assert options == ("-std=c++17", "-DX=1", f"-I{tmp_path}") and device_id == 0
+    assert [c[2] for c in compiled] == [0, 1, 1]
+
+
+def test_out_of_memory_is_typed():
+    """CuPy's pool out of memory and cudaErrorMemoryAllocation count; other errors, and a
+    message that merely mentions memory, do not."""
+    cupy = pytest.importorskip("cupy")
+    assert gpu.is_out_of_memory(cupy.cuda.memory.OutOfMemoryError(1 << 40, 0))
+    assert gpu.is_out_of_memory(cupy.cuda.runtime.CUDARuntimeError(2))
+    assert not gpu.is_out_of_memory(cupy.cuda.runtime.CUDARuntimeError(1))
+    assert not gpu.is_out_of_memory(RuntimeError("out of memory"))
