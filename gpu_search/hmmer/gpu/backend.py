@@ -40,6 +40,22 @@ def _cupy():
     return cupy
 
 
+def _profile_smem(part, nbytes: int) -> tuple[bool, int]:
+    """(whether a profile of nbytes goes in shared memory on the part's GPU, the dynamic shared
+    memory its kernel then takes): in it where it fits beside the block's reserved 1 KiB,
+    else read from global memory."""
+    in_smem = nbytes <= device_props(part.device_id).smem_optin - 1024
+    return in_smem, nbytes if in_smem else 0
+
+
+def _on_device(cache: dict, part, *host) -> tuple:
+    """The host arrays (a model's packed profile) on the part's GPU, copied once per call
+    and GPU (the current device)."""
+    if part.device_id not in cache:
+        cache[part.device_id] = tuple(_cupy().asarray(a) for a in host)
+    return cache[part.device_id]
+
+
 def place_results(results: np.ndarray, slots: np.ndarray, values: np.ndarray) -> None:
     """One part's values into the caller's array at its slots (increasing, not empty): one
     block copy where they are contiguous (a whole database split by GpuBackend, or a sorted
@@ -271,16 +287,13 @@ class GpuBackend:
         profiles = {}
 
         def launch(part, residues, offsets, order, out):
-            smem = emis_host.nbytes
-            in_smem = smem <= device_props(part.device_id).smem_optin - 1024
+            in_smem, smem = _profile_smem(part, emis_host.nbytes)
             kernel = load_kernels(geo.G, geo.W, in_smem, part.device_id)[0]
-            smem = smem if in_smem else 0
             allow_smem(kernel, smem)
-            if part.device_id not in profiles:
-                profiles[part.device_id] = cp.asarray(emis_host)
+            emis, = _on_device(profiles, part, emis_host)
             counter = cp.zeros(1, dtype=np.int32)   # one per launch: callers may be concurrent
             kernel((self._grid(part, smem),), (BLOCK,),
-                   (residues, offsets, order, np.int32(len(order)), profiles[part.device_id],
+                   (residues, offsets, order, np.int32(len(order)), emis,
                     self._device_table("tjb", prof, part), np.int32(prof.tbm), np.int32(prof.tec),
                     np.int32(prof.base_b), np.int32(prof.bias_b), counter, out),
                    shared_mem=smem)
@@ -311,15 +324,11 @@ class GpuBackend:
 
         def launch(part, residues, offsets, order, out):
             smem = vemis_host.nbytes + vtrans_host.nbytes
-            smem += (-smem) % 16
-            in_smem = smem <= device_props(part.device_id).smem_optin - 1024
+            in_smem, smem = _profile_smem(part, smem + (-smem) % 16)
             kernel = load_kernels(geo.G, geo.W, in_smem, part.device_id, geo.seqs,
                                   geo.defines)[1 if bounds is None else 2]
-            smem = smem if in_smem else 0
             allow_smem(kernel, smem)
-            if part.device_id not in profiles:
-                profiles[part.device_id] = (cp.asarray(vemis_host), cp.asarray(vtrans_host))
-            vemis, vtrans = profiles[part.device_id]
+            vemis, vtrans = _on_device(profiles, part, vemis_host, vtrans_host)
             counter = cp.zeros(1, dtype=np.int32)
             kernel((self._grid(part, smem, block),), (block,),
                    (residues, offsets, order, np.int32(len(order)), vemis, vtrans,
@@ -351,14 +360,10 @@ class GpuBackend:
         profiles = {}
 
         def launch(part, residues, offsets, order, out):
-            smem = femis_host.nbytes + ftrans_host.nbytes
-            in_smem = smem <= device_props(part.device_id).smem_optin - 1024
+            in_smem, smem = _profile_smem(part, femis_host.nbytes + ftrans_host.nbytes)
             kernel = load_forward_kernel(geo.G, geo.W, in_smem, part.device_id)
-            smem = smem if in_smem else 0
             allow_smem(kernel, smem)
-            if part.device_id not in profiles:
-                profiles[part.device_id] = (cp.asarray(femis_host), cp.asarray(ftrans_host))
-            femis, ftrans = profiles[part.device_id]
+            femis, ftrans = _on_device(profiles, part, femis_host, ftrans_host)
             counter = cp.zeros(1, dtype=np.int32)
             kernel((self._grid(part, smem),), (BLOCK,),
                    (residues, offsets, order, np.int32(len(order)), femis, ftrans,
