@@ -134,16 +134,17 @@ def main():
             del engines
             gpu.cp.get_default_memory_pool().free_all_blocks()
         if args.kernel_ab:
+            from gpu_search.gpu.loader import clear_cache
+
             # the module that loads the ungapped kernel (where GpuUngapped finds load_kernel)
-            loader = sys.modules[GpuUngapped.__module__].load_kernel
-            kernels = sys.modules[loader.__module__]
+            kernels = sys.modules[sys.modules[GpuUngapped.__module__].load_kernel.__module__]
             current = kernels.KERNEL_FILE
             for path in ([Path(f) for f in args.kernel_ab.split(",")] + [current]) * 2:
                 kernels.KERNEL_FILE = path
-                loader.cache_clear()
+                clear_cache()              # (compiled kernels are kept by file and options)
                 best_of_4(f"kernel {path.name:>24}", gpu)
             kernels.KERNEL_FILE = current
-            loader.cache_clear()
+            clear_cache()
         for band in (int(b) for b in args.gapped.split(",") if b.strip()):
             for budget in [int(b) for b in args.budgets.split(",") if b.strip()] or [None]:
                 for kernel in (k for k in args.kernels.split(",") if k.strip()):

@@ -4,7 +4,7 @@ Run on the GPU host (one run, one table at the end):
 
     python bench/hmmsearch_bench.py [--copies 399] [--cpus 16] [--out DIR]
 
-The database is the one of ../shared/notes/performance.md, built
+The database is the one of docs/benchmarks.md ("The data"), built
 deterministically: pyhmmer's 2,100-protein proteome plus COPIES copies whose
 residues are shuffled within each sequence (same lengths and composition;
 399 copies: 840,000 sequences, 273,033,200 residues).  The 20-model file is

@@ -22,7 +22,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LIBTSAN = emulator_build.libtsan()
-pytestmark = pytest.mark.skipif(LIBTSAN is None, reason="no ThreadSanitizer runtime (libtsan) for g++")
+pytestmark = pytest.mark.skipif(LIBTSAN is None, reason="no C++ compiler (g++)" if emulator_build.CXX is None
+                                else "no ThreadSanitizer runtime (libtsan) for g++")
 TSAN_EXIT = 66
 
 

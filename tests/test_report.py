@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 from conftest import pyhmmer_data
-from oracle.build import build
+from oracle.build import build, missing
 from pyhmmer.easel import SequenceFile
 from pyhmmer.plan7 import HMMFile
 
@@ -112,7 +112,7 @@ def oracle() -> Path:
     except subprocess.CalledProcessError as exc:
         pytest.skip(f"cannot build tests/oracle/hmmsearch_oracle.c: {exc.stderr.decode(errors='replace')[-2000:]}")
     if exe is None:
-        pytest.skip("cannot build the HMMER oracle: no C compiler or no pyhmmer.libs headers")
+        pytest.skip(f"cannot build the HMMER oracle: {missing()}")
     return exe
 
 

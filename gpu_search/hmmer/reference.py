@@ -2,7 +2,7 @@
 
 This is the arithmetic of ``impl_sse/msvfilter.c``, ``impl_sse/vitfilter.c``
 and ``p7_bg.c`` written out in node order instead of Farrar's striped SIMD
-layout (see ``../shared/notes/hmmer-filters.md``).  It reproduces HMMER's
+layout (see ``docs/gpu-design.md``).  It reproduces HMMER's
 scores bit for bit (tested against HMMER's own C functions), and it is what
 the CUDA kernels are tested against on machines without a GPU.
 

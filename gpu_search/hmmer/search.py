@@ -13,7 +13,7 @@ The staged pipeline (p7_Pipeline, split at the seam the GPU plugs into):
 
 Survivors are finished with ``Z`` fixed to the number of sequences of the
 whole database, so E-values, inclusion and domain definition are those of a
-full search (``../shared/notes/hmmer-filters.md``).  The stage counters of
+full search (``docs/gpu-design.md``).  The stage counters of
 HMMER's statistics come from the cascade; the rest from pyhmmer.
 """
 
