@@ -40,13 +40,13 @@ def proteome(proteome_path):
 
 @pytest.fixture(scope="session")
 def filters_oracle():
-    """HMMER's own filters (tests/oracle/filters_oracle.c built against pyhmmer's libhmmer)."""
+    """HMMER's own filters (tests/helpers/oracle/filters_oracle.c built against pyhmmer's libhmmer)."""
     from oracle.build import build, missing
 
     try:
         exe = build("filters_oracle")
     except subprocess.CalledProcessError as exc:
-        pytest.skip(f"cannot build tests/oracle/filters_oracle.c ({exc.cmd[0]} exited {exc.returncode}): "
+        pytest.skip(f"cannot build tests/helpers/oracle/filters_oracle.c ({exc.cmd[0]} exited {exc.returncode}): "
                     f"{exc.stderr.decode(errors='replace')[-1000:]}")
     if exe is None:
         pytest.skip(f"cannot build the HMMER oracle: {missing()}")

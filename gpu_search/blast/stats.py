@@ -52,7 +52,7 @@ BLAST's cutoff score is computed for the database's "shortest sequence"
 (BLAST_GapAlignSetUp), but with a makeblastdb 2.12 database blastp behaves as
 if it were BLAST_SEQSRC_MINLENGTH = 10 whatever the real shortest length
 (checked with a database whose shortest sequence has 200 residues:
-tests/test_blast_stats.py).  With -subject, pass the subject's length.
+tests/blast/test_blast_stats.py).  With -subject, pass the subject's length.
 """
 
 

@@ -1,6 +1,6 @@
 /*
  * Parse a Nextflow DSL2 script with the Groovy compiler (Nextflow scripts are Groovy syntax)
- * and print its process and workflow structure as JSON, for tests/test_nextflow.py.
+ * and print its process and workflow structure as JSON, for tests/integration/test_nextflow.py.
  *
  *   groovy tests/nextflow/nf_structure.groovy main.nf
  *

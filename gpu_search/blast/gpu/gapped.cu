@@ -36,7 +36,7 @@
 //
 // Tests without a GPU: the thread kernel's per-subject code builds as C++ for
 // the host (no __CUDACC__; prelim_gapped_host below), and both CUDA kernels
-// run on the CPU through tests/warp_emulator.cpp.
+// run on the CPU through tests/helpers/warp_emulator.cpp.
 //
 // Compile-time constants: BAND (ring cells per DP row, a power of two),
 // CELL_BUDGET (DP cells a subject may compute), WARPS (warps a block of the

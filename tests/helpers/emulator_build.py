@@ -1,7 +1,7 @@
-"""How the CPU emulator of the CUDA kernels (tests/warp_emulator.cpp) is compiled.
+"""How the CPU emulator of the CUDA kernels (tests/helpers/warp_emulator.cpp) is compiled.
 
 ``GPU_SEARCH_EMULATOR_TSAN=1`` builds it with ThreadSanitizer (the process must run with
-libtsan preloaded; tests/test_kernels_tsan.py does that): races between the kernel's threads
+libtsan preloaded; tests/kernels/test_kernels_tsan.py does that): races between the kernel's threads
 that the plain emulator cannot show (a read-modify-write that should be atomic, a value read
 after a shuffle without a __syncwarp) are then reported.
 """

@@ -1,26 +1,35 @@
-"""The GPU's preliminary gapped kernel (blast/gpu/gapped.cu), built for the CPU, against gapped.py.
+"""The GPU's preliminary gapped kernels (blast/gpu/gapped.cu) against gapped.py, on every executor.
 
-gapped.cu's per-subject code is plain C++ under ``__host__``-less macros: built
-with g++ (no GPU needed), its ``prelim_gapped_host`` runs every subject as the
-kernel's threads do.  gapped.py's numba code (itself checked against BLAST+ in
-test_blast_gapped.py) is the reference: every subject's rows, in the order
-BLAST saves them, and its restart flag must be the same, and
-``blast.gpu.gapped.collect`` must turn them into exactly what
-``gapped.preliminary_gapped_hsps_batch`` returns.  Inputs: real init HSPs of
-proteome queries against the proteome, at BLAST's cutoffs and at raised
-cutoffs (restricted extensions and their exact restarts), against mutated
-copies with indels (long gapped extensions; a small ring makes them overflow
-to the CPU), and against a subject over 90,000 letters (AdjustSubjectRange).
-The same kernel on a GPU is compared in test_blast_gpu.py.
+gapped.py's numba code (itself checked against BLAST+ in tests/blast/test_blast_gapped.py)
+is the reference: every subject's rows, in the order BLAST saves them, and its
+restart flag must be the same, and ``blast.gpu.gapped.collect`` must turn them
+into exactly what ``gapped.preliminary_gapped_hsps_batch`` returns.  Inputs: real
+init HSPs of proteome queries against the proteome, at BLAST's cutoffs and at
+raised cutoffs (restricted extensions and their exact restarts), against mutated
+copies with indels (long gapped extensions; a small ring or cell budget makes
+them overflow to the CPU), and against a subject over 90,000 letters
+(AdjustSubjectRange).
+
+One body of tests, run by each executor (``kernels``):
+
+* ``host``: gapped.cu's per-subject code built with g++ as plain C++
+  (``prelim_gapped_host``), subject after subject as the kernel's threads do;
+* ``emulated``: the CUDA kernel ``prelim_gapped_warp`` itself (a warp computes
+  each DP row, 32 cells at a time: code the host build does not have) run on
+  the CPU by warp_emulator.cpp, each lane a fiber; about 100x slower than the
+  host build, so on the smaller cases (``kernels.small``);
+* ``gpu-warp`` and ``gpu-thread``: ``prelim_gapped_warp`` and ``prelim_gapped``
+  (a thread per subject) on a GPU (marked ``gpu``).
 """
 
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from gapped_host import CXX, build, run_batch, run_host, search
+from gapped_host import CXX, EmulatedKernel, GpuKernel, build, run_batch, run_host, search
 
 from gpu_search.blast import gapped
 from gpu_search.blast.alphabet import EASEL_TO_NCBISTDAA, blast_query_codes, encode
@@ -28,27 +37,35 @@ from gpu_search.blast.gpu import gapped as gpu_gapped
 from gpu_search.blast.matrix import load_matrix
 from gpu_search.blast.ungapped import INIT_HSP_DTYPE
 
-pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler")
+NO_CXX = pytest.mark.skipif(CXX is None, reason="no C++ compiler (g++)")
+EXECUTORS = [pytest.param("host", marks=NO_CXX), pytest.param("emulated", marks=NO_CXX),
+             pytest.param("gpu-warp", marks=pytest.mark.gpu), pytest.param("gpu-thread", marks=pytest.mark.gpu)]
 
 
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory):
-    return build(tmp_path_factory.mktemp("gapped"), gpu_gapped.BAND)
+@pytest.fixture(scope="module", params=EXECUTORS)
+def kernels(request, tmp_path_factory):
+    """The kernel on one executor: ``make(band, budget)`` builds it with a ring of ``band`` cells
+    and a DP-cell budget (each built once); ``small``: run the smaller cases."""
+    where = request.param
+    if where.startswith("gpu"):
+        from gpu_search.device import gpu_status
 
+        if not gpu_status()[0]:
+            pytest.skip(f"no usable GPU: {gpu_status()[1]}")
+    directory = tmp_path_factory.mktemp(where)
+    built = {}
 
-@pytest.fixture(scope="module")
-def small_ring(tmp_path_factory):
-    return build(tmp_path_factory.mktemp("gapped"), 16)
+    def make(band=gpu_gapped.BAND, budget=gpu_gapped.CELL_BUDGET):
+        if (band, budget) not in built:
+            if where == "host":
+                built[band, budget] = build(directory, band, budget)
+            elif where == "emulated":
+                built[band, budget] = EmulatedKernel(directory, "warp", band, budget)
+            else:
+                built[band, budget] = GpuKernel(where[4:], band=band, cell_budget=budget)
+        return built[band, budget]
 
-
-@pytest.fixture(scope="module")
-def unlimited(tmp_path_factory):
-    return build(tmp_path_factory.mktemp("gapped"), gpu_gapped.BAND, 1 << 30)
-
-
-@pytest.fixture(scope="module")
-def small_budget(tmp_path_factory):
-    return build(tmp_path_factory.mktemp("gapped"), gpu_gapped.BAND, 3000)
+    return SimpleNamespace(make=make, small=where == "emulated", where=where)
 
 
 @pytest.fixture(scope="module")
@@ -102,22 +119,31 @@ def query_codes(db, i):
 
 
 @pytest.mark.parametrize("cutoff_scale", [1.0, 1.6, 2.5])
-def test_kernel_matches_numba_on_the_proteome(kernel, unlimited, proteome, db_codes, blosum62, cutoff_scale):
+def test_kernel_matches_numba_on_the_proteome(kernels, proteome, db_codes, blosum62, cutoff_scale):
     """Queries of many lengths against the proteome; raised cutoffs force restricted extensions and
     restarts.  Without a cell budget every subject is done by the kernel; with the default one, the
-    long extensions (the query against itself, true homologs) are left to the CPU."""
+    long extensions (the query against itself, true homologs) are left to the CPU.  (Emulated:
+    three queries picked with the host build for their restarts, 82, 137 and 177 letters.)"""
+    if kernels.small and cutoff_scale == 1.6:
+        pytest.skip("emulated: BLAST's cutoff and a raised one are enough")
     residues, offsets = db_codes
-    rng = np.random.default_rng(7)
-    picks = rng.choice(proteome.n_seqs, 6, replace=False)
-    restarts = 0
+    picks = (56, 1358, 868) if kernels.small else np.random.default_rng(7).choice(proteome.n_seqs, 6, replace=False)
+    unlimited, kernel = kernels.make(budget=1 << 30), kernels.make()
+    restarts = groups = 0
     for i in picks:
         q = query_codes(proteome, int(i))
         init, xd, cutoff = search(q, residues, offsets, blosum62, cutoff_scale)
-        n, r, over = compare(unlimited, init, q, residues, offsets, blosum62.scores, xd, cutoff)
-        assert n > 0 and over == 0
-        restarts += r
-        n, _, over = compare(kernel, init, q, residues, offsets, blosum62.scores, xd, cutoff)
+        if not kernels.small:
+            n, r, over = compare(unlimited, init, q, residues, offsets, blosum62.scores, xd, cutoff)
+            assert n > 0 and over == 0
+            restarts += r
+        n, r, over = compare(kernel, init, q, residues, offsets, blosum62.scores, xd, cutoff)
         assert over < n / 10
+        groups += n
+        if kernels.small:
+            restarts += r
+    if kernels.small:
+        assert groups > 100
     if cutoff_scale > 1:
         assert restarts > 0, "no restricted extension was restarted: the case is not exercised"
 
@@ -151,24 +177,29 @@ def homolog_db(proteome, query_index, copies, seed, long_subject=False):
     return q, np.concatenate(codes).astype(np.uint8), offsets
 
 
-def test_kernel_matches_numba_on_homologs(unlimited, kernel, small_ring, small_budget, proteome, blosum62):
+def test_kernel_matches_numba_on_homologs(kernels, proteome, blosum62):
     """Mutated copies with indels: long, gapped extensions, a subject of 100,000 letters (no cell
-    budget: all on the "GPU"); with the default budget, a ring of 16 cells or a budget of 3,000
+    budget: all on the kernel); with the default budget, a ring of 16 cells or a budget of 3,000
     cells, subjects overflow (left to the CPU) and the others still match."""
     lengths = np.asarray(proteome.lengths)
-    for target, seed in ((130, 1), (500, 2), (1000, 3)):
+    cases = ((130, 1), (500, 2)) if kernels.small else ((130, 1), (500, 2), (1000, 3))
+    copies = 12 if kernels.small else 30
+    for target, seed in cases:
         i = int(np.argmin(np.abs(lengths - target)))
-        q, residues, offsets = homolog_db(proteome, i, 30, seed, long_subject=target == 500)
+        q, residues, offsets = homolog_db(proteome, i, copies, seed, long_subject=target == 500)
         init, xd, cutoff = search(q, residues, offsets, blosum62)
-        n, _, over = compare(unlimited, init, q, residues, offsets, blosum62.scores, xd, cutoff)
-        assert n >= 25 and over == 0
-        compare(kernel, init, q, residues, offsets, blosum62.scores, xd, cutoff)
-        for lib in (small_ring, small_budget):
+        n, _, over = compare(kernels.make(budget=1 << 30), init, q, residues, offsets, blosum62.scores, xd, cutoff)
+        assert n >= (10 if kernels.small else 25) and over == 0
+        if not kernels.small:
+            compare(kernels.make(), init, q, residues, offsets, blosum62.scores, xd, cutoff)
+        for lib in (kernels.make(band=16), kernels.make(budget=3000)):
             n, _, over = compare(lib, init, q, residues, offsets, blosum62.scores, xd, cutoff)
             assert over > 0
 
 
-def test_no_restricted_extensions_above_evalue_10(kernel, proteome, db_codes, blosum62):
+def test_no_restricted_extensions_above_evalue_10(kernels, proteome, db_codes, blosum62):
+    """BLAST restricts no extension where the expect value is over 10."""
+    kernel = kernels.make()
     residues, offsets = db_codes
     q = query_codes(proteome, 11)
     init, xd, cutoff = search(q, residues, offsets, blosum62, 2.5)
@@ -176,7 +207,7 @@ def test_no_restricted_extensions_above_evalue_10(kernel, proteome, db_codes, bl
     assert restarted == 0
 
 
-def test_kernel_matches_numba_on_restricted_first_row_growth(kernel):
+def test_kernel_matches_numba_on_restricted_first_row_growth(kernels):
     """Subjects with a 28-32 letter insertion right after the start point, restricted extensions.
 
     s_RestrictedGappedAlign ends a row in which no gap in A may open with
@@ -199,13 +230,13 @@ def test_kernel_matches_numba_on_restricted_first_row_growth(kernel):
         offsets = np.concatenate(([0], np.cumsum([len(x) for x in subjects]))).astype(np.int64)
         init = np.array(init, dtype=INIT_HSP_DTYPE)
         # cutoff 45: init scores below 0.68 x 45 make every extension restricted
-        n, restarted, overflowed = compare(kernel, init, query, np.concatenate(subjects), offsets,
+        n, restarted, overflowed = compare(kernels.make(), init, query, np.concatenate(subjects), offsets,
                                            blosum62.scores, 38, 45)
         assert n == 20 and overflowed == 0
 
 
 class HostPrelim(gpu_gapped.GpuPrelim):
-    """GpuPrelim with the kernel's host build in place of the GPU (``max_queries``: a batch of more
+    """GpuPrelim with the executor's kernel in place of its launch (``max_queries``: a batch of more
     queries "runs out of GPU memory")."""
 
     def __init__(self, lib, residues, offsets, max_queries=None, **kwargs):
@@ -228,10 +259,13 @@ class HostPrelim(gpu_gapped.GpuPrelim):
 
 
 @pytest.mark.parametrize("max_queries", [None, 2, 0])
-def test_several_queries_per_launch(kernel, proteome, db_codes, blosum62, max_queries):
+def test_several_queries_per_launch(kernels, proteome, db_codes, blosum62, max_queries):
     """run_many: queries of different lengths and cutoffs in one launch give each query's
     preliminary gapped HSPs as the CPU path; batches the "GPU" has no memory for are halved
     until they fit (max_queries 2), or left to the CPU (0)."""
+    if kernels.small:
+        pytest.skip("emulated: the other cases cover the kernel; this one is GpuPrelim's batching")
+    kernel = kernels.make()
     residues, offsets = db_codes
     rng = np.random.default_rng(5)
     jobs, refs = [], []

@@ -2,7 +2,7 @@
 Forward prefilter (``forward.cu``), the CUDA code itself run on the CPU, against the numpy
 reference and HMMER's own filters.
 
-tests/warp_emulator.cpp runs a block's threads (two warps here) as fibers that meet at every
+tests/helpers/warp_emulator.cpp runs a block's threads (two warps here) as fibers that meet at every
 warp intrinsic (shuffles within the sub-warp groups of G lanes, the group's REDUX maximum, the
 Lazy-F vote) and __syncthreads, checks that the lanes of a mask meet at the same one, and runs
 them in a random order between meetings, one warp late, with shared memory filled with

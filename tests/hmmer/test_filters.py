@@ -2,7 +2,7 @@
 
 Every MSV, null, bias-filter and Viterbi-filter score of every sequence must
 be bit-identical to HMMER 3.4's (p7_MSVFilter, p7_bg_NullOne,
-p7_bg_FilterScore, p7_ViterbiFilter, run by tests/oracle/filters_oracle.c).
+p7_bg_FilterScore, p7_ViterbiFilter, run by tests/helpers/oracle/filters_oracle.c).
 """
 
 from __future__ import annotations

@@ -182,7 +182,7 @@ def test_bad_input(case, blast_setup, tmp_path):
 
 @pytest.fixture(scope="module")
 def gapped_kernel_on_cpu(tmp_path_factory):
-    """blast/gpu/gapped.cu built for the CPU (tests/gapped_host.py), None without a C++ compiler."""
+    """blast/gpu/gapped.cu built for the CPU (tests/helpers/gapped_host.py), None without a C++ compiler."""
     from gapped_host import CXX, build
 
     return build(tmp_path_factory.mktemp("gapped")) if CXX else None

@@ -1,6 +1,6 @@
 """gpu-search's hmmsearch reports against HMMER 3.4's own, line by line.
 
-The oracle (tests/oracle/hmmsearch_oracle.c) is hmmsearch's serial code path
+The oracle (tests/helpers/oracle/hmmsearch_oracle.c) is hmmsearch's serial code path
 rebuilt from HMMER 3.4's library (the one inside the pyhmmer wheel): it
 writes every report with HMMER's own C functions.  Our side searches with
 ``gpu_search.hmmer.search.hmmsearch(device="cpu", cpus=2)`` and writes with
@@ -110,7 +110,7 @@ def oracle() -> Path:
     try:
         exe = build("hmmsearch_oracle")
     except subprocess.CalledProcessError as exc:
-        pytest.skip(f"cannot build tests/oracle/hmmsearch_oracle.c: {exc.stderr.decode(errors='replace')[-2000:]}")
+        pytest.skip(f"cannot build tests/helpers/oracle/hmmsearch_oracle.c: {exc.stderr.decode(errors='replace')[-2000:]}")
     if exe is None:
         pytest.skip(f"cannot build the HMMER oracle: {missing()}")
     return exe

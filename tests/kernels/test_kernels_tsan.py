@@ -1,6 +1,6 @@
 """The CUDA kernels' CPU emulation under ThreadSanitizer: no data race between their threads.
 
-The plain emulator (tests/warp_emulator.cpp) runs one fiber at a time between meetings, so a
+The plain emulator (tests/helpers/warp_emulator.cpp) runs one fiber at a time between meetings, so a
 read-modify-write that should have been atomic, or a value read after a shuffle or ballot
 without a __syncwarp, still gives the right answer there, and a wrong one on a GPU.  Built with
 ThreadSanitizer (``emulator_build``, ``EMU_TSAN``) every thread is a fiber TSan knows, only
@@ -20,7 +20,7 @@ from pathlib import Path
 import emulator_build
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LIBTSAN = emulator_build.libtsan()
 pytestmark = pytest.mark.skipif(LIBTSAN is None, reason="no C++ compiler (g++)" if emulator_build.CXX is None
                                 else "no ThreadSanitizer runtime (libtsan) for g++")
@@ -35,11 +35,11 @@ def run_under_tsan(args: list[str], timeout: int = 900) -> subprocess.CompletedP
 
 
 CASES = [
-    "tests/test_blast_ungapped_emulated.py::test_extension_variants",
-    "tests/test_filters_emulated.py::test_real_models_equal_hmmer[Thioesterase]",
-    "tests/test_filters_emulated.py::test_long_deletions_across_lanes",
-    "tests/test_filters_emulated.py::test_forward_prefilter[Thioesterase]",
-    "tests/test_blast_gapped_emulated.py::test_homologs",
+    "tests/kernels/test_blast_ungapped_emulated.py::test_extension_variants",
+    "tests/kernels/test_filters_emulated.py::test_real_models_equal_hmmer[Thioesterase]",
+    "tests/kernels/test_filters_emulated.py::test_long_deletions_across_lanes",
+    "tests/kernels/test_filters_emulated.py::test_forward_prefilter[Thioesterase]",
+    "tests/kernels/test_blast_gapped_kernel.py::test_kernel_matches_numba_on_homologs[emulated]",
 ]
 
 
@@ -56,9 +56,9 @@ def test_no_race_between_threads(case):
 PLANTED = """
 import sys
 from pathlib import Path
-sys.path[:0] = [{tests!r}, {root!r}]
+sys.path[:0] = [{helpers!r}, {tests!r}, {root!r}]
 import numpy as np
-import test_blast_ungapped_emulated as T
+import ungapped_emulated as T
 from blast_cases import compare, query_codes
 from conftest import pyhmmer_data
 from gpu_search.blast.alphabet import EASEL_TO_NCBISTDAA
@@ -83,5 +83,6 @@ def test_a_planted_race_is_reported(tmp_path):
     """ungapped.cu with the bin fill's atomicAdd made a plain read-modify-write: TSan must report
     the race (the plain emulator gives the right rows for it)."""
     tests = str(ROOT / "tests")
-    r = run_under_tsan(["-c", PLANTED.format(tests=tests, root=str(ROOT), work=str(tmp_path))])
+    r = run_under_tsan(["-c", PLANTED.format(helpers=str(ROOT / "tests" / "helpers"), tests=tests, root=str(ROOT),
+                                             work=str(tmp_path))])
     assert r.returncode == TSAN_EXIT and "ThreadSanitizer: data race" in r.stderr, (r.stdout + r.stderr)[-4000:]

@@ -40,7 +40,7 @@ def missing() -> str | None:
 
 @lru_cache(maxsize=None)
 def build(name: str) -> Path | None:
-    """Compile tests/oracle/<name>.c once per session; the path of the binary, or None where
+    """Compile tests/helpers/oracle/<name>.c once per session; the path of the binary, or None where
     ``missing()`` says why it cannot be built.  A failed compile raises CalledProcessError."""
     cc, libs = compiler(), pyhmmer_libs()
     if cc is None or libs is None:

@@ -12,7 +12,7 @@
  *          model  seqname  L  msv  nullsc  filtersc  vit  fwd  (scores in nats, C99 %a hex floats;
  *          fwd is p7_ForwardParser's score, nan where HMMER reports a range error)
  *
- * Build (tests/oracle/build.py does this):
+ * Build (tests/helpers/oracle/build.py does this):
  *   cc -O1 -I$LIBS/include/libhmmer -I$LIBS/include/libeasel filters_oracle.c \
  *      -L$LIBS -llibhmmer -llibeasel -Wl,-rpath,$LIBS -lm -lpthread -o filters_oracle
  */

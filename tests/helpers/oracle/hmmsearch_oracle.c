@@ -30,7 +30,7 @@
  *   - argv[0] is replaced by "hmmsearch", so the banner and the tabular
  *     "# Option settings:" line read as hmmsearch's own.
  *
- * Build (tests/oracle/build.py does this):
+ * Build (tests/helpers/oracle/build.py does this):
  *   cc -O1 -I$LIBS/include/libhmmer -I$LIBS/include/libeasel -I$LIBS/include/libhmmer/impl_sse \
  *      hmmsearch_oracle.c -L$LIBS -llibhmmer -llibeasel -Wl,-rpath,$LIBS -lm -lpthread -o hmmsearch_oracle
  */

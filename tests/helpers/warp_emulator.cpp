@@ -1,12 +1,12 @@
 // CUDA kernels run on the CPU, warp intrinsics included, so that the CPU-only test suite
 // checks the kernel code itself.  Built with -DGAPPED_CU="path/to/gapped.cu" (blastp's
-// preliminary gapped kernels; tests/gapped_host.py, tests/test_blast_gapped_emulated.py) or
+// preliminary gapped kernels; tests/helpers/gapped_host.py, tests/kernels/test_blast_gapped_kernel.py) or
 // -DFILTERS_CU="path/to/filters.cu" (HMMER's MSV and Viterbi filters, with the kernel's
 // compile-time constants G, W, SEQS, ...; with -DFORWARD_CU="path/to/forward.cu" also the
-// Forward prefilter; tests/test_filters_emulated.py) or
+// Forward prefilter; tests/kernels/test_filters_emulated.py) or
 // -DUNGAPPED_CU="path/to/ungapped.cu" (blastp's hit detection, two-hit filter and ungapped
 // extension, its `extern __shared__` turned into `extern` by the caller, see
-// tests/test_blast_ungapped_emulated.py; with -DORDER_CU="path/to/order.cu" also the kernels
+// tests/kernels/test_blast_ungapped_emulated.py; with -DORDER_CU="path/to/order.cu" also the kernels
 // that put its rows in BLAST's order).
 //
 // Each of a block's threads (up to 512, whole warps) is a ucontext fiber.  A fiber runs until
@@ -23,7 +23,7 @@
 // What a plain build cannot show (a GPU can): lost updates of a plain read-modify-write that
 // should have been atomic (a fiber runs alone between meetings), and a write another lane reads
 // after a shuffle or ballot without a __syncwarp (every meeting acts as a memory barrier here).
-// Built with -fsanitize=thread -DEMU_TSAN (tests/emulator_build.py, tests/test_kernels_tsan.py),
+// Built with -fsanitize=thread -DEMU_TSAN (tests/helpers/emulator_build.py, tests/kernels/test_kernels_tsan.py),
 // ThreadSanitizer reports both.
 // (Written for the review of the warp kernel, then adopted as a test.)
 #include <sys/mman.h>
@@ -493,7 +493,7 @@ extern "C" int emulate_ungapped(unsigned seed, int n_blocks, const unsigned char
 extern "C" int shared_memory_bytes() { return EMU_SMEM_BYTES; }
 
 #ifdef ORDER_CU
-// order.cu's kernels in blocks of 256 threads, as blast/gpu/__init__.py launches them
+// order.cu's kernels in blocks of 256 threads, as blast/gpu/ungapped.py launches them
 extern "C" int emulate_order_keys(unsigned seed, const int* rows, int n_rows, const int* rank, int s_bits,
                                   int r_bits, long long* keys)
 {

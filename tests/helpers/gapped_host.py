@@ -4,7 +4,7 @@ gapped.cu's per-subject code compiles as plain C++ when ``__CUDACC__`` is not
 defined; ``prelim_gapped_host`` then runs every subject group in turn.  The
 CPU-only tests use it to check the kernel's code against gapped.py without a GPU.
 ``EmulatedKernel`` runs the CUDA kernels themselves (the warp kernel too) on the
-CPU through tests/warp_emulator.cpp; ``GpuKernel`` runs them on a GPU.
+CPU through tests/helpers/warp_emulator.cpp; ``GpuKernel`` runs them on a GPU.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def _p(a):
 
 
 class EmulatedKernel:
-    """A kernel of gapped.cu, the CUDA code itself, run on the CPU by tests/warp_emulator.cpp
+    """A kernel of gapped.cu, the CUDA code itself, run on the CPU by tests/helpers/warp_emulator.cpp
     (the warp's lanes as fibers meeting at every warp intrinsic): ``prelim_gapped_warp``
     (``which="warp"``) or ``prelim_gapped`` (``"thread"``).  Used like ``build``'s library."""
 
