@@ -30,12 +30,12 @@ proteome sequence, 33, gives a cutoff one higher and loses HSPs).
 from __future__ import annotations
 
 import random
-import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from blast_cases import BLASTP, MAKEBLASTDB, QUERIES, needs_blast
 
 from gpu_search.blast import gapped, stats
 from gpu_search.blast import traceback as tb
@@ -44,14 +44,6 @@ from gpu_search.blast.lookup import build_lookup
 from gpu_search.blast.matrix import load_matrix
 from gpu_search.blast.ungapped import INIT_HSP_DTYPE, sort_by_score, ungapped_extensions
 
-BLASTP = shutil.which("blastp")
-MAKEBLASTDB = shutil.which("makeblastdb")
-needs_blast = pytest.mark.skipif(BLASTP is None or MAKEBLASTDB is None,
-                                 reason="BLAST+ (blastp, makeblastdb) not installed")
-
-QUERIES = ["938293.PRJEB85.HG003686_354",   # 130
-           "938293.PRJEB85.HG003685_287",   # 499
-           "938293.PRJEB85.HG003685_162"]   # 1000
 COLUMNS = "qstart qend sstart send score nident positive gaps gapopen length qseq sseq"
 GAP_OPEN, GAP_EXTEND = 11, 1
 

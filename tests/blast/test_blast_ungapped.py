@@ -28,11 +28,11 @@ BLAST's results do not depend on the other queries of a run (see ungapped.py).
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import numpy as np
 import pytest
+from blast_cases import BLASTP, MAKEBLASTDB, QUERIES, needs_blast
 
 from gpu_search.blast.alphabet import EASEL_TO_NCBISTDAA, blast_query_codes, encode
 from gpu_search.blast.lookup import build_lookup, word_index
@@ -42,15 +42,6 @@ from gpu_search.blast.ungapped import (INIT_HSP_DTYPE, extend_one_hit, extend_tw
 from gpu_search.blast.wordhits import (bin_hits, find_hits, hit_layout, scan_hits,
                                        unpack_hits)
 
-BLASTP = shutil.which("blastp")
-MAKEBLASTDB = shutil.which("makeblastdb")
-needs_blast = pytest.mark.skipif(BLASTP is None or MAKEBLASTDB is None,
-                                 reason="BLAST+ (blastp, makeblastdb) not installed")
-
-# Proteome queries of about 130, 500 and 1000 residues (the notes' reference set).
-QUERIES = ["938293.PRJEB85.HG003686_354",   # 130
-           "938293.PRJEB85.HG003685_287",   # 499
-           "938293.PRJEB85.HG003685_162"]   # 1000
 
 
 @pytest.fixture(scope="module")

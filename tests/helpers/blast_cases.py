@@ -1,13 +1,27 @@
-"""Helpers shared by the blastp GPU tests and their CPU-emulated twins: queries and BLAST's cutoffs."""
+"""Helpers shared by the blastp tests: BLAST+'s programs, the reference queries, BLAST's cutoffs,
+and the comparison of an ungapped engine (the GPU's, or its kernel emulated) with the CPU path."""
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
+import pytest
 
 from gpu_search.blast import stats
 from gpu_search.blast.alphabet import EASEL_TO_NCBISTDAA, blast_query_codes
 from gpu_search.blast.lookup import build_lookup
 from gpu_search.blast.ungapped import ungapped_extensions
+
+BLASTP = shutil.which("blastp")
+MAKEBLASTDB = shutil.which("makeblastdb")
+needs_blast = pytest.mark.skipif(BLASTP is None or MAKEBLASTDB is None,
+                                 reason="BLAST+ (blastp, makeblastdb) not installed: apt-get install ncbi-blast+")
+
+# Proteome queries of about 130, 500 and 1000 residues (cuBLASTP's lengths)
+QUERIES = ["938293.PRJEB85.HG003686_354",   # 130
+           "938293.PRJEB85.HG003685_287",   # 499
+           "938293.PRJEB85.HG003685_162"]   # 1000
 
 
 def cutoffs(q, matrix, db_length):
