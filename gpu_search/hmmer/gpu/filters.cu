@@ -10,7 +10,7 @@
  *                     overflows (xE >= 32767: score +inf).
  *   Floats, logs and P-values are computed on the host exactly as HMMER does.
  *
- * Design (seeds 000 and 001, re-judged on Hopper; see docs/gpu-design.md)
+ * Design (the fine-grained HMMER3 MSV/Viterbi GPU paper and CUDAMPF, re-judged on Hopper; see docs/gpu-design.md)
  *   - A *group* of G lanes (G = 2..32, a power of two, G | 32) scores one
  *     sequence; a warp holds 32/G groups working on neighbouring sequences of a
  *     database sorted by length.  No block-level synchronisation after the
