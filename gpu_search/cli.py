@@ -181,10 +181,12 @@ def hmmsearch(hmmfile, seqdb, output, tblout, domtblout, pfamtblout, acc, noali,
                             textw=textw, notextw=notextw, noali=noali, acc=acc)
     options.given = _typed_options(click.get_current_context())
     gpu_ids = _parse_gpus(gpus)
+    dev.start_cuda(device, gpu_ids)         # the GPUs' start overlaps reading the inputs
     hmms = read_hmms(hmmfile)
     db = open_database(seqdb)
     db.check_for_hmmsearch(skip_long)       # report bad input before any note about the device
     _check_cutoffs(hmms, options)
+    dev.wait_cuda()
     used = dev.resolve(device, quiet)
     if db.shard and Z is None and not quiet:
         dev.note(f"{seqdb} is shard {db.shard[0]} of {db.shard[1]}: E-values use the whole "
