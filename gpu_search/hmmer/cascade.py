@@ -34,6 +34,7 @@ import numpy as np
 from . import scores
 from .profile import FilterProfile
 from .reference import bias_filter as _bias_filter_cpu
+from .reference import null_length_terms
 
 
 class LengthTables:
@@ -59,6 +60,11 @@ class LengthTables:
         self.tjb = self.tjb_u[self.inv]
         self.move_db = np.zeros(db.n_seqs, dtype=np.int16)   # indexed by database index
         self.move_db[searched] = prof.move_w(self.uniq)[self.inv]
+        # the bias filter's length terms, by database index (C logf calls, once per length)
+        log_p1_u, log_1mp1_u = null_length_terms(self.uniq)
+        self.bias_terms = (np.zeros(db.n_seqs, dtype=np.float32), np.zeros(db.n_seqs, dtype=np.float32))
+        self.bias_terms[0][searched] = log_p1_u[self.inv]
+        self.bias_terms[1][searched] = log_1mp1_u[self.inv]
 
     def msv_floor(self, prof: FilterProfile, mu: float, lam: float, threshold: float) -> np.ndarray:
         """Per sequence, an xJ below which the MSV P-value certainly exceeds ``threshold``.
@@ -169,7 +175,7 @@ def run_cascade(prof: FilterProfile, db, backend, *, F1: float, F2: float, bias_
     # 2. bias filter: replaces the null score from here on
     if bias_filter and len(idx1):
         filtersc = _bias_filter_cpu(prof, bg_freq, degeneracy, db.residues, db.offsets,
-                                    db.lengths, idx1).astype(np.float32)
+                                    db.lengths, idx1, length_terms=tables.bias_terms).astype(np.float32)
         ok = exact_pass(usc1, filtersc, m_mu, m_lambda, F1)
         idx2, usc2, filt2 = idx1[ok], usc1[ok], filtersc[ok]
     else:

@@ -273,6 +273,11 @@ def _pool():
     return _POOL
 
 
+# residues a bias-filter chunk at least: below this a pool task's dispatch costs more than
+# it saves (a few hundred MSV survivors, the usual case with many models, run inline)
+BIAS_CHUNK_RESIDUES = 200_000
+
+
 def _chunks(lengths: np.ndarray, parts: int):
     """Contiguous (start, stop) ranges of about equal residue counts."""
     n = len(lengths)
@@ -282,6 +287,13 @@ def _chunks(lengths: np.ndarray, parts: int):
     cuts = np.searchsorted(cum, cum[-1] * np.arange(1, parts) / parts)
     edges = np.unique(np.concatenate([[0], cuts, [n]]))
     return list(zip(edges[:-1], edges[1:]))
+
+
+def null_length_terms(lengths) -> tuple[np.ndarray, np.ndarray]:
+    """(logf(p1), logf(1 - p1)) per length, float32 with the C library's logf: the length
+    distribution's terms of the bias filter's score (p7_bg_FilterScore)."""
+    p1 = null_p1(lengths)
+    return _logf(p1), _logf(np.float32(1.0) - p1)
 
 
 
@@ -316,8 +328,13 @@ def bias_filter_hmm(prof: FilterProfile, bg_freq: np.ndarray, degeneracy: np.nda
     return eo, t10, t11
 
 
-def bias_filter(prof: FilterProfile, bg_freq, degeneracy, residues, offsets, lengths, idx=None):
-    """Bias-filter scores (``p7_bg_FilterScore``) in nats, float32, per sequence of ``idx``."""
+def bias_filter(prof: FilterProfile, bg_freq, degeneracy, residues, offsets, lengths, idx=None,
+                length_terms=None):
+    """Bias-filter scores (``p7_bg_FilterScore``) in nats, float32, per sequence of ``idx``.
+
+    length_terms: :func:`null_length_terms` of every database sequence (indexed like
+    ``lengths``), computed once for a search of many models; computed here if None.
+    """
     from ._forward2 import filter_forward  # numba, compiled on first use
 
     idx = np.arange(len(lengths)) if idx is None else np.asarray(idx)
@@ -327,15 +344,23 @@ def bias_filter(prof: FilterProfile, bg_freq, degeneracy, residues, offsets, len
     one_minus = np.float32(1.0) - p1
     offsets = np.asarray(offsets, dtype=np.int64)
     idx = idx.astype(np.int64)
-    # the compiled loop releases the GIL: score chunks of sequences on all cores
-    bounds = _chunks(L, parts=4 * _workers())
-    parts = list(_pool().map(
-        lambda ab: filter_forward(residues, offsets, L[ab[0]:ab[1]], idx[ab[0]:ab[1]], eo,
-                                  p1[ab[0]:ab[1]], one_minus[ab[0]:ab[1]], t10, t11),
-        bounds))
-    fwd = np.concatenate(parts) if parts else np.zeros(0, np.float32)
+
+    def score(ab):
+        return filter_forward(residues, offsets, L[ab[0]:ab[1]], idx[ab[0]:ab[1]], eo,
+                              p1[ab[0]:ab[1]], one_minus[ab[0]:ab[1]], t10, t11)
+
+    # the compiled loop releases the GIL: large calls are scored in chunks on all cores
+    parts = min(4 * _workers(), int(L.sum()) // BIAS_CHUNK_RESIDUES)
+    if parts <= 1:
+        fwd = score((0, len(L))) if len(L) else np.zeros(0, np.float32)
+    else:
+        fwd = np.concatenate(list(_pool().map(score, _chunks(L, parts))))
+    if length_terms is None:
+        log_p1, log_1mp1 = null_length_terms(L)
+    else:
+        log_p1, log_1mp1 = length_terms[0][idx], length_terms[1][idx]
     # impose the length distribution: nullsc + (float)L*logf(p1) + logf(1.-p1)
-    return (fwd + L.astype(np.float32) * _logf(p1)) + _logf(one_minus)
+    return (fwd + L.astype(np.float32) * log_p1) + log_1mp1
 
 
 class ReferenceBackend:

@@ -20,6 +20,8 @@ HMMER's statistics come from the cascade; the rest from pyhmmer.
 from __future__ import annotations
 
 import os
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
@@ -171,16 +173,43 @@ def _search_pyhmmer(hmms, db, searched, options, kwargs, cpus, callback):
         yield SearchResult(hmm, hits, _stats(hits, options))
 
 
-def _finish(hmm, db, survivors, kwargs):
-    """Forward, domain definition and thresholds on some survivors (pyhmmer, one thread)."""
-    import time
+class Finisher:
+    """HMMER's pipeline after the filters, on survivors: Forward, domain definition,
+    thresholds (pyhmmer, in the calling thread).
 
-    import pyhmmer
+    Each worker thread keeps one ``pyhmmer.plan7.Pipeline`` and reuses it for every
+    model and piece (cleared after each), as pyhmmer's own hmmsearch keeps one per
+    thread: no pipeline, background or dispatcher is built per piece.  The
+    survivors already passed MSV, bias and Viterbi filters, so F1 = F2 = 1 (MSV lets
+    all through, the Viterbi filter is skipped); the bias filter stays on, since
+    Forward's P-value uses its score.
+    """
 
-    t = time.perf_counter()
-    block = db.digital_block(survivors)
-    hits = next(pyhmmer.hmmsearch([hmm], block, cpus=1, **kwargs))
-    return hits, time.perf_counter() - t
+    def __init__(self, db: SequenceDB, alphabet, background, kwargs: dict):
+        self.db = db
+        self.alphabet = alphabet
+        self.background = background
+        self.kwargs = dict(kwargs, F1=1.0, F2=1.0)
+        self._local = threading.local()
+
+    def _pipeline(self):
+        pipeline = getattr(self._local, "pipeline", None)
+        if pipeline is None:
+            from pyhmmer.plan7 import Pipeline
+
+            pipeline = self._local.pipeline = Pipeline(self.alphabet, background=self.background, **self.kwargs)
+        return pipeline
+
+    def __call__(self, hmm, survivors: np.ndarray):
+        """(TopHits of ``hmm`` over the database sequences ``survivors``, seconds taken)."""
+        t = time.perf_counter()
+        block = self.db.digital_block(survivors, self.alphabet)
+        pipeline = self._pipeline()
+        try:
+            hits = pipeline.search_hmm(hmm, block)
+        finally:
+            pipeline.clear()         # its counters start again from zero for the next piece
+        return hits, time.perf_counter() - t
 
 
 def _chunks_by_cells(survivors: np.ndarray, lengths: np.ndarray, M: int,
@@ -218,10 +247,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
     bg_freq = np.asarray(bg.residue_frequencies, dtype=np.float32)
     degeneracy = amino_degeneracy()
     tables = LengthTables(db, searched, FilterProfile.from_hmm(first, bg))
-    # The survivors already passed MSV, bias and Viterbi filters: pyhmmer need
-    # not run the Viterbi filter again (F2 = 1 skips it; F1 = 1 lets all
-    # through MSV).  The bias filter stays on: Forward's P-value uses its score.
-    finish_kwargs = dict(kwargs, F1=1.0, F2=1.0)
+    finish = Finisher(db, first.alphabet, bg, kwargs)
 
     with ThreadPoolExecutor(max_workers=max(1, cpus), thread_name_prefix="finish") as finish_pool, \
             ThreadPoolExecutor(max_workers=min(4, max(1, cpus)), thread_name_prefix="filter") as filter_pool:
@@ -232,7 +258,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
                                   bias_filter=options.bias_filter, bg_freq=bg_freq,
                                   degeneracy=degeneracy, searched=searched, tables=tables)
             pieces = _chunks_by_cells(cascade.survivors, db.lengths, hmm.M)
-            return cascade, [finish_pool.submit(_finish, hmm, db, piece, finish_kwargs) for piece in pieces]
+            return cascade, [finish_pool.submit(finish, hmm, piece) for piece in pieces]
 
         def collect(hmm, fut):
             cascade, pieces = fut.result()
