@@ -15,14 +15,15 @@ for cu in $(git ls-files '*.cu'); do
         gpu_search/hmmer/gpu/filters.cu)
             # G lanes per sequence, W words per lane, profile in shared or global memory,
             # SEQS sequences per Viterbi group, REDUX row maximum, TRANS_REGS nodes (viterbi_filter16: words) with
-            # transitions in registers; W = 39 is viterbi_filter16's M = 2,485
+            # transitions in registers; W = 39 is viterbi_filter16's M = 2,485; KERNEL_*: one kernel alone, as
+            # the package compiles them
             variants=("-DG=1 -DW=4" "-DG=4 -DW=24" "-DG=8 -DW=16" "-DG=16 -DW=28" "-DG=32 -DW=64"
                       "-DG=32 -DW=80 -DPROFILE_IN_SMEM=0" "-DG=16 -DW=12 -DSEQS=2" "-DG=32 -DW=16 -DSEQS=2" "-DG=8 -DW=18 -DSEQS=2"
                       "-DG=32 -DW=3 -DSEQS=2 -DREDUX=1 -DTRANS_REGS=3" "-DG=32 -DW=12 -DREDUX=1 -DTRANS_REGS=12"
                       "-DG=32 -DW=13 -DREDUX=1 -DTRANS_REGS=8" "-DG=32 -DW=32 -DREDUX=1 -DTRANS_REGS=16"
                       "-DG=32 -DW=40 -DREDUX=1 -DTRANS_REGS=12" "-DG=32 -DW=48 -DREDUX=1 -DTRANS_REGS=8"
                       "-DG=32 -DW=2 -DSEQS=2 -DREDUX=1 -DTRANS_REGS=2" "-DG=32 -DW=24 -DREDUX=1 -DTRANS_REGS=16"
-                      "-DG=32 -DW=39") ;;
+                      "-DG=32 -DW=39" "-DG=8 -DW=16 -DKERNEL_MSV" "-DG=32 -DW=12 -DKERNEL_VITERBI16 -DSEQS=2") ;;
         gpu_search/hmmer/gpu/forward.cu)
             variants=("-DG=1 -DW=4" "-DG=8 -DW=16" "-DG=32 -DW=16" "-DG=32 -DW=40 -DPROFILE_IN_SMEM=0") ;;
         gpu_search/blast/gpu/ungapped.cu)

@@ -66,20 +66,19 @@ def lazy_stats(backend, prof, geo, idx):
 
     from gpu_search.hmmer.gpu import GpuBackend
 
-    caller = sys.modules[GpuBackend.__module__]          # where the backend finds load_kernels
-    real = caller.load_kernels
+    caller = sys.modules[GpuBackend.__module__]          # where the backend finds load_kernel
+    real = caller.load_kernel
     kernel_file = sys.modules[real.__module__].KERNEL_FILE
     options = ("-std=c++17", f"-DG={geo.G}", f"-DW={geo.W}", "-DPROFILE_IN_SMEM=1", f"-DSEQS={geo.seqs}",
                "-DLAZY_STATS", f"-I{kernel_file.parent}")
     module = cp.RawModule(code=kernel_file.read_text(), options=options)
     counters = cp.ndarray((2,), cp.uint64, module.get_global("lazy_stats"))
     counters[:] = 0
-    caller.load_kernels = lambda *a, **k: (module.get_function("msv_filter"), module.get_function("viterbi_filter"),
-                                           module.get_function("viterbi_filter16"))
+    caller.load_kernel = lambda name, *a, **k: module.get_function(name)
     try:
         backend.viterbi(prof, idx, geo)
     finally:
-        caller.load_kernels = real
+        caller.load_kernel = real
     return [int(v) for v in counters.get()]
 
 

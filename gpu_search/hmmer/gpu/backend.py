@@ -29,7 +29,7 @@ from ...gpu import (DeviceDatabase, allow_smem, blocks_per_sm, check_gpus, devic
                     longest_first, pinned_empty)
 from ..profile import FilterProfile
 from .geometry import BLOCK, Geometry, forward_geometry, msv_geometry, viterbi_block, viterbi_geometry
-from .kernels import load_forward_kernel, load_kernels
+from .kernels import load_forward_kernel, load_kernel
 from .packing import (length_table, msv_states, pack_forward_profile, pack_msv_profile, pack_viterbi_profile,
                       viterbi16_again, viterbi16_bounds, viterbi_states)
 
@@ -288,7 +288,7 @@ class GpuBackend:
 
         def launch(part, residues, offsets, order, out):
             in_smem, smem = _profile_smem(part, emis_host.nbytes)
-            kernel = load_kernels(geo.G, geo.W, in_smem, part.device_id)[0]
+            kernel = load_kernel("msv_filter", geo.G, geo.W, in_smem, part.device_id)
             allow_smem(kernel, smem)
             emis, = _on_device(profiles, part, emis_host)
             counter = cp.zeros(1, dtype=np.int32)   # one per launch: callers may be concurrent
@@ -325,8 +325,8 @@ class GpuBackend:
         def launch(part, residues, offsets, order, out):
             smem = vemis_host.nbytes + vtrans_host.nbytes
             in_smem, smem = _profile_smem(part, smem + (-smem) % 16)
-            kernel = load_kernels(geo.G, geo.W, in_smem, part.device_id, geo.seqs,
-                                  geo.defines)[1 if bounds is None else 2]
+            kernel = load_kernel("viterbi_filter" if bounds is None else "viterbi_filter16", geo.G, geo.W,
+                                 in_smem, part.device_id, geo.seqs, geo.defines)
             allow_smem(kernel, smem)
             vemis, vtrans = _on_device(profiles, part, vemis_host, vtrans_host)
             counter = cp.zeros(1, dtype=np.int32)

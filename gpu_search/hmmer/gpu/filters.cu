@@ -59,6 +59,15 @@
 
 #include "groups.cuh"
 
+/* The kernels a compilation holds: all three, or only those the host names
+   (-DKERNEL_MSV, -DKERNEL_VITERBI, -DKERNEL_VITERBI16): a model's geometry then
+   compiles the one kernel it runs, not three (NVRTC's time on a cold cache). */
+#if !defined(KERNEL_MSV) && !defined(KERNEL_VITERBI) && !defined(KERNEL_VITERBI16)
+#define KERNEL_MSV
+#define KERNEL_VITERBI
+#define KERNEL_VITERBI16
+#endif
+
 #define NEG_W (-32768)
 /* msv_filter's result for HMMER's overflow: low byte 0 (xJ), high byte 1 (the flag), so that
    the host reads both bytes as two arrays without a pass over them (msv_states) */
@@ -69,6 +78,7 @@
 
 /* --- 2. MSV filter ----------------------------------------------------------- */
 
+#ifdef KERNEL_MSV
 extern "C" __global__ void __launch_bounds__(256)
 msv_filter(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
            const int *__restrict__ order, int n,
@@ -149,6 +159,7 @@ msv_filter(const uint8_t *__restrict__ residues, const long long *__restrict__ o
         if (gl == 0) out[item] = (short)result;
     }
 }
+#endif /* KERNEL_MSV */
 
 /* --- 3. Viterbi filter -------------------------------------------------------- */
 
@@ -236,6 +247,7 @@ __device__ __forceinline__ void start_group(ViterbiGroup &g, int item0, int n, c
 #define TR(q, t) vtrans[((q) * NTRANS + (t)) * G + gl]
 #endif
 
+#ifdef KERNEL_VITERBI
 extern "C" __global__ void __launch_bounds__(256)
 viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
                const int *__restrict__ order, int n,
@@ -402,6 +414,7 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
         }
     }
 }
+#endif /* KERNEL_VITERBI */
 
 /* --- 4. Viterbi filter, two nodes a 32-bit word --------------------------------- *
  *
@@ -444,6 +457,7 @@ __device__ __forceinline__ unsigned from_previous_lane(unsigned gmask, int gl, u
     return (gl == 0) ? (v << 16) : v;
 }
 
+#ifdef KERNEL_VITERBI16
 extern "C" __global__ void __launch_bounds__(256)
 viterbi_filter16(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
                  const int *__restrict__ order, int n,
@@ -590,3 +604,4 @@ viterbi_filter16(const uint8_t *__restrict__ residues, const long long *__restri
         }
     }
 }
+#endif /* KERNEL_VITERBI16 */

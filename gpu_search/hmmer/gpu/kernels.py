@@ -22,12 +22,19 @@ def kernel_options(G: int, W: int, profile_in_smem: bool, seqs: int = 1, defines
     return (f"-DG={G}", f"-DW={W}", f"-DPROFILE_IN_SMEM={int(profile_in_smem)}", f"-DSEQS={seqs}", *defines)
 
 
-def load_kernels(G: int, W: int, profile_in_smem: bool, device_id: int, seqs: int = 1, defines: tuple = ()):
-    """filters.cu's (msv_filter, viterbi_filter, viterbi_filter16) for (G, W) on one device.
+# each kernel's switch in filters.cu: a compilation holds only the kernel it is for
+KERNEL_SWITCH = {"msv_filter": "-DKERNEL_MSV", "viterbi_filter": "-DKERNEL_VITERBI",
+                 "viterbi_filter16": "-DKERNEL_VITERBI16"}
+
+
+def load_kernel(name: str, G: int, W: int, profile_in_smem: bool, device_id: int, seqs: int = 1,
+                defines: tuple = ()):
+    """filters.cu's kernel ``name`` (msv_filter, viterbi_filter or viterbi_filter16) for (G, W)
+    on one device, compiled alone.
 
     seqs: sequences per group of the Viterbi filter (filters.cu)."""
-    return load_functions(KERNEL_FILE, kernel_options(G, W, profile_in_smem, seqs, defines),
-                          ("msv_filter", "viterbi_filter", "viterbi_filter16"), device_id)
+    options = (*kernel_options(G, W, profile_in_smem, seqs, defines), KERNEL_SWITCH[name])
+    return load_functions(KERNEL_FILE, options, (name,), device_id)[0]
 
 
 def load_forward_kernel(G: int, W: int, profile_in_smem: bool, device_id: int):
