@@ -61,7 +61,7 @@ def summarise(raw: Path, wall: float, rate: int, top: int = 14) -> None:
             print(f"    {k / rate:7.3f} {f[:70]:70s} {j / rate:7.3f} {g[:90]}")
 
 
-def in_process(hmm_path, gsdb, fasta, cpus):
+def in_process(hmm_path, gsdb, fasta, cpus, with_cpu=True):
     import pyhmmer
 
     from gpu_search.hmmer.gpu import GpuBackend
@@ -82,12 +82,15 @@ def in_process(hmm_path, gsdb, fasta, cpus):
     for r in results:
         stages.update(r.seconds or {})
     n_hits = sum(len(r.hits) for r in results)
-    t = time.perf_counter()
-    cpu = list(hmmsearch(hmms, db, device="cpu", cpus=cpus))
-    wall_cpu = time.perf_counter() - t
-    same = all(len(a.hits) == len(b.hits) for a, b in zip(results, cpu))
-    print(f"  in-process gpu: {wall:.2f} s ({len(hmms)} models, {n_hits} hits; same counts as cpu: {same}); "
-          f"our cpu path (pyhmmer.hmmsearch): {wall_cpu:.2f} s")
+    import gpu_search
+    print(f"  gpu_search from {Path(gpu_search.__file__).parent}")
+    print(f"  in-process gpu: {wall:.2f} s ({len(hmms)} models, {n_hits} hits)")
+    if with_cpu:
+        t = time.perf_counter()
+        cpu = list(hmmsearch(hmms, db, device="cpu", cpus=cpus))
+        wall_cpu = time.perf_counter() - t
+        same = all(len(a.hits) == len(b.hits) for a, b in zip(results, cpu))
+        print(f"  our cpu path (pyhmmer.hmmsearch): {wall_cpu:.2f} s; same hit counts: {same}")
     print("  stage seconds summed over models: " + ", ".join(f"{k} {v:.2f}" for k, v in stages.items()))
     print("  kernel seconds: " + ", ".join(f"{k} {v:.3f}" for k, v in backend.kernel_seconds.items()))
     survivors = [r.stats.n_past_vit for r in results]
@@ -105,7 +108,11 @@ def main():
     ap.add_argument("--work", type=Path, default=Path("/tmp/gsmatrix"))
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
     ap.add_argument("--no-spy", action="store_true")
+    ap.add_argument("--impl", type=Path, help="a folder holding another gpu_search (an A/B against an older commit)")
+    ap.add_argument("--no-cpu", action="store_true", help="leave out the in-process CPU path")
     args = ap.parse_args()
+    if args.impl:
+        sys.path.insert(0, str(args.impl))
     args.copies, args.base_seqs, args.max_m = dict(matrix.DB_COPIES), 0, matrix.M_MAX
     args.work.mkdir(parents=True, exist_ok=True)
     spy = shutil.which("py-spy")
@@ -114,7 +121,9 @@ def main():
     for h in args.homologs.split(","):
         fasta, gsdb, _ = matrix.build_database(args.db, h, args)
         print(f"\n== {args.models} models x {args.db}, {h} homologs", flush=True)
-        in_process(hmm, gsdb, fasta, args.cpus)
+        in_process(hmm, gsdb, fasta, args.cpus, not args.no_cpu)
+        if args.no_spy:
+            continue
         cmd = matrix.ours_command(args, "gpu", hmm, gsdb, os.devnull, os.devnull)
         t = time.perf_counter()
         subprocess.run(cmd, env=env, check=True)
