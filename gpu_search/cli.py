@@ -112,7 +112,8 @@ def _device_option(f):
                      show_default=True,
                      help="Where the GPU stages run (hmmsearch: MSV/Viterbi filters; blastp: word hits, "
                           "two-hit filter, ungapped and preliminary gapped extension): auto (GPU if usable, "
-                          "else CPU), cpu, "
+                          "else CPU; hmmsearch: the CPU too where the work is too small to repay the "
+                          "GPU's start, said on stderr), cpu, "
                           "gpu (CUDA, error if none), reference (hmmsearch: exact numpy filters, slow, "
                           "for testing; blastp: as cpu).  Results are the same on every device.")(f)
     f = click.option("--quiet", "-q", is_flag=True, help="No progress or notes on stderr.")(f)
@@ -188,12 +189,28 @@ def hmmsearch(hmmfile, seqdb, output, tblout, domtblout, pfamtblout, acc, noali,
     _check_cutoffs(hmms, options)
     dev.wait_cuda()
     used = dev.resolve(device, quiet)
+    if device == "auto" and used == "gpu":
+        used = _auto_hmmsearch_device(hmms, db, cpu, quiet)
     if db.shard and Z is None and not quiet:
         dev.note(f"{seqdb} is shard {db.shard[0]} of {db.shard[1]}: E-values use the whole "
                  f"database's {db.total_seqs:,} sequences (-Z to change)")
     run_search(hmms, db, options, hmmfile=hmmfile, seqfile=seqdb, output=output, tblout=tblout,
                domtblout=domtblout, pfamtblout=pfamtblout, device=used, cpus=cpu,
                skip_long=skip_long, gpus=gpu_ids, quiet=quiet, hits_out=hits_out)
+
+
+def _auto_hmmsearch_device(hmms, db, cpus, quiet) -> str:
+    """--device auto with a usable GPU: the GPU where the work repays its start, else the CPU
+    (said on stderr)."""
+    import os
+
+    from . import device as dev
+    from .hmmer.crossover import choose_device
+
+    used, why = choose_device(hmms, db.n_seqs, int(db.lengths.sum()), cpus or os.cpu_count() or 1)
+    if used == "cpu":
+        dev.note(f"--device auto: searching on the CPU: {why}; --device gpu to use the GPU anyway", quiet)
+    return used
 
 
 def _typed_options(ctx) -> dict[str, str | bool]:

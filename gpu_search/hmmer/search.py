@@ -19,9 +19,11 @@ HMMER's statistics come from the cascade; the rest from pyhmmer.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
@@ -270,19 +272,39 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
             return SearchResult(hmm, hits, _stats(hits, options, nseqs=n_searched, nres=nres, cascade=cascade),
                                 seconds)
 
+        def finished(entry) -> bool:
+            """Whether a model is through both stages (its cascade and every piece)."""
+            fut = entry[1]
+            return fut.done() and all(f.done() for f in fut.result()[1])
+
+        # Models in flight: the filters run up to `window` models ahead of the oldest one
+        # not yet finished, so the finishing threads always have work queued; a model is
+        # handed on only once finished (waiting on the oldest's cascade alone stalled the
+        # filters behind a long model's finishing), or when the window is full.
+        window = 4 * max(1, cpus)
+        pending = deque()
         done = 0
-        pending = [(first, filter_pool.submit(cascade_task, first))]
-        for hmm in hmms:
-            pending.append((hmm, filter_pool.submit(cascade_task, hmm)))
-            while pending and (pending[0][1].done() and len(pending) > 1 or len(pending) >= 2 * cpus):
-                r = collect(*pending.pop(0))
+        try:
+            for hmm in itertools.chain([first], hmms):
+                pending.append((hmm, filter_pool.submit(cascade_task, hmm)))
+                while pending and (len(pending) >= window or finished(pending[0])):
+                    r = collect(*pending.popleft())
+                    done += 1
+                    if callback:
+                        callback(r.hmm, done)
+                    yield r
+            while pending:
+                r = collect(*pending.popleft())
                 done += 1
                 if callback:
                     callback(r.hmm, done)
                 yield r
-        while pending:
-            r = collect(*pending.pop(0))
-            done += 1
-            if callback:
-                callback(r.hmm, done)
-            yield r
+        finally:
+            # a failure, or a caller that stopped early: models not started are dropped
+            # rather than run to the end (kill switch)
+            for _, fut in pending:
+                if fut.cancel():
+                    continue
+                if fut.done() and fut.exception() is None:
+                    for piece in fut.result()[1]:
+                        piece.cancel()

@@ -1,0 +1,59 @@
+"""``--device auto`` for hmmsearch: the GPU only where the work repays its start.
+
+Both paths pay the same finishing of the survivors (Forward, domain definition in
+pyhmmer); they differ in what comes before:
+
+* the GPU path pays a fixed start (CuPy imported and initialised, the database
+  uploaded, kernels loaded), a host cost per model (profile conversion, launches,
+  P-values, the bias filter), and the filters' DP cells at the GPU's rate;
+* the CPU path (pyhmmer's whole pipeline) pays the conversion of every database
+  sequence into a pyhmmer block, then the filters' cells on the CPU, where pyhmmer
+  runs one model per thread: a search of fewer models than cores uses fewer cores.
+
+The rates are measured end to end through the command line (``bench/hmmsearch_matrix.py``,
+its ``ours warm`` and ``ours CPU`` columns; ``docs/benchmarks.md``).  Only the
+choice depends on them, never a result: both paths give the same output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Crossover:
+    """Measured costs of the two paths (seconds; cells are model nodes x residues)."""
+
+    gpu_start: float = 0.9              # CuPy import and initialisation, upload, kernel loads
+    gpu_per_model: float = 0.012        # host work and launches per model
+    gpu_cells_per_second: float = 5e11  # the filters' cells, end to end
+    cpu_per_sequence: float = 13e-6     # a database sequence into pyhmmer's block
+    cpu_cells_per_core: float = 5e9     # pyhmmer's MSV-bound pipeline, one core
+
+    def seconds(self, n_models: int, model_nodes: int, n_seqs: int, residues: int,
+                cpus: int) -> tuple[float, float]:
+        """Estimated (CPU path, GPU path) seconds before finishing.
+
+        model_nodes: the models' M summed; cpus: the threads the search may use.
+        """
+        cells = float(model_nodes) * float(residues)
+        cores = max(1, min(cpus, n_models))
+        cpu = n_seqs * self.cpu_per_sequence + cells / (cores * self.cpu_cells_per_core)
+        gpu = self.gpu_start + n_models * self.gpu_per_model + cells / self.gpu_cells_per_second
+        return cpu, gpu
+
+
+CROSSOVER = Crossover()
+
+
+def choose_device(hmms, n_seqs: int, residues: int, cpus: int,
+                  crossover: Crossover = CROSSOVER) -> tuple[str, str]:
+    """('gpu' or 'cpu', why) for ``--device auto`` with a usable GPU."""
+    n = len(hmms)
+    nodes = sum(h.M for h in hmms)
+    cpu, gpu = crossover.seconds(n, nodes, n_seqs, residues, cpus)
+    work = f"{n:,} model{'s' if n != 1 else ''} x {residues / 1e6:.3g} M residues"
+    if gpu < cpu:
+        return "gpu", work
+    return "cpu", (f"{work} is too little work to repay the GPU's start (estimated {cpu:.1f} s on "
+                   f"{cpus} CPU threads, {gpu:.1f} s with the GPU)")
