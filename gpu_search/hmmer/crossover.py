@@ -10,9 +10,13 @@ pyhmmer); they differ in what comes before:
   sequence into a pyhmmer block, then the filters' cells on the CPU, where pyhmmer
   runs one model per thread: a search of fewer models than cores uses fewer cores.
 
-The rates are measured end to end through the command line (``bench/hmmsearch_matrix.py``,
-its ``ours warm`` and ``ours CPU`` columns; ``docs/benchmarks.md``).  Only the
-choice depends on them, never a result: both paths give the same output.
+The costs are fitted to end-to-end runs through the command line on an H200 with 16
+cores (``bench/hmmsearch_matrix.py``'s ``ours warm`` and ``ours --device cpu`` columns,
+few-homolog cells of 1-200 models x 6.8-68 M residues; ``docs/benchmarks.md``).  With
+many homologs the GPU path also finishes better (pieces of one model on every core, where
+pyhmmer gives each model one thread), which this estimate leaves out: there it may
+choose the CPU where the GPU was up to 1.4x faster.  Only the choice depends on these
+figures, never a result: both paths give the same output.
 """
 
 from __future__ import annotations
@@ -24,10 +28,10 @@ from dataclasses import dataclass
 class Crossover:
     """Measured costs of the two paths (seconds; cells are model nodes x residues)."""
 
-    gpu_start: float = 0.9              # CuPy import and initialisation, upload, kernel loads
-    gpu_per_model: float = 0.012        # host work and launches per model
+    gpu_start: float = 1.35             # CuPy import and initialisation, upload, kernel loads
+    gpu_per_model: float = 0.016        # host work, launches and kernel loads per model
     gpu_cells_per_second: float = 5e11  # the filters' cells, end to end
-    cpu_per_sequence: float = 13e-6     # a database sequence into pyhmmer's block
+    cpu_per_sequence: float = 6e-6      # a database sequence into pyhmmer's block
     cpu_cells_per_core: float = 5e9     # pyhmmer's MSV-bound pipeline, one core
 
     def seconds(self, n_models: int, model_nodes: int, n_seqs: int, residues: int,
