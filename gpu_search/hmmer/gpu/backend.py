@@ -21,6 +21,7 @@ scores exactly as HMMER does (:mod:`..scores`).
 from __future__ import annotations
 
 import contextlib
+import threading
 
 import numpy as np
 
@@ -100,6 +101,7 @@ class GpuBackend:
         self._every_index = np.arange(db.n_seqs, dtype=np.int64)   # to recognise a whole-database call
         self.kernel_seconds = {"msv": 0.0, "viterbi": 0.0, "forward": 0.0}   # GPU time, for benchmarks
         self.viterbi_rescored = 0    # sequences viterbi_filter16 left to viterbi_filter (last call)
+        self._local = threading.local()   # each calling thread's streams, one per GPU
         if max_resident_residues is None:
             free = min(cp.cuda.Device(d).mem_info[0] for d in gpus)
             max_resident_residues = int(free * 0.5 / 1.1)   # residues + offsets + work space
@@ -126,6 +128,8 @@ class GpuBackend:
                     raise
                 self._shrink(exc)
         self.parts = [chunk for database in self.databases.values() for chunk in database.chunks]
+        for device_id in self.databases:   # the uploads done before any caller's stream reads them
+            _cupy().cuda.Device(device_id).synchronize()
         self.part_of = np.zeros(db.n_seqs, dtype=np.int32)
         self.local_index = np.zeros(db.n_seqs, dtype=np.int64)
         for k, part in enumerate(self.parts):
@@ -161,6 +165,21 @@ class GpuBackend:
                 self._shrink(exc)
                 self._build_parts()
 
+    def stream(self, device_id: int):
+        """The calling thread's own stream on a GPU (non-blocking, created on first use).
+
+        Every call runs its uploads, kernels and copies on the caller's stream, so that the
+        models that several threads filter at once overlap on the GPU: one model's kernels
+        over a proteome-sized database fill a fraction of an H100, and on the one default
+        stream they ran one after the other.  What calls share (the length tables, the
+        database's order) is made ready on the GPU before any stream reads it.
+        """
+        streams = self._local.__dict__.setdefault("streams", {})
+        if device_id not in streams:
+            with _cupy().cuda.Device(device_id):
+                streams[device_id] = _cupy().cuda.Stream(non_blocking=True)
+        return streams[device_id]
+
     # --- length-dependent tables (shared by all models) --------------------------------
     def _table(self, kind: str, prof: FilterProfile) -> dict:
         """A length-indexed cost table ('tjb' for MSV, 'move' for Viterbi), host and per-GPU copies.
@@ -178,7 +197,9 @@ class GpuBackend:
         entry = self._table(kind, prof)
         if part.device_id not in entry:
             with cp.cuda.Device(part.device_id):
-                entry[part.device_id] = cp.asarray(entry["host"])
+                table = cp.asarray(entry["host"])
+                cp.cuda.get_current_stream().synchronize()     # shared: ready for every stream
+                entry[part.device_id] = table
         return entry[part.device_id]
 
     # --- launching ---------------------------------------------------------------------------
@@ -205,8 +226,10 @@ class GpuBackend:
             local = local[by_len].astype(np.int32)
             slots = sel[by_len]
             to_slot_order = np.argsort(slots)        # results come back in slot order (no host scatter)
-            with cp.cuda.Device(part.device_id):
+            with cp.cuda.Device(part.device_id), self.stream(part.device_id):
                 per.append((local, cp.asarray(local), cp.asarray(to_slot_order), sel))
+                if whole:      # kept for every later call, from any thread's stream
+                    cp.cuda.get_current_stream().synchronize()
         if whole:
             self._whole, self._whole_idx = per, idx
         return per, whole
@@ -237,7 +260,7 @@ class GpuBackend:
             for part, (local, order, to_slot_order, slots) in zip(self.parts, orders):
                 if len(local) == 0:
                     continue
-                with cp.cuda.Device(part.device_id):
+                with cp.cuda.Device(part.device_id), self.stream(part.device_id):
                     on_gpu = self.databases[part.device_id].on_gpu(part)    # a streamed part: uploaded now
                     residues, offsets = on_gpu.residues, on_gpu.offsets
                     out = cp.empty(len(local), dtype=out_dtype)
@@ -268,7 +291,7 @@ class GpuBackend:
         cp = _cupy()
         longest = 0.0
         for part, out, to_slot_order, slots, start, stop, copied in pending:
-            with cp.cuda.Device(part.device_id):
+            with cp.cuda.Device(part.device_id), self.stream(part.device_id):
                 copied.synchronize()
                 if out is not None:
                     place_results(results, slots, out[to_slot_order].get())
