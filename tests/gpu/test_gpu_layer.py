@@ -96,8 +96,9 @@ def test_check_gpus(gpus, visible, expected, monkeypatch):
 
 
 def test_loader_compiles_once_per_device(tmp_path, monkeypatch):
-    """One RawModule per (file, options, functions, device); the source starts with #line 1 so
-    that NVRTC names the real file and line; the file's folder is on the include path."""
+    """One RawModule per (file, options, functions, device); the -D options become #define
+    lines before #line 1 (so that NVRTC names the real file and line); the file's folder is on
+    the include path."""
     compiled = []
 
     class RawModule:
@@ -132,9 +133,19 @@ def test_loader_compiles_once_per_device(tmp_path, monkeypatch):
     finally:
         gpu.loader.clear_cache()
     code, options, device_id = compiled[0]
-    assert code == '#line 1 "k.cu"\n' + kernel.read_text()
-    assert options == ("-std=c++17", "-DX=1", f"-I{tmp_path}") and device_id == 0
+    # the constants as #define lines, so that the options are the same for every shape
+    assert code == '#define X 1\n#line 1 "k.cu"\n' + kernel.read_text()
+    assert options == ("-std=c++17", f"-I{tmp_path}") and device_id == 0
+    assert compiled[2][0].startswith("#define X 2\n") and compiled[2][1] == options
     assert [c[2] for c in compiled] == [0, 1, 1]
+
+
+def test_defines_as_nvcc_reads_them():
+    """-DNAME=VALUE and -DNAME (1, as nvcc and NVRTC define it) become #define lines; other
+    options stay options."""
+    source, flags = gpu.loader.source_with_defines("body\n", ("-DG=8", "-DKERNEL_MSV", "-DE=", "-O3"), "f.cu")
+    assert source == '#define G 8\n#define KERNEL_MSV 1\n#define E \n#line 1 "f.cu"\nbody\n'
+    assert flags == ("-O3",)
 
 
 def test_out_of_memory_is_typed():
