@@ -6,7 +6,7 @@ preallocated residue array.  Parsing 273 M residues takes well under a
 second, faster than Easel's own reader through pyhmmer.
 """
 
-import numba
+from ._numba import numba
 import numpy as np
 
 IGNORED = 254

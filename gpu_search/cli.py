@@ -9,7 +9,6 @@ outputs are written to temporary files and renamed only on success.
 
 from __future__ import annotations
 
-import importlib
 import io
 import os
 import shlex
@@ -31,35 +30,12 @@ def _fail(exc: GpuSearchError) -> None:
     sys.exit(exc.exit_code)
 
 
-NUMBA_COMMANDS = ("blastp", "hmmsearch", "makedb")     # (their FASTA scanner and CPU loops)
-
-
-def _numba_without_scipy() -> None:
-    """Where scipy is installed, numba imports scipy.linalg the first time it compiles or loads
-    code (numba.np.arraymath checks for a BLAS), which took 0.3 s of every blastp run on the
-    GPU host (py-spy, bench/probes/gil_profile.py).  Our compiled code uses no BLAS (no np.dot, no
-    np.linalg): numba's check runs here with scipy's BLAS module marked absent, and finds none;
-    the mark is taken back after, so scipy stays importable."""
-    if "numba" in sys.modules or "scipy.linalg.cython_blas" in sys.modules:
-        return
-    sys.modules["scipy.linalg.cython_blas"] = None
-    try:
-        importlib.import_module("numba.np.arraymath")
-    except Exception:
-        pass                               # no numba: the command says so where it needs it
-    finally:
-        if "scipy.linalg.cython_blas" in sys.modules and sys.modules["scipy.linalg.cython_blas"] is None:
-            del sys.modules["scipy.linalg.cython_blas"]
-
-
 def main(argv=None, *, blast_settings=None) -> None:
     """Entry point of the console script: runs the click group, maps errors to exit codes.
 
     ``blast_settings``: a ``BlastSettings`` for blastp (benchmarks; the options typed on the
     command line still win).  Called without ``argv`` it reads ``sys.argv`` and ends the
     process as the ``gpu-search`` program does."""
-    if argv is None and sys.argv[1:2] and sys.argv[1] in NUMBA_COMMANDS:   # the program, not Python
-        _numba_without_scipy()
     try:
         code = cli.main(args=argv, prog_name="gpu-search", standalone_mode=False,
                         obj={"blast_settings": blast_settings})

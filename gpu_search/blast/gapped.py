@@ -58,7 +58,7 @@ Contents:
 
 from __future__ import annotations
 
-import numba
+from .._numba import numba
 import numpy as np
 
 # --------------------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
+from .._numba import numba
 import numpy as np
 
 ALPHABET_SIZE = 28          # BLASTAA_SIZE

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numba
+from .._numba import numba
 import numpy as np
 
 from ..errors import OptionError

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
-import numba
+from .._numba import numba
 import numpy as np
 
 from .gapped import (HSP_MAX_WINDOW, MININT, adjust_subject_range, pad, purge_and_sort_rows, tree_add,

@@ -71,7 +71,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
-import numba
+from .._numba import numba
 import numpy as np
 
 from .lookup import Lookup

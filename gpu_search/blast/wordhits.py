@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
+from .._numba import numba
 import numpy as np
 
 from .lookup import Lookup

@@ -10,7 +10,7 @@ is silently promoted to double.
 
 import math
 
-import numba
+from .._numba import numba
 import numpy as np
 
 

@@ -197,18 +197,32 @@ def test_blastp_accepts_blast_defaults_spelled_out(tmp_path):
 
 
 def test_numba_goes_without_scipy_and_scipy_stays_importable():
-    """The program runs numba's BLAS check with scipy's BLAS module marked absent
-    (cli._numba_without_scipy), then takes the mark back: numba finds no BLAS, and the
-    module is importable again afterwards (where scipy is installed)."""
+    """Our numba (gpu_search._numba) runs numba's BLAS check with scipy's BLAS module marked
+    absent, then takes the mark back: numba finds no BLAS, and the module is importable
+    again afterwards (where scipy is installed)."""
     code = ("import sys\n"
-            "from gpu_search.cli import _numba_without_scipy\n"
-            "_numba_without_scipy()\n"
+            "from gpu_search._numba import numba\n"
             "import numba.np.arraymath as arraymath\n"
             "assert 'scipy.linalg.cython_blas' not in sys.modules, 'the mark was left behind'\n"
             "assert not arraymath._HAVE_BLAS\n"
             "assert 'scipy.linalg' not in sys.modules\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
+
+
+def test_cpu_search_from_gsdb_never_imports_numba(tmp_path):
+    """hmmsearch on the CPU path from a .gsdb compiles nothing: numba (a quarter of a second of
+    the start) is not imported; from FASTA its scanner is."""
+    db = tmp_path / "p.gsdb"
+    assert run("makedb", "-q", "-o", db, TEST_DATA / "proteome.faa").returncode == 0
+    for target, imported in ((db, False), (TEST_DATA / "proteome.faa", True)):
+        code = ("import sys\nfrom gpu_search import cli\n"
+                f"cli.main(['hmmsearch', '-q', '--device', 'cpu', '-o', {os.devnull!r}, "
+                f"{str(TEST_DATA / 'four-models.hmm')!r}, {str(target)!r}])\n"
+                "print('numba' in sys.modules)\n")
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split()[-1] == str(imported)
 
 
 def test_cuda_started_on_a_helper_thread(monkeypatch):
