@@ -61,7 +61,7 @@ def summarise(raw: Path, wall: float, rate: int, top: int = 14) -> None:
             print(f"    {k / rate:7.3f} {f[:70]:70s} {j / rate:7.3f} {g[:90]}")
 
 
-def in_process(hmm_path, gsdb, fasta, cpus, with_cpu=True, switch_intervals=None):
+def in_process(hmm_path, gsdb, fasta, cpus, with_cpu=True):
     import pyhmmer
 
     from gpu_search.hmmer.gpu import GpuBackend
@@ -73,17 +73,10 @@ def in_process(hmm_path, gsdb, fasta, cpus, with_cpu=True, switch_intervals=None
         hmms = list(fh)
     backend = GpuBackend(db)
     list(hmmsearch(hmms, db, device="gpu", cpus=cpus, backend=backend))     # warm-up: compiles
-    extra = {}
-    for interval in switch_intervals or []:       # an A/B of the GIL switch interval (0: Python's own)
-        t = time.perf_counter()
-        list(hmmsearch(hmms, db, device="gpu", cpus=cpus, backend=backend, switch_interval=interval))
-        print(f"  in-process gpu, switch interval {interval or 'of Python'}: {time.perf_counter() - t:.2f} s",
-              flush=True)
-        extra["switch_interval"] = interval
     for k in backend.kernel_seconds:
         backend.kernel_seconds[k] = 0.0
     t = time.perf_counter()
-    results = list(hmmsearch(hmms, db, device="gpu", cpus=cpus, backend=backend, **extra))
+    results = list(hmmsearch(hmms, db, device="gpu", cpus=cpus, backend=backend))
     wall = time.perf_counter() - t
     stages = Counter()
     for r in results:
@@ -117,8 +110,6 @@ def main():
     ap.add_argument("--no-spy", action="store_true")
     ap.add_argument("--impl", type=Path, help="a folder holding another gpu_search (an A/B against an older commit)")
     ap.add_argument("--no-cpu", action="store_true", help="leave out the in-process CPU path")
-    ap.add_argument("--switch-intervals", type=lambda v: [float(x) for x in v.split(",")],
-                    help="GIL switch intervals to time in-process, e.g. 0,0.0005 (0: Python's own)")
     args = ap.parse_args()
     if args.impl:
         sys.path.insert(0, str(args.impl))
@@ -130,7 +121,7 @@ def main():
     for h in args.homologs.split(","):
         fasta, gsdb, _ = matrix.build_database(args.db, h, args)
         print(f"\n== {args.models} models x {args.db}, {h} homologs", flush=True)
-        in_process(hmm, gsdb, fasta, args.cpus, not args.no_cpu, args.switch_intervals)
+        in_process(hmm, gsdb, fasta, args.cpus, not args.no_cpu)
         if args.no_spy:
             continue
         cmd = matrix.ours_command(args, "gpu", hmm, gsdb, os.devnull, os.devnull)

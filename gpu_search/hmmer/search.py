@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import sys
 import threading
 import time
 from collections import deque
@@ -96,12 +95,6 @@ def _stats(hits, options: SearchOptions, *, nseqs=None, nres=None, cascade=None)
     )
 
 
-# The interpreter's GIL switch interval while the filters run on a GPU: the filter threads
-# release the GIL at every kernel wait and copy, and each return among busy threads could
-# cost a whole 5 ms interval (blastp's switch_interval, bench/probes/gil_convoy.py).
-SWITCH_INTERVAL = 0.0005
-
-
 def make_backend(device: str, db: SequenceDB, gpus=None):
     """The filter backend of a device ('reference' or 'gpu')."""
     if device == "reference":
@@ -126,7 +119,6 @@ def hmmsearch(
     gpus=None,
     backend=None,
     callback: Callable[[object, int], None] | None = None,
-    switch_interval: float = SWITCH_INTERVAL,
 ) -> Iterator[SearchResult]:
     """Search every model of ``hmms`` against ``db``; yield results in model order.
 
@@ -142,8 +134,6 @@ def hmmsearch(
         backend: an already built filter backend (database already on the GPU),
             to search many model files against one loaded database.
         callback: called as ``callback(hmm, n_done)`` after each model.
-        switch_interval: the GIL switch interval (seconds) while a filter backend runs
-            (0: the interpreter's own; benchmarks).
 
     Yields:
         :class:`SearchResult` per model, in the order of ``hmms``.
@@ -163,14 +153,8 @@ def hmmsearch(
         yield from _search_pyhmmer(hmms, db, searched, options, kwargs, cpus, callback)
     else:
         backend = backend or make_backend(device, db, gpus)
-        saved = sys.getswitchinterval()
-        if switch_interval > 0:
-            sys.setswitchinterval(switch_interval)
-        try:
-            yield from _search_filtered(hmms, db, searched, options, kwargs, cpus, backend,
-                                        n_searched, nres, callback)
-        finally:
-            sys.setswitchinterval(saved)
+        yield from _search_filtered(hmms, db, searched, options, kwargs, cpus, backend,
+                                    n_searched, nres, callback)
 
 
 def _search_pyhmmer(hmms, db, searched, options, kwargs, cpus, callback):

@@ -43,23 +43,6 @@ def test_reference_stage_equals_pyhmmer(model, opts, data_dir, proteome):
         assert sum(len(r.hits) for r in cpu) >= 20
 
 
-def test_switch_interval_short_while_filtering_and_restored(data_dir, proteome):
-    """The GIL switch interval is search.SWITCH_INTERVAL while a filter backend runs (the
-    callback sees it), the interpreter's own again afterwards; 0 leaves it alone."""
-    import sys
-
-    hmms = read_hmms(data_dir / "hmms" / "txt" / "Thioesterase.hmm")
-    db = proteome.subset(range(200))
-    before = sys.getswitchinterval()
-    for asked, during in ((search.SWITCH_INTERVAL, search.SWITCH_INTERVAL), (0, before)):
-        seen = []
-        list(search.hmmsearch(hmms, db, device="reference", cpus=2, switch_interval=asked,
-                              callback=lambda hmm, n: seen.append(sys.getswitchinterval())))
-        assert seen and all(abs(v - during) < 1e-9 for v in seen)
-        assert sys.getswitchinterval() == before
-    assert abs(before - search.SWITCH_INTERVAL) > 1e-9          # (the test shows a change)
-
-
 def test_cutoffs(data_dir, proteome):
     hmms = read_hmms(data_dir / "hmms" / "txt" / "PF02826.hmm")
     options = SearchOptions(bit_cutoffs="gathering")
