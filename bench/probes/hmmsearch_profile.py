@@ -61,7 +61,7 @@ def summarise(raw: Path, wall: float, rate: int, top: int = 14) -> None:
             print(f"    {k / rate:7.3f} {f[:70]:70s} {j / rate:7.3f} {g[:90]}")
 
 
-def in_process(hmm_path, gsdb, fasta, cpus, with_cpu=True):
+def in_process(hmm_path, gsdb, fasta, cpus, with_cpu=True, filter_threads=None):
     import pyhmmer
 
     from gpu_search.hmmer.gpu import GpuBackend
@@ -73,6 +73,10 @@ def in_process(hmm_path, gsdb, fasta, cpus, with_cpu=True):
         hmms = list(fh)
     backend = GpuBackend(db)
     list(hmmsearch(hmms, db, device="gpu", cpus=cpus, backend=backend))     # warm-up: compiles
+    for threads in filter_threads or []:          # an A/B of the number of filter threads
+        t = time.perf_counter()
+        list(hmmsearch(hmms, db, device="gpu", cpus=cpus, backend=backend, filter_threads=threads))
+        print(f"  in-process gpu, {threads} filter threads: {time.perf_counter() - t:.2f} s", flush=True)
     for k in backend.kernel_seconds:
         backend.kernel_seconds[k] = 0.0
     t = time.perf_counter()
@@ -110,6 +114,8 @@ def main():
     ap.add_argument("--no-spy", action="store_true")
     ap.add_argument("--impl", type=Path, help="a folder holding another gpu_search (an A/B against an older commit)")
     ap.add_argument("--no-cpu", action="store_true", help="leave out the in-process CPU path")
+    ap.add_argument("--filter-threads", type=lambda v: [int(x) for x in v.split(",")],
+                    help="numbers of filter threads to time in-process, e.g. 4,8")
     args = ap.parse_args()
     if args.impl:
         sys.path.insert(0, str(args.impl))
@@ -121,7 +127,7 @@ def main():
     for h in args.homologs.split(","):
         fasta, gsdb, _ = matrix.build_database(args.db, h, args)
         print(f"\n== {args.models} models x {args.db}, {h} homologs", flush=True)
-        in_process(hmm, gsdb, fasta, args.cpus, not args.no_cpu)
+        in_process(hmm, gsdb, fasta, args.cpus, not args.no_cpu, args.filter_threads)
         if args.no_spy:
             continue
         cmd = matrix.ours_command(args, "gpu", hmm, gsdb, os.devnull, os.devnull)

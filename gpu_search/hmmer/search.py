@@ -119,6 +119,7 @@ def hmmsearch(
     gpus=None,
     backend=None,
     callback: Callable[[object, int], None] | None = None,
+    filter_threads: int = 4,
 ) -> Iterator[SearchResult]:
     """Search every model of ``hmms`` against ``db``; yield results in model order.
 
@@ -134,6 +135,7 @@ def hmmsearch(
         backend: an already built filter backend (database already on the GPU),
             to search many model files against one loaded database.
         callback: called as ``callback(hmm, n_done)`` after each model.
+        filter_threads: threads running models' filter cascades at once (at most ``cpus``).
 
     Yields:
         :class:`SearchResult` per model, in the order of ``hmms``.
@@ -154,7 +156,7 @@ def hmmsearch(
     else:
         backend = backend or make_backend(device, db, gpus)
         yield from _search_filtered(hmms, db, searched, options, kwargs, cpus, backend,
-                                    n_searched, nres, callback)
+                                    n_searched, nres, callback, min(filter_threads, cpus))
 
 
 def _search_pyhmmer(hmms, db, searched, options, kwargs, cpus, callback):
@@ -227,7 +229,8 @@ def _chunks_by_cells(survivors: np.ndarray, lengths: np.ndarray, M: int,
     return [c for c in np.split(survivors, cuts) if len(c)]
 
 
-def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searched, nres, callback):
+def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searched, nres, callback,
+                     filter_threads):
     """Filter cascade on the backend, survivors finished by pyhmmer; models overlap.
 
     Two pools: a few threads run the models' cascades (GPU kernels, host
@@ -252,7 +255,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
     finish = Finisher(db, first.alphabet, bg, kwargs)
 
     with ThreadPoolExecutor(max_workers=max(1, cpus), thread_name_prefix="finish") as finish_pool, \
-            ThreadPoolExecutor(max_workers=min(4, max(1, cpus)), thread_name_prefix="filter") as filter_pool:
+            ThreadPoolExecutor(max_workers=max(1, filter_threads), thread_name_prefix="filter") as filter_pool:
 
         def cascade_task(hmm):
             prof = FilterProfile.from_hmm(hmm, bg)
