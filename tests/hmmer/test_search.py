@@ -43,6 +43,32 @@ def test_reference_stage_equals_pyhmmer(model, opts, data_dir, proteome):
         assert sum(len(r.hits) for r in cpu) >= 20
 
 
+def test_models_in_order_and_a_failure_stops_the_rest(data_dir, proteome):
+    """Many models through the filtered path: results in model order, equal to the CPU path's;
+    a model whose filters fail ends the search with that error, and the models not yet
+    started are dropped, not run to the end (at most the window of models in flight ran)."""
+    from gpu_search.hmmer import reference
+
+    hmms = read_hmms(data_dir / "hmms" / "txt" / "Thioesterase.hmm") * 30
+    db = proteome.subset(range(100))
+    cpu = list(search.hmmsearch(hmms[:3], db, device="cpu", cpus=2))
+    ref = list(search.hmmsearch(hmms[:3], db, device="reference", cpus=2))
+    assert tables(ref) == tables(cpu)
+
+    class Failing(reference.ReferenceBackend):
+        calls = 0
+
+        def msv(self, prof, idx):
+            Failing.calls += 1
+            if Failing.calls == 3:
+                raise RuntimeError("a failing filter")
+            return super().msv(prof, idx)
+
+    with pytest.raises(RuntimeError, match="a failing filter"):
+        list(search.hmmsearch(hmms, db, device="reference", cpus=2, backend=Failing(db)))
+    assert 3 <= Failing.calls <= 4 * 2 + 2           # the window (4 x cpus) and the filter threads
+
+
 def test_cutoffs(data_dir, proteome):
     hmms = read_hmms(data_dir / "hmms" / "txt" / "PF02826.hmm")
     options = SearchOptions(bit_cutoffs="gathering")
