@@ -178,12 +178,10 @@ def hmmsearch(hmmfile, seqdb, output, tblout, domtblout, pfamtblout, acc, noali,
 def _auto_hmmsearch_device(hmms, db, cpus, quiet) -> str:
     """--device auto with a usable GPU: the GPU where the work repays its start, else the CPU
     (said on stderr)."""
-    import os
-
     from . import device as dev
     from .hmmer.crossover import choose_device
 
-    used, why = choose_device(hmms, db.n_seqs, int(db.lengths.sum()), cpus or os.cpu_count() or 1)
+    used, why = choose_device(hmms, db.n_seqs, db.n_residues, cpus or os.cpu_count() or 1)
     if used == "cpu":
         dev.note(f"--device auto: searching on the CPU: {why}; --device gpu to use the GPU anyway", quiet)
     return used

@@ -4,11 +4,12 @@
 
 For each cell (inputs built by ``bench/hmmsearch_matrix.py``, cached under --work):
 
-* in-process: ``gpu_search.hmmsearch.search.hmmsearch(..., device="gpu")`` over the models
-  (one untimed warm-up run first), with the sum of each stage's seconds over the models
-  (``SearchResult.seconds``: the cascade's stages on the filter threads, the finishing
-  stage's CPU seconds), the GPU's kernel seconds, and pyhmmer's ``hmmsearch`` on the same block
-  with all cores, timed in the same process;
+* in-process: ``gpu_search.hmmer.search.hmmsearch(..., device="gpu")`` over the models
+  (one untimed warm-up run first; --filter-threads: timed again with each number of filter
+  threads), with the sum of each stage's seconds over the models (``SearchResult.seconds``:
+  the cascade's stages on the filter threads, the finishing stage's CPU seconds), the GPU's
+  kernel seconds, and our CPU path (pyhmmer's ``hmmsearch`` over the same database, all
+  cores) timed in the same process unless --no-cpu; --impl: another checkout's gpu_search;
 * through the command line: py-spy ``--gil`` (who holds the interpreter's lock) and plain
   (every thread's innermost frames), summarised by thread role (filter threads, finishing
   threads, the main thread).
@@ -61,9 +62,10 @@ def summarise(raw: Path, wall: float, rate: int, top: int = 14) -> None:
             print(f"    {k / rate:7.3f} {f[:70]:70s} {j / rate:7.3f} {g[:90]}")
 
 
-def in_process(hmm_path, gsdb, fasta, cpus, with_cpu=True, filter_threads=None):
+def in_process(hmm_path, gsdb, cpus, with_cpu=True, filter_threads=None):
     import pyhmmer
 
+    import gpu_search
     from gpu_search.hmmer.gpu import GpuBackend
     from gpu_search.hmmer.search import hmmsearch
     from gpu_search.seqdb import open_database
@@ -86,7 +88,6 @@ def in_process(hmm_path, gsdb, fasta, cpus, with_cpu=True, filter_threads=None):
     for r in results:
         stages.update(r.seconds or {})
     n_hits = sum(len(r.hits) for r in results)
-    import gpu_search
     print(f"  gpu_search from {Path(gpu_search.__file__).parent}")
     print(f"  in-process gpu: {wall:.2f} s ({len(hmms)} models, {n_hits} hits)")
     if with_cpu:
@@ -125,9 +126,9 @@ def main():
     hmm, _ = matrix.build_models(args.models, args)
     env = matrix.cache_env(args.work / "cache")
     for h in args.homologs.split(","):
-        fasta, gsdb, _ = matrix.build_database(args.db, h, args)
+        _, gsdb, _ = matrix.build_database(args.db, h, args)
         print(f"\n== {args.models} models x {args.db}, {h} homologs", flush=True)
-        in_process(hmm, gsdb, fasta, args.cpus, not args.no_cpu, args.filter_threads)
+        in_process(hmm, gsdb, args.cpus, not args.no_cpu, args.filter_threads)
         if args.no_spy:
             continue
         cmd = matrix.ours_command(args, "gpu", hmm, gsdb, os.devnull, os.devnull)

@@ -296,7 +296,6 @@ def null_length_terms(lengths) -> tuple[np.ndarray, np.ndarray]:
     return _logf(p1), _logf(np.float32(1.0) - p1)
 
 
-
 def bias_filter_hmm(prof: FilterProfile, bg_freq: np.ndarray, degeneracy: np.ndarray):
     """Emission odds ``eo`` (Kp, 2) and state-1 transitions of the filter HMM.
 

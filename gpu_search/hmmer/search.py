@@ -287,21 +287,23 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
         window = 4 * max(1, cpus)
         pending = deque()
         done = 0
+
+        def hand_on() -> SearchResult:
+            """The oldest model's result (waiting for it), counted and reported."""
+            nonlocal done
+            r = collect(*pending.popleft())
+            done += 1
+            if callback:
+                callback(r.hmm, done)
+            return r
+
         try:
             for hmm in itertools.chain([first], hmms):
                 pending.append((hmm, filter_pool.submit(cascade_task, hmm)))
                 while pending and (len(pending) >= window or finished(pending[0])):
-                    r = collect(*pending.popleft())
-                    done += 1
-                    if callback:
-                        callback(r.hmm, done)
-                    yield r
+                    yield hand_on()
             while pending:
-                r = collect(*pending.popleft())
-                done += 1
-                if callback:
-                    callback(r.hmm, done)
-                yield r
+                yield hand_on()
         finally:
             # a failure, or a caller that stopped early: models not started are dropped
             # rather than run to the end (kill switch)
