@@ -6,10 +6,15 @@ integer filter states of many sequences at once:
     backend.msv(prof, idx)      -> (xJ, overflow)   MSV filter
     backend.viterbi(prof, idx)  -> (xC, overflow)   Viterbi filter
 
+and, where the backend has it, the bias filter's Forward score
+
+    backend.bias(eo, t10, t11, idx) -> fwd           (float32; within a few ulps)
+
 (``reference.ReferenceBackend`` in numpy, ``gpu.GpuBackend`` in CUDA).
 :func:`run_cascade` turns those into HMMER's scores and P-values on the host,
-runs the bias filter on the MSV survivors (CPU, numba) and applies HMMER's
-thresholds, stage by stage, exactly as p7_Pipeline does:
+runs the bias filter on the MSV survivors (on the GPU, settled on the CPU near
+a threshold; or on the CPU, numba) and applies HMMER's thresholds, stage by
+stage, exactly as p7_Pipeline does:
 
     1. MSV:     P(usc - nullsc)            <= F1        (n_past_msv)
     2. bias:    P(usc - filtersc)          <= F1        (n_past_bias; skipped with --nobias)
@@ -34,7 +39,7 @@ import numpy as np
 from . import scores
 from .profile import FilterProfile
 from .reference import bias_filter as _bias_filter_cpu
-from .reference import null_length_terms
+from .reference import bias_filter_hmm, null_length_terms, with_length_terms
 
 
 class LengthTables:
@@ -96,6 +101,7 @@ class CascadeResult:
     n_past_bias: int
     n_past_vit: int
     seconds: dict = field(default_factory=dict)   # wall time per stage (benchmarks)
+    n_bias_settled: int = 0     # bias scores from the GPU made exact on the CPU (near a threshold)
 
 
 def _gumbel_surv_c(x: float, mu: float, lam: float) -> float:
@@ -118,6 +124,64 @@ def exact_pass(score_nats, null_nats, mu, lam, threshold: float) -> np.ndarray:
     for j in near:
         ok[j] = _gumbel_surv_c(float(bits[j]), float(mu), float(lam)) <= threshold
     return ok
+
+
+def threshold_nats(mu: float, lam: float, threshold: float) -> float:
+    """The score (nats, over the null) at which a filter's P-value is ``threshold``:
+    P <= threshold  <=>  bits >= mu - log(-log(1 - threshold)) / lambda."""
+    return (mu - math.log(-math.log1p(-threshold)) / lam) * scores.LOG2
+
+
+# The GPU's bias-filter Forward score differs from the CPU's only where CUDA's and the C
+# library's double log() round a row's scale to different floats (1 float ulp of that
+# row's log); each of the L additions after it can then round one ulp of the running sum
+# apart.  A bound with 8x to spare: L x max(|score|, 8) x 2^-19 nats, plus 1e-3 for the
+# host's float subtraction and P-value.  Sequences nearer a threshold than this are scored
+# again on the CPU.
+BIAS_SETTLE_ULPS = 2.0 ** -19
+BIAS_SETTLE_NATS = 1e-3
+
+
+class BiasScores:
+    """The bias filter's scores of the MSV survivors, exact wherever a decision needs them.
+
+    From a backend with a bias filter (the GPU), each score is known within a margin; a
+    threshold test within that margin of a sequence's score is settled by scoring the
+    sequence again on the CPU (exact, numba).  Without one, every score is the CPU's.
+    """
+
+    def __init__(self, prof, db, backend, idx, tables, bg_freq, degeneracy):
+        self.idx = idx
+        self._exact_args = (prof, bg_freq, degeneracy, db.residues, db.offsets, db.lengths)
+        self._terms = tables.bias_terms
+        self.n_settled = 0
+        if hasattr(backend, "bias"):
+            eo, t10, t11 = bias_filter_hmm(prof, bg_freq, degeneracy)
+            fwd = backend.bias(eo, t10, t11, idx)
+            L = db.lengths[idx].astype(np.int64)
+            self.scores = with_length_terms(fwd, L, idx, self._terms).astype(np.float32)
+            self.margin = (L * np.maximum(np.abs(fwd.astype(np.float64)), 8.0) * BIAS_SETTLE_ULPS
+                           + BIAS_SETTLE_NATS)
+            self.exact = np.zeros(len(idx), dtype=bool)
+        else:
+            self.scores = self._cpu(idx)
+            self.exact = np.ones(len(idx), dtype=bool)
+
+    def _cpu(self, idx):
+        return _bias_filter_cpu(*self._exact_args, idx, length_terms=self._terms).astype(np.float32)
+
+    def settle(self, positions, score_nats, mu: float, lam: float, threshold: float) -> None:
+        """Make exact the scores (at ``positions`` of idx) of every sequence whose test
+        ``P(score_nats - bias score) <= threshold`` lies within the margin of its score."""
+        if threshold >= 1.0 or self.exact.all() or len(positions) == 0:
+            return
+        with np.errstate(invalid="ignore"):
+            gap = np.asarray(score_nats, np.float64) - self.scores[positions] - threshold_nats(mu, lam, threshold)
+        near = positions[~self.exact[positions] & (np.abs(gap) <= self.margin[positions])]
+        if len(near):
+            self.scores[near] = self._cpu(self.idx[near])
+            self.exact[near] = True
+            self.n_settled += len(near)
 
 
 # The GPU Forward score is within 4e-5 nats of HMMER's (tests); sequences are
@@ -174,11 +238,15 @@ def run_cascade(prof: FilterProfile, db, backend, *, F1: float, F2: float, bias_
 
     # 2. bias filter: replaces the null score from here on
     if bias_filter and len(idx1):
-        filtersc = _bias_filter_cpu(prof, bg_freq, degeneracy, db.residues, db.offsets,
-                                    db.lengths, idx1, length_terms=tables.bias_terms).astype(np.float32)
-        ok = exact_pass(usc1, filtersc, m_mu, m_lambda, F1)
-        idx2, usc2, filt2 = idx1[ok], usc1[ok], filtersc[ok]
+        bias = BiasScores(prof, db, backend, idx1, tables, bg_freq, degeneracy)
+        every = np.arange(len(idx1))
+        bias.settle(every, usc1, m_mu, m_lambda, F1)      # the bias filter's own test
+        bias.settle(every, usc1, m_mu, m_lambda, F2)      # whether the Viterbi filter is needed
+        ok = exact_pass(usc1, bias.scores, m_mu, m_lambda, F1)
+        pos2 = every[ok]
+        idx2, usc2, filt2 = idx1[ok], usc1[ok], bias.scores[ok]
     else:
+        bias = None
         idx2, usc2, filt2 = idx1, usc1, null1
     lap("bias")
 
@@ -186,13 +254,18 @@ def run_cascade(prof: FilterProfile, db, backend, *, F1: float, F2: float, bias_
     need_vit = ~exact_pass(usc2, filt2, m_mu, m_lambda, F2)
     vit_idx = idx2[need_vit]
     passed = [idx2[~need_vit]]
+    passed_filt = [filt2[~need_vit]]
     if len(vit_idx):
         xC, vovf = backend.viterbi(prof, vit_idx)
         vfsc = scores.viterbi_score(prof, xC, tables.move_db[vit_idx], vovf)
-        passed.append(vit_idx[exact_pass(vfsc, filt2[need_vit], v_mu, v_lambda, F2)])
-    passed_filt = [filt2[~need_vit]]
-    if len(vit_idx):
-        passed_filt.append(filt2[need_vit][exact_pass(vfsc, filt2[need_vit], v_mu, v_lambda, F2)])
+        vit_filt = filt2[need_vit]
+        if bias is not None:
+            vit_pos = pos2[need_vit]
+            bias.settle(vit_pos, vfsc, v_mu, v_lambda, F2)
+            vit_filt = bias.scores[vit_pos]
+        ok = exact_pass(vfsc, vit_filt, v_mu, v_lambda, F2)
+        passed.append(vit_idx[ok])
+        passed_filt.append(vit_filt[ok])
     survivors = np.concatenate(passed)
     survivor_filt = np.concatenate(passed_filt)
     lap("viterbi")
@@ -207,4 +280,5 @@ def run_cascade(prof: FilterProfile, db, backend, *, F1: float, F2: float, bias_
         keep = ~np.isfinite(bits) | (bits >= cutoff)
         survivors = survivors[keep]
         lap("forward")
-    return CascadeResult(np.sort(survivors), len(idx1), len(idx2), n_past_vit, seconds)
+    return CascadeResult(np.sort(survivors), len(idx1), len(idx2), n_past_vit, seconds,
+                         bias.n_settled if bias is not None else 0)

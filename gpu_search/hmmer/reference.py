@@ -354,11 +354,16 @@ def bias_filter(prof: FilterProfile, bg_freq, degeneracy, residues, offsets, len
         fwd = score((0, len(L))) if len(L) else np.zeros(0, np.float32)
     else:
         fwd = np.concatenate(list(_pool().map(score, _chunks(L, parts))))
+    return with_length_terms(fwd, L, idx, length_terms)
+
+
+def with_length_terms(fwd: np.ndarray, L: np.ndarray, idx: np.ndarray, length_terms=None) -> np.ndarray:
+    """The bias filter's score from its Forward score ``fwd`` (float32 nats) of the sequences
+    idx of lengths L: the length distribution imposed, ``fwd + (float)L*logf(p1) + logf(1.-p1)``."""
     if length_terms is None:
         log_p1, log_1mp1 = null_length_terms(L)
     else:
         log_p1, log_1mp1 = length_terms[0][idx], length_terms[1][idx]
-    # impose the length distribution: nullsc + (float)L*logf(p1) + logf(1.-p1)
     return (fwd + L.astype(np.float32) * log_p1) + log_1mp1
 
 

@@ -3,7 +3,8 @@
 // preliminary gapped kernels; tests/helpers/gapped_host.py, tests/kernels/test_blast_gapped_kernel.py) or
 // -DFILTERS_CU="path/to/filters.cu" (HMMER's MSV and Viterbi filters, with the kernel's
 // compile-time constants G, W, SEQS, ...; with -DFORWARD_CU="path/to/forward.cu" also the
-// Forward prefilter; tests/kernels/test_filters_emulated.py) or
+// Forward prefilter, with -DBIAS_CU="path/to/bias.cu" also the bias filter;
+// tests/kernels/test_filters_emulated.py) or
 // -DUNGAPPED_CU="path/to/ungapped.cu" (blastp's hit detection, two-hit filter and ungapped
 // extension, its `extern __shared__` turned into `extern` by the caller, see
 // tests/kernels/test_blast_ungapped_emulated.py; with -DORDER_CU="path/to/order.cu" also the kernels
@@ -146,6 +147,14 @@ static inline unsigned __viaddmax_s16x2_relu(unsigned a, unsigned b, unsigned c)
 #include <cmath>
 using std::isfinite;
 #include FORWARD_CU
+#endif
+#ifdef BIAS_CU                           // the bias filter (bias.cu): IEEE float operations, the C
+#include <cmath>                         // library's double log (CUDA's may round a last bit apart)
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+#include BIAS_CU
 #endif
 EMU_SHARED uint4 emis[EMU_SMEM_BYTES / 16];
 EMU_SHARED uint4 vsmem[EMU_SMEM_BYTES / 16];
@@ -553,6 +562,16 @@ extern "C" int emulate_forward(unsigned seed, int n_blocks, int threads, const u
     int counter = 0;
     g_kernel = [=, &counter] { forward_filter(residues, offsets, order, n, femis_global, ftrans_global, e_move,
                                               e_loop, nj, &counter, out); };
+    return run_blocks(seed, n_blocks, threads);
+}
+#endif
+
+#ifdef BIAS_CU
+extern "C" int emulate_bias(unsigned seed, int n_blocks, int threads, const uint8_t* residues,
+                            const long long* offsets, const int* order, int n, const float* eo, float t10,
+                            float t11, float* out)
+{
+    g_kernel = [=] { bias_filter(residues, offsets, order, n, eo, t10, t11, out); };
     return run_blocks(seed, n_blocks, threads);
 }
 #endif

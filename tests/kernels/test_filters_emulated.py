@@ -1,6 +1,6 @@
-"""HMMER's MSV and Viterbi filters as the GPU computes them (``hmmer/gpu/filters.cu``), and its
-Forward prefilter (``forward.cu``), the CUDA code itself run on the CPU, against the numpy
-reference and HMMER's own filters.
+"""HMMER's MSV and Viterbi filters as the GPU computes them (``hmmer/gpu/filters.cu``), its
+Forward prefilter (``forward.cu``) and bias filter (``bias.cu``), the CUDA code itself run on
+the CPU, against the numpy reference and HMMER's own filters.
 
 tests/helpers/warp_emulator.cpp runs a block's threads (two warps here) as fibers that meet at every
 warp intrinsic (shuffles within the sub-warp groups of G lanes, the group's REDUX maximum, the
@@ -29,7 +29,7 @@ from edge_cases import edge_fasta, long_deletion_model, short_overflow_fasta
 
 from gpu_search.hmmer import reference as R
 from gpu_search.hmmer import scores as S
-from gpu_search.hmmer.gpu import (FORWARD_FILE, KERNEL_FILE, RESCORE_W, Geometry, forward_geometry,
+from gpu_search.hmmer.gpu import (BIAS_FILE, FORWARD_FILE, KERNEL_FILE, RESCORE_W, Geometry, forward_geometry,
                                   kernel_options, length_table, msv_geometry, msv_states, pack_forward_profile,
                                   pack_msv_profile, pack_viterbi_profile, viterbi16_again, viterbi16_bounds,
                                   viterbi_geometry, viterbi_states)
@@ -61,7 +61,7 @@ class Emulated:
         name = "filters" + "".join(o.replace("-D", "_").replace("=", "") for o in options if o.startswith("-D"))
         out = emulator_build.build(Path(directory) / f"{name}.so",
                                    [*options, f"-I{KERNEL_FILE.parent}", f'-DFILTERS_CU="{KERNEL_FILE}"',
-                                    f'-DFORWARD_CU="{FORWARD_FILE}"'])
+                                    f'-DFORWARD_CU="{FORWARD_FILE}"', f'-DBIAS_CU="{BIAS_FILE}"'])
         self.lib = ctypes.CDLL(str(out))
         self.lib.emulator_error.restype = ctypes.c_char_p
         self.geo, self.in_smem, self.seed, self.threads = geo, profile_in_smem, seed, threads
@@ -124,6 +124,12 @@ class Emulated:
         f32 = ctypes.c_float
         return self._run(self.lib.emulate_forward, np.float64, db, idx, _p(femis), _p(ftrans),
                          f32(prof.fwd_e_move), f32(prof.fwd_e_loop), f32(prof.nj))
+
+    def bias(self, eo, t10, t11, db, idx):
+        """The bias filter's Forward scores (nats, float32), as GpuBackend.bias."""
+        f32 = ctypes.c_float
+        return self._run(self.lib.emulate_bias, np.float32, db, idx, _p(np.ascontiguousarray(eo, np.float32)),
+                         f32(t10), f32(t11))
 
 
 def _p(a: np.ndarray):
@@ -320,6 +326,34 @@ def test_forward_prefilter(model, data_dir, proteome, build_dir, tmp_path):
         assert np.all(np.isfinite(got[ok])), f"{p.name}: non-finite where the reference is finite"
         err = np.abs(got[ok] - ref[ok])
         assert err.max() < 1e-3, f"{p.name}: Forward off by {err.max()} nats"
+
+
+@pytest.mark.parametrize("model", ["Thioesterase", "LuxC"])
+def test_bias_filter(model, data_dir, proteome, build_dir, tmp_path):
+    """The bias filter (bias.cu) bit for bit the CPU's (numba, equal to HMMER's in
+    tests/hmmer/test_filters.py) on proteome sequences of every length and the edge cases
+    (degenerate letters, X runs, length 1): the emulator takes the C library's log, as the CPU
+    does; on a GPU CUDA's log may round a last bit apart (tests/hmmer/test_hmmer_gpu.py)."""
+    from pyhmmer.plan7 import Background
+
+    from gpu_search.seqdb import amino_degeneracy
+
+    hmm = read_hmms(data_dir / "hmms" / "txt" / f"{model}.hmm")[0]
+    prof = profile_of(hmm)
+    bg_freq = np.asarray(Background(hmm.alphabet).residue_frequencies, dtype=np.float32)
+    eo, t10, t11 = R.bias_filter_hmm(prof, bg_freq, amino_degeneracy())
+    lib = Emulated(build_dir, msv_geometry(prof.M))
+    fasta = tmp_path / "edge.faa"
+    edge_fasta(fasta, hmm.consensus, long_length=3_000)
+    for db, idx in ((proteome, spread(proteome, 64)), (open_database(fasta), None)):
+        idx = np.arange(db.n_seqs) if idx is None else idx
+        zeros = np.zeros(db.n_seqs, dtype=np.float32)        # the Forward score alone
+        ref = R.bias_filter(prof, bg_freq, amino_degeneracy(), db.residues, db.offsets, db.lengths, idx,
+                            length_terms=(zeros, zeros))
+        got = lib.bias(eo, t10, t11, db, idx)
+        assert np.all(np.isfinite(ref))
+        assert np.array_equal(got.view(np.int32), ref.astype(np.float32).view(np.int32)), \
+            f"{prof.name}: bias filter differs at {np.flatnonzero(got != ref)[:5]}"
 
 
 def test_emulator_reports_a_lane_outside_its_group(build_dir, proteome):

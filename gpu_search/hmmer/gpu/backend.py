@@ -1,5 +1,5 @@
-"""CUDA filter backend: HMMER's MSV and Viterbi filters (and the float Forward prefilter)
-on one or more GPUs.
+"""CUDA filter backend: HMMER's MSV, bias and Viterbi filters (and the float Forward
+prefilter) on one or more GPUs.
 
 The kernels (:mod:`.kernels`) are compiled at run time for the model's
 geometry (:mod:`.geometry`) and fed its profile in their layout
@@ -30,7 +30,7 @@ from ...gpu import (DeviceDatabase, allow_smem, blocks_per_sm, check_gpus, devic
                     longest_first, pinned_empty)
 from ..profile import FilterProfile
 from .geometry import BLOCK, Geometry, forward_geometry, msv_geometry, viterbi_block, viterbi_geometry
-from .kernels import load_forward_kernel, load_kernel
+from .kernels import load_bias_kernel, load_forward_kernel, load_kernel
 from .packing import (length_table, msv_states, pack_forward_profile, pack_msv_profile, pack_viterbi_profile,
                       viterbi16_again, viterbi16_bounds, viterbi_states)
 
@@ -99,7 +99,7 @@ class GpuBackend:
         self._whole = None
         self._whole_idx = None
         self._every_index = np.arange(db.n_seqs, dtype=np.int64)   # to recognise a whole-database call
-        self.kernel_seconds = {"msv": 0.0, "viterbi": 0.0, "forward": 0.0}   # GPU time, for benchmarks
+        self.kernel_seconds = {"msv": 0.0, "bias": 0.0, "viterbi": 0.0, "forward": 0.0}   # GPU time, for benchmarks
         self.viterbi_rescored = 0    # sequences viterbi_filter16 left to viterbi_filter (last call)
         self._local = threading.local()   # each calling thread's streams, one per GPU
         if max_resident_residues is None:
@@ -322,6 +322,27 @@ class GpuBackend:
                    shared_mem=smem)
 
         return msv_states(self._run("msv", idx, launch, np.int16))
+
+    def bias(self, eo: np.ndarray, t10: float, t11: float, idx) -> np.ndarray:
+        """The bias filter's Forward score (nats, float32, before its length terms) per sequence
+        of idx, for the filter HMM (eo, t10, t11) of ``reference.bias_filter_hmm``.
+
+        Within a few float ulps of the CPU's (bias.cu says why): the cascade settles the
+        sequences near a threshold on the CPU."""
+        return self._retrying(lambda: self._bias(eo, t10, t11, idx))
+
+    def _bias(self, eo, t10, t11, idx):
+        eo_host = np.ascontiguousarray(eo, dtype=np.float32)
+        on_gpu = {}
+
+        def launch(part, residues, offsets, order, out):
+            kernel = load_bias_kernel(part.device_id)
+            eo_dev, = _on_device(on_gpu, part, eo_host)
+            block = 128
+            kernel(((len(order) + block - 1) // block,), (block,),
+                   (residues, offsets, order, np.int32(len(order)), eo_dev, np.float32(t10), np.float32(t11), out))
+
+        return self._run("bias", idx, launch, np.float32)
 
     def viterbi(self, prof: FilterProfile, idx, geometry: Geometry | None = None,
                 block: int | None = None):

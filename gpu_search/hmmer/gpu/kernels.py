@@ -1,5 +1,6 @@
-"""The filter kernels, compiled for a geometry: ``filters.cu`` (MSV, Viterbi filter) and
-``forward.cu`` (the float Forward prefilter), through the GPU layer's loader.
+"""The filter kernels, compiled for a geometry: ``filters.cu`` (MSV, Viterbi filter),
+``forward.cu`` (the float Forward prefilter) and ``bias.cu`` (the bias filter, the same
+for every model), through the GPU layer's loader.
 
 Their compile-time constants: G lanes a group, W words a lane, whether the
 profile sits in shared memory, SEQS sequences a Viterbi group, and the
@@ -14,6 +15,7 @@ from ...gpu import load_functions
 
 KERNEL_FILE = Path(__file__).with_name("filters.cu")
 FORWARD_FILE = Path(__file__).with_name("forward.cu")
+BIAS_FILE = Path(__file__).with_name("bias.cu")
 
 
 def kernel_options(G: int, W: int, profile_in_smem: bool, seqs: int = 1, defines: tuple = ()) -> tuple:
@@ -41,3 +43,8 @@ def load_forward_kernel(G: int, W: int, profile_in_smem: bool, device_id: int):
     """forward.cu's forward_filter for (G, W) on one device."""
     return load_functions(FORWARD_FILE, (f"-DG={G}", f"-DW={W}", f"-DPROFILE_IN_SMEM={int(profile_in_smem)}"),
                           ("forward_filter",), device_id)[0]
+
+
+def load_bias_kernel(device_id: int):
+    """bias.cu's bias_filter on one device (one shape for every model)."""
+    return load_functions(BIAS_FILE, (), ("bias_filter",), device_id)[0]

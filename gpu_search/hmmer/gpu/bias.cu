@@ -1,0 +1,73 @@
+/* HMMER 3.4's bias filter (p7_bg_FilterScore) as a CUDA kernel.
+ *
+ * What it computes
+ *   bias_filter: for each sequence, the Forward log-likelihood (nats, float32) of the
+ *   two-state filter HMM of p7_bg_SetFilter(): state 0 emits the background, state 1
+ *   the model's composition.  A transcription of Easel's esl_hmm_Forward() line by
+ *   line, as hmmer/_forward2.py is on the CPU: float32 products and sums in Easel's
+ *   order (the __f*_rn intrinsics keep NVRTC from fusing them into FMAs), each row
+ *   rescaled by its maximum, the row's scale added as (float) log((double) max).
+ *   The host adds the length terms (L logf(p1) + logf(1 - p1)) as it does for the CPU
+ *   score.
+ *
+ *   The one difference from the CPU: CUDA's double log() is within 1 ulp of the
+ *   exact value, and the C library's may round the other way, so a row's (float)
+ *   scale can differ in its last bit and the score by a few float ulps of the
+ *   running sum.  The host therefore trusts this score only away from a threshold
+ *   (cascade.py: BIAS_SETTLE) and scores the sequences near one again on the CPU.
+ *
+ * Design: one thread per sequence (the recursion is two states wide), the
+ *   sequences longest first so that a warp's threads end together; the emission
+ *   odds (KP x 2 floats) read through the L1 cache.
+ */
+
+#ifndef KP
+#define KP 29
+#endif
+
+typedef unsigned char uint8_t;
+
+extern "C" __global__ void __launch_bounds__(128)
+bias_filter(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
+            const int *__restrict__ order, int n,
+            const float *__restrict__ eo,            /* [KP][2] emission odds */
+            float t10, float t11,                    /* state 1 -> 0, state 1 -> 1 */
+            float *__restrict__ out)
+{
+    const int item = blockIdx.x * blockDim.x + threadIdx.x;
+    if (item >= n) return;
+    const int s = order[item];
+    const long long start = offsets[s];
+    const int L = (int)(offsets[s + 1] - start);
+    const uint8_t *seq = residues + start;
+
+    /* p7_bg_SetLength: t[0][0] = p1 = L/(L+1), t[0][1] = 1 - p1 */
+    const float t00 = __fdiv_rn((float)L, (float)(L + 1));
+    const float t01 = __fsub_rn(1.0f, t00);
+
+    int x = seq[0];
+    float d0 = __fmul_rn(__ldg(&eo[x * 2 + 0]), 0.999f);          /* pi[0] */
+    float d1 = __fmul_rn(__ldg(&eo[x * 2 + 1]), 0.001f);          /* pi[1] */
+    float mx = 0.0f;
+    mx = d0 > mx ? d0 : mx;
+    mx = d1 > mx ? d1 : mx;
+    d0 = __fdiv_rn(d0, mx);
+    d1 = __fdiv_rn(d1, mx);
+    float logsc = (float)log((double)mx);
+    for (int i = 1; i < L; i++) {
+        x = seq[i];
+        float n0 = __fadd_rn(__fadd_rn(0.0f, __fmul_rn(d0, t00)), __fmul_rn(d1, t10));
+        n0 = __fmul_rn(n0, __ldg(&eo[x * 2 + 0]));
+        float n1 = __fadd_rn(__fadd_rn(0.0f, __fmul_rn(d0, t01)), __fmul_rn(d1, t11));
+        n1 = __fmul_rn(n1, __ldg(&eo[x * 2 + 1]));
+        mx = 0.0f;
+        mx = n0 > mx ? n0 : mx;
+        mx = n1 > mx ? n1 : mx;
+        d0 = __fdiv_rn(n0, mx);
+        d1 = __fdiv_rn(n1, mx);
+        logsc = __fadd_rn(logsc, (float)log((double)mx));
+    }
+    /* both states end with t[k][E] = 1 */
+    const float end = __fadd_rn(__fadd_rn(0.0f, __fmul_rn(d0, 1.0f)), __fmul_rn(d1, 1.0f));
+    out[item] = __fadd_rn(logsc, (float)log((double)end));
+}
