@@ -9,8 +9,9 @@ Importing it never imports CuPy; each function does, when called.
 from .database import Chunk, DeviceDatabase, longest_first, residue_chunks
 from .devices import check_gpus
 from .loader import load_functions
-from .memory import is_out_of_memory, pinned_empty, to_gpu
+from .memory import is_out_of_memory, pinned_empty, to_gpu, to_gpu_async
 from .occupancy import SmProps, allow_smem, blocks_per_sm, device_props
 
 __all__ = ["Chunk", "DeviceDatabase", "SmProps", "allow_smem", "blocks_per_sm", "check_gpus", "device_props",
-           "is_out_of_memory", "load_functions", "longest_first", "pinned_empty", "residue_chunks", "to_gpu"]
+           "is_out_of_memory", "load_functions", "longest_first", "pinned_empty", "residue_chunks", "to_gpu",
+           "to_gpu_async"]

@@ -41,6 +41,24 @@ def to_gpu(cp, host):
     return dev
 
 
+def to_gpu_async(cp, host, keep: list):
+    """A copy of a small host array on the current GPU, queued on the current stream.
+
+    ``cupy.asarray`` allocates page-locked memory for every copy and waits for it: a
+    quarter of a millisecond each, several times per model in an hmmsearch of many
+    models.  Here the array is staged through a buffer from CuPy's page-locked pool and
+    copied behind the stream's earlier work; ``keep`` holds the buffer, and the caller
+    keeps ``keep`` until it has waited for the stream.
+    """
+    host = np.ascontiguousarray(host)
+    staged = pinned_empty(host.size, host.dtype).reshape(host.shape)
+    staged[...] = host
+    dev = cp.empty(host.shape, dtype=host.dtype)
+    dev.set(staged, stream=cp.cuda.get_current_stream())
+    keep.append(staged)
+    return dev
+
+
 def pinned_empty(n: int, dtype) -> np.ndarray:
     """A page-locked host array of n items, from CuPy's pinned-memory pool (a caller asking
     for the same size every time gets the same blocks back): copies from the GPU into it

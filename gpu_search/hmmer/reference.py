@@ -308,19 +308,16 @@ def bias_filter_hmm(prof: FilterProfile, bg_freq: np.ndarray, degeneracy: np.nda
     Kp = degeneracy.shape[0]
     f = np.asarray(bg_freq, dtype=np.float32)[:K]
     e = np.stack([f, prof.compo.astype(np.float32)])  # e[k][x]
-    eo = np.zeros((Kp, 2), dtype=np.float32)
-    for x in range(K):
-        eo[x] = e[:, x] / f[x]
-    eo[K] = eo[Kp - 2] = eo[Kp - 1] = 1.0
-    for x in range(K + 1, Kp - 2):
-        for k in range(2):
-            num = np.float32(0.0)
-            den = np.float32(0.0)
-            for y in range(K):
-                if degeneracy[x, y]:
-                    num = np.float32(num + e[k, y])
-                    den = np.float32(den + f[y])
-            eo[x, k] = num / den if den > 0 else np.float32(0.0)
+    eo = np.ones((Kp, 2), dtype=np.float32)           # gap, nonresidue, missing data: 1
+    eo[:K] = (e / f).T
+    # degenerate codes: sums over what each stands for, added in residue order in float32
+    # (a cumulative sum is sequential; the zeros it adds where a residue is not meant
+    # change no sum)
+    mask = np.asarray(degeneracy[K + 1:Kp - 2, :K], dtype=bool)
+    num = np.cumsum(np.where(mask[None], e[:, None, :], np.float32(0.0)), axis=2, dtype=np.float32)[:, :, -1]
+    den = np.cumsum(np.where(mask, f, np.float32(0.0)), axis=1, dtype=np.float32)[:, -1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eo[K + 1:Kp - 2] = np.where(den > 0, num / den, np.float32(0.0)).T
     L1 = np.float32(prof.M / 8.0)
     t10 = np.float32(1.0) / (L1 + np.float32(1.0))
     t11 = L1 / (L1 + np.float32(1.0))

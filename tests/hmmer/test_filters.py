@@ -150,14 +150,3 @@ def test_database_split_across_gpus(n_gpus, proteome):
     for ids in ranges:
         assert len(ids) and np.all(np.diff(ids) == 1)
         assert abs(int(proteome.lengths[ids].sum()) - share) <= proteome.lengths.max()
-
-
-def test_place_results_block_and_scatter():
-    """A part's results land at its slots: as one block where the slots are contiguous, else
-    scattered."""
-    from gpu_search.hmmer.gpu import place_results
-
-    results = np.zeros(10, dtype=np.int32)
-    place_results(results, np.arange(3, 7), np.array([1, 2, 3, 4], dtype=np.int32))
-    place_results(results, np.array([0, 2, 9]), np.array([7, 8, 9], dtype=np.int32))
-    assert results.tolist() == [7, 0, 8, 1, 2, 3, 4, 0, 0, 9]

@@ -6,7 +6,7 @@ launched per model), :mod:`.geometry` (which kernel variant a model gets),
 HMMER's states), :mod:`.kernels` (filters.cu, forward.cu and bias.cu compiled).
 """
 
-from .backend import GpuBackend, place_results
+from .backend import GpuBackend
 from .geometry import (BLOCK, VITERBI_BLOCK, Geometry, forward_geometry, msv_geometry, viterbi_block,
                        viterbi_geometry)
 from .kernels import (BIAS_FILE, FORWARD_FILE, KERNEL_FILE, kernel_options, load_bias_kernel,
@@ -18,5 +18,5 @@ from .packing import (KP, OVERFLOW_W, PAD_EMIT_W, PAD_TRANS, RESCORE_W, length_t
 __all__ = ["BIAS_FILE", "BLOCK", "FORWARD_FILE", "GpuBackend", "Geometry", "KERNEL_FILE", "KP", "OVERFLOW_W",
            "PAD_EMIT_W", "PAD_TRANS", "RESCORE_W", "VITERBI_BLOCK", "forward_geometry", "kernel_options",
            "length_table", "load_bias_kernel", "load_forward_kernel", "load_kernel", "msv_geometry", "msv_states",
-           "pack_forward_profile", "pack_msv_profile", "pack_viterbi_profile", "place_results", "viterbi16_again",
+           "pack_forward_profile", "pack_msv_profile", "pack_viterbi_profile", "viterbi16_again",
            "viterbi16_bounds", "viterbi_block", "viterbi_geometry", "viterbi_states"]

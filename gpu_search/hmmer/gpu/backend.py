@@ -27,7 +27,7 @@ import numpy as np
 
 from ...errors import GpuMemoryError
 from ...gpu import (DeviceDatabase, allow_smem, blocks_per_sm, check_gpus, device_props, is_out_of_memory,
-                    longest_first, pinned_empty)
+                    longest_first, pinned_empty, to_gpu_async)
 from ..profile import FilterProfile
 from .geometry import BLOCK, Geometry, forward_geometry, msv_geometry, viterbi_block, viterbi_geometry
 from .kernels import load_bias_kernel, load_forward_kernel, load_kernel
@@ -51,20 +51,12 @@ def _profile_smem(part, nbytes: int) -> tuple[bool, int]:
 
 def _on_device(cache: dict, part, *host) -> tuple:
     """The host arrays (a model's packed profile) on the part's GPU, copied once per call
-    and GPU (the current device)."""
+    and GPU (the current device), on the current stream (the cache holds the staging
+    buffers: it lives until the call has waited for its results)."""
     if part.device_id not in cache:
-        cache[part.device_id] = tuple(_cupy().asarray(a) for a in host)
+        staged = cache.setdefault("staged", [])
+        cache[part.device_id] = tuple(to_gpu_async(_cupy(), a, staged) for a in host)
     return cache[part.device_id]
-
-
-def place_results(results: np.ndarray, slots: np.ndarray, values: np.ndarray) -> None:
-    """One part's values into the caller's array at its slots (increasing, not empty): one
-    block copy where they are contiguous (a whole database split by GpuBackend, or a sorted
-    subset of it), else a scatter."""
-    if slots[-1] - slots[0] + 1 == len(slots):
-        results[slots[0]: slots[-1] + 1] = values
-    else:
-        results[slots] = values
 
 
 class GpuBackend:
@@ -204,11 +196,12 @@ class GpuBackend:
 
     # --- launching ---------------------------------------------------------------------------
     def _orders(self, idx):
-        """Per part: local sequence positions to score (longest first) and, on
-        the device, the same positions and the permutation that puts their
-        results in slot order; the slots in idx, increasing.  Cached for a
-        search of the whole database (the usual MSV call).  Returns (per part,
-        whether idx is the whole database, in order)."""
+        """Per part: the local sequence positions to score (longest first), on the host
+        and the device; where the results go: for the whole database, the permutation on
+        the device that puts them in slot order (one block copy back), else the slot in
+        idx of each scored position (a scatter on the host); and what stages the uploads.
+        Cached for a search of the whole database (the usual MSV call).  Returns (per
+        part, whether idx is the whole database, in order)."""
         cp = _cupy()
         if self._whole is not None and idx is self._whole_idx:
             return self._whole, True
@@ -220,16 +213,18 @@ class GpuBackend:
             return self._whole, True
         per = []
         for k, part in enumerate(self.parts):
-            sel = np.flatnonzero(self.part_of[idx] == k)
+            sel = np.flatnonzero(self.part_of[idx] == k) if len(self.parts) > 1 else np.arange(len(idx))
             local = self.local_index[idx[sel]]
             by_len = longest_first(self.db.lengths[idx[sel]])
             local = local[by_len].astype(np.int32)
-            slots = sel[by_len]
-            to_slot_order = np.argsort(slots)        # results come back in slot order (no host scatter)
+            staged = []
             with cp.cuda.Device(part.device_id), self.stream(part.device_id):
-                per.append((local, cp.asarray(local), cp.asarray(to_slot_order), sel))
+                order = to_gpu_async(cp, local, staged)
                 if whole:      # kept for every later call, from any thread's stream
+                    per.append((local, order, to_gpu_async(cp, np.argsort(sel[by_len]), staged), sel, staged))
                     cp.cuda.get_current_stream().synchronize()
+                else:
+                    per.append((local, order, None, sel[by_len], staged))
         if whole:
             self._whole, self._whole_idx = per, idx
         return per, whole
@@ -257,7 +252,7 @@ class GpuBackend:
         results = pinned_empty(len(idx), out_dtype) if whole else np.empty(len(idx), dtype=out_dtype)
         pending = []
         try:
-            for part, (local, order, to_slot_order, slots) in zip(self.parts, orders):
+            for part, (local, order, to_slot_order, slots, _) in zip(self.parts, orders):
                 if len(local) == 0:
                     continue
                 with cp.cuda.Device(part.device_id), self.stream(part.device_id):
@@ -270,10 +265,13 @@ class GpuBackend:
                     stop.record()
                     if whole:     # a part of the whole database is a contiguous range: one block
                         out[to_slot_order].get(out=results[slots[0]: slots[-1] + 1], blocking=False)
-                        out = None
+                        back = None
+                    else:         # in the kernel's order, placed by the host
+                        back = pinned_empty(len(local), out_dtype)
+                        out.get(out=back, blocking=False)
                     copied = cp.cuda.Event()
                     copied.record()
-                pending.append((part, out, to_slot_order, slots, start, stop, copied))
+                pending.append((part, back, slots, start, stop, copied))
                 if not part.resident:
                     self._collect(pending, results, kind)
                     pending = []
@@ -286,15 +284,15 @@ class GpuBackend:
         return results
 
     def _collect(self, pending, results, kind) -> None:
-        """Wait for each GPU's copy back; fetch and place the results not copied yet (a subset
-        of the database: a gather on the GPU, then a scatter); add up kernel time."""
+        """Wait for each GPU's copy back; place the results of a subset of the database
+        (a scatter from the kernel's order); add up kernel time."""
         cp = _cupy()
         longest = 0.0
-        for part, out, to_slot_order, slots, start, stop, copied in pending:
+        for part, back, slots, start, stop, copied in pending:
             with cp.cuda.Device(part.device_id), self.stream(part.device_id):
                 copied.synchronize()
-                if out is not None:
-                    place_results(results, slots, out[to_slot_order].get())
+                if back is not None:
+                    results[slots] = back
                 longest = max(longest, cp.cuda.get_elapsed_time(start, stop) / 1e3)
         pending.clear()
         self.kernel_seconds[kind] += longest
