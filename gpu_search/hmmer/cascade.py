@@ -173,11 +173,17 @@ class BiasScores:
     def settle(self, positions, score_nats, mu: float, lam: float, threshold: float) -> None:
         """Make exact the scores (at ``positions`` of idx) of every sequence whose test
         ``P(score_nats - bias score) <= threshold`` lies within the margin of its score."""
-        if threshold >= 1.0 or self.exact.all() or len(positions) == 0:
+        if threshold < 1.0:
+            self.settle_at(positions, score_nats, threshold_nats(mu, lam, threshold))
+
+    def settle_at(self, positions, score_nats, cutoff_nats: float, slack_nats: float = 0.0) -> None:
+        """Make exact the scores of every sequence whose test ``score_nats - bias score >=
+        cutoff_nats`` lies within the margin (plus slack_nats) of its score."""
+        if self.exact.all() or len(positions) == 0:
             return
         with np.errstate(invalid="ignore"):
-            gap = np.asarray(score_nats, np.float64) - self.scores[positions] - threshold_nats(mu, lam, threshold)
-        near = positions[~self.exact[positions] & (np.abs(gap) <= self.margin[positions])]
+            gap = np.asarray(score_nats, np.float64) - self.scores[positions] - cutoff_nats
+        near = positions[~self.exact[positions] & (np.abs(gap) <= self.margin[positions] + slack_nats)]
         if len(near):
             self.scores[near] = self._cpu(self.idx[near])
             self.exact[near] = True
@@ -255,6 +261,7 @@ def run_cascade(prof: FilterProfile, db, backend, *, F1: float, F2: float, bias_
     vit_idx = idx2[need_vit]
     passed = [idx2[~need_vit]]
     passed_filt = [filt2[~need_vit]]
+    passed_pos = [pos2[~need_vit]] if bias is not None else []      # positions in idx1
     if len(vit_idx):
         xC, vovf = backend.viterbi(prof, vit_idx)
         vfsc = scores.viterbi_score(prof, xC, tables.move_db[vit_idx], vovf)
@@ -266,6 +273,8 @@ def run_cascade(prof: FilterProfile, db, backend, *, F1: float, F2: float, bias_
         ok = exact_pass(vfsc, vit_filt, v_mu, v_lambda, F2)
         passed.append(vit_idx[ok])
         passed_filt.append(vit_filt[ok])
+        if bias is not None:
+            passed_pos.append(vit_pos[ok])
     survivors = np.concatenate(passed)
     survivor_filt = np.concatenate(passed_filt)
     lap("viterbi")
@@ -275,8 +284,12 @@ def run_cascade(prof: FilterProfile, db, backend, *, F1: float, F2: float, bias_
     if hasattr(backend, "forward") and F3 < 1.0 and len(survivors):
         f_tau, f_lambda = float(prof.evparam[4]), float(prof.evparam[5])
         fwd = backend.forward(prof, survivors)
-        bits = (fwd - survivor_filt.astype(np.float64)) / scores.LOG2
         cutoff = f_tau - math.log(F3) / f_lambda - FORWARD_MARGIN_BITS
+        if bias is not None:      # a bias score from the GPU near the cutoff: made exact first
+            surv_pos = np.concatenate(passed_pos)
+            bias.settle_at(surv_pos, fwd, cutoff * scores.LOG2, slack_nats=BIAS_SETTLE_NATS)
+            survivor_filt = bias.scores[surv_pos]
+        bits = (fwd - survivor_filt.astype(np.float64)) / scores.LOG2
         keep = ~np.isfinite(bits) | (bits >= cutoff)
         survivors = survivors[keep]
         lap("forward")

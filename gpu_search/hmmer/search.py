@@ -285,9 +285,9 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
         # handed on only once finished (waiting on the oldest's cascade alone stalled the
         # filters behind a long model's finishing), or when the window is full.  A wide
         # window keeps the filters going past a model with thousands of survivors (2,000
-        # models x 6.8 M residues on 16 cores: 32 x cpus 8-12% faster than 4 x cpus); what
-        # it holds is small (each model's survivors, then its hits).
-        window = 32 * max(1, cpus)
+        # models x 6.8 M residues on 16 cores: 32 x cpus 8-12% faster than 4 x cpus); it
+        # holds each model's survivors, then its hits, so it stops at 512 models.
+        window = min(32 * max(1, cpus), 512)
         pending = deque()
         done = 0
 

@@ -571,8 +571,9 @@ extern "C" int emulate_bias(unsigned seed, int n_blocks, int threads, const uint
                             const long long* offsets, const int* order, int n, const float* eo, float t10,
                             float t11, float* out)
 {
+    // one thread a sequence, not a persistent grid: enough blocks for all n (n_blocks unused)
     g_kernel = [=] { bias_filter(residues, offsets, order, n, eo, t10, t11, out); };
-    return run_blocks(seed, n_blocks, threads);
+    return run_blocks(seed, (n + threads - 1) / threads, threads);
 }
 #endif
 

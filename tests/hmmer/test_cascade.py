@@ -96,3 +96,32 @@ def test_settling_is_what_keeps_it_exact(models, bg_freq, proteome, monkeypatch)
     uncovered = cascades(nudged, models, proteome, bg_freq, **thresholds)
     assert summary(uncovered) != summary(exact)
     assert sum(r.n_bias_settled for r in uncovered) == 0
+
+
+def test_forward_prefilter_settles_bias_scores_near_its_cutoff(models, bg_freq, proteome, monkeypatch):
+    """The Forward prefilter's drop test uses the bias score too: with scores 1 nat off, no
+    prefilter margin and a bias margin that covers them, the survivors are those of exact
+    bias scores; without settling at the prefilter they differ."""
+
+    class ExactForward(reference.ReferenceBackend):
+        def forward(self, prof, idx):
+            return reference.forward_score(prof, self.db.residues, self.db.offsets, self.db.lengths, idx)
+
+    class NudgedForward(NudgedBias):
+        forward = ExactForward.forward
+
+    thresholds = dict(F1=0.3, F2=0.05, F3=1e-3)
+    monkeypatch.setattr(cascade, "FORWARD_MARGIN_BITS", 0.0)
+    exact = cascades(ExactForward(proteome), models, proteome, bg_freq, **thresholds)
+    nudged = NudgedForward(proteome, nats=1.0)
+    nudged._bg = bg_freq
+    monkeypatch.setattr(cascade, "BIAS_SETTLE_NATS", 1.01)
+    assert summary(cascades(nudged, models, proteome, bg_freq, **thresholds)) == summary(exact)
+    settle_at = cascade.BiasScores.settle_at
+
+    def not_at_the_prefilter(self, positions, score_nats, cutoff_nats, slack_nats=0.0):
+        if slack_nats == 0.0:                 # (the prefilter's call passes a slack)
+            settle_at(self, positions, score_nats, cutoff_nats)
+
+    monkeypatch.setattr(cascade.BiasScores, "settle_at", not_at_the_prefilter)
+    assert summary(cascades(nudged, models, proteome, bg_freq, **thresholds)) != summary(exact)

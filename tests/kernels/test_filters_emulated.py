@@ -345,7 +345,7 @@ def test_bias_filter(model, data_dir, proteome, build_dir, tmp_path):
     lib = Emulated(build_dir, msv_geometry(prof.M))
     fasta = tmp_path / "edge.faa"
     edge_fasta(fasta, hmm.consensus, long_length=3_000)
-    for db, idx in ((proteome, spread(proteome, 64)), (open_database(fasta), None)):
+    for db, idx in ((proteome, spread(proteome, 200)), (open_database(fasta), None)):
         idx = np.arange(db.n_seqs) if idx is None else idx
         zeros = np.zeros(db.n_seqs, dtype=np.float32)        # the Forward score alone
         ref = R.bias_filter(prof, bg_freq, amino_degeneracy(), db.residues, db.offsets, db.lengths, idx,

@@ -239,19 +239,20 @@ class GpuBackend:
         """Launch ``launch(part, residues, offsets, order, out)`` on every part; the results of idx.
 
         Resident parts run concurrently on their GPUs.  Each part's results are
-        put in slot order on its GPU and copied back behind the kernel, on its
-        stream: for a whole-database call straight into their block of a
+        copied back behind the kernel, on its stream: for a whole-database call
+        put in slot order on the GPU and copied straight into their block of a
         page-locked results array, so that one GPU's copy overlaps the other's
         kernel and the host only waits (on two GPUs the host's copies and
-        placing were a tenth of a small model's MSV call).  A streamed part is
+        placing were a tenth of a small model's MSV call); for a subset, in the
+        kernel's order into a page-locked buffer, then placed by the host.  A streamed part is
         uploaded, run and collected before the next one, so that only one
         streamed part at a time holds GPU memory.
         """
         cp = _cupy()
-        orders, whole = self._orders(idx)
-        results = pinned_empty(len(idx), out_dtype) if whole else np.empty(len(idx), dtype=out_dtype)
         pending = []
         try:
+            orders, whole = self._orders(idx)     # (its uploads too are waited for on a failure)
+            results = pinned_empty(len(idx), out_dtype) if whole else np.empty(len(idx), dtype=out_dtype)
             for part, (local, order, to_slot_order, slots, _) in zip(self.parts, orders):
                 if len(local) == 0:
                     continue
