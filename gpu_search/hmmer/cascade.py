@@ -142,6 +142,12 @@ BIAS_SETTLE_ULPS = 2.0 ** -19
 BIAS_SETTLE_NATS = 1e-3
 
 
+def bias_margin(fwd: np.ndarray, L: np.ndarray) -> np.ndarray:
+    """How far (nats) a GPU bias-filter Forward score ``fwd`` of a sequence of length L
+    may lie from the CPU's (the bound above)."""
+    return L * np.maximum(np.abs(np.asarray(fwd, np.float64)), 8.0) * BIAS_SETTLE_ULPS + BIAS_SETTLE_NATS
+
+
 class BiasScores:
     """The bias filter's scores of the MSV survivors, exact wherever a decision needs them.
 
@@ -160,8 +166,7 @@ class BiasScores:
             fwd = backend.bias(eo, t10, t11, idx)
             L = db.lengths[idx].astype(np.int64)
             self.scores = with_length_terms(fwd, L, idx, self._terms).astype(np.float32)
-            self.margin = (L * np.maximum(np.abs(fwd.astype(np.float64)), 8.0) * BIAS_SETTLE_ULPS
-                           + BIAS_SETTLE_NATS)
+            self.margin = bias_margin(fwd, L)
             self.exact = np.zeros(len(idx), dtype=bool)
         else:
             self.scores = self._cpu(idx)
@@ -245,12 +250,10 @@ def run_cascade(prof: FilterProfile, db, backend, *, F1: float, F2: float, bias_
     # 2. bias filter: replaces the null score from here on
     if bias_filter and len(idx1):
         bias = BiasScores(prof, db, backend, idx1, tables, bg_freq, degeneracy)
-        every = np.arange(len(idx1))
-        bias.settle(every, usc1, m_mu, m_lambda, F1)      # the bias filter's own test
-        bias.settle(every, usc1, m_mu, m_lambda, F2)      # whether the Viterbi filter is needed
-        ok = exact_pass(usc1, bias.scores, m_mu, m_lambda, F1)
-        pos2 = every[ok]
-        idx2, usc2, filt2 = idx1[ok], usc1[ok], bias.scores[ok]
+        bias.settle(np.arange(len(idx1)), usc1, m_mu, m_lambda, F1)      # the bias filter's own test
+        pos2 = np.flatnonzero(exact_pass(usc1, bias.scores, m_mu, m_lambda, F1))   # positions in idx1
+        bias.settle(pos2, usc1[pos2], m_mu, m_lambda, F2)     # whether the Viterbi filter is needed
+        idx2, usc2, filt2 = idx1[pos2], usc1[pos2], bias.scores[pos2]
     else:
         bias = None
         idx2, usc2, filt2 = idx1, usc1, null1

@@ -31,7 +31,7 @@ class NudgedBias(reference.ReferenceBackend):
         fwd = reference.bias_filter(self.prof, self._bg, amino_degeneracy(), self.db.residues, self.db.offsets,
                                     self.db.lengths, idx, length_terms=(zeros, zeros)).astype(np.float64)
         L = self.db.lengths[idx]
-        margin = L * np.maximum(np.abs(fwd), 8.0) * cascade.BIAS_SETTLE_ULPS + cascade.BIAS_SETTLE_NATS
+        margin = cascade.bias_margin(fwd, L)
         sign = np.where(np.arange(len(idx)) % 2 == 0, 1.0, -1.0)
         return (fwd + sign * (self.fraction * margin + self.nats)).astype(np.float32)
 

@@ -153,7 +153,7 @@ def test_gpu_bias_filter_within_its_margin(model, data_dir, proteome, gpu_proteo
         ref = R.bias_filter(prof, bg_freq, amino_degeneracy(), db.residues, db.offsets, db.lengths, idx,
                             length_terms=(zeros, zeros)).astype(np.float64)
         got = backend.bias(eo, t10, t11, idx).astype(np.float64)
-        margin = db.lengths * np.maximum(np.abs(got), 8.0) * cascade.BIAS_SETTLE_ULPS + cascade.BIAS_SETTLE_NATS
+        margin = cascade.bias_margin(got, db.lengths)
         err = np.abs(got - ref)
         assert np.all(err <= margin), f"{hmm.name}: off by {err.max()} nats (margin {margin[err.argmax()]})"
         assert np.mean(err == 0) >= 0.99, f"{hmm.name}: only {np.mean(err == 0):.3f} bit-equal"
