@@ -156,14 +156,13 @@ class BiasScores:
     sequence again on the CPU (exact, numba).  Without one, every score is the CPU's.
     """
 
-    def __init__(self, prof, db, backend, idx, tables, bg_freq, degeneracy):
+    def __init__(self, prof, db, idx, tables, bg_freq, degeneracy, fwd=None):
+        """fwd: the backend's scores of idx (``backend.bias``), or None to score on the CPU."""
         self.idx = idx
         self._exact_args = (prof, bg_freq, degeneracy, db.residues, db.offsets, db.lengths)
         self._terms = tables.bias_terms
         self.n_settled = 0
-        if hasattr(backend, "bias"):
-            eo, t10, t11 = bias_filter_hmm(prof, bg_freq, degeneracy)
-            fwd = backend.bias(eo, t10, t11, idx)
+        if fwd is not None:
             L = db.lengths[idx].astype(np.int64)
             self.scores = with_length_terms(fwd, L, idx, self._terms).astype(np.float32)
             self.margin = bias_margin(fwd, L)
@@ -200,13 +199,112 @@ class BiasScores:
 FORWARD_MARGIN_BITS = 1.0
 
 
-def run_cascade(prof: FilterProfile, db, backend, *, F1: float, F2: float, bias_filter: bool,
-                bg_freq, degeneracy, searched: np.ndarray | None = None,
-                tables: LengthTables | None = None, F3: float = 1.0) -> CascadeResult:
-    """Run MSV, bias and Viterbi filters over ``searched`` sequences of ``db``.
+def _batched(backend, name: str, *args) -> list:
+    """A backend's filter for a batch of models (``backend.<name>_batch``: one launch a
+    geometry on the GPU), or its one-model filter called for each (the reference)."""
+    batch = getattr(backend, f"{name}_batch", None)
+    if batch is not None:
+        return batch(*args)
+    one = getattr(backend, name)
+    if name == "msv":
+        profs, idx = args
+        return [one(p, idx) for p in profs]
+    if name == "bias":
+        return [one(*hmm, idx) for hmm, idx in zip(*args)]
+    return [one(p, idx) for p, idx in zip(*args)]
+
+
+class _ModelCascade:
+    """One model's way through the filters: what each stage leaves for the next."""
+
+    def __init__(self, prof: FilterProfile, tables: "LengthTables"):
+        tables.check(prof)
+        self.prof = prof
+        self.m_mu, self.m_lambda, self.v_mu, self.v_lambda = (float(v) for v in prof.evparam[:4])
+        self.bias = None
+        self.passed_pos = []
+
+    def after_msv(self, xJ, ovf, searched, tables, F1):
+        """1. MSV: the survivors' indices, scores and null scores."""
+        prof = self.prof
+        cand = np.flatnonzero(ovf | (xJ >= tables.msv_floor(prof, self.m_mu, self.m_lambda, F1)))
+        usc = scores.msv_score(prof, xJ[cand], tables.tjb[cand], ovf[cand])
+        ok = exact_pass(usc, tables.null[cand], self.m_mu, self.m_lambda, F1)
+        self.idx1, self.usc1, self.null1 = searched[cand[ok]], usc[ok], tables.null[cand][ok]
+
+    def after_bias(self, bias, F1, F2):
+        """2. bias filter: its score replaces the null score from here on (bias None: --nobias)."""
+        self.bias = bias
+        if bias is not None:
+            bias.settle(np.arange(len(self.idx1)), self.usc1, self.m_mu, self.m_lambda, F1)   # its own test
+            pos2 = np.flatnonzero(exact_pass(self.usc1, bias.scores, self.m_mu, self.m_lambda, F1))
+            bias.settle(pos2, self.usc1[pos2], self.m_mu, self.m_lambda, F2)   # whether Viterbi is needed
+            self.pos2 = pos2                                                   # positions in idx1
+            self.idx2, self.usc2, self.filt2 = self.idx1[pos2], self.usc1[pos2], bias.scores[pos2]
+        else:
+            self.idx2, self.usc2, self.filt2 = self.idx1, self.usc1, self.null1
+        # 3. the Viterbi filter runs only for sequences not already at P <= F2
+        self.need_vit = ~exact_pass(self.usc2, self.filt2, self.m_mu, self.m_lambda, F2)
+        self.vit_idx = self.idx2[self.need_vit]
+        self.passed = [self.idx2[~self.need_vit]]
+        self.passed_filt = [self.filt2[~self.need_vit]]
+        if bias is not None:
+            self.passed_pos = [self.pos2[~self.need_vit]]
+
+    def after_viterbi(self, xC, vovf, tables, F2):
+        """3. Viterbi filter's survivors joined to those that needed none."""
+        prof, bias = self.prof, self.bias
+        if len(self.vit_idx):
+            vfsc = scores.viterbi_score(prof, xC, tables.move_db[self.vit_idx], vovf)
+            vit_filt = self.filt2[self.need_vit]
+            if bias is not None:
+                vit_pos = self.pos2[self.need_vit]
+                bias.settle(vit_pos, vfsc, self.v_mu, self.v_lambda, F2)
+                vit_filt = bias.scores[vit_pos]
+            ok = exact_pass(vfsc, vit_filt, self.v_mu, self.v_lambda, F2)
+            self.passed.append(self.vit_idx[ok])
+            self.passed_filt.append(vit_filt[ok])
+            if bias is not None:
+                self.passed_pos.append(vit_pos[ok])
+        self.survivors = np.concatenate(self.passed)
+        self.survivor_filt = np.concatenate(self.passed_filt)
+        self.n_past_vit = len(self.survivors)
+
+    def after_forward(self, fwd, F3):
+        """4. Forward prefilter: drop what fails F3 by a wide margin."""
+        prof, bias = self.prof, self.bias
+        f_tau, f_lambda = float(prof.evparam[4]), float(prof.evparam[5])
+        cutoff = f_tau - math.log(F3) / f_lambda - FORWARD_MARGIN_BITS
+        survivor_filt = self.survivor_filt
+        if bias is not None:      # a bias score from the GPU near the cutoff: made exact first
+            surv_pos = np.concatenate(self.passed_pos)
+            bias.settle_at(surv_pos, fwd, cutoff * scores.LOG2, slack_nats=BIAS_SETTLE_NATS)
+            survivor_filt = bias.scores[surv_pos]
+        bits = (fwd - survivor_filt.astype(np.float64)) / scores.LOG2
+        keep = ~np.isfinite(bits) | (bits >= cutoff)
+        self.survivors = self.survivors[keep]
+
+    def result(self, seconds) -> CascadeResult:
+        return CascadeResult(np.sort(self.survivors), len(self.idx1), len(self.idx2), self.n_past_vit, seconds,
+                             self.bias.n_settled if self.bias is not None else 0)
+
+
+def run_cascade(prof: FilterProfile, db, backend, **kwargs) -> CascadeResult:
+    """:func:`run_cascade_batch` for one model."""
+    return run_cascade_batch([prof], db, backend, **kwargs)[0]
+
+
+def run_cascade_batch(profs, db, backend, *, F1: float, F2: float, bias_filter: bool,
+                      bg_freq, degeneracy, searched: np.ndarray | None = None,
+                      tables: LengthTables | None = None, F3: float = 1.0) -> list:
+    """Run MSV, bias and Viterbi filters of several models over ``searched`` sequences of ``db``.
+
+    Stage by stage for the whole batch: each stage's kernels score every model of
+    the batch at once (one launch a geometry on the GPU), then the host applies
+    each model's thresholds.  Returns a :class:`CascadeResult` per model.
 
     Args:
-        prof: the model's integer filter profile.
+        profs: the models' integer filter profiles.
         db: the :class:`~gpu_search.seqdb.SequenceDB`.
         backend: a filter backend (see module docstring).
         F1, F2: HMMER's MSV and Viterbi P-value thresholds.
@@ -219,82 +317,55 @@ def run_cascade(prof: FilterProfile, db, backend, *, F1: float, F2: float, bias_
         tables: length-dependent values for ``searched`` (computed if None).
     """
     searched = np.arange(db.n_seqs) if searched is None else np.asarray(searched)
-    m_mu, m_lambda, v_mu, v_lambda = (float(v) for v in prof.evparam[:4])
     if F1 >= 1.0 and F2 >= 1.0 and not bias_filter:
         # --max: every P-value is <= 1, nothing is filtered
         n = len(searched)
-        return CascadeResult(np.sort(searched), n, n, n)
-
+        return [CascadeResult(np.sort(searched), n, n, n) for _ in profs]
     if tables is None:
-        tables = LengthTables(db, searched, prof)
-    tables.check(prof)
-    nullsc = tables.null
+        tables = LengthTables(db, searched, profs[0])
+    models = [_ModelCascade(prof, tables) for prof in profs]
 
     clock = [time.perf_counter()]
     seconds = {}
 
-    def lap(stage):
+    def lap(stage):      # a stage's wall time for the batch, shared equally by its models
         now = time.perf_counter()
-        seconds[stage] = now - clock[0]
+        seconds[stage] = (now - clock[0]) / len(profs)
         clock[0] = now
 
     # 1. MSV filter
-    xJ, ovf = backend.msv(prof, searched)
+    for m, (xJ, ovf) in zip(models, _batched(backend, "msv", profs, searched)):
+        m.after_msv(xJ, ovf, searched, tables, F1)
     lap("msv")
-    cand = np.flatnonzero(ovf | (xJ >= tables.msv_floor(prof, m_mu, m_lambda, F1)))
-    usc = scores.msv_score(prof, xJ[cand], tables.tjb[cand], ovf[cand])
-    ok = exact_pass(usc, nullsc[cand], m_mu, m_lambda, F1)
-    idx1, usc1, null1 = searched[cand[ok]], usc[ok], nullsc[cand[ok]]
-    lap("msv P-values")
 
-    # 2. bias filter: replaces the null score from here on
-    if bias_filter and len(idx1):
-        bias = BiasScores(prof, db, backend, idx1, tables, bg_freq, degeneracy)
-        bias.settle(np.arange(len(idx1)), usc1, m_mu, m_lambda, F1)      # the bias filter's own test
-        pos2 = np.flatnonzero(exact_pass(usc1, bias.scores, m_mu, m_lambda, F1))   # positions in idx1
-        bias.settle(pos2, usc1[pos2], m_mu, m_lambda, F2)     # whether the Viterbi filter is needed
-        idx2, usc2, filt2 = idx1[pos2], usc1[pos2], bias.scores[pos2]
-    else:
-        bias = None
-        idx2, usc2, filt2 = idx1, usc1, null1
+    # 2. bias filter
+    if bias_filter:
+        todo = [m for m in models if len(m.idx1)]
+        fwds = [None] * len(todo)
+        if todo and (hasattr(backend, "bias_batch") or hasattr(backend, "bias")):
+            fwds = _batched(backend, "bias", [bias_filter_hmm(m.prof, bg_freq, degeneracy) for m in todo],
+                            [m.idx1 for m in todo])
+        for m, fwd in zip(todo, fwds):
+            m.bias = BiasScores(m.prof, db, m.idx1, tables, bg_freq, degeneracy, fwd)
+    for m in models:
+        m.after_bias(m.bias, F1, F2)
     lap("bias")
 
-    # 3. Viterbi filter, only for sequences not already at P <= F2
-    need_vit = ~exact_pass(usc2, filt2, m_mu, m_lambda, F2)
-    vit_idx = idx2[need_vit]
-    passed = [idx2[~need_vit]]
-    passed_filt = [filt2[~need_vit]]
-    passed_pos = [pos2[~need_vit]] if bias is not None else []      # positions in idx1
-    if len(vit_idx):
-        xC, vovf = backend.viterbi(prof, vit_idx)
-        vfsc = scores.viterbi_score(prof, xC, tables.move_db[vit_idx], vovf)
-        vit_filt = filt2[need_vit]
-        if bias is not None:
-            vit_pos = pos2[need_vit]
-            bias.settle(vit_pos, vfsc, v_mu, v_lambda, F2)
-            vit_filt = bias.scores[vit_pos]
-        ok = exact_pass(vfsc, vit_filt, v_mu, v_lambda, F2)
-        passed.append(vit_idx[ok])
-        passed_filt.append(vit_filt[ok])
-        if bias is not None:
-            passed_pos.append(vit_pos[ok])
-    survivors = np.concatenate(passed)
-    survivor_filt = np.concatenate(passed_filt)
+    # 3. Viterbi filter
+    todo = [m for m in models if len(m.vit_idx)]
+    results = _batched(backend, "viterbi", [m.prof for m in todo], [m.vit_idx for m in todo]) if todo else []
+    got = {id(m): r for m, r in zip(todo, results)}
+    for m in models:
+        xC, vovf = got.get(id(m), (None, None))
+        m.after_viterbi(xC, vovf, tables, F2)
     lap("viterbi")
-    n_past_vit = len(survivors)
 
-    # 4. (GPU only) Forward prefilter: drop what fails F3 by a wide margin
-    if hasattr(backend, "forward") and F3 < 1.0 and len(survivors):
-        f_tau, f_lambda = float(prof.evparam[4]), float(prof.evparam[5])
-        fwd = backend.forward(prof, survivors)
-        cutoff = f_tau - math.log(F3) / f_lambda - FORWARD_MARGIN_BITS
-        if bias is not None:      # a bias score from the GPU near the cutoff: made exact first
-            surv_pos = np.concatenate(passed_pos)
-            bias.settle_at(surv_pos, fwd, cutoff * scores.LOG2, slack_nats=BIAS_SETTLE_NATS)
-            survivor_filt = bias.scores[surv_pos]
-        bits = (fwd - survivor_filt.astype(np.float64)) / scores.LOG2
-        keep = ~np.isfinite(bits) | (bits >= cutoff)
-        survivors = survivors[keep]
-        lap("forward")
-    return CascadeResult(np.sort(survivors), len(idx1), len(idx2), n_past_vit, seconds,
-                         bias.n_settled if bias is not None else 0)
+    # 4. (GPU only) Forward prefilter
+    if hasattr(backend, "forward") and F3 < 1.0:
+        todo = [m for m in models if len(m.survivors)]
+        if todo:
+            for m, fwd in zip(todo, _batched(backend, "forward", [m.prof for m in todo],
+                                             [m.survivors for m in todo])):
+                m.after_forward(fwd, F3)
+            lap("forward")
+    return [m.result(dict(seconds)) for m in models]

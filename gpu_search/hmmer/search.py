@@ -19,7 +19,6 @@ HMMER's statistics come from the cascade; the rest from pyhmmer.
 
 from __future__ import annotations
 
-import itertools
 import os
 import threading
 import time
@@ -31,7 +30,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from ..seqdb import SequenceDB, amino_degeneracy
-from .cascade import LengthTables, run_cascade
+from .cascade import LengthTables, run_cascade_batch
 from .options import SearchOptions
 from .profile import FilterProfile
 
@@ -229,17 +228,27 @@ def _chunks_by_cells(survivors: np.ndarray, lengths: np.ndarray, M: int,
     return [c for c in np.split(survivors, cuts) if len(c)]
 
 
+# Models a filter task runs through the cascade together (one launch a geometry each
+# stage), and how far ahead of the oldest model not yet started it looks for models of
+# the same kernel geometry to fill a batch: one model's launch over a proteome-sized
+# database is bound by latency, not by work.
+BATCH_MODELS = 32
+LOOKAHEAD_MODELS = 512
+
+
 def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searched, nres, callback,
                      filter_threads):
     """Filter cascade on the backend, survivors finished by pyhmmer; models overlap.
 
-    Two pools: a few threads run the models' cascades (GPU kernels, host
-    P-values, bias filter), and every CPU thread finishes survivors in pieces
-    of about equal work (Forward, domain definition in pyhmmer).  So while the
-    CPUs finish one model the GPU already filters the next ones (the CPU/GPU
-    overlap of cuBLASTP and CUDAMPF), and a long model's Forward is spread over
-    all cores.  Pieces of one model are merged with ``TopHits.merge``, exact
-    with Z fixed.  Results are yielded in model order.
+    Two pools: a few threads run batches of models through the cascade (GPU
+    kernels for the whole batch at once, host P-values, bias filter), and every
+    CPU thread finishes survivors in pieces of about equal work (Forward, domain
+    definition in pyhmmer).  So while the CPUs finish one batch the GPU already
+    filters the next ones (the CPU/GPU overlap of cuBLASTP and CUDAMPF), and a
+    long model's Forward is spread over all cores.  A batch takes the oldest model
+    not yet started and models of the same kernel geometry (``backend.batch_key``)
+    from the next LOOKAHEAD_MODELS.  Pieces of one model are merged with
+    ``TopHits.merge``, exact with Z fixed.  Results are yielded in model order.
     """
     from pyhmmer.plan7 import Background
 
@@ -253,20 +262,22 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
     degeneracy = amino_degeneracy()
     tables = LengthTables(db, searched, FilterProfile.from_hmm(first, bg))
     finish = Finisher(db, first.alphabet, bg, kwargs)
+    batch_key = getattr(backend, "batch_key", lambda M: None)
 
     with ThreadPoolExecutor(max_workers=max(1, cpus), thread_name_prefix="finish") as finish_pool, \
             ThreadPoolExecutor(max_workers=max(1, filter_threads), thread_name_prefix="filter") as filter_pool:
 
-        def cascade_task(hmm):
-            prof = FilterProfile.from_hmm(hmm, bg)
-            cascade = run_cascade(prof, db, backend, F1=options.F1, F2=options.F2, F3=options.F3,
-                                  bias_filter=options.bias_filter, bg_freq=bg_freq,
-                                  degeneracy=degeneracy, searched=searched, tables=tables)
-            pieces = _chunks_by_cells(cascade.survivors, db.lengths, hmm.M)
-            return cascade, [finish_pool.submit(finish, hmm, piece) for piece in pieces]
+        def cascade_task(batch):
+            profs = [FilterProfile.from_hmm(hmm, bg) for hmm in batch]
+            results = run_cascade_batch(profs, db, backend, F1=options.F1, F2=options.F2, F3=options.F3,
+                                        bias_filter=options.bias_filter, bg_freq=bg_freq,
+                                        degeneracy=degeneracy, searched=searched, tables=tables)
+            return [(cascade, [finish_pool.submit(finish, hmm, piece)
+                               for piece in _chunks_by_cells(cascade.survivors, db.lengths, hmm.M)])
+                    for hmm, cascade in zip(batch, results)]
 
-        def collect(hmm, fut):
-            cascade, pieces = fut.result()
+        def collect(hmm, fut, j):
+            cascade, pieces = fut.result()[j]
             parts = [f.result() for f in pieces]
             hits = parts[0][0]
             if len(parts) > 1:
@@ -277,8 +288,8 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
 
         def finished(entry) -> bool:
             """Whether a model is through both stages (its cascade and every piece)."""
-            fut = entry[1]
-            return fut.done() and all(f.done() for f in fut.result()[1])
+            _, fut, j = entry
+            return fut.done() and all(f.done() for f in fut.result()[j][1])
 
         # Models in flight: the filters run up to `window` models ahead of the oldest one
         # not yet finished, so the finishing threads always have work queued; a model is
@@ -288,31 +299,63 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
         # models x 6.8 M residues on 16 cores: 32 x cpus 8-12% faster than 4 x cpus); it
         # holds each model's survivors, then its hits, so it stops at 512 models.
         window = min(32 * max(1, cpus), 512)
-        pending = deque()
-        done = 0
+        ahead = deque()          # (position, hmm) read, not started
+        started = {}             # position -> (hmm, batch future, place in the batch)
+        read = 0
+        handed = 0
+        more = [first]
+
+        def fill() -> None:
+            nonlocal read
+            while len(ahead) < LOOKAHEAD_MODELS:
+                hmm = more.pop() if more else next(hmms, None)
+                if hmm is None:
+                    return
+                ahead.append((read, hmm))
+                read += 1
+
+        def start_batch() -> None:
+            """The oldest model not started and up to BATCH_MODELS - 1 of its geometry from
+            those read ahead (no more than the window leaves room for), as one filter task."""
+            room = min(BATCH_MODELS, window - len(started))
+            key = batch_key(ahead[0][1].M)
+            batch = [ahead.popleft()]
+            if room > 1:
+                kept = deque()
+                while ahead and len(batch) < room:
+                    entry = ahead.popleft()
+                    (batch if batch_key(entry[1].M) == key else kept).append(entry)
+                ahead.extendleft(reversed(kept))
+            fut = filter_pool.submit(cascade_task, [hmm for _, hmm in batch])
+            for j, (position, hmm) in enumerate(batch):
+                started[position] = (hmm, fut, j)
 
         def hand_on() -> SearchResult:
             """The oldest model's result (waiting for it), counted and reported."""
-            nonlocal done
-            r = collect(*pending.popleft())
-            done += 1
+            nonlocal handed
+            r = collect(*started.pop(handed))
+            handed += 1
             if callback:
-                callback(r.hmm, done)
+                callback(r.hmm, handed)
             return r
 
         try:
-            for hmm in itertools.chain([first], hmms):
-                pending.append((hmm, filter_pool.submit(cascade_task, hmm)))
-                while pending and (len(pending) >= window or finished(pending[0])):
+            while True:
+                fill()
+                while handed in started and finished(started[handed]):
                     yield hand_on()
-            while pending:
-                yield hand_on()
+                if ahead and len(started) < window:
+                    start_batch()
+                elif handed in started:
+                    yield hand_on()
+                else:
+                    break
         finally:
             # a failure, or a caller that stopped early: models not started are dropped
             # rather than run to the end (kill switch)
-            for _, fut in pending:
+            for _, fut, j in started.values():
                 if fut.cancel():
                     continue
                 if fut.done() and fut.exception() is None:
-                    for piece in fut.result()[1]:
+                    for piece in fut.result()[j][1]:
                         piece.cancel()

@@ -56,7 +56,7 @@
 #define __shared__ static __attribute__((section("emushm")))     // one copy: the block's
 #endif
 struct EmuDim { unsigned x, y, z; };
-static int g_lane, g_block, g_block_dim;
+static int g_lane, g_block, g_block_y, g_block_dim;
 // EMU_TSAN (built with -fsanitize=thread): ThreadSanitizer sees each thread as a fiber of its
 // own, and only __syncwarp and __syncthreads order memory between them (shuffles and ballots do
 // not, as on a GPU); atomicAdd is a real atomic.  A plain read-modify-write that two threads make
@@ -70,11 +70,12 @@ static int g_lane, g_block, g_block_dim;
 #endif
 EMU_INTERNAL static unsigned emu_lane() { return (unsigned)g_lane; }
 EMU_INTERNAL static unsigned emu_block() { return (unsigned)g_block; }
+EMU_INTERNAL static unsigned emu_block_y() { return (unsigned)g_block_y; }
 EMU_INTERNAL static unsigned emu_block_dim() { return (unsigned)g_block_dim; }
 enum { K_NONE, K_SHFL, K_SHFL_UP, K_SHFL_XOR, K_BALLOT, K_REDUX_MAX, K_SYNCWARP, K_SYNCTHREADS };
 static long long meet(int kind, int site, unsigned mask, long long val, int arg, int width);
 #define threadIdx (EmuDim{emu_lane(), 0, 0})
-#define blockIdx (EmuDim{emu_block(), 0, 0})
+#define blockIdx (EmuDim{emu_block(), emu_block_y(), 0})
 #define blockDim (EmuDim{emu_block_dim(), 1, 1})
 
 // a shuffled value travels as the bits of a 4-byte float or as an integer
@@ -106,6 +107,7 @@ static inline void __syncwarp(unsigned mask = 0xffffffffu, int site = __builtin_
 #define __syncthreads() meet(K_SYNCTHREADS, __LINE__, 0xffffffffu, 0, 0, 32)
 static inline int __ffs(unsigned x) { return x ? __builtin_ctz(x) + 1 : 0; }
 static inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
+static inline float __int_as_float(int x) { float f; memcpy(&f, &x, 4); return f; }
 // (real atomics, so that ThreadSanitizer tells them from plain read-modify-writes)
 static inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
@@ -464,21 +466,24 @@ extern "C" int emulate_prelim(int which, unsigned seed, const int* jobs, int n_j
 #endif
 
 #if defined(FILTERS_CU) || defined(UNGAPPED_CU)
-// n_blocks blocks of `threads` threads (whole warps) run one after the other, in a random
-// order (the first one's persistent loop takes all the work: other blocks' scratch used too)
-static int run_blocks(unsigned seed, int n_blocks, int threads)
+// n_blocks x n_y blocks (a grid of n_y rows) of `threads` threads (whole warps) run one after
+// the other, in a random order (the first one of a row to run takes all that row's work, in a
+// persistent loop: other blocks' scratch used too)
+static int run_blocks(unsigned seed, int n_blocks, int threads, int n_y = 1)
 {
     g_error[0] = 0;
     g_rng.seed(seed);
     g_block_dim = threads;
-    std::vector<int> blocks(n_blocks);
-    for (int b = 0; b < n_blocks; b++) blocks[b] = b;
+    std::vector<int> blocks(n_blocks * n_y);
+    for (int b = 0; b < n_blocks * n_y; b++) blocks[b] = b;
     std::shuffle(blocks.begin(), blocks.end(), g_rng);    // the first to run takes the work
     for (int b : blocks) {
         garbage_in_shared_memory();
-        g_block = b;
+        g_block = b % n_blocks;
+        g_block_y = b / n_blocks;
         if (run_block(threads)) return 1;
     }
+    g_block_y = 0;
     return 0;
 }
 #endif
@@ -519,61 +524,61 @@ extern "C" int emulate_gather_rows(unsigned seed, const int* rows, const long lo
 #endif
 
 #ifdef FILTERS_CU
-// msv_filter / viterbi_filter over order[0, n) with the kernels' own arguments, in n_blocks
-// blocks of `threads` threads: the first block's warps take all the work from the counter (a
-// persistent grid), the others find none.  Returns 0, or 1 (emulator_error() says why).
+// msv_filter / viterbi_filter / ... with the kernels' own arguments: n_jobs models (jobs.cuh),
+// each a row of n_blocks blocks of `threads` threads: the first block of a row to run takes
+// all its model's work from the row's counter (a persistent grid), the others find none.
+// Returns 0, or 1 (emulator_error() says why).
 extern "C" int emulate_msv(unsigned seed, int n_blocks, int threads, const uint8_t* residues, const long long* offsets,
-                           const int* order, int n, const uint4* emis_global, const uint8_t* tjb_by_len, int tbm,
-                           int tec, int base, int bias, short* out)
+                           const int* order, const int* jobs, int n_jobs, const uint4* emis, const uint8_t* tjb_by_len,
+                           short* out)
 {
-    int counter = 0;
-    g_kernel = [=, &counter] { msv_filter(residues, offsets, order, n, emis_global, tjb_by_len, tbm, tec, base,
-                                          bias, &counter, out); };
-    return run_blocks(seed, n_blocks, threads);
+    std::vector<int> counters(n_jobs, 0);
+    int* c = counters.data();
+    g_kernel = [=] { msv_filter(residues, offsets, order, jobs, emis, tjb_by_len, c, out); };
+    return run_blocks(seed, n_blocks, threads, n_jobs);
 }
 
 extern "C" int emulate_viterbi(unsigned seed, int n_blocks, int threads, const uint8_t* residues, const long long* offsets,
-                               const int* order, int n, const short* vemis_global, const int* vtrans_global,
-                               const short* move_by_len, int e_move, int e_loop, int base_w, int ddbound, int* out)
+                               const int* order, const int* jobs, int n_jobs, const short* vemis, const int* vtrans,
+                               const short* move_by_len, int* out)
 {
-    int counter = 0;
-    g_kernel = [=, &counter] { viterbi_filter(residues, offsets, order, n, vemis_global, vtrans_global,
-                                              move_by_len, e_move, e_loop, base_w, ddbound, &counter, out); };
-    return run_blocks(seed, n_blocks, threads);
+    std::vector<int> counters(n_jobs, 0);
+    int* c = counters.data();
+    g_kernel = [=] { viterbi_filter(residues, offsets, order, jobs, vemis, vtrans, move_by_len, c, out); };
+    return run_blocks(seed, n_blocks, threads, n_jobs);
 }
 
 extern "C" int emulate_viterbi16(unsigned seed, int n_blocks, int threads, const uint8_t* residues,
-                                 const long long* offsets, const int* order, int n, const unsigned* vemis_global,
-                                 const unsigned* vtrans_global, const short* move_by_len, int e_move, int e_loop,
-                                 int base_w, int ddbound, int off, int ceiling, int* out)
+                                 const long long* offsets, const int* order, const int* jobs, int n_jobs,
+                                 const unsigned* vemis, const unsigned* vtrans, const short* move_by_len, int* out)
 {
-    int counter = 0;
-    g_kernel = [=, &counter] { viterbi_filter16(residues, offsets, order, n, vemis_global, vtrans_global,
-                                                move_by_len, e_move, e_loop, base_w, ddbound, off, ceiling,
-                                                &counter, out); };
-    return run_blocks(seed, n_blocks, threads);
+    std::vector<int> counters(n_jobs, 0);
+    int* c = counters.data();
+    g_kernel = [=] { viterbi_filter16(residues, offsets, order, jobs, vemis, vtrans, move_by_len, c, out); };
+    return run_blocks(seed, n_blocks, threads, n_jobs);
 }
 
 #ifdef FORWARD_CU
 extern "C" int emulate_forward(unsigned seed, int n_blocks, int threads, const uint8_t* residues,
-                               const long long* offsets, const int* order, int n, const float* femis_global,
-                               const float* ftrans_global, float e_move, float e_loop, float nj, double* out)
+                               const long long* offsets, const int* order, const int* jobs, int n_jobs,
+                               const float* femis, const float* ftrans, float nj, double* out)
 {
-    int counter = 0;
-    g_kernel = [=, &counter] { forward_filter(residues, offsets, order, n, femis_global, ftrans_global, e_move,
-                                              e_loop, nj, &counter, out); };
-    return run_blocks(seed, n_blocks, threads);
+    std::vector<int> counters(n_jobs, 0);
+    int* c = counters.data();
+    g_kernel = [=] { forward_filter(residues, offsets, order, jobs, femis, ftrans, nj, c, out); };
+    return run_blocks(seed, n_blocks, threads, n_jobs);
 }
 #endif
 
 #ifdef BIAS_CU
 extern "C" int emulate_bias(unsigned seed, int n_blocks, int threads, const uint8_t* residues,
-                            const long long* offsets, const int* order, int n, const float* eo, float t10,
-                            float t11, float* out)
+                            const long long* offsets, const int* order, const int* jobs, int n_jobs, int most,
+                            const float* eo, float* out)
 {
-    // one thread a sequence, not a persistent grid: enough blocks for all n (n_blocks unused)
-    g_kernel = [=] { bias_filter(residues, offsets, order, n, eo, t10, t11, out); };
-    return run_blocks(seed, (n + threads - 1) / threads, threads);
+    // one thread a sequence, not a persistent grid: a row of blocks for the most any job has
+    // (n_blocks unused)
+    g_kernel = [=] { bias_filter(residues, offsets, order, jobs, eo, out); };
+    return run_blocks(seed, (most + threads - 1) / threads, threads, n_jobs);
 }
 #endif
 

@@ -165,6 +165,65 @@ def test_gpu_bias_filter_within_its_margin(model, data_dir, proteome, gpu_proteo
     assert np.allclose(gpu_proteome.bias(eo, t10, t11, idx), ref, rtol=1e-5, atol=1e-3)
 
 
+def test_gpu_batches_of_models_equal_reference(data_dir, proteome, gpu_proteome):
+    """Several models of different M in each launch (launch_groups: padded to a group's
+    largest geometry; 16-bit and int32 Viterbi kernels in one batch), each over its own
+    sequences, one over none: every model's MSV and Viterbi states equal to the reference's,
+    its Forward and bias scores equal to the same model searched alone."""
+    from pyhmmer.easel import Alphabet, Randomness
+    from pyhmmer.plan7 import HMM, Background
+
+    from gpu_search.seqdb import amino_degeneracy
+
+    hmms = [h for m in ("Thioesterase", "PF02826", "RREFam") for h in read_hmms(data_dir / "hmms" / "txt" / f"{m}.hmm")]
+    for M in (12, 70, 150, 161, 300, 420):
+        hmm = HMM.sample(Alphabet.amino(), M, Randomness(M))
+        hmm.name = f"random{M}"
+        hmms.append(hmm)
+    profs = [profile_of(h) for h in hmms]
+    rng = np.random.default_rng(3)
+    idxs = [np.sort(rng.choice(proteome.n_seqs, size=int(rng.integers(50, 400)), replace=False)) for _ in profs]
+    idxs[2] = np.zeros(0, dtype=np.int64)
+    args = (proteome.residues, proteome.offsets, proteome.lengths)
+    every = np.arange(proteome.n_seqs)
+    for p, got in zip(profs, gpu_proteome.msv_batch(profs, every)):
+        assert_filter_equal(f"{p.name} M={p.M} MSV in a batch", got, R.msv_filter(p, *args, every))
+    for p, idx, got in zip(profs, idxs, gpu_proteome.viterbi_batch(profs, idxs)):
+        assert_filter_equal(f"{p.name} M={p.M} Viterbi in a batch", got, R.viterbi_filter(p, *args, idx))
+    for p, idx, got in zip(profs, idxs, gpu_proteome.forward_batch(profs, idxs)):
+        assert np.array_equal(got, gpu_proteome.forward(p, idx), equal_nan=True), f"{p.name}: Forward in a batch"
+    bg_freq = np.asarray(Background(hmms[0].alphabet).residue_frequencies, dtype=np.float32)
+    filters = [R.bias_filter_hmm(p, bg_freq, amino_degeneracy()) for p in profs]
+    for f, idx, got in zip(filters, idxs, gpu_proteome.bias_batch(filters, idxs)):
+        assert np.array_equal(got, gpu_proteome.bias(*f, idx))
+
+
+def test_gpu_search_of_many_models_equals_cpu(proteome):
+    """Forty single-sequence models of the proteome (M 40 to 900: batches of several kernel
+    geometries, models started out of order to fill them) with HMMER's defaults and with the
+    filters opened: hits, tables and pipeline counts equal to the CPU's, in model order."""
+    from pyhmmer.plan7 import Background, Builder
+
+    alphabet = read_hmms(TEST_DATA / "PF02826.hmm")[0].alphabet
+    builder, background = Builder(alphabet), Background(alphabet)
+    block = proteome.digital_block(None, alphabet)
+    order = np.argsort(proteome.lengths)
+    picks = order[np.linspace(len(order) * 0.05, len(order) * 0.97, 40).astype(int)]
+    hmms = []
+    for i in picks:
+        seq = block[int(i)]
+        hmm, _, _ = builder.build(seq, background)
+        hmms.append(hmm)
+    for opts in ({}, {"F2": 1.0, "F3": 1.0, "E": 1e6}):
+        options = SearchOptions(**opts)
+        cpu = list(search.hmmsearch(hmms, proteome, options, device="cpu"))
+        gpu = list(search.hmmsearch(hmms, proteome, options, device="gpu"))
+        assert [r.hmm.name for r in gpu] == [h.name for h in hmms]
+        assert tables(gpu) == tables(cpu)
+        assert [(r.stats.n_past_msv, r.stats.n_past_bias, r.stats.n_past_vit, r.stats.n_past_fwd) for r in gpu] \
+            == [(r.stats.n_past_msv, r.stats.n_past_bias, r.stats.n_past_vit, r.stats.n_past_fwd) for r in cpu]
+
+
 @pytest.mark.parametrize("opts", [{}, {"F3": 1.0}, {"F2": 1.0, "F3": 1.0, "E": 1e6}, {"nobias": True, "F3": 1.0}])
 def test_gpu_search_equals_cpu(opts, proteome):
     hmms = read_hmms(TEST_DATA / "four-models.hmm")

@@ -69,6 +69,49 @@ def test_models_in_order_and_a_failure_stops_the_rest(data_dir, proteome):
     assert 3 <= Failing.calls <= 32 * 2 + 2          # the window (32 x cpus, at most 512) and the filter threads
 
 
+def test_batches_started_out_of_order_yield_in_model_order(data_dir, proteome):
+    """Models batched by kernel geometry (a backend's batch_key) start out of their order; the
+    results still come in model order, each equal to the CPU path's, and every batch holds
+    models of one key only."""
+    from gpu_search.hmmer import reference
+
+    hmms = [h for m in ("Thioesterase", "PF02826", "RREFam") for h in read_hmms(data_dir / "hmms" / "txt" / f"{m}.hmm")]
+    hmms = (hmms * 4)[:10]
+    db = proteome.subset(range(0, proteome.n_seqs, 10))
+    batches = []
+
+    class Keyed(reference.ReferenceBackend):
+        @staticmethod
+        def batch_key(M):
+            return M % 2
+
+        def msv_batch(self, profs, idx):
+            batches.append([p.M % 2 for p in profs])
+            return [self.msv(p, idx) for p in profs]
+
+    got = list(search.hmmsearch(hmms, db, device="reference", cpus=2, backend=Keyed(db)))
+    cpu = list(search.hmmsearch(hmms, db, device="cpu", cpus=2))
+    assert [r.hmm.name for r in got] == [h.name for h in hmms]
+    assert tables(got) == tables(cpu)
+    assert all(len(set(b)) == 1 for b in batches) and len(batches) == len({h.M % 2 for h in hmms})
+
+
+def test_launch_groups_hold_every_model():
+    """launch_groups: every model once, in a group whose geometry holds it, at most GROUP_SLACK
+    times the nodes of the group's smallest model's own geometry."""
+    from gpu_search.hmmer.gpu.geometry import (GROUP_SLACK, forward_geometry, launch_groups, msv_geometry,
+                                               viterbi_geometry)
+
+    Ms = [1, 7, 30, 31, 64, 65, 100, 129, 160, 161, 300, 512, 513, 1000, 1413, 2485, 30, 300]
+    for geometry_of in (msv_geometry, viterbi_geometry, forward_geometry):
+        groups = launch_groups(Ms, geometry_of)
+        assert sorted(j for _, members in groups for j in members) == list(range(len(Ms)))
+        for geo, members in groups:
+            assert all(geo.nodes >= Ms[j] for j in members)
+            assert geo.nodes <= GROUP_SLACK * min(geometry_of(Ms[j]).nodes for j in members)
+        assert len(groups) < len(set(Ms))
+
+
 def test_cutoffs(data_dir, proteome):
     hmms = read_hmms(data_dir / "hmms" / "txt" / "PF02826.hmm")
     options = SearchOptions(bit_cutoffs="gathering")

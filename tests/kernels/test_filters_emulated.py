@@ -29,10 +29,11 @@ from edge_cases import edge_fasta, long_deletion_model, short_overflow_fasta
 
 from gpu_search.hmmer import reference as R
 from gpu_search.hmmer import scores as S
-from gpu_search.hmmer.gpu import (BIAS_FILE, FORWARD_FILE, KERNEL_FILE, RESCORE_W, Geometry, forward_geometry,
-                                  kernel_options, length_table, msv_geometry, msv_states, pack_forward_profile,
-                                  pack_msv_profile, pack_viterbi_profile, viterbi16_again, viterbi16_bounds,
-                                  viterbi_geometry, viterbi_states)
+from gpu_search.hmmer.gpu import (BIAS_FILE, FORWARD_FILE, KERNEL_FILE, RESCORE_W, Geometry, bias_params,
+                                  forward_geometry, forward_params, job_table, kernel_options, length_table,
+                                  msv_geometry, msv_params, msv_states, pack_forward_profile, pack_msv_profile,
+                                  pack_viterbi_profile, viterbi16_again, viterbi16_bounds, viterbi_geometry,
+                                  viterbi_params, viterbi_states)
 from gpu_search.hmmer.models import read_hmms
 from gpu_search.hmmer.profile import FilterProfile
 from gpu_search.seqdb import open_database
@@ -68,43 +69,68 @@ class Emulated:
         self.directory = Path(directory)
 
     def _check_smem(self, *arrays):
+        """One model's profile arrays (each array of a batch is [models, ...])."""
         if self.in_smem:
-            assert sum(a.nbytes for a in arrays) <= self.lib.shared_memory_bytes(), "profile too large for smem"
+            assert sum(a[0].nbytes for a in arrays) <= self.lib.shared_memory_bytes(), "profile too large for smem"
 
-    def _run(self, kernel, out_dtype, db, idx, *args):
-        """One kernel over the sequences idx of db, longest first as GpuBackend orders them
-        (neighbours share a group); its outputs back in the order of idx."""
-        idx = np.asarray(idx, dtype=np.int64)
-        by_len = np.argsort(-db.lengths[idx], kind="stable")
-        order = np.ascontiguousarray(idx[by_len], dtype=np.int32)
+    def _run(self, kernel, out_dtype, db, idxs, params, *args, most: bool = False):
+        """One launch over several models (jobs.cuh), job j over the sequences idxs[j] of db,
+        longest first as GpuBackend orders them (neighbours share a group), the jobs' orders
+        one after the other; each job's outputs back in the order of its idx."""
+        orders, by_lens = [], []
+        for idx in idxs:
+            idx = np.asarray(idx, dtype=np.int64)
+            by_len = np.argsort(-db.lengths[idx], kind="stable")
+            orders.append(idx[by_len])
+            by_lens.append(by_len)
+        n = np.array([len(o) for o in orders], dtype=np.int64)
+        start = np.concatenate([[0], np.cumsum(n)[:-1]])
+        order = np.ascontiguousarray(np.concatenate(orders), dtype=np.int32)
+        jobs = job_table(start, n, start, params)
         out = np.zeros(len(order), dtype=out_dtype)
+        extra = (int(n.max()) if len(n) else 0,) if most else ()
         rc = kernel(ctypes.c_uint(self.seed), 2, self.threads, _p(db.residues), _p(db.offsets), _p(order),
-                    len(order), *args, _p(out))
+                    _p(jobs), len(jobs), *extra, *args, _p(out))
         assert rc == 0, self.lib.emulator_error().decode()
-        results = np.empty_like(out)
-        results[by_len] = out
+        results = []
+        for j, by_len in enumerate(by_lens):
+            r = np.empty(len(by_len), dtype=out_dtype)
+            r[by_len] = out[start[j]:start[j] + n[j]]
+            results.append(r)
         return results
 
-    def msv(self, prof: FilterProfile, db, idx):
-        emis = pack_msv_profile(prof, self.geo)
+    def msv_many(self, profs, db, idxs):
+        """msv for several models in one launch (one geometry)."""
+        emis = np.ascontiguousarray(np.stack([pack_msv_profile(p, self.geo) for p in profs]))
         self._check_smem(emis)
-        tjb = length_table("tjb", prof, int(db.lengths.max()))
+        tjb = length_table("tjb", profs[0], int(db.lengths.max()))
         assert tjb.dtype == np.uint8                      # msv_filter reads uint8_t
-        return msv_states(self._run(self.lib.emulate_msv, np.int16, db, idx, _p(emis), _p(tjb), prof.tbm,
-                                    prof.tec, prof.base_b, prof.bias_b))
+        outs = self._run(self.lib.emulate_msv, np.int16, db, idxs, [msv_params(p) for p in profs], _p(emis),
+                         _p(tjb))
+        return [msv_states(o) for o in outs]
+
+    def msv(self, prof: FilterProfile, db, idx):
+        return self.msv_many([prof], db, [idx])[0]
+
+    def viterbi_raw_many(self, profs, db, idxs, bounds=None):
+        """The Viterbi-filter kernel's int32 outputs for several models in one launch:
+        viterbi_filter16's (RESCORE_W where it stops near its ceiling) for a geometry of two
+        nodes a word, else viterbi_filter's."""
+        packed = [pack_viterbi_profile(p, self.geo) for p in profs]
+        vemis = np.ascontiguousarray(np.stack([v for v, _ in packed]))
+        vtrans = np.ascontiguousarray(np.stack([t for _, t in packed]))
+        self._check_smem(vemis, vtrans)
+        move = length_table("move", profs[0], int(db.lengths.max()))
+        assert move.dtype == np.int16                     # viterbi_filter reads short
+        if self.geo.cells_per_word == 1:
+            return self._run(self.lib.emulate_viterbi, np.int32, db, idxs, [viterbi_params(p) for p in profs],
+                             _p(vemis), _p(vtrans), _p(move))
+        bounds = bounds or [viterbi16_bounds(p, int(db.lengths.max())) for p in profs]
+        return self._run(self.lib.emulate_viterbi16, np.int32, db, idxs,
+                         [viterbi_params(p, b) for p, b in zip(profs, bounds)], _p(vemis), _p(vtrans), _p(move))
 
     def viterbi_raw(self, prof: FilterProfile, db, idx, bounds=None):
-        """The Viterbi-filter kernel's int32 outputs: viterbi_filter16's (RESCORE_W where it
-        stops near its ceiling) for a geometry of two nodes a word, else viterbi_filter's."""
-        vemis, vtrans = pack_viterbi_profile(prof, self.geo)
-        self._check_smem(vemis, vtrans)
-        move = length_table("move", prof, int(db.lengths.max()))
-        assert move.dtype == np.int16                     # viterbi_filter reads short
-        args = (_p(vemis), _p(vtrans), _p(move), prof.e_move, prof.e_loop, prof.base_w, prof.ddbound_w)
-        if self.geo.cells_per_word == 1:
-            return self._run(self.lib.emulate_viterbi, np.int32, db, idx, *args)
-        off, ceiling = bounds or viterbi16_bounds(prof, int(db.lengths.max()))
-        return self._run(self.lib.emulate_viterbi16, np.int32, db, idx, *args, off, ceiling)
+        return self.viterbi_raw_many([prof], db, [idx], [bounds] if bounds else None)[0]
 
     def viterbi(self, prof: FilterProfile, db, idx):
         """As GpuBackend.viterbi: viterbi_filter16's stops scored again by viterbi_filter."""
@@ -117,19 +143,28 @@ class Emulated:
                 results[again] = int32.viterbi_raw(prof, db, np.asarray(idx)[again])
         return viterbi_states(results)
 
-    def forward(self, prof: FilterProfile, db, idx):
-        """The Forward prefilter's scores in nats (NaN where not finite), as GpuBackend.forward."""
-        femis, ftrans = pack_forward_profile(prof, self.geo)
+    def forward_many(self, profs, db, idxs):
+        """The Forward prefilter's scores in nats (NaN where not finite), as GpuBackend.forward,
+        for several models in one launch."""
+        packed = [pack_forward_profile(p, self.geo) for p in profs]
+        femis = np.ascontiguousarray(np.stack([e for e, _ in packed]))
+        ftrans = np.ascontiguousarray(np.stack([t for _, t in packed]))
         self._check_smem(femis, ftrans)
-        f32 = ctypes.c_float
-        return self._run(self.lib.emulate_forward, np.float64, db, idx, _p(femis), _p(ftrans),
-                         f32(prof.fwd_e_move), f32(prof.fwd_e_loop), f32(prof.nj))
+        return self._run(self.lib.emulate_forward, np.float64, db, idxs, [forward_params(p) for p in profs],
+                         _p(femis), _p(ftrans), ctypes.c_float(profs[0].nj))
+
+    def forward(self, prof: FilterProfile, db, idx):
+        return self.forward_many([prof], db, [idx])[0]
+
+    def bias_many(self, hmms, db, idxs):
+        """The bias filter's Forward scores (nats, float32), as GpuBackend.bias, for several
+        filter HMMs (eo, t10, t11) in one launch."""
+        eo = np.ascontiguousarray(np.stack([np.asarray(e, np.float32) for e, _, _ in hmms]))
+        return self._run(self.lib.emulate_bias, np.float32, db, idxs, [bias_params(a, b) for _, a, b in hmms],
+                         _p(eo), most=True)
 
     def bias(self, eo, t10, t11, db, idx):
-        """The bias filter's Forward scores (nats, float32), as GpuBackend.bias."""
-        f32 = ctypes.c_float
-        return self._run(self.lib.emulate_bias, np.float32, db, idx, _p(np.ascontiguousarray(eo, np.float32)),
-                         f32(t10), f32(t11))
+        return self.bias_many([(eo, t10, t11)], db, [idx])[0]
 
 
 def _p(a: np.ndarray):
@@ -354,6 +389,53 @@ def test_bias_filter(model, data_dir, proteome, build_dir, tmp_path):
         assert np.all(np.isfinite(ref))
         assert np.array_equal(got.view(np.int32), ref.astype(np.float32).view(np.int32)), \
             f"{prof.name}: bias filter differs at {np.flatnonzero(got != ref)[:5]}"
+
+
+def test_several_models_a_launch(proteome, build_dir):
+    """One launch of each kernel over several models of different M (padded as launch_groups
+    pads them: the largest model's geometry for all), each job over its own sequences, one
+    job over none: every model's results equal to the reference's (the bias filter's bit for
+    bit, the Forward prefilter's within 1e-3 nats)."""
+    from pyhmmer.plan7 import Background
+
+    from gpu_search.seqdb import amino_degeneracy
+
+    profs = [random_profile(M, 40 + M) for M in (30, 9, 23, 14)]
+    idxs = [spread(proteome, 9), spread(proteome, 5)[::-1], np.zeros(0, dtype=np.int64), spread(proteome, 7)[1:]]
+    args = (proteome.residues, proteome.offsets, proteome.lengths)
+
+    lib = Emulated(build_dir, msv_geometry(30))
+    for p, idx, got in zip(profs, idxs, lib.msv_many(profs, proteome, idxs)):
+        assert_filter_equal(f"{p.name} in a launch, MSV", got, R.msv_filter(p, *args, idx))
+
+    for cells in (1, 2):
+        lib = Emulated(build_dir, viterbi_geometry(30, cells=cells))
+        raws = lib.viterbi_raw_many(profs, proteome, idxs)
+        for p, idx, raw in zip(profs, idxs, raws):
+            ref_xC, ref_ovf = R.viterbi_filter(p, *args, idx)
+            keep = np.ones(len(idx), dtype=bool)
+            if cells == 2:       # what viterbi_filter16 hands back is scored again elsewhere
+                keep[viterbi16_again(raw, p, viterbi16_bounds(p, int(proteome.lengths.max())))] = False
+            xC, ovf = viterbi_states(raw)
+            assert np.array_equal(xC[keep], ref_xC[keep]) and np.array_equal(ovf[keep], ref_ovf[keep]), \
+                f"{p.name} in a launch, Viterbi ({cells} nodes a word)"
+
+    lib = Emulated(build_dir, forward_geometry(30))
+    for p, idx, got in zip(profs, idxs, lib.forward_many(profs, proteome, idxs)):
+        assert np.all(np.abs(got - R.forward_score(p, *args, idx)) < 1e-3), f"{p.name} in a launch, Forward"
+
+    bg_freq = np.asarray(Background(hmm_alphabet()).residue_frequencies, dtype=np.float32)
+    hmms = [R.bias_filter_hmm(p, bg_freq, amino_degeneracy()) for p in profs]
+    zeros = np.zeros(proteome.n_seqs, dtype=np.float32)
+    for p, idx, got in zip(profs, idxs, lib.bias_many(hmms, proteome, idxs)):
+        ref = R.bias_filter(p, bg_freq, amino_degeneracy(), *args, idx, length_terms=(zeros, zeros))
+        assert np.array_equal(got.view(np.int32), ref.astype(np.float32).view(np.int32)), f"{p.name}: bias"
+
+
+def hmm_alphabet():
+    from pyhmmer.easel import Alphabet
+
+    return Alphabet.amino()
 
 
 def test_emulator_reports_a_lane_outside_its_group(build_dir, proteome):

@@ -29,10 +29,12 @@ from ...errors import GpuMemoryError
 from ...gpu import (DeviceDatabase, allow_smem, blocks_per_sm, check_gpus, device_props, is_out_of_memory,
                     longest_first, pinned_empty, to_gpu_async)
 from ..profile import FilterProfile
-from .geometry import BLOCK, Geometry, forward_geometry, msv_geometry, viterbi_block, viterbi_geometry
+from .geometry import (BLOCK, Geometry, forward_geometry, launch_groups, msv_geometry, viterbi_block,
+                       viterbi_geometry)
 from .kernels import load_bias_kernel, load_forward_kernel, load_kernel
-from .packing import (length_table, msv_states, pack_forward_profile, pack_msv_profile, pack_viterbi_profile,
-                      viterbi16_again, viterbi16_bounds, viterbi_states)
+from .packing import (bias_params, forward_params, job_table, length_table, msv_params, msv_states,
+                      pack_forward_profile, pack_msv_profile, pack_viterbi_profile, viterbi16_again,
+                      viterbi16_bounds, viterbi_params, viterbi_states)
 
 
 def _cupy():
@@ -94,11 +96,18 @@ class GpuBackend:
         self.kernel_seconds = {"msv": 0.0, "bias": 0.0, "viterbi": 0.0, "forward": 0.0}   # GPU time, for benchmarks
         self.viterbi_rescored = 0    # sequences viterbi_filter16 left to viterbi_filter (last call)
         self._local = threading.local()   # each calling thread's streams, one per GPU
+        self._lock = threading.Lock()     # kernel_seconds, added to by every calling thread
         if max_resident_residues is None:
             free = min(cp.cuda.Device(d).mem_info[0] for d in gpus)
             max_resident_residues = int(free * 0.5 / 1.1)   # residues + offsets + work space
         self.budget = max(self.MIN_BUDGET, int(max_resident_residues))
         self._build_parts()
+
+    @staticmethod
+    def batch_key(M: int):
+        """Models of equal keys make full batches (hmmsearch's filter tasks): those of one MSV
+        group size G, which launch_groups then puts into one or two launches."""
+        return msv_geometry(M).G
 
     def _build_parts(self) -> None:
         """Cut the database into per-GPU parts within the memory budget (retrying on OOM): a
@@ -196,7 +205,7 @@ class GpuBackend:
 
     # --- launching ---------------------------------------------------------------------------
     def _orders(self, idx):
-        """Per part: the local sequence positions to score (longest first), on the host
+        """Per part: the local sequence positions of idx to score (longest first), on the host
         and the device; where the results go: for the whole database, the permutation on
         the device that puts them in slot order (one block copy back), else the slot in
         idx of each scored position (a scatter on the host); and what stages the uploads.
@@ -229,98 +238,174 @@ class GpuBackend:
             self._whole, self._whole_idx = per, idx
         return per, whole
 
+    def _job_orders(self, idxs):
+        """Per part, for jobs each over its own sequences idxs[j]: the jobs' local positions
+        (each longest first) one after the other on the device, each job's start and count
+        there, each job's slots in its idx, and what stages the upload."""
+        cp = _cupy()
+        per = []
+        for k, part in enumerate(self.parts):
+            locals_, slots = [], []
+            for idx in idxs:
+                idx = np.asarray(idx, dtype=np.int64)
+                sel = np.flatnonzero(self.part_of[idx] == k) if len(self.parts) > 1 else np.arange(len(idx))
+                by_len = longest_first(self.db.lengths[idx[sel]])
+                locals_.append(self.local_index[idx[sel]][by_len])
+                slots.append(sel[by_len])
+            counts = np.array([len(x) for x in locals_], dtype=np.int64)
+            starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+            local = np.concatenate(locals_).astype(np.int32) if locals_ else np.zeros(0, np.int32)
+            staged = []
+            order = None
+            if len(local):
+                with cp.cuda.Device(part.device_id), self.stream(part.device_id):
+                    order = to_gpu_async(cp, local, staged)
+            per.append((local, order, starts, counts, slots, staged))
+        return per
+
     def _grid(self, part, smem: int, block: int = BLOCK) -> int:
         """Enough blocks to fill every SM (persistent grid; blocks beyond what
         registers allow only wait, find no work left and exit)."""
         props = device_props(part.device_id)
         return props.n_sm * blocks_per_sm(block, smem, props.smem_per_sm)
 
-    def _run(self, kind: str, idx, launch, out_dtype) -> np.ndarray:
-        """Launch ``launch(part, residues, offsets, order, out)`` on every part; the results of idx.
+    def _rows(self, part, smem: int, n_jobs: int, block: int = BLOCK) -> int:
+        """Blocks a job (grid.x) of a launch of n_jobs models: the SMs filled once by all of
+        them together (each job's persistent loop shares its model's work among its row)."""
+        return max(1, -(-self._grid(part, smem, block) // max(1, n_jobs)))
 
-        Resident parts run concurrently on their GPUs.  Each part's results are
-        copied back behind the kernel, on its stream: for a whole-database call
-        put in slot order on the GPU and copied straight into their block of a
-        page-locked results array, so that one GPU's copy overlaps the other's
-        kernel and the host only waits (on two GPUs the host's copies and
-        placing were a tenth of a small model's MSV call); for a subset, in the
-        kernel's order into a page-locked buffer, then placed by the host.  A streamed part is
-        uploaded, run and collected before the next one, so that only one
-        streamed part at a time holds GPU memory.
+    def _run(self, kind: str, idx, n_jobs: int, groups, out_dtype) -> list:
+        """Launch the groups of a batch of n_jobs models on every part; each job's results, in
+        the order of its sequences.
+
+        idx: one array of database indices every job scores (MSV), or a list of one per
+        job.  groups: [(job positions, launch)], one launch each, as
+        ``launch(part, residues, offsets, order, jobs, n, out)`` with the group's job table
+        on the device (jobs.cuh) and n its jobs' largest count.
+
+        Resident parts run concurrently on their GPUs.  Each part's results are copied
+        back behind the kernels, on its stream: for a whole-database call put in slot
+        order on the GPU and copied in one block into a page-locked array, so that one
+        GPU's copy overlaps the other's kernels and the host only waits; else in the
+        kernels' order into a page-locked buffer, then placed by the host.  A streamed
+        part is uploaded, run and collected before the next one, so that only one streamed
+        part at a time holds GPU memory.
         """
         cp = _cupy()
+        shared = not isinstance(idx, list)
         pending = []
         try:
-            orders, whole = self._orders(idx)     # (its uploads too are waited for on a failure)
-            results = pinned_empty(len(idx), out_dtype) if whole else np.empty(len(idx), dtype=out_dtype)
-            for part, (local, order, to_slot_order, slots, _) in zip(self.parts, orders):
-                if len(local) == 0:
+            if shared:
+                orders, whole = self._orders(idx)     # (its uploads too are waited for on a failure)
+                results = np.empty((n_jobs, len(idx)), dtype=out_dtype)
+            else:
+                orders, whole = self._job_orders(idx), False
+                results = [np.empty(len(x), dtype=out_dtype) for x in idx]
+            for part, po in zip(self.parts, orders):
+                if shared:
+                    local, order, to_slot_order = po[0], po[1], po[2]
+                    n_local = len(local)
+                    starts = np.zeros(n_jobs, np.int64)
+                    counts = np.full(n_jobs, n_local, np.int64)
+                    out_starts = np.arange(n_jobs, dtype=np.int64) * n_local
+                    total = n_local * n_jobs
+                else:
+                    local, order, starts, counts = po[0], po[1], po[2], po[3]
+                    out_starts = starts
+                    total = len(local)
+                if total == 0:
                     continue
+                staged = []
                 with cp.cuda.Device(part.device_id), self.stream(part.device_id):
                     on_gpu = self.databases[part.device_id].on_gpu(part)    # a streamed part: uploaded now
                     residues, offsets = on_gpu.residues, on_gpu.offsets
-                    out = cp.empty(len(local), dtype=out_dtype)
+                    out = cp.empty(total, dtype=out_dtype)
                     start, stop = cp.cuda.Event(), cp.cuda.Event()
                     start.record()
-                    launch(part, residues, offsets, order, out)
+                    for members, launch in groups:
+                        members = np.asarray(members, dtype=np.int64)
+                        n = counts[members]
+                        if n.max(initial=0) == 0:
+                            continue
+                        table = job_table(starts[members], n, out_starts[members], launch.params)
+                        launch(part, residues, offsets, order, to_gpu_async(cp, table, staged), int(n.max()), out)
                     stop.record()
-                    if whole:     # a part of the whole database is a contiguous range: one block
-                        out[to_slot_order].get(out=results[slots[0]: slots[-1] + 1], blocking=False)
-                        back = None
-                    else:         # in the kernel's order, placed by the host
-                        back = pinned_empty(len(local), out_dtype)
+                    if shared and whole:   # a part of the whole database is a contiguous range: one block
+                        back = pinned_empty(total, out_dtype).reshape(n_jobs, n_local)
+                        out.reshape(n_jobs, n_local)[:, to_slot_order].get(out=back, blocking=False)
+                    else:                  # in the kernels' order, placed by the host
+                        back = pinned_empty(total, out_dtype)
                         out.get(out=back, blocking=False)
                     copied = cp.cuda.Event()
                     copied.record()
-                pending.append((part, back, slots, start, stop, copied))
+                pending.append((part, po, back, start, stop, copied, staged))
                 if not part.resident:
-                    self._collect(pending, results, kind)
-                    pending = []
-            self._collect(pending, results, kind)
+                    self._collect(pending, results, kind, shared, whole)
+            self._collect(pending, results, kind, shared, whole)
         except BaseException:
             for device_id in self.gpus:        # no copy may still be landing in memory given back
                 with contextlib.suppress(Exception):
                     cp.cuda.Device(device_id).synchronize()
             raise
-        return results
+        return list(results)
 
-    def _collect(self, pending, results, kind) -> None:
-        """Wait for each GPU's copy back; place the results of a subset of the database
-        (a scatter from the kernel's order); add up kernel time."""
+    def _collect(self, pending, results, kind, shared, whole) -> None:
+        """Wait for each GPU's copy back; place each job's results (a block of the whole
+        database, or a scatter from the kernels' order); add up kernel time."""
         cp = _cupy()
         longest = 0.0
-        for part, back, slots, start, stop, copied in pending:
+        for part, po, back, start, stop, copied, _ in pending:
             with cp.cuda.Device(part.device_id), self.stream(part.device_id):
                 copied.synchronize()
-                if back is not None:
-                    results[slots] = back
+                if shared and whole:
+                    slots = po[3]
+                    results[:, slots[0]: slots[-1] + 1] = back
+                elif shared:
+                    slots = po[3]
+                    results[:, slots] = back.reshape(len(results), -1)
+                else:
+                    starts, counts, slots = po[2], po[3], po[4]
+                    for j, r in enumerate(results):
+                        r[slots[j]] = back[starts[j]: starts[j] + counts[j]]
                 longest = max(longest, cp.cuda.get_elapsed_time(start, stop) / 1e3)
         pending.clear()
-        self.kernel_seconds[kind] += longest
+        with self._lock:
+            self.kernel_seconds[kind] += longest
 
+    # --- the filters, for a batch of models ----------------------------------------------------
     def msv(self, prof: FilterProfile, idx, geometry: Geometry | None = None):
         """(xJ uint8, overflow bool) per sequence of idx."""
-        return self._retrying(lambda: self._msv(prof, idx, geometry))
+        return self.msv_batch([prof], idx, geometry)[0]
 
-    def _msv(self, prof, idx, geometry):
+    def msv_batch(self, profs, idx, geometry: Geometry | None = None) -> list:
+        """msv for several models over the same sequences idx: one launch a geometry."""
+        return [msv_states(r) for r in self._retrying(lambda: self._msv(profs, idx, geometry))]
+
+    def _msv(self, profs, idx, geometry):
         cp = _cupy()
-        geo = geometry or msv_geometry(prof.M)
-        emis_host = pack_msv_profile(prof, geo)
-        profiles = {}
+        groups = ([(geometry, list(range(len(profs))))] if geometry
+                  else launch_groups([p.M for p in profs], msv_geometry))
+        launches = []
+        for geo, members in groups:
+            emis_host = np.ascontiguousarray(np.stack([pack_msv_profile(profs[j], geo) for j in members]))
+            profiles = {}
+            tjb_prof = profs[members[0]]
 
-        def launch(part, residues, offsets, order, out):
-            in_smem, smem = _profile_smem(part, emis_host.nbytes)
-            kernel = load_kernel("msv_filter", geo.G, geo.W, in_smem, part.device_id)
-            allow_smem(kernel, smem)
-            emis, = _on_device(profiles, part, emis_host)
-            counter = cp.zeros(1, dtype=np.int32)   # one per launch: callers may be concurrent
-            kernel((self._grid(part, smem),), (BLOCK,),
-                   (residues, offsets, order, np.int32(len(order)), emis,
-                    self._device_table("tjb", prof, part), np.int32(prof.tbm), np.int32(prof.tec),
-                    np.int32(prof.base_b), np.int32(prof.bias_b), counter, out),
-                   shared_mem=smem)
+            def launch(part, residues, offsets, order, jobs, most, out, geo=geo, emis_host=emis_host,
+                       profiles=profiles, k=len(members), tjb_prof=tjb_prof):
+                in_smem, smem = _profile_smem(part, emis_host[0].nbytes)
+                kernel = load_kernel("msv_filter", geo.G, geo.W, in_smem, part.device_id)
+                allow_smem(kernel, smem)
+                emis, = _on_device(profiles, part, emis_host)
+                counters = cp.zeros(k, dtype=np.int32)   # one per launch: callers may be concurrent
+                kernel((self._rows(part, smem, k), k), (BLOCK,),
+                       (residues, offsets, order, jobs, emis, self._device_table("tjb", tjb_prof, part),
+                        counters, out),
+                       shared_mem=smem)
 
-        return msv_states(self._run("msv", idx, launch, np.int16))
+            launch.params = [msv_params(profs[j]) for j in members]
+            launches.append((members, launch))
+        return self._run("msv", idx, len(profs), launches, np.int16)
 
     def bias(self, eo: np.ndarray, t10: float, t11: float, idx) -> np.ndarray:
         """The bias filter's Forward score (nats, float32, before its length terms) per sequence
@@ -328,90 +413,134 @@ class GpuBackend:
 
         Within a few float ulps of the CPU's (bias.cu says why): the cascade settles the
         sequences near a threshold on the CPU."""
-        return self._retrying(lambda: self._bias(eo, t10, t11, idx))
+        return self.bias_batch([(eo, t10, t11)], [idx])[0]
 
-    def _bias(self, eo, t10, t11, idx):
-        eo_host = np.ascontiguousarray(eo, dtype=np.float32)
+    def bias_batch(self, hmms, idxs) -> list:
+        """bias for several filter HMMs (eo, t10, t11), each over its own sequences: one launch."""
+        return self._retrying(lambda: self._bias(hmms, idxs))
+
+    def _bias(self, hmms, idxs):
+        eo_host = np.ascontiguousarray(np.stack([np.asarray(eo, np.float32) for eo, _, _ in hmms]))
         on_gpu = {}
 
-        def launch(part, residues, offsets, order, out):
+        def launch(part, residues, offsets, order, jobs, most, out):
             kernel = load_bias_kernel(part.device_id)
             eo_dev, = _on_device(on_gpu, part, eo_host)
             block = 128
-            kernel(((len(order) + block - 1) // block,), (block,),
-                   (residues, offsets, order, np.int32(len(order)), eo_dev, np.float32(t10), np.float32(t11), out))
+            kernel(((most + block - 1) // block, len(hmms)), (block,), (residues, offsets, order, jobs, eo_dev, out))
 
-        return self._run("bias", idx, launch, np.float32)
+        launch.params = [bias_params(t10, t11) for _, t10, t11 in hmms]
+        return self._run("bias", list(idxs), len(hmms), [(list(range(len(hmms))), launch)], np.float32)
 
     def viterbi(self, prof: FilterProfile, idx, geometry: Geometry | None = None,
                 block: int | None = None):
         """(xC int16, overflow bool) per sequence of idx.
 
         geometry and block override the measured defaults (benchmarks, tests)."""
-        return viterbi_states(self._retrying(lambda: self._viterbi(prof, idx, geometry, block)))
+        return self.viterbi_batch([prof], [idx], geometry, block)[0]
 
-    def _viterbi(self, prof, idx, geometry, block):
-        """viterbi_filter's int32 results (xC or OVERFLOW_W) per sequence of idx."""
-        cp = _cupy()
-        geo = geometry or viterbi_geometry(prof.M)
-        bounds = None
+    def viterbi_batch(self, profs, idxs, geometry: Geometry | None = None, block: int | None = None) -> list:
+        """viterbi for several models, each over its own sequences: one launch a geometry."""
+        results = self._retrying(lambda: self._viterbi(profs, list(idxs), geometry, block))
+        return [viterbi_states(r) for r in results]
+
+    def _viterbi(self, profs, idxs, geometry, block, cells: int = 2):
+        """viterbi_filter's int32 results (xC or OVERFLOW_W) per sequence of each idx:
+        viterbi_filter16 where a model has a safe 16-bit offset, then viterbi_filter for the
+        rest and for the sequences viterbi_filter16 hands back."""
+        bounds = [viterbi16_bounds(p, self.max_len) if cells == 2 else None for p in profs]
+        if geometry is not None and geometry.cells_per_word == 1:
+            bounds = [None] * len(profs)
+        packed16 = [j for j, b in enumerate(bounds) if b is not None]
+        int32 = [j for j, b in enumerate(bounds) if b is None]
+        launches = []
+        for members, c in ((packed16, 2), (int32, 1)):
+            if not members:
+                continue
+            if geometry is not None:
+                geos = [(geometry if geometry.cells_per_word == c
+                         else viterbi_geometry(max(profs[j].M for j in members), seqs=geometry.seqs, cells=c),
+                         list(range(len(members))))]
+            else:
+                geos = launch_groups([profs[j].M for j in members], lambda M, c=c: viterbi_geometry(M, cells=c))
+            for geo, sub in geos:
+                sub = [members[i] for i in sub]
+                launches.append((sub, self._viterbi_launch(profs, sub, geo, bounds, block)))
+        results = self._run("viterbi", idxs, len(profs), launches, np.int32)      # as the kernels write them
         self.viterbi_rescored = 0
-        if geo.cells_per_word == 2:
-            bounds = viterbi16_bounds(prof, self.max_len)
-            if bounds is None:                       # no safe 16-bit offset: int32 kernel
-                geo = viterbi_geometry(prof.M, seqs=geo.seqs if geometry else None, cells=1)
-        block = block or viterbi_block(geo)
-        vemis_host, vtrans_host = pack_viterbi_profile(prof, geo)
-        profiles = {}
-        extra = () if bounds is None else (np.int32(bounds[0]), np.int32(bounds[1]))
+        again_jobs, again_idxs = [], []
+        for j in packed16:
+            again = viterbi16_again(results[j], profs[j], bounds[j])
+            if len(again):
+                again_jobs.append((j, again))
+                again_idxs.append(np.asarray(idxs[j])[again])
+                self.viterbi_rescored += len(again)
+        if again_jobs:
+            redo = self._viterbi([profs[j] for j, _ in again_jobs], again_idxs, None, None, cells=1)
+            for (j, again), r in zip(again_jobs, redo):
+                results[j][again] = r
+        return results
 
-        def launch(part, residues, offsets, order, out):
-            smem = vemis_host.nbytes + vtrans_host.nbytes
+    def _viterbi_launch(self, profs, members, geo, bounds, block):
+        cp = _cupy()
+        block = block or viterbi_block(geo)
+        packed = [pack_viterbi_profile(profs[j], geo) for j in members]
+        vemis_host = np.ascontiguousarray(np.stack([v for v, _ in packed]))
+        vtrans_host = np.ascontiguousarray(np.stack([t for _, t in packed]))
+        profiles = {}
+        sixteen = geo.cells_per_word == 2
+        move_prof = profs[members[0]]
+
+        def launch(part, residues, offsets, order, jobs, most, out):
+            smem = vemis_host[0].nbytes + vtrans_host[0].nbytes
             in_smem, smem = _profile_smem(part, smem + (-smem) % 16)
-            kernel = load_kernel("viterbi_filter" if bounds is None else "viterbi_filter16", geo.G, geo.W,
+            kernel = load_kernel("viterbi_filter16" if sixteen else "viterbi_filter", geo.G, geo.W,
                                  in_smem, part.device_id, geo.seqs, geo.defines)
             allow_smem(kernel, smem)
             vemis, vtrans = _on_device(profiles, part, vemis_host, vtrans_host)
-            counter = cp.zeros(1, dtype=np.int32)
-            kernel((self._grid(part, smem, block),), (block,),
-                   (residues, offsets, order, np.int32(len(order)), vemis, vtrans,
-                    self._device_table("move", prof, part), np.int32(prof.e_move),
-                    np.int32(prof.e_loop), np.int32(prof.base_w), np.int32(prof.ddbound_w),
-                    *extra, counter, out),
+            counters = cp.zeros(len(members), dtype=np.int32)
+            kernel((self._rows(part, smem, len(members), block), len(members)), (block,),
+                   (residues, offsets, order, jobs, vemis, vtrans, self._device_table("move", move_prof, part),
+                    counters, out),
                    shared_mem=smem)
 
-        results = self._run("viterbi", idx, launch, np.int32)      # as the kernels write them
-        if bounds is not None:
-            again = viterbi16_again(results, prof, bounds)
-            if len(again):
-                results[again] = self._viterbi(prof, np.asarray(idx)[again], viterbi_geometry(prof.M, cells=1),
-                                               None)
-            self.viterbi_rescored = len(again)
-        return results
+        launch.params = [viterbi_params(profs[j], bounds[j] if sixteen else None) for j in members]
+        return launch
 
     def forward(self, prof: FilterProfile, idx, geometry: Geometry | None = None):
         """Approximate Forward scores (nats, float64; NaN where not finite) per sequence of idx.
 
         Not bit-exact (see forward.cu): use only with a safety margin.
         """
-        return self._retrying(lambda: self._forward(prof, idx, geometry))
+        return self.forward_batch([prof], [idx], geometry)[0]
 
-    def _forward(self, prof, idx, geometry):
+    def forward_batch(self, profs, idxs, geometry: Geometry | None = None) -> list:
+        """forward for several models, each over its own sequences: one launch a geometry."""
+        return self._retrying(lambda: self._forward(profs, list(idxs), geometry))
+
+    def _forward(self, profs, idxs, geometry):
         cp = _cupy()
-        geo = geometry or forward_geometry(prof.M)
-        femis_host, ftrans_host = pack_forward_profile(prof, geo)
-        profiles = {}
+        groups = ([(geometry, list(range(len(profs))))] if geometry
+                  else launch_groups([p.M for p in profs], forward_geometry))
+        launches = []
+        nj = np.float32(profs[0].nj)
+        for geo, members in groups:
+            packed = [pack_forward_profile(profs[j], geo) for j in members]
+            femis_host = np.ascontiguousarray(np.stack([e for e, _ in packed]))
+            ftrans_host = np.ascontiguousarray(np.stack([t for _, t in packed]))
+            profiles = {}
 
-        def launch(part, residues, offsets, order, out):
-            in_smem, smem = _profile_smem(part, femis_host.nbytes + ftrans_host.nbytes)
-            kernel = load_forward_kernel(geo.G, geo.W, in_smem, part.device_id)
-            allow_smem(kernel, smem)
-            femis, ftrans = _on_device(profiles, part, femis_host, ftrans_host)
-            counter = cp.zeros(1, dtype=np.int32)
-            kernel((self._grid(part, smem),), (BLOCK,),
-                   (residues, offsets, order, np.int32(len(order)), femis, ftrans,
-                    np.float32(prof.fwd_e_move), np.float32(prof.fwd_e_loop), np.float32(prof.nj),
-                    counter, out),
-                   shared_mem=smem)
+            def launch(part, residues, offsets, order, jobs, most, out, geo=geo, femis_host=femis_host,
+                       ftrans_host=ftrans_host, profiles=profiles, k=len(members)):
+                in_smem, smem = _profile_smem(part, femis_host[0].nbytes + ftrans_host[0].nbytes)
+                kernel = load_forward_kernel(geo.G, geo.W, in_smem, part.device_id)
+                allow_smem(kernel, smem)
+                femis, ftrans = _on_device(profiles, part, femis_host, ftrans_host)
+                counters = cp.zeros(k, dtype=np.int32)
+                kernel((self._rows(part, smem, k), k), (BLOCK,),
+                       (residues, offsets, order, jobs, femis, ftrans, nj, counters, out),
+                       shared_mem=smem)
 
-        return self._run("forward", idx, launch, np.float64)
+            launch.params = [forward_params(profs[j]) for j in members]
+            launches.append((members, launch))
+        return self._run("forward", idxs, len(profs), launches, np.float64)

@@ -18,24 +18,32 @@
  *
  * Design: one thread per sequence (the recursion is two states wide), the
  *   sequences longest first so that a warp's threads end together; the emission
- *   odds (KP x 2 floats) read through the L1 cache.
+ *   odds (KP x 2 floats) read through the L1 cache; several models a launch, a
+ *   row of blocks each (jobs.cuh).
  */
 
 #ifndef KP
 #define KP 29
 #endif
 
+#include "jobs.cuh"
+
 typedef unsigned char uint8_t;
 
 extern "C" __global__ void __launch_bounds__(128)
 bias_filter(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
-            const int *__restrict__ order, int n,
-            const float *__restrict__ eo,            /* [KP][2] emission odds */
-            float t10, float t11,                    /* state 1 -> 0, state 1 -> 1 */
-            float *__restrict__ out)
+            const int *__restrict__ order_all, const int *__restrict__ jobs,
+            const float *__restrict__ eo_all,        /* [job][KP][2] emission odds */
+            float *__restrict__ out_all)
 {
+    /* this block's model (jobs.cuh); t10, t11: its state 1 -> 0 and 1 -> 1 */
+    const int *job = jobs + blockIdx.y * JOB_INTS;
     const int item = blockIdx.x * blockDim.x + threadIdx.x;
-    if (item >= n) return;
+    if (item >= job[JOB_N]) return;
+    const int *order = order_all + job[JOB_ORDER];
+    float *out = out_all + job[JOB_OUT];
+    const float t10 = __int_as_float(job[JOB_P]), t11 = __int_as_float(job[JOB_P + 1]);
+    const float *eo = eo_all + (long long)blockIdx.y * (KP * 2);
     const int s = order[item];
     const long long start = offsets[s];
     const int L = (int)(offsets[s + 1] - start);

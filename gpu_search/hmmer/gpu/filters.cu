@@ -40,7 +40,10 @@
  *
  * Memory layout
  *   residues  uint8, the whole database; offsets int64 [n+1]; order int32: the
- *             sequences to score, longest first.
+ *             sequences to score, longest first, for each model of the launch
+ *             (jobs.cuh: a launch scores several models of one geometry, a
+ *             model a row of blocks, its profile at its row's offset in the
+ *             profile arrays).
  *   MSV profile (shared memory): emis[x][q/4][lane][q%4] = packed s16x2
  *             (bias - cost) of the nodes of segments lane (low half) and G+lane
  *             (high half), word q; node k = s*W + q + 1 for segment s.
@@ -81,12 +84,20 @@
 #ifdef KERNEL_MSV
 extern "C" __global__ void __launch_bounds__(256)
 msv_filter(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
-           const int *__restrict__ order, int n,
-           const uint4 *__restrict__ emis_global,
+           const int *__restrict__ order_all, const int *__restrict__ jobs,
+           const uint4 *__restrict__ emis_all,          /* [job][KP][W/4][G] */
            const uint8_t *__restrict__ tjb_by_len,
-           int tbm, int tec, int base, int bias,
-           int *__restrict__ work_counter, short *__restrict__ out)
+           int *__restrict__ counters, short *__restrict__ out_all)
 {
+    /* this block's model (jobs.cuh): its sequences, results, scalars and profile */
+    const int *job = jobs + blockIdx.y * JOB_INTS;
+    const int *order = order_all + job[JOB_ORDER];
+    const int n = job[JOB_N];
+    short *out = out_all + job[JOB_OUT];
+    const int tbm = job[JOB_P], tec = job[JOB_P + 1], base = job[JOB_P + 2], bias = job[JOB_P + 3];
+    int *work_counter = counters + blockIdx.y;
+    const uint4 *emis_global = emis_all + (long long)blockIdx.y * (KP * (W / 4) * G);
+
     /* W is a multiple of 4: each lane reads its emission words 4 at a time
        (16-byte shared-memory loads, layout [x][q/4][lane][4], conflict-free) */
 #if PROFILE_IN_SMEM
@@ -250,13 +261,22 @@ __device__ __forceinline__ void start_group(ViterbiGroup &g, int item0, int n, c
 #ifdef KERNEL_VITERBI
 extern "C" __global__ void __launch_bounds__(256)
 viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
-               const int *__restrict__ order, int n,
-               const short *__restrict__ vemis_global,   /* [KP][W][G]     */
-               const int *__restrict__ vtrans_global,    /* [W][NTRANS][G] */
+               const int *__restrict__ order_all, const int *__restrict__ jobs,
+               const short *__restrict__ vemis_all,      /* [job][KP][W][G]     */
+               const int *__restrict__ vtrans_all,       /* [job][W][NTRANS][G] */
                const short *__restrict__ move_by_len,
-               int e_move, int e_loop, int base_w, int ddbound,
-               int *__restrict__ work_counter, int *__restrict__ out)
+               int *__restrict__ counters, int *__restrict__ out_all)
 {
+    /* this block's model (jobs.cuh) */
+    const int *job = jobs + blockIdx.y * JOB_INTS;
+    const int *order = order_all + job[JOB_ORDER];
+    const int n = job[JOB_N];
+    int *out = out_all + job[JOB_OUT];
+    const int e_move = job[JOB_P], e_loop = job[JOB_P + 1], base_w = job[JOB_P + 2], ddbound = job[JOB_P + 3];
+    int *work_counter = counters + blockIdx.y;
+    const short *vemis_global = vemis_all + (long long)blockIdx.y * (KP * W * G);
+    const int *vtrans_global = vtrans_all + (long long)blockIdx.y * (W * NTRANS * G);
+
     /* Scalar int32 transition loads: measured faster than 16-byte loads of
        int32 {BM MM IM DM}, {MD MI II DD}, and (with two sequences a group)
        than one 16-byte load of the eight as int16 (docs/benchmarks.md) */
@@ -460,13 +480,23 @@ __device__ __forceinline__ unsigned from_previous_lane(unsigned gmask, int gl, u
 #ifdef KERNEL_VITERBI16
 extern "C" __global__ void __launch_bounds__(256)
 viterbi_filter16(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
-                 const int *__restrict__ order, int n,
-                 const unsigned *__restrict__ vemis_global,   /* [KP][W][G]     */
-                 const unsigned *__restrict__ vtrans_global,  /* [W][NTRANS][G] */
+                 const int *__restrict__ order_all, const int *__restrict__ jobs,
+                 const unsigned *__restrict__ vemis_all,      /* [job][KP][W][G]     */
+                 const unsigned *__restrict__ vtrans_all,     /* [job][W][NTRANS][G] */
                  const short *__restrict__ move_by_len,
-                 int e_move, int e_loop, int base_w, int ddbound, int off, int ceiling,
-                 int *__restrict__ work_counter, int *__restrict__ out)
+                 int *__restrict__ counters, int *__restrict__ out_all)
 {
+    /* this block's model (jobs.cuh); off and ceiling: its 16-bit floor and ceiling */
+    const int *job = jobs + blockIdx.y * JOB_INTS;
+    const int *order = order_all + job[JOB_ORDER];
+    const int n = job[JOB_N];
+    int *out = out_all + job[JOB_OUT];
+    const int e_move = job[JOB_P], e_loop = job[JOB_P + 1], base_w = job[JOB_P + 2], ddbound = job[JOB_P + 3];
+    const int off = job[JOB_P + 4], ceiling = job[JOB_P + 5];
+    int *work_counter = counters + blockIdx.y;
+    const unsigned *vemis_global = vemis_all + (long long)blockIdx.y * (KP * W * G);
+    const unsigned *vtrans_global = vtrans_all + (long long)blockIdx.y * (W * NTRANS * G);
+
     const unsigned *vtrans;
     const unsigned *vemis;
     viterbi_profile(vtrans_global, vemis_global, vtrans, vemis);

@@ -28,12 +28,21 @@ enum { F_BM, F_MM, F_IM, F_DM, F_MD, F_MI, F_II, F_DD, F_NTRANS };
 
 extern "C" __global__ void __launch_bounds__(256)
 forward_filter(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
-               const int *__restrict__ order, int n,
-               const float *__restrict__ femis_global,     /* [KP][W][G] */
-               const float *__restrict__ ftrans_global,    /* [W][F_NTRANS][G] */
-               float e_move, float e_loop, float nj,
-               int *__restrict__ work_counter, double *__restrict__ out)
+               const int *__restrict__ order_all, const int *__restrict__ jobs,
+               const float *__restrict__ femis_all,        /* [job][KP][W][G] */
+               const float *__restrict__ ftrans_all,       /* [job][W][F_NTRANS][G] */
+               float nj, int *__restrict__ counters, double *__restrict__ out_all)
 {
+    /* this block's model (jobs.cuh) */
+    const int *job = jobs + blockIdx.y * JOB_INTS;
+    const int *order = order_all + job[JOB_ORDER];
+    const int n = job[JOB_N];
+    double *out = out_all + job[JOB_OUT];
+    const float e_move = __int_as_float(job[JOB_P]), e_loop = __int_as_float(job[JOB_P + 1]);
+    int *work_counter = counters + blockIdx.y;
+    const float *femis_global = femis_all + (long long)blockIdx.y * (KP * W * G);
+    const float *ftrans_global = ftrans_all + (long long)blockIdx.y * (W * F_NTRANS * G);
+
 #if PROFILE_IN_SMEM
     extern __shared__ float fsmem[];
     float *ftrans = fsmem;                          /* W*F_NTRANS*G */

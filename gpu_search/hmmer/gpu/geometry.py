@@ -136,3 +136,31 @@ def forward_geometry(M: int) -> Geometry:
     """About 16 float cells per lane, one sequence a group (forward.cu)."""
     G = min(32, _pow2_at_least(math.ceil(M / 16)))
     return Geometry(G, math.ceil(M / G), 1)
+
+
+# A model joins a launch of a geometry with at most this many times its own geometry's
+# nodes (its padding nodes cost time but never score): several models a launch hide
+# the latency of the longest sequences' chains, which bounds a launch of one model over
+# a proteome-sized database (docs/benchmarks.md).
+GROUP_SLACK = 1.34
+
+
+def launch_groups(Ms, geometry_of, slack: float = GROUP_SLACK) -> list:
+    """Models of sizes Ms in groups of one launch each: [(geometry, [model positions])].
+
+    Models are taken by increasing M; a group's geometry is its largest model's
+    (geometry_of(M)), whose nodes hold every smaller model of the group, and a
+    model joins while that geometry has at most ``slack`` times the nodes of the
+    group's first model's own geometry."""
+    order = sorted(range(len(Ms)), key=lambda j: Ms[j])
+    groups = []
+    i = 0
+    while i < len(order):
+        own = geometry_of(Ms[order[i]]).nodes
+        k = i + 1
+        while k < len(order) and geometry_of(Ms[order[k]]).nodes <= slack * own:
+            k += 1
+        members = order[i:k]
+        groups.append((geometry_of(Ms[members[-1]]), members))
+        i = k
+    return groups

@@ -9,6 +9,8 @@
  */
 #pragma once
 
+#include "jobs.cuh"
+
 #ifndef G
 #error "G (lanes per sequence) must be defined"
 #endif

@@ -138,3 +138,47 @@ def viterbi16_again(results: np.ndarray, prof: FilterProfile, bounds) -> np.ndar
     there; rows of '*' or '~', say).  An xC above it comes from a row whose xE is
     above the floor, which is exact."""
     return np.flatnonzero((results == RESCORE_W) | (results == bounds[0] + prof.e_move))
+
+
+# --- several models a launch (jobs.cuh) ----------------------------------------------------
+
+JOB_INTS = 12             # jobs.cuh: ints a job's row
+JOB_ORDER, JOB_N, JOB_OUT, JOB_P = 0, 1, 2, 3
+
+
+def float_bits(x: float) -> int:
+    """A float32's bits as the int32 a job's row holds (the kernel reads it back with
+    __int_as_float)."""
+    return int(np.float32(x).view(np.int32))
+
+
+def job_table(order_start, n, out_start, params) -> np.ndarray:
+    """The jobs of a launch (jobs.cuh), int32 [jobs, JOB_INTS]: each model's first position
+    in the launch's order, its count of sequences, its first result, and its scalars."""
+    table = np.zeros((len(params), JOB_INTS), dtype=np.int32)
+    table[:, JOB_ORDER] = order_start
+    table[:, JOB_N] = n
+    table[:, JOB_OUT] = out_start
+    for j, p in enumerate(params):
+        table[j, JOB_P:JOB_P + len(p)] = p
+    return table
+
+
+def msv_params(prof: FilterProfile) -> tuple:
+    """msv_filter's scalars of a model (jobs.cuh's JOB_P ...)."""
+    return (prof.tbm, prof.tec, prof.base_b, prof.bias_b)
+
+
+def viterbi_params(prof: FilterProfile, bounds=None) -> tuple:
+    """viterbi_filter's scalars of a model; viterbi_filter16's also its (off, ceiling)."""
+    return (prof.e_move, prof.e_loop, prof.base_w, prof.ddbound_w, *(bounds or ()))
+
+
+def forward_params(prof: FilterProfile) -> tuple:
+    """forward_filter's scalars of a model (floats as their bits)."""
+    return (float_bits(prof.fwd_e_move), float_bits(prof.fwd_e_loop))
+
+
+def bias_params(t10: float, t11: float) -> tuple:
+    """bias_filter's scalars of a model: its filter HMM's state 1 transitions."""
+    return (float_bits(t10), float_bits(t11))
