@@ -467,18 +467,17 @@ class GpuBackend:
                 sub = [members[i] for i in sub]
                 launches.append((sub, self._viterbi_launch(profs, sub, geo, bounds, block)))
         results = self._run("viterbi", idxs, len(profs), launches, np.int32)      # as the kernels write them
-        self.viterbi_rescored = 0
         again_jobs, again_idxs = [], []
         for j in packed16:
             again = viterbi16_again(results[j], profs[j], bounds[j])
             if len(again):
                 again_jobs.append((j, again))
                 again_idxs.append(np.asarray(idxs[j])[again])
-                self.viterbi_rescored += len(again)
         if again_jobs:
             redo = self._viterbi([profs[j] for j, _ in again_jobs], again_idxs, None, None, cells=1)
             for (j, again), r in zip(again_jobs, redo):
                 results[j][again] = r
+        self.viterbi_rescored = sum(len(again) for _, again in again_jobs)
         return results
 
     def _viterbi_launch(self, profs, members, geo, bounds, block):
