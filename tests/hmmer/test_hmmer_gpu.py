@@ -169,7 +169,8 @@ def test_gpu_batches_of_models_equal_reference(data_dir, proteome, gpu_proteome)
     """Several models of different M in each launch (launch_groups: padded to a group's
     largest geometry; 16-bit and int32 Viterbi kernels in one batch), each over its own
     sequences, one over none: every model's MSV and Viterbi states equal to the reference's,
-    its Forward and bias scores equal to the same model searched alone."""
+    its Forward prefilter's scores within 1e-3 nats of it, its bias scores equal to the same
+    model's alone."""
     from pyhmmer.easel import Alphabet, Randomness
     from pyhmmer.plan7 import HMM, Background
 
@@ -191,7 +192,10 @@ def test_gpu_batches_of_models_equal_reference(data_dir, proteome, gpu_proteome)
     for p, idx, got in zip(profs, idxs, gpu_proteome.viterbi_batch(profs, idxs)):
         assert_filter_equal(f"{p.name} M={p.M} Viterbi in a batch", got, R.viterbi_filter(p, *args, idx))
     for p, idx, got in zip(profs, idxs, gpu_proteome.forward_batch(profs, idxs)):
-        assert np.array_equal(got, gpu_proteome.forward(p, idx), equal_nan=True), f"{p.name}: Forward in a batch"
+        # (a padded geometry sums in another order: close to the reference, not bit-equal alone)
+        ref = R.forward_score(p, *args, idx)
+        ok = np.isfinite(ref)
+        assert np.all(np.abs(got[ok] - ref[ok]) < 1e-3), f"{p.name}: Forward in a batch"
     bg_freq = np.asarray(Background(hmms[0].alphabet).residue_frequencies, dtype=np.float32)
     filters = [R.bias_filter_hmm(p, bg_freq, amino_degeneracy()) for p in profs]
     for f, idx, got in zip(filters, idxs, gpu_proteome.bias_batch(filters, idxs)):
