@@ -12,7 +12,8 @@ pyhmmer); they differ in what comes before:
 
 The costs are fitted to end-to-end runs through the command line on an H200 with 16
 cores (``bench/hmmsearch_matrix.py``'s ``ours warm`` and ``ours --device cpu`` columns,
-few-homolog cells of 1-200 models x 6.8-68 M residues; ``docs/benchmarks.md``).  With
+few-homolog cells of 1-2,000 models x 6.8-68 M residues; ``docs/benchmarks.md``): a
+proteome searched with 200 models or more goes to the GPU, with 20 to the CPU.  With
 many homologs the GPU path also finishes better (pieces of one model on every core, where
 pyhmmer gives each model one thread), which this estimate leaves out: there it may
 choose the CPU where the GPU was up to 1.4x faster.  Only the choice depends on these
@@ -29,7 +30,7 @@ class Crossover:
     """Measured costs of the two paths (seconds; cells are model nodes x residues)."""
 
     gpu_start: float = 1.35             # CuPy import and initialisation, upload, kernel loads
-    gpu_per_model: float = 0.016        # host work, launches and kernel loads per model
+    gpu_per_model: float = 0.005        # host work, launches and kernel loads per model (batched)
     gpu_cells_per_second: float = 5e11  # the filters' cells, end to end
     cpu_per_sequence: float = 6e-6      # a database sequence into pyhmmer's block
     cpu_cells_per_core: float = 5e9     # pyhmmer's MSV-bound pipeline, one core

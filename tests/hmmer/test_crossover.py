@@ -23,6 +23,11 @@ def test_small_work_goes_to_the_cpu_large_to_the_gpu():
     assert choose_device(models(*[187] * 20), n_seqs=210_000, residues=68_000_000, cpus=16)[0] == "gpu"
     # one model against 273 M residues: pyhmmer runs one model per thread, so the GPU
     assert choose_device(models(143), n_seqs=840_000, residues=273_000_000, cpus=16)[0] == "gpu"
+    # a proteome: 20 models on the CPU, 200 (batched on the GPU: 2.83 s against pyhmmer's 2.78 s
+    # and our CPU path's ~3.4 s, docs/benchmarks.md) and 2,000 on the GPU
+    assert choose_device(models(*[187] * 20), n_seqs=21_000, residues=6_800_000, cpus=16)[0] == "cpu"
+    assert choose_device(models(*[187] * 200), n_seqs=21_000, residues=6_800_000, cpus=16)[0] == "gpu"
+    assert choose_device(models(*[187] * 2000), n_seqs=21_000, residues=6_800_000, cpus=16)[0] == "gpu"
 
 
 def test_estimates_follow_the_work():
