@@ -90,12 +90,9 @@ msv_filter(const uint8_t *__restrict__ residues, const long long *__restrict__ o
            int *__restrict__ counters, short *__restrict__ out_all)
 {
     /* this block's model (jobs.cuh): its sequences, results, scalars and profile */
-    const int *job = jobs + blockIdx.y * JOB_INTS;
-    const int *order = order_all + job[JOB_ORDER];
-    const int n = job[JOB_N];
-    short *out = out_all + job[JOB_OUT];
-    const int tbm = job[JOB_P], tec = job[JOB_P + 1], base = job[JOB_P + 2], bias = job[JOB_P + 3];
-    int *work_counter = counters + blockIdx.y;
+    const int *order; int n; short *out; int *work_counter;
+    const int *p = take_job(jobs, order_all, out_all, counters, order, n, out, work_counter);
+    const int tbm = p[0], tec = p[1], base = p[2], bias = p[3];
     const uint4 *emis_global = emis_all + (long long)blockIdx.y * (KP * (W / 4) * G);
 
     /* W is a multiple of 4: each lane reads its emission words 4 at a time
@@ -268,12 +265,9 @@ viterbi_filter(const uint8_t *__restrict__ residues, const long long *__restrict
                int *__restrict__ counters, int *__restrict__ out_all)
 {
     /* this block's model (jobs.cuh) */
-    const int *job = jobs + blockIdx.y * JOB_INTS;
-    const int *order = order_all + job[JOB_ORDER];
-    const int n = job[JOB_N];
-    int *out = out_all + job[JOB_OUT];
-    const int e_move = job[JOB_P], e_loop = job[JOB_P + 1], base_w = job[JOB_P + 2], ddbound = job[JOB_P + 3];
-    int *work_counter = counters + blockIdx.y;
+    const int *order; int n; int *out; int *work_counter;
+    const int *p = take_job(jobs, order_all, out_all, counters, order, n, out, work_counter);
+    const int e_move = p[0], e_loop = p[1], base_w = p[2], ddbound = p[3];
     const short *vemis_global = vemis_all + (long long)blockIdx.y * (KP * W * G);
     const int *vtrans_global = vtrans_all + (long long)blockIdx.y * (W * NTRANS * G);
 
@@ -487,13 +481,9 @@ viterbi_filter16(const uint8_t *__restrict__ residues, const long long *__restri
                  int *__restrict__ counters, int *__restrict__ out_all)
 {
     /* this block's model (jobs.cuh); off and ceiling: its 16-bit floor and ceiling */
-    const int *job = jobs + blockIdx.y * JOB_INTS;
-    const int *order = order_all + job[JOB_ORDER];
-    const int n = job[JOB_N];
-    int *out = out_all + job[JOB_OUT];
-    const int e_move = job[JOB_P], e_loop = job[JOB_P + 1], base_w = job[JOB_P + 2], ddbound = job[JOB_P + 3];
-    const int off = job[JOB_P + 4], ceiling = job[JOB_P + 5];
-    int *work_counter = counters + blockIdx.y;
+    const int *order; int n; int *out; int *work_counter;
+    const int *p = take_job(jobs, order_all, out_all, counters, order, n, out, work_counter);
+    const int e_move = p[0], e_loop = p[1], base_w = p[2], ddbound = p[3], off = p[4], ceiling = p[5];
     const unsigned *vemis_global = vemis_all + (long long)blockIdx.y * (KP * W * G);
     const unsigned *vtrans_global = vtrans_all + (long long)blockIdx.y * (W * NTRANS * G);
 

@@ -34,12 +34,9 @@ forward_filter(const uint8_t *__restrict__ residues, const long long *__restrict
                float nj, int *__restrict__ counters, double *__restrict__ out_all)
 {
     /* this block's model (jobs.cuh) */
-    const int *job = jobs + blockIdx.y * JOB_INTS;
-    const int *order = order_all + job[JOB_ORDER];
-    const int n = job[JOB_N];
-    double *out = out_all + job[JOB_OUT];
-    const float e_move = __int_as_float(job[JOB_P]), e_loop = __int_as_float(job[JOB_P + 1]);
-    int *work_counter = counters + blockIdx.y;
+    const int *order; int n; double *out; int *work_counter;
+    const int *p = take_job(jobs, order_all, out_all, counters, order, n, out, work_counter);
+    const float e_move = __int_as_float(p[0]), e_loop = __int_as_float(p[1]);
     const float *femis_global = femis_all + (long long)blockIdx.y * (KP * W * G);
     const float *ftrans_global = ftrans_all + (long long)blockIdx.y * (W * F_NTRANS * G);
 

@@ -18,3 +18,17 @@
 
 #define JOB_INTS 12
 enum { JOB_ORDER, JOB_N, JOB_OUT, JOB_P };
+
+/* This block's job: its sequences (order, n), where its results go, its work counter;
+   returns its scalars. */
+template <typename Out>
+__device__ __forceinline__ const int *take_job(const int *jobs, const int *order_all, Out *out_all, int *counters,
+                                               const int *&order, int &n, Out *&out, int *&counter)
+{
+    const int *job = jobs + blockIdx.y * JOB_INTS;
+    order = order_all + job[JOB_ORDER];
+    n = job[JOB_N];
+    out = out_all + job[JOB_OUT];
+    counter = counters + blockIdx.y;
+    return job + JOB_P;
+}
