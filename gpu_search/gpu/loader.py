@@ -10,13 +10,16 @@ keeps them per device.
 The compile-time constants become ``#define`` lines before the source
 (:func:`source_with_defines` says why), then ``#line 1 "<file>"`` so that
 NVRTC's messages name the real file and line; the file's folder is on the
-include path (filters.cu and forward.cu include groups.cuh).
+include path (filters.cu and forward.cu include groups.cuh).  A shape compiled ahead of
+time for the device's architecture (:mod:`.compiled`) is loaded from its cubin instead.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+
+from . import compiled
 
 
 def load_functions(path: Path, options: tuple, names: tuple, device_id: int) -> tuple:
@@ -58,8 +61,17 @@ def _compiled(path: Path, options: tuple, names: tuple, device_id: int) -> tuple
     import cupy as cp
 
     source, flags = source_with_defines(path.read_text(), options, path.name)
+    flags = (compiled.STD, *flags)
     with cp.cuda.Device(device_id):
-        module = cp.RawModule(code=source, options=("-std=c++17", *flags, f"-I{path.parent}"))
+        # compiled ahead of time for this architecture (a container image's build): no NVRTC
+        cubin = compiled.cubin_path(source, flags, path.parent, cp.cuda.Device(device_id).compute_capability)
+        if cubin.exists():
+            try:
+                module = cp.RawModule(path=str(cubin))
+                return tuple(module.get_function(name) for name in names)
+            except cp.cuda.driver.CUDADriverError:
+                pass               # a cubin this driver cannot load: compiled below as usual
+        module = cp.RawModule(code=source, options=(*flags, f"-I{path.parent}"))
         return tuple(module.get_function(name) for name in names)
 
 

@@ -206,18 +206,7 @@ def test_gpu_search_of_many_models_equals_cpu(proteome):
     """Forty single-sequence models of the proteome (M 40 to 900: batches of several kernel
     geometries, models started out of order to fill them) with HMMER's defaults and with the
     filters opened: hits, tables and pipeline counts equal to the CPU's, in model order."""
-    from pyhmmer.plan7 import Background, Builder
-
-    alphabet = read_hmms(TEST_DATA / "PF02826.hmm")[0].alphabet
-    builder, background = Builder(alphabet), Background(alphabet)
-    block = proteome.digital_block(None, alphabet)
-    order = np.argsort(proteome.lengths)
-    picks = order[np.linspace(len(order) * 0.05, len(order) * 0.97, 40).astype(int)]
-    hmms = []
-    for i in picks:
-        seq = block[int(i)]
-        hmm, _, _ = builder.build(seq, background)
-        hmms.append(hmm)
+    hmms = proteome_models(proteome, 40, 0.05, 0.97)
     for opts in ({}, {"F2": 1.0, "F3": 1.0, "E": 1e6}):
         options = SearchOptions(**opts)
         cpu = list(search.hmmsearch(hmms, proteome, options, device="cpu"))
@@ -226,6 +215,47 @@ def test_gpu_search_of_many_models_equals_cpu(proteome):
         assert tables(gpu) == tables(cpu)
         assert [(r.stats.n_past_msv, r.stats.n_past_bias, r.stats.n_past_vit, r.stats.n_past_fwd) for r in gpu] \
             == [(r.stats.n_past_msv, r.stats.n_past_bias, r.stats.n_past_vit, r.stats.n_past_fwd) for r in cpu]
+
+
+def proteome_models(proteome, n: int, low: float, high: float):
+    """n single-sequence models built by pyhmmer from proteome proteins spread over the length
+    quantiles [low, high]."""
+    from pyhmmer.plan7 import Background, Builder
+
+    alphabet = read_hmms(TEST_DATA / "PF02826.hmm")[0].alphabet
+    builder, background = Builder(alphabet), Background(alphabet)
+    block = proteome.digital_block(None, alphabet)
+    order = np.argsort(proteome.lengths)
+    picks = order[np.linspace(len(order) * low, len(order) * high, n).astype(int)]
+    return [builder.build(block[int(i)], background)[0] for i in picks]
+
+
+def test_kernels_compiled_ahead_of_time_need_no_nvrtc(proteome, tmp_path, monkeypatch):
+    """`python -m gpu_search.gpu.compiled` builds every kernel shape a search of models up to
+    --max-m asks for: the search then loads them all from cubins, never calling NVRTC, and
+    gives the CPU's hits."""
+    import cupy
+
+    from gpu_search.gpu import compiled, loader
+
+    hmms = [h for h in proteome_models(proteome, 30, 0.0, 0.6) if h.M <= 300]
+    assert len(hmms) >= 20 and len({h.M for h in hmms}) >= 15
+    monkeypatch.setattr(compiled, "FOLDER", tmp_path / "compiled")
+    assert compiled.main(["--arch", cupy.cuda.Device().compute_capability, "--max-m", "300"]) == 0
+    real = cupy.RawModule
+
+    def no_nvrtc(*args, code=None, **kwargs):
+        assert code is None, "NVRTC called for a kernel shape built ahead of time"
+        return real(*args, **kwargs)
+
+    loader.clear_cache()
+    monkeypatch.setattr(cupy, "RawModule", no_nvrtc)
+    try:
+        gpu = list(search.hmmsearch(hmms, proteome, SearchOptions(), device="gpu", backend=GpuBackend(proteome)))
+    finally:
+        loader.clear_cache()
+    cpu = list(search.hmmsearch(hmms, proteome, SearchOptions(), device="cpu"))
+    assert tables(gpu) == tables(cpu)
 
 
 @pytest.mark.parametrize("opts", [{}, {"F3": 1.0}, {"F2": 1.0, "F3": 1.0, "E": 1e6}, {"nobias": True, "F3": 1.0}])

@@ -112,6 +112,44 @@ def test_launch_groups_hold_every_model():
         assert len(groups) < len(set(Ms))
 
 
+def test_profile_bytes_as_packed():
+    """packing.profile_nbytes (what kernel_shapes decides shared memory by, ahead of time) equals
+    the bytes of the profiles the backend packs, for every kernel and model sizes of every group
+    size."""
+    from pyhmmer.easel import Alphabet, Randomness
+    from pyhmmer.plan7 import HMM
+
+    from gpu_search.hmmer.gpu.geometry import forward_geometry, msv_geometry, viterbi_geometry
+    from gpu_search.hmmer.gpu.packing import (pack_forward_profile, pack_msv_profile, pack_viterbi_profile,
+                                              profile_nbytes)
+    from gpu_search.hmmer.profile import FilterProfile
+
+    for M in (3, 40, 130, 161, 300, 700, 1500):
+        prof = FilterProfile.from_hmm(HMM.sample(Alphabet.amino(), M, Randomness(M)))
+        assert profile_nbytes("msv", msv_geometry(M)) == pack_msv_profile(prof, msv_geometry(M)).nbytes
+        for geo in (viterbi_geometry(M), viterbi_geometry(M, cells=1)):
+            nbytes = sum(a.nbytes for a in pack_viterbi_profile(prof, geo))
+            assert profile_nbytes("viterbi", geo) == nbytes + (-nbytes) % 16
+        geo = forward_geometry(M)
+        assert profile_nbytes("forward", geo) == sum(a.nbytes for a in pack_forward_profile(prof, geo))
+
+
+def test_compiled_kernel_names_follow_what_makes_the_binary(tmp_path):
+    """A cubin compiled ahead of time is found by a hash of the source, its options, the
+    headers beside it and the architecture: an edited header or another option or
+    architecture never loads a stale binary."""
+    from gpu_search.gpu import compiled
+
+    (tmp_path / "groups.cuh").write_text("#define A 1\n")
+    base = compiled.key("src", ("-DG=8",), tmp_path, "90")
+    assert compiled.key("src", ("-DG=8",), tmp_path, "90") == base
+    assert compiled.key("src", ("-DG=4",), tmp_path, "90") != base
+    assert compiled.key("src", ("-DG=8",), tmp_path, "100") != base
+    assert compiled.key("src2", ("-DG=8",), tmp_path, "90") != base
+    (tmp_path / "groups.cuh").write_text("#define A 2\n")
+    assert compiled.key("src", ("-DG=8",), tmp_path, "90") != base
+
+
 def test_cutoffs(data_dir, proteome):
     hmms = read_hmms(data_dir / "hmms" / "txt" / "PF02826.hmm")
     options = SearchOptions(bit_cutoffs="gathering")

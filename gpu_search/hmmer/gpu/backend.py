@@ -31,7 +31,7 @@ from ...gpu import (DeviceDatabase, allow_smem, blocks_per_sm, check_gpus, devic
 from ..profile import FilterProfile
 from .geometry import (BLOCK, Geometry, forward_geometry, launch_groups, msv_geometry, viterbi_block,
                        viterbi_geometry)
-from .kernels import load_bias_kernel, load_forward_kernel, load_kernel
+from .kernels import in_smem, load_bias_kernel, load_forward_kernel, load_kernel
 from .packing import (bias_params, forward_params, job_table, length_table, msv_params, msv_states,
                       pack_forward_profile, pack_msv_profile, pack_viterbi_profile, viterbi16_again,
                       viterbi16_bounds, viterbi_params, viterbi_states)
@@ -47,8 +47,8 @@ def _profile_smem(part, nbytes: int) -> tuple[bool, int]:
     """(whether a profile of nbytes goes in shared memory on the part's GPU, the dynamic shared
     memory its kernel then takes): in it where it fits beside the block's reserved 1 KiB,
     else read from global memory."""
-    in_smem = nbytes <= device_props(part.device_id).smem_optin - 1024
-    return in_smem, nbytes if in_smem else 0
+    fits = in_smem(nbytes, device_props(part.device_id).smem_optin)
+    return fits, nbytes if fits else 0
 
 
 def _on_device(cache: dict, part, *host) -> tuple:

@@ -29,22 +29,61 @@ KERNEL_SWITCH = {"msv_filter": "-DKERNEL_MSV", "viterbi_filter": "-DKERNEL_VITER
                  "viterbi_filter16": "-DKERNEL_VITERBI16"}
 
 
+def filter_options(name: str, G: int, W: int, profile_in_smem: bool, seqs: int = 1, defines: tuple = ()) -> tuple:
+    """The options filters.cu's kernel ``name`` is compiled with, alone."""
+    return (*kernel_options(G, W, profile_in_smem, seqs, defines), KERNEL_SWITCH[name])
+
+
+def forward_options(G: int, W: int, profile_in_smem: bool) -> tuple:
+    return (f"-DG={G}", f"-DW={W}", f"-DPROFILE_IN_SMEM={int(profile_in_smem)}")
+
+
 def load_kernel(name: str, G: int, W: int, profile_in_smem: bool, device_id: int, seqs: int = 1,
                 defines: tuple = ()):
     """filters.cu's kernel ``name`` (msv_filter, viterbi_filter or viterbi_filter16) for (G, W)
     on one device, compiled alone.
 
     seqs: sequences per group of the Viterbi filter (filters.cu)."""
-    options = (*kernel_options(G, W, profile_in_smem, seqs, defines), KERNEL_SWITCH[name])
-    return load_functions(KERNEL_FILE, options, (name,), device_id)[0]
+    return load_functions(KERNEL_FILE, filter_options(name, G, W, profile_in_smem, seqs, defines), (name,),
+                          device_id)[0]
 
 
 def load_forward_kernel(G: int, W: int, profile_in_smem: bool, device_id: int):
     """forward.cu's forward_filter for (G, W) on one device."""
-    return load_functions(FORWARD_FILE, (f"-DG={G}", f"-DW={W}", f"-DPROFILE_IN_SMEM={int(profile_in_smem)}"),
-                          ("forward_filter",), device_id)[0]
+    return load_functions(FORWARD_FILE, forward_options(G, W, profile_in_smem), ("forward_filter",), device_id)[0]
 
 
 def load_bias_kernel(device_id: int):
     """bias.cu's bias_filter on one device (one shape for every model)."""
     return load_functions(BIAS_FILE, (), ("bias_filter",), device_id)[0]
+
+
+# H100 and H200 (sm_90): the shared memory a block may opt in to
+SM90_SMEM_OPTIN = 232_448
+MAX_M_AHEAD = 3_000
+
+
+def in_smem(nbytes: int, smem_optin: int) -> bool:
+    """Whether a profile of nbytes goes in shared memory (beside the block's reserved 1 KiB)."""
+    return nbytes <= smem_optin - 1024
+
+
+def kernel_shapes(max_M: int = MAX_M_AHEAD, smem_optin: int = SM90_SMEM_OPTIN):
+    """(file, options) of every kernel shape an hmmsearch of models up to max_M asks for on a
+    GPU of that shared memory (:mod:`gpu_search.gpu.compiled` builds them ahead of time):
+    each model size's MSV, Viterbi filter (16-bit, and int32 for rescoring and models with no
+    16-bit offset) and Forward prefilter geometry, and the bias filter.  A batch's launch
+    takes the geometry of one of its models (launch_groups), so no other shape occurs."""
+    from .geometry import forward_geometry, msv_geometry, viterbi_geometry
+    from .packing import profile_nbytes
+
+    yield BIAS_FILE, ()
+    for M in range(1, max_M + 1):
+        geo = msv_geometry(M)
+        yield KERNEL_FILE, filter_options("msv_filter", geo.G, geo.W, in_smem(profile_nbytes("msv", geo), smem_optin))
+        for geo in (viterbi_geometry(M), viterbi_geometry(M, cells=1)):
+            name = "viterbi_filter16" if geo.cells_per_word == 2 else "viterbi_filter"
+            yield KERNEL_FILE, filter_options(name, geo.G, geo.W, in_smem(profile_nbytes("viterbi", geo), smem_optin),
+                                              geo.seqs, geo.defines)
+        geo = forward_geometry(M)
+        yield FORWARD_FILE, forward_options(geo.G, geo.W, in_smem(profile_nbytes("forward", geo), smem_optin))

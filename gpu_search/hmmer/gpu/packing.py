@@ -27,6 +27,19 @@ PAD_TRANS = -(1 << 20)    # transitions into padding nodes: far below any real s
 PAD_EMIT_W = -32768
 
 
+def profile_nbytes(kind: str, geo: Geometry) -> int:
+    """Bytes of one model's packed profile for a geometry: 'msv' (pack_msv_profile),
+    'viterbi' (pack_viterbi_profile's two arrays, padded to 16 as the kernel's shared memory
+    holds them) or 'forward' (pack_forward_profile's two)."""
+    words = geo.G * geo.W
+    if kind == "msv":
+        return KP * words * 4
+    if kind == "forward":
+        return (KP + 8) * words * 4
+    nbytes = KP * words * (2 if geo.cells_per_word == 1 else 4) + 8 * words * 4
+    return nbytes + (-nbytes) % 16
+
+
 def pack_msv_profile(prof: FilterProfile, geo: Geometry) -> np.ndarray:
     """emis[x][q/4][lane][q%4] = (bias - cost) of segments lane (low half) and G+lane (high half).
 
