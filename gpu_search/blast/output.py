@@ -134,7 +134,7 @@ def _qcovhsp(h: Hsp) -> str:
 
 def _column_getters() -> dict:
     """column -> function of an Hsp giving its text (BLAST's number formats)."""
-    from .stats import format_bitscore, format_evalue
+    from .stats import format_bitscore, format_evalue, format_percent
 
     getters = dict.fromkeys(("qseqid", "qacc", "qaccver"), lambda h: h.query_id)
     getters.update(dict.fromkeys(("sseqid", "sallseqid", "sacc", "saccver", "sallacc"), lambda h: h.subject_id))
@@ -147,8 +147,8 @@ def _column_getters() -> dict:
         "nident": lambda h: str(h.nident), "mismatch": lambda h: str(h.mismatch),
         "positive": lambda h: str(h.positive), "gapopen": lambda h: str(h.gapopen),
         "gaps": lambda h: str(h.gaps), "qframe": lambda h: "1", "sframe": lambda h: "1",
-        "pident": lambda h: f"{100.0 * h.nident / h.length:.3f}",
-        "ppos": lambda h: f"{100.0 * h.positive / h.length:.2f}",
+        "pident": lambda h: format_percent(h.nident, h.length, 3),
+        "ppos": lambda h: format_percent(h.positive, h.length, 2),
         "evalue": lambda h: format_evalue(h.evalue),
         "bitscore": lambda h: format_bitscore(h.bit_score),
         "qseq": lambda h: h.qseq, "sseq": lambda h: h.sseq, "frames": lambda h: "1/1",

@@ -658,3 +658,19 @@ def test_formats():
         [" 8.8", "16.2", "99.9", " 99", "100", "255", "1.000e+05", "1.235e+05"]
     assert stats.format_pident(38, 124) == "30.645" and stats.format_pident(0, 0) == "0.000"
     assert stats.format_percent(1, 3, 2) == "33.33"
+
+
+def test_pident_in_rows_as_blast_rounds_it():
+    """The rows' pident and ppos are BLAST+'s (count / length x 100, then rounded): percentages
+    whose exact value ends in 5 at the fourth decimal, 87 of 320 and 201 of 320, which BLAST+
+    2.12 printed as 27.187 and 62.813 (100 x count / length rounds them the other way)."""
+    from gpu_search.blast.output import Hsp, format_row
+
+    def row(nident, positive, length):
+        h = Hsp("q", "", 400, "s", "", 400, 100, 50.0, 1e-10, 1, length, 1, length, "A" * length, "A" * length,
+                nident, positive, 0, 0)
+        return format_row(h, ["pident", "ppos"]).split("\t")
+
+    assert row(87, 87, 320)[0] == "27.187" and row(201, 201, 320)[0] == "62.813"
+    assert row(87, 87, 320)[0] == stats.format_pident(87, 320)
+    assert row(87, 201, 320)[1] == stats.format_percent(201, 320, 2)
