@@ -62,11 +62,12 @@ def compile_cubin(source: str, flags: tuple, folder: Path, arch: str, name: str)
         nvrtc.destroyProgram(prog)
 
 
-def _shapes(max_M: int) -> list:
-    """(file, options) of every kernel shape the searches list."""
-    from ..hmmer.gpu.kernels import kernel_shapes
+def _shapes(max_M: int, arch: str) -> list:
+    """(file, options) of every kernel shape the searches list for an architecture (whose
+    shared memory decides where large profiles go)."""
+    from ..hmmer.gpu.kernels import SMEM_OPTIN, kernel_shapes
 
-    return list(dict.fromkeys(kernel_shapes(max_M)))
+    return list(dict.fromkeys(kernel_shapes(max_M, SMEM_OPTIN[arch])))
 
 
 def main(argv=None) -> int:
@@ -76,7 +77,7 @@ def main(argv=None) -> int:
                                      description="Compile gpu-search's kernels ahead of time for GPU "
                                                  "architectures (into the installed package).")
     parser.add_argument("--arch", default="90",
-                        help="compute capabilities, comma-separated (90: H100 and H200)")
+                        help="compute capabilities, comma-separated (80: A100; 86, 89; 90: H100 and H200)")
     parser.add_argument("--max-m", type=int, default=None,
                         help="largest model the hmmsearch shapes are made for (default: 3,000; larger "
                              "models compile at run time)")
@@ -84,13 +85,18 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     from ..hmmer.gpu.kernels import MAX_M_AHEAD
 
+    from ..hmmer.gpu.kernels import SMEM_OPTIN
+
     archs = [a.strip().removeprefix("sm_") for a in args.arch.split(",") if a.strip()]
+    unknown = [a for a in archs if a not in SMEM_OPTIN]
+    if unknown or not archs:
+        parser.error(f"--arch: {', '.join(unknown) or 'none given'}; known: {', '.join(SMEM_OPTIN)}")
     FOLDER.mkdir(exist_ok=True)
     jobs = []
-    for path, options in _shapes(args.max_m or MAX_M_AHEAD):
-        source, flags = source_with_defines(path.read_text(), options, path.name)
-        flags = (STD, *flags)
-        for arch in archs:
+    for arch in archs:
+        for path, options in _shapes(args.max_m or MAX_M_AHEAD, arch):
+            source, flags = source_with_defines(path.read_text(), options, path.name)
+            flags = (STD, *flags)
             out = cubin_path(source, flags, path.parent, arch)
             if not out.exists():
                 jobs.append((source, flags, path, arch, out))

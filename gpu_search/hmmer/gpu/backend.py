@@ -274,12 +274,12 @@ class GpuBackend:
         them together (each job's persistent loop shares its model's work among its row)."""
         return max(1, -(-self._grid(part, smem, block) // max(1, n_jobs)))
 
-    def _run(self, kind: str, idx, n_jobs: int, groups, out_dtype) -> list:
+    def _run(self, kind: str, idx, n_jobs: int, groups, out_dtype, shared: bool = False) -> list:
         """Launch the groups of a batch of n_jobs models on every part; each job's results, in
         the order of its sequences.
 
-        idx: one array of database indices every job scores (MSV), or a list of one per
-        job.  groups: [(job positions, launch)], one launch each, as
+        idx: one array of database indices every job scores (shared: MSV), or a list of
+        one per job.  groups: [(job positions, launch)], one launch each, as
         ``launch(part, residues, offsets, order, jobs, n, out)`` with the group's job table
         on the device (jobs.cuh) and n its jobs' largest count.
 
@@ -292,7 +292,6 @@ class GpuBackend:
         part at a time holds GPU memory.
         """
         cp = _cupy()
-        shared = not isinstance(idx, list)
         pending = []
         try:
             if shared:
@@ -377,9 +376,19 @@ class GpuBackend:
         """(xJ uint8, overflow bool) per sequence of idx."""
         return self.msv_batch([prof], idx, geometry)[0]
 
+    # results of one MSV call at most (models x sequences): its output on the GPU, the page-locked
+    # buffer and the host array each take 2 bytes a result, and the kernels' offsets are int32
+    MSV_RESULTS_PER_CALL = 1 << 26
+
     def msv_batch(self, profs, idx, geometry: Geometry | None = None) -> list:
-        """msv for several models over the same sequences idx: one launch a geometry."""
-        return [msv_states(r) for r in self._retrying(lambda: self._msv(profs, idx, geometry))]
+        """msv for several models over the same sequences idx: one launch a geometry (in calls
+        of at most MSV_RESULTS_PER_CALL results)."""
+        per_call = max(1, self.MSV_RESULTS_PER_CALL // max(1, len(idx)))
+        out = []
+        for first in range(0, len(profs), per_call):
+            chunk = profs[first:first + per_call]
+            out += [msv_states(r) for r in self._retrying(lambda chunk=chunk: self._msv(chunk, idx, geometry))]
+        return out
 
     def _msv(self, profs, idx, geometry):
         cp = _cupy()
@@ -405,7 +414,7 @@ class GpuBackend:
 
             launch.params = [msv_params(profs[j]) for j in members]
             launches.append((members, launch))
-        return self._run("msv", idx, len(profs), launches, np.int16)
+        return self._run("msv", idx, len(profs), launches, np.int16, shared=True)
 
     def bias(self, eo: np.ndarray, t10: float, t11: float, idx) -> np.ndarray:
         """The bias filter's Forward score (nats, float32, before its length terms) per sequence

@@ -58,8 +58,10 @@ def load_bias_kernel(device_id: int):
     return load_functions(BIAS_FILE, (), ("bias_filter",), device_id)[0]
 
 
-# H100 and H200 (sm_90): the shared memory a block may opt in to
-SM90_SMEM_OPTIN = 232_448
+# the shared memory a block may opt in to, by compute capability (CUDA's
+# sharedMemPerBlockOptin): A100 80, A10/L4-class 86 and 89, H100 and H200 90
+SMEM_OPTIN = {"80": 166_912, "86": 101_376, "89": 101_376, "90": 232_448}
+SM90_SMEM_OPTIN = SMEM_OPTIN["90"]
 MAX_M_AHEAD = 3_000
 
 
