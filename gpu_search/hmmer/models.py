@@ -47,6 +47,7 @@ def read_hmms(path: str | os.PathLike, threads: int | None = None) -> list:
         raise FormatError(f"{path}: not a valid HMMER profile file ({msg})") from None
     if not hmms:
         raise EmptyInputError(f"{path}: no models in file")
+    _check_complete(path, data)
     for hmm in hmms:
         if hmm.alphabet.type != "amino":
             raise AlphabetError(
@@ -84,3 +85,22 @@ def _parse_in_pieces(data: bytes, threads: int) -> list | None:
             return [hmm for models in pool.map(parse, pieces) for hmm in models]
     except Exception:
         return None
+
+
+def _check_complete(path: Path, data: bytes) -> None:
+    """A text HMM file must end with a record's closing ``//`` line.
+
+    HMMER's parser (and pyhmmer's) reads a file cut inside its last model as one
+    model shorter, silently: a partly downloaded Pfam-A would lose families
+    without a word.  Binary (hmmpress'd) files are left to the parser."""
+    if not data.lstrip().startswith(b"HMMER"):
+        return
+    body = data.rstrip()
+    if body.rsplit(b"\n", 1)[-1].strip() == b"//":
+        return
+    tail = body[body.rfind(b"\n//") + 1:] if b"\n//" in body else body
+    name = next((line.split(None, 1)[1].strip().decode("utf-8", "replace")
+                 for line in tail.splitlines() if line.startswith(b"NAME ") and len(line.split(None, 1)) > 1),
+                None)
+    which = f"model '{name}'" if name else "the last model"
+    raise FormatError(f"{path}: truncated HMM file ({which} has no closing '//' line)")

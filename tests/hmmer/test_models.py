@@ -54,3 +54,27 @@ def test_bad_record_in_a_piece_reports_as_one_thread(many_models, tmp_path, monk
         models.read_hmms(path, threads=4)
     assert str(pieces.value).split(" (")[0] == str(one.value).split(" (")[0]
     assert "not a valid HMMER profile file" in str(pieces.value)
+
+
+def test_a_file_cut_inside_its_last_model_is_an_error(many_models, tmp_path):
+    """HMMER reads a text HMM file cut inside its last model as one model shorter, silently;
+    here it is a FormatError naming that model, wherever the cut falls in it (its header, its
+    match states, just before its '//'), in one piece or parsed on threads; a complete file,
+    with trailing blank lines or CRLF line ends, still reads."""
+    last_start = many_models.rstrip().rfind(b"\nHMMER3") + 1
+    last_name = many_models[last_start:].split(b"\nNAME", 1)[1].split()[0].decode()
+    end = len(many_models.rstrip()) - len(b"//")
+    named = f"truncated HMM file \\(model '{last_name}' has no closing '//' line\\)"
+    # cut at line ends (where HMMER's parser is silent) and inside lines (where it sometimes
+    # fails itself): never a silent success
+    line_ends = [i + 1 for i in range(last_start, end) if many_models[i] == 10]
+    for cut in line_ends[5::max(1, len(line_ends) // 9)] + [last_start + 200, end - 1, end]:
+        path = tmp_path / f"cut{cut}.hmm"
+        path.write_bytes(many_models[:cut])
+        for threads in (1, 4):
+            with pytest.raises(FormatError, match=named if cut in line_ends or cut >= end - 1 else "HMM file"):
+                models.read_hmms(path, threads=threads)
+    whole = tmp_path / "whole.hmm"
+    for text in (many_models + b"\n\n", many_models.replace(b"\n", b"\r\n")):
+        whole.write_bytes(text)
+        assert len(models.read_hmms(whole, threads=1)) == len(serial(many_models))
