@@ -130,9 +130,14 @@ def save_pickle(path, magic: bytes, payload) -> None:
             pickle.dump(payload, fh, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def load_pickle(path, magic: bytes, suffix: str, writer: str):
+def load_pickle(path, magic: bytes, suffix: str, writer: str, allowed: frozenset):
     """Read what ``save_pickle`` wrote; ``suffix`` and ``writer`` name the file in
-    errors (".gsblast", "gpu-search blastp --hits-out")."""
+    errors (".gsblast", "gpu-search blastp --hits-out").
+
+    The file is unpickled by :class:`RecordsUnpickler`, which builds only the classes
+    ``allowed`` names (module, name): result files pass through shared storage and
+    other people's workflow steps, and a plain pickle runs whatever its file names.
+    """
     import pickle
 
     from .errors import FormatError, InputFileError
@@ -144,6 +149,46 @@ def load_pickle(path, magic: bytes, suffix: str, writer: str):
         if fh.read(len(magic)) != magic:
             raise FormatError(f"{path}: not a {suffix} file written by {writer}")
         try:
-            return pickle.load(fh)
-        except Exception:
+            return RecordsUnpickler(fh, allowed).load()
+        except ForbiddenRecord as exc:
+            raise FormatError(f"{path}: not a {suffix} file written by {writer} (it names {exc})") from None
+        except (Exception, pickle.UnpicklingError):
             raise FormatError(f"{path}: corrupt or truncated {suffix} file") from None
+
+
+class ForbiddenRecord(Exception):
+    """A result file names a class or function outside what it may hold."""
+
+
+def _pyhmmer_getattr(obj, name: str):
+    """``getattr`` as pyhmmer's pickles use it, and nothing else: an alphabet's constructor
+    (``Alphabet.amino()``), a vector's or matrix's ``_from_raw_bytes``."""
+    from pyhmmer import easel
+
+    if obj is easel.Alphabet and name in ("amino", "dna", "rna"):
+        return getattr(obj, name)
+    if isinstance(obj, type) and obj.__module__ == "pyhmmer.easel" and name == "_from_raw_bytes" \
+            and (obj.__name__.startswith("Vector") or obj.__name__.startswith("Matrix")):
+        return getattr(obj, name)
+    raise ForbiddenRecord(f"getattr of {name!r}")
+
+
+def _unpickler_base():
+    import pickle
+
+    return pickle.Unpickler
+
+
+class RecordsUnpickler(_unpickler_base()):
+    """An unpickler that builds only the (module, name) classes it is given."""
+
+    def __init__(self, fh, allowed: frozenset):
+        super().__init__(fh)
+        self.allowed = allowed
+
+    def find_class(self, module, name):
+        if (module, name) == ("builtins", "getattr") and ("builtins", "getattr") in self.allowed:
+            return _pyhmmer_getattr
+        if (module, name) not in self.allowed:
+            raise ForbiddenRecord(f"{module}.{name}")
+        return super().find_class(module, name)

@@ -10,7 +10,8 @@ list is in its shard's list), then BLAST's output order
 (``s_EvalueCompareHSPLists``) and ``-max_target_seqs``: exactly the unsharded
 result, even when those lists are full.
 
-A ``.gsblast`` file is a Python pickle: merge only files your own runs wrote.
+A ``.gsblast`` file is a pickle read back by an unpickler that builds only our
+records (GSBLAST_RECORDS): a crafted file cannot run code when merged.
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ from .hitlist import select
 from .output import write_footer, write_query
 
 MAGIC = b"GSBLAST\x01"
+
+# what a .gsblast file may hold besides plain values: our records
+GSBLAST_RECORDS = frozenset({
+    ("gpu_search.blast.hitlist", "SubjectResult"), ("gpu_search.blast.options", "BlastOptions"),
+    ("gpu_search.blast.output", "Hsp"),
+})
 
 
 def save_hits(path, per_query, *, options, db_name: str) -> None:
@@ -37,7 +44,7 @@ def is_blast_hits(path) -> bool:
 
 
 def load_hits(path) -> dict:
-    return load_pickle(path, MAGIC, ".gsblast", "gpu-search blastp --hits-out")
+    return load_pickle(path, MAGIC, ".gsblast", "gpu-search blastp --hits-out", GSBLAST_RECORDS)
 
 
 def merge_results(shard_results: list[list], max_target_seqs: int) -> list:

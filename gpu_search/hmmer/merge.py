@@ -10,7 +10,8 @@ with pyhmmer's ``TopHits.merge`` re-sorts the hits, recounts ``domZ`` and
 re-applies every threshold, giving exactly the output of one search of the
 whole database (tested).
 
-A ``.gshits`` file is a Python pickle: load only files your own runs wrote.
+A ``.gshits`` file is a pickle read back by an unpickler that builds only the
+records below (GSHITS_RECORDS): a crafted file cannot run code when merged.
 """
 
 from __future__ import annotations
@@ -23,6 +24,18 @@ from ..output import load_pickle, save_pickle
 from .search import PipelineStats, SearchResult
 
 MAGIC = b"GSHITS\x00\x01"
+
+# what a .gshits file may hold besides plain values: our records, pyhmmer's hits with their
+# query model (its vectors and matrices, its alphabet; made through getattr, restricted to
+# ``Alphabet.amino()`` and the like and ``_from_raw_bytes``: output._pyhmmer_getattr), the
+# model's creation time, Python arrays
+GSHITS_RECORDS = frozenset({
+    ("gpu_search.hmmer.options", "SearchOptions"), ("gpu_search.hmmer.search", "PipelineStats"),
+    ("pyhmmer.plan7", "TopHits"), ("pyhmmer.plan7", "HMM"), ("pyhmmer.easel", "Alphabet"),
+    ("pyhmmer.easel", "VectorF"), ("pyhmmer.easel", "VectorU8"), ("pyhmmer.easel", "MatrixF"),
+    ("pyhmmer.easel", "MatrixU8"), ("builtins", "getattr"), ("datetime", "datetime"),
+    ("array", "array"), ("array", "_array_reconstructor"),
+})
 
 
 def save_results(path, results: list[SearchResult], *, hmmfile: str, seqfile: str, options,
@@ -43,7 +56,7 @@ def save_results(path, results: list[SearchResult], *, hmmfile: str, seqfile: st
 
 
 def load_results(path) -> dict:
-    return load_pickle(path, MAGIC, ".gshits", "gpu-search hmmsearch --hits-out")
+    return load_pickle(path, MAGIC, ".gshits", "gpu-search hmmsearch --hits-out", GSHITS_RECORDS)
 
 
 def _sum_stats(stats: list[PipelineStats], hits) -> PipelineStats:

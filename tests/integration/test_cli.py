@@ -73,6 +73,49 @@ def test_makedb_shards_and_merge_equal_unsharded(tmp_path):
     assert stable(tmp_path / "m.dom") == stable(TEST_DATA / "four-models.domtblout")
 
 
+class _Runs:
+    """A pickled object that, unpickled by a plain pickle, runs a command (writes a file)."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+@pytest.mark.parametrize("kind", ["gshits", "gsblast"])
+def test_merge_runs_nothing_from_a_crafted_file(kind, tmp_path):
+    """A result file with the right header whose pickle names a command (alone, or as an extra
+    key of an otherwise valid file) is refused with one line and exit 5, the command never
+    run, no output left; the same file without the extra key merges."""
+    import pickle
+
+    if kind == "gshits":
+        from gpu_search.hmmer.merge import MAGIC
+        r = run("hmmsearch", "--device", "cpu", "--quiet", "-o", os.devnull, "--hits-out", tmp_path / "a.gshits",
+                TEST_DATA / "four-models.hmm", TEST_DATA / "proteome.faa")
+        merge_args = ["--tblout", tmp_path / "out.tbl"]
+    else:
+        from gpu_search.blast.merge import MAGIC
+        r = run("blastp", "-query", TEST_DATA / "blastp-queries.faa", "-db", TEST_DATA / "proteome.faa", "-out",
+                os.devnull, "--hits-out", tmp_path / "a.gsblast")
+        merge_args = ["-outfmt", "6"]
+    assert r.returncode == 0, r.stderr
+    valid = tmp_path / f"a.{kind}"
+    payload = pickle.loads(valid.read_bytes()[len(MAGIC):])
+    marker = tmp_path / "ran"
+    for crafted in (_Runs(marker), dict(payload, extra=_Runs(marker))):
+        bad = tmp_path / f"bad.{kind}"
+        bad.write_bytes(MAGIC + pickle.dumps(crafted))
+        out = tmp_path / "out.txt"
+        r = run("merge", bad, "-o", out, *merge_args)
+        assert r.returncode == 5 and "names posix.system" in r.stderr and len(r.stderr.strip().splitlines()) == 1, \
+            r.stderr
+        assert not marker.exists() and not out.exists() and not (tmp_path / "out.tbl").exists()
+    r = run("merge", valid, "-o", tmp_path / "out.txt", *merge_args)
+    assert r.returncode == 0 and (tmp_path / "out.txt").stat().st_size > 0, r.stderr
+
+
 def test_gsdb_search_equals_fasta_search(tmp_path):
     assert run("makedb", TEST_DATA / "proteome.faa", "-o", tmp_path / "p.gsdb", "-q").returncode == 0
     r = run("hmmsearch", "--device", "cpu", "-q", "--tblout", tmp_path / "t", "-o", os.devnull,
