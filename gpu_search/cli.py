@@ -30,18 +30,37 @@ def _fail(exc: GpuSearchError) -> None:
     sys.exit(exc.exit_code)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread as Ctrl-C is, so that every output's temporary file
+    is removed on the way out (Slurm, Galaxy and Nextflow stop jobs with SIGTERM)."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
 def main(argv=None, *, blast_settings=None) -> None:
     """Entry point of the console script: runs the click group, maps errors to exit codes.
 
     ``blast_settings``: a ``BlastSettings`` for blastp (benchmarks; the options typed on the
     command line still win).  Called without ``argv`` it reads ``sys.argv`` and ends the
-    process as the ``gpu-search`` program does."""
+    process as the ``gpu-search`` program does (SIGTERM then ends it as Ctrl-C does, exit 143)."""
+    if argv is None:
+        import signal
+
+        signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         code = cli.main(args=argv, prog_name="gpu-search", standalone_mode=False,
                         obj={"blast_settings": blast_settings})
+    except Terminated:
+        click.echo("gpu-search: terminated", err=True)
+        sys.exit(143)
     except GpuSearchError as exc:
         _fail(exc)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:       # (click turns Ctrl-C, and so SIGTERM, into Abort)
+        if isinstance(exc.__cause__, Terminated):
+            click.echo("gpu-search: terminated", err=True)
+            sys.exit(143)
         click.echo("gpu-search: interrupted", err=True)
         sys.exit(130)
     except click.ClickException as exc:

@@ -24,6 +24,7 @@ carriage returns ignored; anything else is an error, as in HMMER.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -443,10 +444,17 @@ def makedb(fasta: str | os.PathLike, out: str | os.PathLike, shards: int = 1) ->
     stem = out.name[:-5] if out.name.endswith(".gsdb") else out.name
     written = []
     bounds = shard_bounds(db.lengths, shards)
-    for i, (a, b) in enumerate(bounds, start=1):
-        part = db.subset(np.arange(a, b))
-        p = out.with_name(f"{stem}.shard{i}of{len(bounds)}.gsdb")
-        write_gsdb(part, p, total_seqs=db.n_seqs, total_residues=db.n_residues, shard=(i, len(bounds)),
-                   first_index=a)
-        written.append(p)
+    try:
+        for i, (a, b) in enumerate(bounds, start=1):
+            part = db.subset(np.arange(a, b))
+            p = out.with_name(f"{stem}.shard{i}of{len(bounds)}.gsdb")
+            write_gsdb(part, p, total_seqs=db.n_seqs, total_residues=db.n_residues, shard=(i, len(bounds)),
+                       first_index=a)
+            written.append(p)
+    except BaseException:
+        # a set of shards is whole or not there: shards 1-5 of 8 would look like a database
+        for p in written:
+            with contextlib.suppress(OSError):
+                p.unlink()
+        raise
     return written

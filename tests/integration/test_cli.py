@@ -116,6 +116,47 @@ def test_merge_runs_nothing_from_a_crafted_file(kind, tmp_path):
     assert r.returncode == 0 and (tmp_path / "out.txt").stat().st_size > 0, r.stderr
 
 
+def test_sigterm_leaves_no_output(tmp_path):
+    """SIGTERM (how Slurm, Galaxy and Nextflow stop a job) while the outputs are being
+    written: one line, exit 143, no output file and no temporary file left."""
+    import signal
+    import time
+
+    e = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    p = subprocess.Popen([sys.executable, "-m", "gpu_search", "hmmsearch", "--device", "reference", "--cpu", "1",
+                          "--tblout", str(tmp_path / "t.tbl"), "-o", str(tmp_path / "o.txt"),
+                          str(TEST_DATA / "four-models.hmm"), str(TEST_DATA / "proteome.faa")],
+                         stderr=subprocess.PIPE, text=True, env=e)
+    start = time.monotonic()
+    while not list(tmp_path.glob(".*.part")) and p.poll() is None and time.monotonic() - start < 60:
+        time.sleep(0.02)
+    assert p.poll() is None, "the search ended before it could be stopped"
+    p.send_signal(signal.SIGTERM)
+    err = p.communicate(timeout=120)[1]
+    assert p.returncode == 143 and err.strip().splitlines() == ["gpu-search: terminated"], err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_makedb_shards_whole_or_not_at_all(tmp_path, monkeypatch):
+    """A makedb --shards that fails on its third shard leaves none of the first two (a partial
+    set looks like a whole database)."""
+    from gpu_search import errors, seqdb
+
+    real = seqdb.write_gsdb
+
+    def failing(db, path, **kwargs):
+        if kwargs.get("shard", (0,))[0] == 3:
+            raise errors.OutputError(f"{path}: cannot write (No space left on device)")
+        return real(db, path, **kwargs)
+
+    monkeypatch.setattr(seqdb, "write_gsdb", failing)
+    with pytest.raises(errors.OutputError):
+        seqdb.makedb(TEST_DATA / "proteome.faa", tmp_path / "db.gsdb", shards=4)
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(seqdb, "write_gsdb", real)
+    assert len(seqdb.makedb(TEST_DATA / "proteome.faa", tmp_path / "db.gsdb", shards=4)) == 4
+
+
 def test_gsdb_search_equals_fasta_search(tmp_path):
     assert run("makedb", TEST_DATA / "proteome.faa", "-o", tmp_path / "p.gsdb", "-q").returncode == 0
     r = run("hmmsearch", "--device", "cpu", "-q", "--tblout", tmp_path / "t", "-o", os.devnull,
