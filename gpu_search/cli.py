@@ -20,14 +20,44 @@ import click
 _IMPORTED = time.time()          # (--timings: when the interpreter and click were ready)
 
 from . import __version__, HMMER_DATE, HMMER_VERSION
-from .errors import GpuSearchError, OptionError, exit_code_help
+from .errors import GpuSearchError, OptionError, OutputError, exit_code_help
 
 CONTEXT = dict(help_option_names=["-h", "--help"], max_content_width=100)
+
+
+class FiniteFloat(click.ParamType):
+    """A float option that must be a number: NaN and infinity are refused as option errors
+    (exit 2) before they reach a threshold."""
+
+    name = "float"
+
+    def convert(self, value, param, ctx):
+        import math
+
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+FINITE = FiniteFloat()
+# BLAST+ keeps its integer options in 32-bit ints
+INT32 = click.IntRange(-(1 << 31), (1 << 31) - 1)
 
 
 def _fail(exc: GpuSearchError) -> None:
     click.echo(f"gpu-search: error: {exc}", err=True)
     sys.exit(exc.exit_code)
+
+
+def _internal_error(exc: BaseException) -> None:
+    """A bug: still one line, unless asked for the traceback (GPU_SEARCH_DEBUG=1)."""
+    if os.environ.get("GPU_SEARCH_DEBUG"):
+        raise exc
+    msg = " ".join(str(exc).split())[:300]
+    click.echo(f"gpu-search: internal error: {type(exc).__name__}: {msg} "
+               f"(set GPU_SEARCH_DEBUG=1 for details)", err=True)
+    sys.exit(1)
 
 
 class Terminated(KeyboardInterrupt):
@@ -71,13 +101,16 @@ def main(argv=None, *, blast_settings=None) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except OSError as exc:
+        import errno
+
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            _internal_error(exc)
+        # a full disk or quota, or /dev/full: the outputs' temporary files are already gone
+        where = f"{exc.filename}: " if exc.filename else ""
+        _fail(OutputError(f"{where}cannot write the output ({exc.strerror})"))
     except Exception as exc:  # a bug: still one line, unless asked for the traceback
-        if os.environ.get("GPU_SEARCH_DEBUG"):
-            raise
-        msg = " ".join(str(exc).split())[:300]
-        click.echo(f"gpu-search: internal error: {type(exc).__name__}: {msg} "
-                   f"(set GPU_SEARCH_DEBUG=1 for details)", err=True)
-        sys.exit(1)
+        _internal_error(exc)
     if argv is None:
         # Done, the outputs written and renamed: the program ends here, without the
         # interpreter's teardown (CuPy's memory pool and CUDA context, numba's LLVM, every
@@ -127,27 +160,28 @@ def _device_option(f):
 @click.option("--notextw", is_flag=True, help="Unlimited line width in the main report.")
 @click.option("--textw", type=click.IntRange(min=120), default=120, show_default=True,
               help="Line width of the main report.")
-@click.option("-E", "E", type=float, default=10.0, show_default=True, help="Report sequences with E-value <= E.")
-@click.option("-T", "T", type=float, default=None, help="Report sequences with score >= T (bits).")
-@click.option("--domE", "domE", type=float, default=10.0, show_default=True, help="Report domains with c-E-value <= this.")
-@click.option("--domT", "domT", type=float, default=None, help="Report domains with score >= this.")
-@click.option("--incE", "incE", type=float, default=0.01, show_default=True, help="Include sequences with E-value <= this.")
-@click.option("--incT", "incT", type=float, default=None, help="Include sequences with score >= this.")
-@click.option("--incdomE", "incdomE", type=float, default=0.01, show_default=True, help="Include domains with c-E-value <= this.")
-@click.option("--incdomT", "incdomT", type=float, default=None, help="Include domains with score >= this.")
+@click.option("-E", "E", type=FINITE, default=10.0, show_default=True, help="Report sequences with E-value <= E.")
+@click.option("-T", "T", type=FINITE, default=None, help="Report sequences with score >= T (bits).")
+@click.option("--domE", "domE", type=FINITE, default=10.0, show_default=True, help="Report domains with c-E-value <= this.")
+@click.option("--domT", "domT", type=FINITE, default=None, help="Report domains with score >= this.")
+@click.option("--incE", "incE", type=FINITE, default=0.01, show_default=True, help="Include sequences with E-value <= this.")
+@click.option("--incT", "incT", type=FINITE, default=None, help="Include sequences with score >= this.")
+@click.option("--incdomE", "incdomE", type=FINITE, default=0.01, show_default=True, help="Include domains with c-E-value <= this.")
+@click.option("--incdomT", "incdomT", type=FINITE, default=None, help="Include domains with score >= this.")
 @click.option("--cut_ga", is_flag=True, help="Use the models' GA gathering cutoffs.")
 @click.option("--cut_nc", is_flag=True, help="Use the models' NC noise cutoffs.")
 @click.option("--cut_tc", is_flag=True, help="Use the models' TC trusted cutoffs.")
 @click.option("--max", "max_", is_flag=True, help="Turn all heuristic filters off (less speed, more power).")
-@click.option("--F1", "F1", type=float, default=0.02, show_default=True, help="MSV filter P-value threshold.")
-@click.option("--F2", "F2", type=float, default=1e-3, show_default=True, help="Viterbi filter P-value threshold.")
-@click.option("--F3", "F3", type=float, default=1e-5, show_default=True, help="Forward filter P-value threshold.")
+@click.option("--F1", "F1", type=FINITE, default=0.02, show_default=True, help="MSV filter P-value threshold.")
+@click.option("--F2", "F2", type=FINITE, default=1e-3, show_default=True, help="Viterbi filter P-value threshold.")
+@click.option("--F3", "F3", type=FINITE, default=1e-5, show_default=True, help="Forward filter P-value threshold.")
 @click.option("--nobias", is_flag=True, help="Turn off the composition bias filter.")
-@click.option("-Z", "Z", type=float, default=None,
+@click.option("-Z", "Z", type=FINITE, default=None,
               help="Number of comparisons for E-values (default: sequences in the whole database; "
                    "a .gsdb shard knows the whole database's count).")
-@click.option("--domZ", "domZ", type=float, default=None, help="Number of significant sequences for domain E-values.")
-@click.option("--seed", type=int, default=42, show_default=True, help="Random seed (0: a different one each run).")
+@click.option("--domZ", "domZ", type=FINITE, default=None, help="Number of significant sequences for domain E-values.")
+@click.option("--seed", type=click.IntRange(min=0), default=42, show_default=True,
+              help="Random seed (0: a different one each run).")
 @click.option("--cpu", type=click.IntRange(min=1), default=None, help="CPU threads (default: all cores).")
 @click.option("--hits-out", metavar="FILE",
               help="Also save the complete hits (.gshits) for `gpu-search merge` of database shards.")
@@ -408,18 +442,18 @@ class BlastCommand(click.Command):
               help="SEG masking of the query: only no, BLAST+ blastp's default.")
 @click.option("-outfmt", "outfmt", default="6", show_default=True,
               help='Tabular output: "6" or "7", optionally followed by columns, e.g. "6 std qlen slen".')
-@click.option("-evalue", "evalue", type=float, default=10.0, show_default=True, help="Expectation value threshold.")
-@click.option("-max_target_seqs", "max_target_seqs", type=int, default=500, show_default=True,
+@click.option("-evalue", "evalue", type=FINITE, default=10.0, show_default=True, help="Expectation value threshold.")
+@click.option("-max_target_seqs", "max_target_seqs", type=INT32, default=500, show_default=True,
               help="Maximum number of aligned sequences to keep per query.")
-@click.option("-max_hsps", "max_hsps", type=int, default=None, help="Maximum number of HSPs per subject.")
+@click.option("-max_hsps", "max_hsps", type=INT32, default=None, help="Maximum number of HSPs per subject.")
 @click.option("-dbsize", "dbsize", type=int, default=None,
               help="Effective database length in residues (the whole database's when searching a shard).")
 @click.option("-matrix", "matrix", default="BLOSUM62", show_default=True, help="Scoring matrix.")
-@click.option("-gapopen", "gapopen", type=int, default=None, help="Cost to open a gap (matrix default).")
-@click.option("-gapextend", "gapextend", type=int, default=None, help="Cost to extend a gap (matrix default).")
-@click.option("-word_size", "word_size", type=int, default=3, show_default=True, help="Word size for the initial hits.")
-@click.option("-threshold", "threshold", type=float, default=None, help="Minimum word score for the lookup table (11 for BLOSUM62).")
-@click.option("-window_size", "window_size", type=int, default=None,
+@click.option("-gapopen", "gapopen", type=INT32, default=None, help="Cost to open a gap (matrix default).")
+@click.option("-gapextend", "gapextend", type=INT32, default=None, help="Cost to extend a gap (matrix default).")
+@click.option("-word_size", "word_size", type=INT32, default=3, show_default=True, help="Word size for the initial hits.")
+@click.option("-threshold", "threshold", type=FINITE, default=None, help="Minimum word score for the lookup table (11 for BLOSUM62).")
+@click.option("-window_size", "window_size", type=click.IntRange(0, (1 << 31) - 1), default=None,
               help="Two-hit window (matrix default: 40 for BLOSUM62); 0: one-hit word finder.")
 @click.option("-comp_based_stats", "comp_based_stats", default="0", show_default=True,
               help="Composition-based statistics: only 0 (off) is implemented; BLAST+'s default is 2.")

@@ -137,6 +137,30 @@ def test_sigterm_leaves_no_output(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+@pytest.mark.parametrize("tool", ["hmmsearch", "blastp"])
+def test_full_disk_is_an_output_error(tool, tmp_path):
+    """A full disk (/dev/full) is the documented output error (exit 10), one line, not an
+    internal error; an option value that is not a finite number, or out of BLAST+'s 32-bit
+    range, is an option error (exit 2)."""
+    if tool == "hmmsearch":
+        args = ["hmmsearch", "--device", "cpu", "-o", "/dev/full", "--tblout", tmp_path / "t.tbl",
+                TEST_DATA / "four-models.hmm", TEST_DATA / "proteome.faa"]
+        bad = [["-E", "nan"], ["-Z", "inf"], ["--domZ", "-inf"], ["-T", "nan"], ["--seed", "-1"]]
+    else:
+        args = ["blastp", "-query", TEST_DATA / "blastp-queries.faa", "-db", TEST_DATA / "proteome.faa",
+                "-out", "/dev/full"]
+        bad = [["-evalue", "inf"], ["-threshold", "nan"], ["-window_size", "2147483648"]]
+    r = run(*args, cwd=tmp_path)
+    err = [l for l in r.stderr.splitlines() if "searching on the CPU" not in l]
+    assert r.returncode == 10 and err == ["gpu-search: error: cannot write the output (No space left on device)"], \
+        r.stderr
+    assert list(tmp_path.iterdir()) == []
+    for extra in bad:
+        r = run(*args[:1], *extra, *args[1:], cwd=tmp_path)
+        assert r.returncode == 2 and "Invalid value" in r.stderr, (extra, r.stderr)
+
+
 def test_makedb_shards_whole_or_not_at_all(tmp_path, monkeypatch):
     """A makedb --shards that fails on its third shard leaves none of the first two (a partial
     set looks like a whole database)."""
