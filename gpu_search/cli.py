@@ -198,6 +198,9 @@ def hmmsearch(hmmfile, seqdb, output, tblout, domtblout, pfamtblout, acc, noali,
     Scores, E-values, hits and domains are those of HMMER 3.4's hmmsearch.
     """
     from . import device as dev
+    from .output import check_outputs
+
+    check_outputs(output, tblout, domtblout, pfamtblout, hits_out)
     from .hmmer.models import read_hmms
     from .hmmer.options import SearchOptions
     from .seqdb import open_database
@@ -375,6 +378,9 @@ def merge(shards, output, tblout, domtblout, pfamtblout, outfmt):
     """
     from .blast.merge import is_blast_hits
     from .hmmer.merge import read_shards
+    from .output import check_outputs
+
+    check_outputs(output, tblout, domtblout, pfamtblout)
 
     if is_blast_hits(shards[0]):
         from .blast.merge import merge_files
@@ -493,6 +499,9 @@ def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps,
     Rows are those of NCBI BLAST+ 2.12 blastp with -comp_based_stats 0.
     """
     from .blast.engine import run_blastp
+    from .output import check_outputs
+
+    check_outputs(out, hits_out)
     from .blast.options import BlastOptions
     from .blast.output import parse_outfmt
     from .device import start_cuda
@@ -570,8 +579,10 @@ def _blast_settings(ctx, **given):
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing on success.")
 def makedb(fasta, out, shards, quiet):
     """Pre-digitize a protein FASTA (may be gzipped) into a memory-mappable .gsdb."""
+    from .output import check_outputs
     from .seqdb import makedb as build
 
+    check_outputs(out)
     t0 = time.monotonic()
     paths = build(fasta, out, shards)
     if not quiet:

@@ -36,6 +36,22 @@ def _umask_mode() -> int:
     return 0o666 & ~mask
 
 
+def check_outputs(*paths) -> None:
+    """Refuse, before any work, an output path that cannot be written as a file: an existing
+    directory, or one in a folder that does not exist (the search would run to its end first)."""
+    for p in paths:
+        if p is None or str(p) == "-":
+            continue
+        path = Path(p)
+        if _is_special(path):
+            continue
+        if path.is_dir():
+            raise OutputError(f"{path}: is a directory, not a file to write")
+        directory = path.parent if str(path.parent) else Path(".")
+        if not directory.is_dir():
+            raise OutputError(f"{path}: directory {directory} does not exist")
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike):
     """Yield a temporary path next to ``path``; rename it to ``path`` on success."""
@@ -46,6 +62,8 @@ def atomic_path(path: str | os.PathLike):
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
         raise OutputError(f"{path}: directory {directory} does not exist")
+    if path.is_dir():
+        raise OutputError(f"{path}: is a directory, not a file to write")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=directory)
         os.close(fd)

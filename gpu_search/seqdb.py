@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import zlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -246,7 +247,7 @@ def read_bytes(path: Path) -> bytes:
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
             raise FormatError(f"{path}: corrupt or truncated gzip file ({exc})") from None
     return data
 

@@ -179,6 +179,10 @@ def test_makedb_shards_whole_or_not_at_all(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
     monkeypatch.setattr(seqdb, "write_gsdb", real)
     assert len(seqdb.makedb(TEST_DATA / "proteome.faa", tmp_path / "db.gsdb", shards=4)) == 4
+    # a directory as the output: the output error, before any work
+    (tmp_path / "d.gsdb").mkdir()
+    r = run("makedb", TEST_DATA / "proteome.faa", "-o", tmp_path / "d.gsdb")
+    assert r.returncode == 10 and r.stderr.strip().endswith("is a directory, not a file to write"), r.stderr
 
 
 def test_gsdb_search_equals_fasta_search(tmp_path):
@@ -220,10 +224,22 @@ def bad_inputs(tmp: Path):
         ("cutoffs missing", hmm, faa, ["--cut_ga"], 2, "no GA cutoff"),
         ("gpu asked, none", hmm, faa, ["--device", "gpu"], 8, "no usable GPU"),
         ("bad gzip", hmm, write("b.faa.gz", gzip.compress(b">a\nACDEFGHIKL\n" * 1000)[:50], "wb"), [], 5, "gzip"),
+        ("corrupt gzip", hmm, write("c.faa.gz", corrupt_gzip(), "wb"), [], 5, "corrupt or truncated gzip"),
+        ("directory as --hits-out", hmm, faa, ["--hits-out", tmp], 10, "is a directory"),
     ]
 
 
-@pytest.mark.parametrize("case", range(19))
+def corrupt_gzip() -> bytes:
+    """A gzip file whose deflate stream is damaged in the middle (zlib: 'invalid ...')."""
+    import random
+
+    data = bytearray(gzip.compress(bytes(random.Random(1).choices(b"ACDEFGHIKLMNPQRSTVWY\n", k=20000)), 9))
+    for i in range(40, 60):
+        data[i] ^= 0xFF
+    return bytes(data)
+
+
+@pytest.mark.parametrize("case", range(21))
 def test_bad_input_one_line_exit_code_no_output(case, tmp_path):
     name, hmmfile, seqfile, extra, code, words = bad_inputs(tmp_path)[case]
     if name == "gpu asked, none":
