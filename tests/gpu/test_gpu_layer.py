@@ -100,9 +100,13 @@ def test_loader_compiles_once_per_device(tmp_path, monkeypatch):
     lines before #line 1 (so that NVRTC names the real file and line); the file's folder is on
     the include path."""
     compiled = []
+    loaded = []
 
     class RawModule:
-        def __init__(self, code, options):
+        def __init__(self, code=None, options=(), path=None):
+            if path is not None:         # a cubin compiled ahead of time
+                loaded.append((path, current[-1]))
+                return
             compiled.append((code, options, current[-1]))
 
         def get_function(self, name):
@@ -111,6 +115,8 @@ def test_loader_compiles_once_per_device(tmp_path, monkeypatch):
     current = [0]
 
     class Device:
+        compute_capability = "90"
+
         def __init__(self, device_id):
             self.device_id = device_id
 
@@ -137,7 +143,19 @@ def test_loader_compiles_once_per_device(tmp_path, monkeypatch):
     assert code == '#define X 1\n#line 1 "k.cu"\n' + kernel.read_text()
     assert options == ("-std=c++17", f"-I{tmp_path}") and device_id == 0
     assert compiled[2][0].startswith("#define X 2\n") and compiled[2][1] == options
-    assert [c[2] for c in compiled] == [0, 1, 1]
+    assert [c[2] for c in compiled] == [0, 1, 1] and loaded == []
+    # a cubin compiled ahead of time for the device's architecture is loaded, not compiled
+    monkeypatch.setattr(gpu.compiled, "FOLDER", tmp_path / "compiled")
+    (tmp_path / "compiled").mkdir()
+    source, flags = gpu.loader.source_with_defines(kernel.read_text(), ("-DX=3",), kernel.name)
+    cubin = gpu.compiled.cubin_path(source, (gpu.compiled.STD, *flags), tmp_path, "90")
+    cubin.write_bytes(b"stand-in")
+    try:
+        gpu.load_functions(kernel, ("-DX=3",), ("a",), 0)
+        gpu.load_functions(kernel, ("-DX=4",), ("a",), 0)
+    finally:
+        gpu.loader.clear_cache()
+    assert loaded == [(str(cubin), 0)] and compiled[-1][0].startswith("#define X 4\n")
 
 
 def test_defines_as_nvcc_reads_them():
