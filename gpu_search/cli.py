@@ -10,6 +10,7 @@ outputs are written to temporary files and renamed only on success.
 from __future__ import annotations
 
 import io
+import math
 import os
 import shlex
 import sys
@@ -32,8 +33,6 @@ class FiniteFloat(click.ParamType):
     name = "float"
 
     def convert(self, value, param, ctx):
-        import math
-
         number = click.FLOAT.convert(value, param, ctx)
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number", param, ctx)

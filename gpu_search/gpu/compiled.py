@@ -38,9 +38,14 @@ def key(source: str, flags: tuple, folder: Path, arch: str) -> str:
     for part in (source, "\0".join(flags), arch):
         h.update(part.encode())
         h.update(b"\0")
-    for header in sorted(folder.glob("*.cuh")):
-        h.update(header.name.encode() + b"\0" + header.read_bytes() + b"\0")
+    h.update(_headers(folder))
     return h.hexdigest()[:32]
+
+
+def _headers(folder: Path) -> bytes:
+    """The names and contents of the folder's headers (the kernels include them)."""
+    return b"".join(header.name.encode() + b"\0" + header.read_bytes() + b"\0"
+                    for header in sorted(folder.glob("*.cuh")))
 
 
 def cubin_path(source: str, flags: tuple, folder: Path, arch: str) -> Path:

@@ -64,8 +64,9 @@ def _compiled(path: Path, options: tuple, names: tuple, device_id: int) -> tuple
     flags = (compiled.STD, *flags)
     with cp.cuda.Device(device_id):
         # compiled ahead of time for this architecture (a container image's build): no NVRTC
-        cubin = compiled.cubin_path(source, flags, path.parent, cp.cuda.Device(device_id).compute_capability)
-        if cubin.exists():
+        cubin = (compiled.cubin_path(source, flags, path.parent, cp.cuda.Device(device_id).compute_capability)
+                 if compiled.FOLDER.is_dir() else None)
+        if cubin is not None and cubin.exists():
             try:
                 module = cp.RawModule(path=str(cubin))
                 return tuple(module.get_function(name) for name in names)

@@ -19,6 +19,7 @@ HMMER's statistics come from the cascade; the rest from pyhmmer.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -303,12 +304,12 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
         started = {}             # position -> (hmm, batch future, place in the batch)
         read = 0
         handed = 0
-        more = [first]
+        models = itertools.chain([first], hmms)
 
         def fill() -> None:
             nonlocal read
             while len(ahead) < LOOKAHEAD_MODELS:
-                hmm = more.pop() if more else next(hmms, None)
+                hmm = next(models, None)
                 if hmm is None:
                     return
                 ahead.append((read, hmm))
