@@ -12,10 +12,19 @@ The compile-time constants become ``#define`` lines before the source
 NVRTC's messages name the real file and line; the file's folder is on the
 include path (filters.cu and forward.cu include groups.cuh).  A shape compiled ahead of
 time for the device's architecture (:mod:`.compiled`) is loaded from its cubin instead.
+
+CuPy keeps what NVRTC made (ours and its own array operations') in a folder it must be able
+to write, CUPY_CACHE_DIR or ``~/.cupy/kernel_cache``, and fails where it cannot (a container
+without a writable home: Apptainer's ``--no-home``/``--containall``, ``docker run
+--read-only``): there the folder is one of this user's under the temporary directory
+(:func:`use_writable_kernel_cache`).
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -34,7 +43,31 @@ def load_functions(path: Path, options: tuple, names: tuple, device_id: int) -> 
     Returns:
         a tuple of ``cupy.RawKernel``, one per name.
     """
+    use_writable_kernel_cache()
     return _compiled(Path(path), tuple(options), tuple(names), int(device_id))
+
+
+@lru_cache(maxsize=1)
+def use_writable_kernel_cache() -> None:
+    """Point CuPy's kernel cache at a folder it can write, where its own is not writable; once
+    a process.  Safe before CuPy is imported, where it is best called: CuPy 14 makes its cache
+    folder when imported (an import error where it cannot) and keeps it; older CuPy reads
+    CUPY_CACHE_DIR before each compilation."""
+    configured = os.environ.get("CUPY_CACHE_DIR", os.path.expanduser("~/.cupy/kernel_cache"))
+    try:
+        os.makedirs(configured, exist_ok=True)
+        tempfile.TemporaryFile(dir=configured).close()
+        return
+    except OSError:
+        pass
+    # (the folder's checks are the numba cache's; imported only here, where they are needed)
+    from .._numba import private_cache_dir
+
+    folder = private_cache_dir("cupy")
+    os.environ["CUPY_CACHE_DIR"] = folder
+    compiler = sys.modules.get("cupy.cuda.compiler")
+    if compiler is not None and hasattr(compiler, "_set_kernel_cache_backend"):   # CuPy 14, imported already
+        compiler._set_kernel_cache_backend(compiler._DiskKernelCacheBackend(folder))
 
 
 def source_with_defines(text: str, options: tuple, filename: str) -> tuple[str, tuple]:
@@ -79,3 +112,4 @@ def _compiled(path: Path, options: tuple, names: tuple, device_id: int) -> tuple
 def clear_cache() -> None:
     """Forget every compiled kernel (a benchmark comparing edited copies of a kernel file)."""
     _compiled.cache_clear()
+    use_writable_kernel_cache.cache_clear()

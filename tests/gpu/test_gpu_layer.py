@@ -5,8 +5,10 @@ test_gpu.py and test_blast_gpu.py."""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
+import tempfile
 import types
 
 import numpy as np
@@ -128,6 +130,7 @@ def test_loader_compiles_once_per_device(tmp_path, monkeypatch):
 
     cupy = types.SimpleNamespace(RawModule=RawModule, cuda=types.SimpleNamespace(Device=Device))
     monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path / "kernel_cache"))
     gpu.loader.clear_cache()
     kernel = tmp_path / "k.cu"
     kernel.write_text('extern "C" __global__ void a() {}\n')
@@ -174,3 +177,29 @@ def test_out_of_memory_is_typed():
     assert gpu.is_out_of_memory(cupy.cuda.runtime.CUDARuntimeError(2))
     assert not gpu.is_out_of_memory(cupy.cuda.runtime.CUDARuntimeError(1))
     assert not gpu.is_out_of_memory(RuntimeError("out of memory"))
+
+
+def test_kernel_cache_falls_back_where_cupy_cannot_write(tmp_path, monkeypatch):
+    """CuPy's kernel cache folder not writable (no writable home in a container): CUPY_CACHE_DIR
+    becomes <TMPDIR>/gpu-search-<uid>/cupy, and CuPy 14's cache, made when it was imported, is
+    replaced; a writable folder is left as it is."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("CUPY_CACHE_DIR", str(blocker / "kernel_cache"))
+    backends = []
+    compiler = types.SimpleNamespace(_DiskKernelCacheBackend=lambda folder: ("disk", folder),
+                                     _set_kernel_cache_backend=backends.append)
+    monkeypatch.setitem(sys.modules, "cupy.cuda.compiler", compiler)
+    gpu.loader.use_writable_kernel_cache.cache_clear()
+    try:
+        gpu.loader.use_writable_kernel_cache()
+        private = tmp_path / f"gpu-search-{os.getuid()}" / "cupy"
+        assert os.environ["CUPY_CACHE_DIR"] == str(private) and private.is_dir()
+        assert backends == [("disk", str(private))]
+        monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path / "writable"))
+        gpu.loader.use_writable_kernel_cache.cache_clear()
+        gpu.loader.use_writable_kernel_cache()
+        assert os.environ["CUPY_CACHE_DIR"] == str(tmp_path / "writable") and len(backends) == 1
+    finally:
+        gpu.loader.use_writable_kernel_cache.cache_clear()
