@@ -16,6 +16,16 @@ destination sets ``GALAXY_GPU_ENABLED=true``, or the scheduler sets
 ``CUDA_VISIBLE_DEVICES`` (Slurm's ``--gres=gpu``).  Elsewhere it runs on the CPU
 with the same results, so that it never takes a GPU that belongs to another job.  Every value from the user reaches the command
 line quoted; only numbers, fixed choices and Galaxy's own file paths do.
+
+Which device searched is said on the job's stderr, which Galaxy keeps and shows
+with the job's information ("Tool Standard Error"): a job given no GPU says so
+before the search, and gpu-search itself says when a job given one could not use
+it (``gpu-search: no usable GPU (...)``, printed even with ``--quiet``).  The
+command leaves stderr alone for that; none of these lines matches the error
+patterns of ``detect_errors="aggressive"``.
+
+The container is named as ``containers/Dockerfile`` builds it (``gpu-search:<version>``):
+it is in no public registry, so a Galaxy server builds it once (the tool's help says how).
 """
 
 from __future__ import annotations
@@ -24,7 +34,8 @@ from . import __version__
 
 TOOL_ID = "gpu_search"
 TOOL_VERSION = f"{__version__}+galaxy0"
-CONTAINER = f"quay.io/gpu-search/gpu-search:{__version__}"
+# the image containers/Dockerfile builds: docker build -f containers/Dockerfile -t gpu-search:<version> .
+CONTAINER = f"gpu-search:{__version__}"
 
 BLAST_STD = "qseqid sseqid pident length mismatch gapopen qstart qend sstart send evalue bitscore"
 BLAST_EXT = (BLAST_STD + " sallseqid score nident positive gaps ppos qframe sframe qseq sseq qlen slen "
@@ -36,6 +47,7 @@ COMMAND = r"""
 device=cpu;
 if [ "\${GALAXY_GPU_ENABLED:-false}" = "true" ]; then device=auto; fi;
 case "\${CUDA_VISIBLE_DEVICES:-}" in ''|-1|NoDevFiles) ;; *) device=auto ;; esac;
+if [ "\$device" = cpu ]; then echo "gpu-search: this job was given no GPU (neither GALAXY_GPU_ENABLED=true nor CUDA_VISIBLE_DEVICES); searching on the CPU, same results" >&2; fi;
 #if $search.type == 'hmmsearch':
 gpu-search hmmsearch
     --cpu "\${GALAXY_SLOTS:-1}"
@@ -115,7 +127,11 @@ of the standard tools, only faster on a GPU:
   exactly as NCBI BLAST+ 2.12 ``blastp -comp_based_stats 0`` does (same rows).
 
 Where Galaxy gives the job a GPU, the slow filtering stages run on it; where
-it does not, the search runs on the CPU with the same results.
+it does not, the search runs on the CPU with the same results, only slower.
+The job's standard error (the dataset's job information, "Tool Standard
+Error") says when the search ran on the CPU, and why: the job was given no
+GPU, or the GPU it was given could not be used (``gpu-search: no usable GPU
+(...)``); when it says neither, the GPU searched.
 
 -----
 
@@ -152,10 +168,20 @@ with the gathering cutoff: the per-sequence table lists the proteins with a
 D-isomer specific 2-hydroxyacid dehydrogenase domain, with their scores and
 E-values.
 
+**For Galaxy administrators**
+
+The tool's container, ``gpu-search:%s``, is not in any public registry: build
+it once from the gpu-search sources with
+``docker build -f containers/Dockerfile -t gpu-search:%s .``
+(for Singularity/Apptainer, then
+``apptainer build gpu-search-%s.sif docker-daemon://gpu-search:%s``).
+GPU jobs need a destination that gives the container the GPU (``--gpus`` /
+``--nv``) and sets ``GALAXY_GPU_ENABLED=true`` or ``CUDA_VISIBLE_DEVICES``.
+
 **More**
 
 gpu-search: https://github.com/gpu-search/gpu-search
-"""
+""" % ((__version__,) * 4)
 
 CITATIONS = [
     ("doi", "10.1371/journal.pcbi.1002195"),      # HMMER 3: Eddy 2011

@@ -17,6 +17,7 @@ from conftest import ROOT
 galaxyxml = pytest.importorskip("galaxyxml", reason="galaxyxml not installed (pip install 'gpu-search[galaxy]')")
 Cheetah = pytest.importorskip("Cheetah.Template", reason="Cheetah (comes with galaxyxml) not installed")
 
+import gpu_search  # noqa: E402
 from gpu_search.galaxy import BLAST_EXT, BLAST_STD, COMMAND, tool_xml  # noqa: E402
 
 
@@ -77,17 +78,21 @@ GPU_ENVS = {  # the job's environment -> the device the command must ask for
 }
 
 
-def run_rendered(command: str, tmp_path: Path, job_env: dict) -> list[str]:
-    """Run the rendered command with a fake gpu-search that records its arguments."""
+def run_rendered(command: str, tmp_path: Path, job_env: dict, stderr_line: str = "", result: dict | None = None) -> list[str]:
+    """Run the rendered command with a fake gpu-search that records its arguments (and writes
+    ``stderr_line`` on its stderr); the job's stdout and stderr go into ``result``."""
     fake = tmp_path / "bin" / "gpu-search"
     fake.parent.mkdir()
     fake.write_text('#!/usr/bin/env python3\nimport sys, json\n'
+                    f'print({stderr_line!r}, file=sys.stderr) if {stderr_line!r} else None\n'
                     'open(sys.argv[0] + ".argv", "w").write(json.dumps(sys.argv[1:]))\n')
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     env = {k: v for k, v in os.environ.items() if k not in ("GALAXY_GPU_ENABLED", "CUDA_VISIBLE_DEVICES")}
     env.update(PATH=f"{fake.parent}:{os.environ['PATH']}", GALAXY_SLOTS="3", **job_env)
     r = subprocess.run(["bash", "-e", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+    if result is not None:
+        result.update(stdout=r.stdout, stderr=r.stderr)
     import json
 
     return json.loads((fake.parent / "gpu-search.argv").read_text())
@@ -127,3 +132,61 @@ def test_blastp_command_quotes_everything(tmp_path):
     assert argv[argv.index("-dbsize") + 1] == "273033200"
     assert "-max_hsps" not in argv and "-threshold" not in argv and "-window_size" not in argv
     assert shlex.join(argv)   # a plain argument vector, nothing interpreted
+
+
+def test_container_is_the_image_users_build():
+    """The container is named as containers/Dockerfile's documented build names it; no registry
+    path that nothing was published to; the help says how to build it."""
+    from lxml import etree
+
+    root = etree.fromstring(tool_xml().encode())
+    name = root.find("requirements/container").text
+    assert name == f"gpu-search:{gpu_search.__version__}"
+    build = f"docker build -f containers/Dockerfile -t {name} ."
+    assert build in (ROOT / "containers" / "Dockerfile").read_text()
+    assert build in root.find("help").text
+    for unpublished in ("quay.io", "ghcr.io", "oras://"):
+        assert unpublished not in tool_xml()
+
+
+def _galaxy_says(stdout: str, stderr: str, exit_code: int = 0) -> str:
+    """What Galaxy decides of a job of this tool (detect_errors="aggressive") from its output."""
+    from galaxy.tool_util.output_checker import check_output
+    from galaxy.tool_util.parser.stdio import aggressive_error_checks
+
+    exit_codes, regexes = aggressive_error_checks()
+    return str(check_output(regexes, exit_codes, stdout, stderr, exit_code)[0].value)
+
+
+# gpu-search's line when a job given a GPU cannot use it, with the reasons gpu_search/device.py gives
+NO_USABLE_GPU = [
+    "gpu-search: no usable GPU (CuPy is not installed (ModuleNotFoundError)); searching on the CPU, same results",
+    "gpu-search: no usable GPU (no CUDA driver or GPU (cudaErrorNoDevice: no CUDA-capable device is detected)); "
+    "searching on the CPU, same results",
+    "gpu-search: no usable GPU (no CUDA driver or GPU (cudaErrorInsufficientDriver: CUDA driver version is "
+    "insufficient for CUDA runtime version)); searching on the CPU, same results",
+    "gpu-search: no usable GPU (no CUDA GPU visible); searching on the CPU, same results",
+]
+
+
+@pytest.mark.parametrize("job", ["no GPU granted", "Slurm --gres=gpu:1"])
+@pytest.mark.parametrize("line", NO_USABLE_GPU)
+def test_job_stderr_says_which_device_searched(job, line, tmp_path):
+    """A job given no GPU says so on its stderr; a job given one that gpu-search cannot use shows
+    gpu-search's own line there (the command discards nothing).  Galaxy keeps that stderr with the
+    job's information, and its aggressive error patterns do not fail the job for these lines."""
+    pytest.importorskip("galaxy.tool_util.output_checker", reason="galaxy-tool-util (comes with galaxyxml)")
+    job_env, device = GPU_ENVS[job]
+    adv = _Params(evalue="0.001", max_target_seqs="500", max_hsps="", dbsize="", matrix="BLOSUM62",
+                  word_size="3", threshold="", window_size="")
+    search = dict(type="blastp", query="q.faa", subject="db.faa", outfmt=f"6 {BLAST_STD}", adv=adv)
+    said = {}
+    argv = run_rendered(render(search, dict(blast_out="out.tsv"), {}), tmp_path, job_env,
+                        stderr_line=line if device == "auto" else "", result=said)
+    assert argv[argv.index("--device") + 1] == device
+    given_none = ("gpu-search: this job was given no GPU (neither GALAXY_GPU_ENABLED=true nor "
+                  "CUDA_VISIBLE_DEVICES); searching on the CPU, same results")
+    assert said["stderr"].splitlines() == ([given_none] if device == "cpu" else [line])
+    assert _galaxy_says(said["stdout"], said["stderr"]) == "ok"
+    # (the same patterns do fail a job on gpu-search's error lines)
+    assert _galaxy_says("", "gpu-search: error: cannot read q.faa") != "ok"
