@@ -14,19 +14,24 @@
  */
 nextflow.enable.dsl = 2
 
-params.search   = 'hmmsearch'      // hmmsearch | blastp
-params.hmm      = null             // hmmsearch: HMM file
-params.queries  = null             // blastp: query FASTA
-params.db       = null             // protein FASTA (may be gzipped)
-params.shards   = 4
-params.outdir   = 'results'
-params.outfmt   = '6 std sallseqid score nident positive gaps ppos qframe sframe qseq sseq qlen slen salltitles'
+params.search    = 'hmmsearch'      // hmmsearch | blastp
+params.hmm       = null             // hmmsearch: HMM file
+params.queries   = null             // blastp: query FASTA
+params.db        = null             // protein FASTA (may be gzipped)
+params.shards    = 4
+params.outdir    = 'results'
+params.outfmt    = '6 std sallseqid score nident positive gaps ppos qframe sframe qseq sseq qlen slen salltitles'   // blastp: the shards' and the merged table's columns
+// The image is not published in any registry: build it once, on each machine that runs tasks
+// (or push it to a registry of yours and give its name), from the repository's root:
+//   docker build -f containers/Dockerfile -t gpu-search:0.1.0 .         (podman build: the same)
+// and for Singularity/Apptainer, a SIF made from it:
+//   apptainer build gpu-search-0.1.0.sif docker-daemon://gpu-search:0.1.0
+params.container = 'gpu-search:0.1.0'   // Docker/Podman: the image's name
+params.sif       = null                 // Singularity/Apptainer: the SIF's path
 
 def container_for(task) {
-    // the same image for both engines: a SIF for Singularity/Apptainer, else Docker's
-    def sif    = 'oras://ghcr.io/gpu-search/gpu-search:0.1.0-sif'
-    def docker = 'quay.io/gpu-search/gpu-search:0.1.0'
-    return (workflow.containerEngine in ['singularity', 'apptainer'] && !task.ext.singularity_pull_docker_container) ? sif : docker
+    // the same image for both engines: its SIF for Singularity/Apptainer, else the image itself
+    return workflow.containerEngine in ['singularity', 'apptainer'] ? params.sif : params.container
 }
 
 process GPU_SEARCH_MAKEDB {
@@ -41,6 +46,9 @@ process GPU_SEARCH_MAKEDB {
     output:
     tuple val(meta), path("*.gsdb"), emit: shards
     tuple val("${task.process}"), val('gpu-search'), eval("gpu-search --version | sed 's/.* //'"), topic: versions
+
+    when:
+    task.ext.when == null || task.ext.when
 
     script:
     def args   = task.ext.args ?: ''
@@ -59,7 +67,6 @@ process GPU_SEARCH_MAKEDB {
 process GPU_HMMSEARCH {
     tag "$meta.id"
     label 'process_gpu'
-    accelerator 1
     container { container_for(task) }
 
     input:
@@ -70,12 +77,19 @@ process GPU_HMMSEARCH {
     tuple val(meta), path("*.tbl.gz")   , emit: target_summary
     tuple val(meta), path("*.domtbl.gz"), emit: domain_summary
     tuple val(meta), path("*.gshits")   , emit: hits
+    tuple val(meta), path("*.stderr.txt"), emit: stderr
     tuple val("${task.process}"), val('gpu-search'), eval("gpu-search --version | sed 's/.* //'"), topic: versions
+
+    when:
+    task.ext.when == null || task.ext.when
 
     script:
     def args   = task.ext.args ?: ''
     def prefix = task.ext.prefix ?: "${meta.id}"
+    // a GPU where the task was given one (the gpu profile's accelerator), else the CPU
     def device = task.accelerator ? 'auto' : 'cpu'
+    // --quiet still says on stderr when no GPU was usable ("gpu-search: no usable GPU (...)");
+    // stderr is kept in the task's log and in *.stderr.txt, which the workflow reads
     """
     gpu-search hmmsearch \\
         --cpu ${task.cpus} \\
@@ -87,7 +101,9 @@ process GPU_HMMSEARCH {
         --hits-out ${prefix}.gshits \\
         ${args} \\
         ${hmmfile} \\
-        ${seqdb}
+        ${seqdb} \\
+        2> ${prefix}.stderr.txt || { status=\$?; cat ${prefix}.stderr.txt >&2; exit \$status; }
+    cat ${prefix}.stderr.txt >&2
     gzip --no-name ${prefix}.txt ${prefix}.tbl ${prefix}.domtbl
     """
 
@@ -97,24 +113,28 @@ process GPU_HMMSEARCH {
     echo "" | gzip > ${prefix}.txt.gz
     echo "" | gzip > ${prefix}.tbl.gz
     echo "" | gzip > ${prefix}.domtbl.gz
-    touch ${prefix}.gshits
+    touch ${prefix}.gshits ${prefix}.stderr.txt
     """
 }
 
 process GPU_BLASTP {
     tag "$meta.id"
     label 'process_gpu'
-    accelerator 1
     container { container_for(task) }
 
     input:
     tuple val(meta), path(fasta)
     tuple val(meta2), path(db)
+    val outfmt      // BLAST+'s tabular -outfmt, e.g. '6 std'
 
     output:
-    tuple val(meta), path("*.tsv")    , emit: tsv
-    tuple val(meta), path("*.gsblast"), emit: hits
+    tuple val(meta), path("*.tsv")       , emit: tsv
+    tuple val(meta), path("*.gsblast")   , emit: hits
+    tuple val(meta), path("*.stderr.txt"), emit: stderr
     tuple val("${task.process}"), val('gpu-search'), eval("gpu-search --version | sed 's/.* //'"), topic: versions
+
+    when:
+    task.ext.when == null || task.ext.when
 
     script:
     def args   = task.ext.args ?: ''
@@ -124,18 +144,21 @@ process GPU_BLASTP {
     gpu-search blastp \\
         -query ${fasta} \\
         -db ${db} \\
+        -outfmt '${outfmt}' \\
         -num_threads ${task.cpus} \\
         --device ${device} \\
         --quiet \\
         -out ${prefix}.tsv \\
         --hits-out ${prefix}.gsblast \\
-        ${args}
+        ${args} \\
+        2> ${prefix}.stderr.txt || { status=\$?; cat ${prefix}.stderr.txt >&2; exit \$status; }
+    cat ${prefix}.stderr.txt >&2
     """
 
     stub:
     def prefix = task.ext.prefix ?: "${meta.id}"
     """
-    touch ${prefix}.tsv ${prefix}.gsblast
+    touch ${prefix}.tsv ${prefix}.gsblast ${prefix}.stderr.txt
     """
 }
 
@@ -145,17 +168,21 @@ process GPU_SEARCH_MERGE {
     container { container_for(task) }
 
     input:
-    tuple val(meta), path(hits)
+    tuple val(meta), path(hits)     // meta.search: 'hmmsearch' | 'blastp'
+    val outfmt                      // blastp: the merged table's -outfmt
 
     output:
-    tuple val(meta), path("${meta.id}.merged.*"), emit: merged
+    tuple val(meta), path("*.merged.*"), emit: merged
     tuple val("${task.process}"), val('gpu-search'), eval("gpu-search --version | sed 's/.* //'"), topic: versions
+
+    when:
+    task.ext.when == null || task.ext.when
 
     script:
     def args   = task.ext.args ?: ''
     def prefix = task.ext.prefix ?: "${meta.id}"
     def outputs = meta.search == 'blastp' ?
-        "-o ${prefix}.merged.tsv" :
+        "-outfmt '${outfmt}' -o ${prefix}.merged.tsv" :
         "-o ${prefix}.merged.txt --tblout ${prefix}.merged.tbl --domtblout ${prefix}.merged.domtbl"
     """
     gpu-search merge ${args} ${outputs} ${hits}
@@ -163,39 +190,50 @@ process GPU_SEARCH_MERGE {
 
     stub:
     def prefix = task.ext.prefix ?: "${meta.id}"
+    def outputs = meta.search == 'blastp' ? "${prefix}.merged.tsv" :
+        "${prefix}.merged.txt ${prefix}.merged.tbl ${prefix}.merged.domtbl"
     """
-    touch ${prefix}.merged.tsv
+    touch ${outputs}
     """
 }
 
 workflow SHARDED_SEARCH {
     take:
-    db        // tuple(meta, fasta)
-    n_shards  // val
-    search    // 'hmmsearch' | 'blastp'
-    query     // path: HMM file or query FASTA
+    db        // channel: [meta, fasta], meta.id names the merged outputs (one merge per database)
+    n_shards  // val: shards a database
+    search    // val: 'hmmsearch' | 'blastp'
+    query     // val: path of the HMM file (hmmsearch) or query FASTA (blastp)
+    outfmt    // val: blastp's tabular -outfmt (not used by hmmsearch)
 
     main:
     GPU_SEARCH_MAKEDB(db, n_shards)
+    // one task per shard; the database's meta goes along for the merge
     shards = GPU_SEARCH_MAKEDB.out.shards
-        .transpose()
-        .map { meta, shard -> [meta + [id: shard.baseName, search: search], shard] }
+        .flatMap { meta, files -> (files instanceof List ? files : [files]).collect { shard ->
+            [meta + [id: shard.baseName, search: search, database: meta], shard] } }
     if (search == 'blastp') {
         GPU_BLASTP(
             shards.map { meta, shard -> [meta, file(query)] },
-            shards
+            shards,
+            outfmt
         )
         hits = GPU_BLASTP.out.hits
+        task_stderr = GPU_BLASTP.out.stderr
     } else {
         GPU_HMMSEARCH(shards.map { meta, shard -> [meta, file(query), shard] })
         hits = GPU_HMMSEARCH.out.hits
+        task_stderr = GPU_HMMSEARCH.out.stderr
     }
+    // a task given a GPU that could not use it searched on the CPU (same results, much slower):
+    // gpu-search says so on its stderr, which Nextflow shows for failed tasks only, so it is said here
+    task_stderr
+        .filter { meta, txt -> txt.text.contains('no usable GPU') }
+        .subscribe { meta, txt -> log.warn "${meta.id}: ${txt.text.readLines().find { it.contains('no usable GPU') }}" }
     // gpu-search merge puts the shards back in database order itself
     merged_in = hits
-        .map { meta, h -> h }
-        .collect(sort: true)
-        .map { h -> [[id: db_id(params.db), search: search], h] }
-    GPU_SEARCH_MERGE(merged_in)
+        .map { meta, h -> [meta.database + [search: search], h] }
+        .groupTuple(sort: true)
+    GPU_SEARCH_MERGE(merged_in, outfmt)
 
     emit:
     merged = GPU_SEARCH_MERGE.out.merged
@@ -209,7 +247,10 @@ workflow {
     if (!params.db) { error "give --db: the protein database (FASTA, may be gzipped)" }
     def query = params.search == 'blastp' ? params.queries : params.hmm
     if (!query) { error "give --hmm (hmmsearch) or --queries (blastp)" }
+    if (workflow.containerEngine in ['singularity', 'apptainer'] && !params.sif) {
+        error "give --sif: the SIF made from the gpu-search image (apptainer build gpu-search-0.1.0.sif docker-daemon://gpu-search:0.1.0)"
+    }
     db = Channel.of([[id: db_id(params.db)], file(params.db, checkIfExists: true)])
-    SHARDED_SEARCH(db, params.shards, params.search, query)
+    SHARDED_SEARCH(db, params.shards, params.search, query, params.outfmt)
     SHARDED_SEARCH.out.merged.subscribe { meta, files -> log.info "merged: ${files}" }
 }

@@ -20,6 +20,7 @@ for nf-test, covers those where Nextflow is installed).
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import random
@@ -63,28 +64,69 @@ def test_processes_follow_nf_core_conventions(structure):
         assert "tag" in p["directives"] and "label" in p["directives"], name
         assert "container" in p["directives"], name
         assert "versions" in p["topics"], name
+        # nf-core's switch: a task runs unless its ext.when is set false
+        assert p["when"] == "((task.ext.when == null) || task.ext.when)", name
+        assert p["params"] == [], f"{name} reads params: a module takes what it needs as inputs"
     for name in ("GPU_HMMSEARCH", "GPU_BLASTP"):
         assert procs[name]["directives"]["label"] == "(process_gpu)"
-        assert "accelerator" in procs[name]["directives"]
-    assert procs["GPU_HMMSEARCH"]["emits"] == ["output", "target_summary", "domain_summary", "hits"]
-    assert procs["GPU_BLASTP"]["emits"] == ["tsv", "hits"]
+        # the GPU comes from the gpu profile (nextflow.config), so that without it the CPU is used
+        assert "accelerator" not in procs[name]["directives"]
+    assert procs["GPU_HMMSEARCH"]["emits"] == ["output", "target_summary", "domain_summary", "hits", "stderr"]
+    assert procs["GPU_BLASTP"]["emits"] == ["tsv", "hits", "stderr"]
+    assert "this.val(outfmt)" in procs["GPU_BLASTP"]["inputs"] and "this.val(outfmt)" in procs["GPU_SEARCH_MERGE"]["inputs"]
+    # the merged outputs are found by the glob whatever ext.prefix names them
+    assert "this.tuple([emit:merged], this.val(meta), this.path(*.merged.*))" in procs["GPU_SEARCH_MERGE"]["outputs"]
     assert "container_for" in structure["functions"]
     names = {w["name"] for w in structure["workflows"]}
     assert "SHARDED_SEARCH" in names and "" in names        # a named sub-workflow and the entry workflow
     sharded = next(w for w in structure["workflows"] if w["name"] == "SHARDED_SEARCH")
     assert {"take", "main", "emit"} <= set(sharded["labels"])
+    # reusable: everything it needs is taken, nothing read from params (as a test with no params.db)
+    assert sharded["take"] == ["db", "n_shards", "search", "query", "outfmt"]
+    assert sharded["params"] == []
+    entry = next(w for w in structure["workflows"] if w["name"] == "")
+    assert "outfmt" in entry["params"]
 
 
 def test_container_and_device_choices_in_text():
     text = MAIN_NF.read_text()
     fn = text[text.index("def container_for"):text.index("process GPU_SEARCH_MAKEDB")]
-    assert "workflow.containerEngine in ['singularity', 'apptainer']" in fn and "oras://" in fn
+    assert "workflow.containerEngine in ['singularity', 'apptainer'] ? params.sif : params.container" in fn
+    # images a user builds (containers/Dockerfile), named as the build names them; no registry
+    # path that nothing was published to
+    assert "params.container = 'gpu-search:0.1.0'" in text
+    assert "docker build -f containers/Dockerfile -t gpu-search:0.1.0 ." in text
+    for unpublished in ("quay.io", "ghcr.io", "oras://"):
+        assert unpublished not in text and unpublished not in (ROOT / "nextflow.config").read_text()
     assert "def device = task.accelerator ? 'auto' : 'cpu'" in text
     assert text.count("task.ext.args ?: ''") >= 4
     config = (ROOT / "nextflow.config").read_text()
     for profile in ("docker", "singularity", "apptainer", "gpu", "slurm", "test"):
         assert re.search(rf"^\s*{profile}\s*{{", config, re.M), profile
     assert "--gpus all" in config and "--nv" in config
+
+
+def _profile(config: str, name: str) -> str:
+    """The text of one profile of nextflow.config (its braces balanced)."""
+    start = re.search(rf"^\s*{name}\s*{{", config, re.M).end()
+    depth, i = 1, start
+    while depth:
+        depth += {"{": 1, "}": -1}.get(config[i], 0)
+        i += 1
+    return config[start:i - 1]
+
+
+def test_gpu_only_with_the_gpu_profile_and_each_task_its_own():
+    config = (ROOT / "nextflow.config").read_text()
+    gpu, slurm = _profile(config, "gpu"), _profile(config, "slurm")
+    assert re.search(r"withLabel: 'process_gpu' \{\s*accelerator = 1", gpu)
+    # the scheduler's choice of GPU reaches the container (Docker passes no host variable otherwise)
+    for engine in ("docker", "singularity", "apptainer"):
+        assert re.search(rf"{engine}\.envWhitelist\s*=\s*'CUDA_VISIBLE_DEVICES'", gpu), engine
+    # Slurm is asked for a GPU only by tasks that have an accelerator (the gpu profile)
+    assert "--gres=gpu:1" not in slurm
+    assert re.search(r"task\.accelerator \? .*--gres=gpu:\$\{task\.accelerator\.request\}", slurm)
+    assert "accelerator" not in _profile(config, "test")
 
 
 # --- rendering script blocks ------------------------------------------------------------------
@@ -142,6 +184,8 @@ def script_block(process: str, section: str = "script") -> tuple[list[str], str]
     command = rest.split('"""', 1)[0]
     defs, current = [], ""
     for line in defs_text.splitlines()[1:]:
+        if line.strip().startswith("//"):
+            continue
         if line.strip().startswith("def "):
             if current:
                 defs.append(current)
@@ -153,8 +197,9 @@ def script_block(process: str, section: str = "script") -> tuple[list[str], str]
     return defs, command
 
 
-def run_task(process: str, workdir: Path, inputs: dict, cpus=2, ext_args="", accelerator=None, section="script"):
-    """Render and run a process's script block in ``workdir`` as its task would."""
+def run_task(process: str, workdir: Path, inputs: dict, cpus=2, ext_args="", accelerator=None, section="script",
+             env=None, prefix=None):
+    """Render and run a process's script block in ``workdir`` as its task would; the task's stderr."""
     workdir.mkdir(parents=True, exist_ok=True)
     ns = {}
     for name, value in inputs.items():
@@ -171,18 +216,18 @@ def run_task(process: str, workdir: Path, inputs: dict, cpus=2, ext_args="", acc
         else:
             ns[name] = value
     ns["task"] = SimpleNamespace(cpus=cpus, accelerator=accelerator, process=process,
-                                 ext=SimpleNamespace(args=ext_args, prefix=None))
+                                 ext=SimpleNamespace(args=ext_args, prefix=prefix))
     defs, command = script_block(process, section)
     for d in defs:
         name, expr = d.split("=", 1)
         ns[name.strip()] = groovy_eval(expr, ns)
-    script = render_gstring(command, ns).replace("\\\\", "\\")
+    script = render_gstring(command, ns).replace("\\\\", "\\").replace("\\$", "$")
     (workdir / ".command.sh").write_text(script)
-    env = dict(os.environ, PATH=f"{ROOT / 'bin'}:{os.environ['PATH']}", PYTHONPATH=str(ROOT))
-    r = subprocess.run(["bash", "-euo", "pipefail", ".command.sh"], cwd=workdir, capture_output=True, text=True,
-                       env=env)
+    env = {**os.environ, "PATH": f"{ROOT / 'bin'}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT), **(env or {})}
+    # Nextflow's default shell: bash -ue (no pipefail)
+    r = subprocess.run(["bash", "-ue", ".command.sh"], cwd=workdir, capture_output=True, text=True, env=env)
     assert r.returncode == 0, f"{process} failed:\n{script}\n{r.stderr}"
-    return script
+    return script, r.stderr
 
 
 def data_lines(path: Path) -> list[str]:
@@ -193,23 +238,32 @@ def data_lines(path: Path) -> list[str]:
         return [l for l in fh.read().splitlines() if l and not l.startswith("#")]
 
 
+def merged_meta(meta):
+    """The merge's meta as SHARDED_SEARCH makes it: the database's meta, with the search."""
+    return SimpleNamespace(id=meta.id, search=meta.search)
+
+
 def test_sharded_hmmsearch_tasks_equal_unsharded(tmp_path):
-    meta = SimpleNamespace(id="proteome", search="hmmsearch")
-    run_task("GPU_SEARCH_MAKEDB", tmp_path / "makedb", {"meta": meta, "fasta": TEST_DATA / "proteome.faa",
+    db_meta = SimpleNamespace(id="proteome", search="hmmsearch")
+    run_task("GPU_SEARCH_MAKEDB", tmp_path / "makedb", {"meta": db_meta, "fasta": TEST_DATA / "proteome.faa",
                                                         "n_shards": 3})
     shards = sorted((tmp_path / "makedb").glob("*.gsdb"))
     assert len(shards) == 3
     hits = []
     for shard in shards:
         wd = tmp_path / shard.stem
-        script = run_task("GPU_HMMSEARCH", wd, {"meta": SimpleNamespace(id=shard.stem, search="hmmsearch"),
-                                                "hmmfile": TEST_DATA / "four-models.hmm", "seqdb": shard},
-                          ext_args="-E 100")
+        script, _ = run_task("GPU_HMMSEARCH", wd, {"meta": SimpleNamespace(id=shard.stem, search="hmmsearch"),
+                                                   "hmmfile": TEST_DATA / "four-models.hmm", "seqdb": shard},
+                             ext_args="-E 100")
         assert "--device cpu" in script and "--cpu 2" in script
         hits.append(wd / f"{shard.stem}.gshits")
         assert (wd / f"{shard.stem}.tbl.gz").exists() and (wd / f"{shard.stem}.domtbl.gz").exists()
     random.Random(1).shuffle(hits)                       # the order merge gets them in does not matter
-    run_task("GPU_SEARCH_MERGE", tmp_path / "merge", {"meta": meta, "hits": hits})
+    # a prefix other than the meta's id: the output glob still finds the merged files
+    run_task("GPU_SEARCH_MERGE", tmp_path / "merge", {"meta": merged_meta(db_meta), "hits": hits,
+                                                      "outfmt": "6 std"}, prefix="whole-db")
+    merged = sorted(p.name for p in (tmp_path / "merge").iterdir() if fnmatch.fnmatch(p.name, "*.merged.*"))
+    assert merged == ["whole-db.merged.domtbl", "whole-db.merged.tbl", "whole-db.merged.txt"]
     # one unsharded search, same options
     whole = tmp_path / "whole"
     whole.mkdir()
@@ -217,33 +271,108 @@ def test_sharded_hmmsearch_tasks_equal_unsharded(tmp_path):
                     "--tblout", str(whole / "t.tbl"), "--domtblout", str(whole / "t.domtbl"), "-o", os.devnull,
                     str(TEST_DATA / "four-models.hmm"), str(TEST_DATA / "proteome.faa")],
                    check=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert data_lines(tmp_path / "merge" / "proteome.merged.tbl") == data_lines(whole / "t.tbl")
-    assert data_lines(tmp_path / "merge" / "proteome.merged.domtbl") == data_lines(whole / "t.domtbl")
+    assert data_lines(tmp_path / "merge" / "whole-db.merged.tbl") == data_lines(whole / "t.tbl")
+    assert data_lines(tmp_path / "merge" / "whole-db.merged.domtbl") == data_lines(whole / "t.domtbl")
     assert len(data_lines(whole / "t.tbl")) > 10
 
 
-def test_sharded_blastp_tasks_equal_unsharded(tmp_path):
+def test_sharded_blastp_tasks_equal_unsharded_in_params_outfmt(tmp_path):
+    """params.outfmt (25 columns by default) reaches the shards' searches and the merge: the merged
+    table equals one search of the whole database with those columns."""
+    outfmt = re.search(r"^params\.outfmt\s*=\s*'([^']*)'", MAIN_NF.read_text(), re.M).group(1)
+    assert len(outfmt.split()) == 15          # 6, std (12 columns) and 13 more
     run_task("GPU_SEARCH_MAKEDB", tmp_path / "makedb",
              {"meta": SimpleNamespace(id="proteome"), "fasta": TEST_DATA / "proteome.faa", "n_shards": 3})
     hits = []
     for shard in sorted((tmp_path / "makedb").glob("*.gsdb")):
         wd = tmp_path / shard.stem
         run_task("GPU_BLASTP", wd, {"meta": SimpleNamespace(id=shard.stem), "fasta": TEST_DATA / "blastp-queries.faa",
-                                    "meta2": SimpleNamespace(id="proteome"), "db": shard},
-                 ext_args="-outfmt 6 -max_target_seqs 10", accelerator=1)
+                                    "meta2": SimpleNamespace(id="proteome"), "db": shard, "outfmt": outfmt},
+                 ext_args="-max_target_seqs 10", accelerator=1)
         hits.append(wd / f"{shard.stem}.gsblast")
+        assert all(len(row.split("\t")) == 25 for row in data_lines(wd / f"{shard.stem}.tsv"))
     run_task("GPU_SEARCH_MERGE", tmp_path / "merge", {"meta": SimpleNamespace(id="proteome", search="blastp"),
-                                                     "hits": hits[::-1]})
+                                                     "hits": hits[::-1], "outfmt": outfmt})
     whole = subprocess.run([sys.executable, "-m", "gpu_search", "blastp", "-query",
                             str(TEST_DATA / "blastp-queries.faa"), "-db", str(TEST_DATA / "proteome.faa"),
-                            "-outfmt", "6", "-max_target_seqs", "10"], check=True, capture_output=True,
+                            "-outfmt", outfmt, "-max_target_seqs", "10"], check=True, capture_output=True,
                            text=True, env=dict(os.environ, PYTHONPATH=str(ROOT))).stdout.splitlines()
     assert data_lines(tmp_path / "merge" / "proteome.merged.tsv") == whole
-    assert len(whole) > 10
+    assert len(whole) > 10 and all(len(row.split("\t")) == 25 for row in whole)
+
+
+def test_search_task_keeps_the_no_gpu_line_visible(tmp_path):
+    """A task given a GPU (accelerator) whose gpu-search finds none: the line gpu-search writes on
+    stderr stays on the task's stderr and is kept in <prefix>.stderr.txt, which SHARDED_SEARCH reads
+    to warn; a task's failure still fails it, with its stderr shown."""
+    fake = tmp_path / "bin" / "gpu-search"
+    fake.parent.mkdir()
+    note = "gpu-search: no usable GPU (no CUDA GPU visible); searching on the CPU, same results"
+    fake.write_text("#!/bin/sh\n"
+                    f"echo '{note}' >&2\n"
+                    'for a in "$@"; do case $a in *.gsblast|*.tsv) : > "$a";; esac; done\n'
+                    'case " $* " in *" -out fail.tsv "*) echo "gpu-search: error: broken" >&2; exit 5;; esac\n')
+    fake.chmod(0o755)
+    env = {"PATH": f"{fake.parent}:{os.environ['PATH']}"}
+    inputs = {"meta": SimpleNamespace(id="s1"), "fasta": TEST_DATA / "blastp-queries.faa",
+              "meta2": SimpleNamespace(id="proteome"), "db": TEST_DATA / "proteome.faa", "outfmt": "6 std"}
+    script, stderr = run_task("GPU_BLASTP", tmp_path / "t", inputs, accelerator=1, env=env)
+    assert "--device auto" in script
+    assert note in stderr.splitlines()
+    assert (tmp_path / "t" / "s1.stderr.txt").read_text().splitlines() == [note]
+    sharded = MAIN_NF.read_text()
+    sharded = sharded[sharded.index("workflow SHARDED_SEARCH"):]
+    assert ".filter { meta, txt -> txt.text.contains('no usable GPU') }" in sharded and "log.warn" in sharded
+    with pytest.raises(AssertionError, match="gpu-search: error: broken"):
+        run_task("GPU_BLASTP", tmp_path / "f", dict(inputs, meta=SimpleNamespace(id="fail")), accelerator=1, env=env)
 
 
 @pytest.mark.parametrize("process", ["GPU_SEARCH_MAKEDB", "GPU_HMMSEARCH", "GPU_BLASTP", "GPU_SEARCH_MERGE"])
-def test_stub_blocks_run(process, tmp_path):
-    meta = SimpleNamespace(id="x", search="hmmsearch")
+@pytest.mark.parametrize("search", ["hmmsearch", "blastp"])
+def test_stub_blocks_make_what_the_outputs_declare(process, search, tmp_path, structure):
+    """Each stub makes a file for every output glob of its process (nf-test -stub)."""
+    meta = SimpleNamespace(id="x", search=search)
     run_task(process, tmp_path, {"meta": meta}, section="stub")
-    assert any(tmp_path.iterdir())
+    proc = next(p for p in structure["processes"] if p["name"] == process)
+    made = [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")]
+    for out in proc["outputs"]:
+        glob = re.search(r"this\.path\(([^)]*)\)", out)
+        if glob:
+            assert any(fnmatch.fnmatch(name, glob.group(1)) for name in made), (out, made)
+    if process == "GPU_SEARCH_MERGE":
+        assert sorted(made) == (["x.merged.tsv"] if search == "blastp" else
+                                ["x.merged.domtbl", "x.merged.tbl", "x.merged.txt"])
+
+
+def _declared(text: str) -> list[str]:
+    """The names of an input or output declaration as the Groovy AST prints it: tuple(val(meta),
+    path(x)) -> ['meta', 'x']; an output's path glob is its name."""
+    return re.findall(r"this\.(?:val|path|env|eval)\(([^()]*(?:\([^()]*\))?[^()]*)\)", re.sub(r"\[[^]]*\], ", "", text))
+
+
+@pytest.mark.parametrize("process", ["GPU_SEARCH_MAKEDB", "GPU_HMMSEARCH", "GPU_BLASTP", "GPU_SEARCH_MERGE"])
+def test_meta_yml_describes_the_process(process, structure):
+    """meta/<process>/meta.yml (nf-core module metadata) names the process's inputs, in order, and
+    each emitted output with its glob."""
+    yaml = pytest.importorskip("yaml")
+    meta = yaml.safe_load((ROOT / "meta" / process.lower() / "meta.yml").read_text())
+    proc = next(p for p in structure["processes"] if p["name"] == process)
+    assert meta["name"] == process.lower()
+    documented = [[next(iter(e)) for e in (item if isinstance(item, list) else [item])] for item in meta["input"]]
+    assert documented == [_declared(i) for i in proc["inputs"]]
+    emitted = {re.search(r"\[emit:(\w+)\]", o).group(1): _declared(o) for o in proc["outputs"] if "[emit:" in o}
+    assert {name: [next(iter(e)) for e in tup[0]] for name, tup in meta["output"].items()} == emitted
+    assert "versions" in meta["topics"]
+
+
+def test_nf_test_gives_sharded_search_what_it_takes(structure):
+    """tests/main.nf.test (nf-test, where Nextflow is installed) calls SHARDED_SEARCH with every
+    input it takes, in every test, one with params set."""
+    sharded = next(w for w in structure["workflows"] if w["name"] == "SHARDED_SEARCH")
+    text = (ROOT / "tests" / "main.nf.test").read_text()
+    tests = re.split(r"\n    test\(", text)[1:]
+    assert len(tests) >= 4
+    for test in tests:
+        given = sorted(int(i) for i in re.findall(r"input\[(\d+)\] =", test))
+        assert given == list(range(len(sharded["take"]))), test.splitlines()[0]
+    assert re.search(r"params \{\s*outfmt = '6 std qlen slen'", text) and "input[4] = params.outfmt" in text

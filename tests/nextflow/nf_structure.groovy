@@ -20,8 +20,22 @@ def module = unit.AST.modules[0]
 
 def callName = { MethodCallExpression m -> m.methodAsString }
 
+// the names of `params.X` read anywhere inside a node (a reusable workflow or process reads none)
+def paramsRead = { ASTNode node ->
+    def names = [] as TreeSet
+    node.visit(new CodeVisitorSupport() {
+        void visitPropertyExpression(PropertyExpression p) {
+            if (p.objectExpression instanceof VariableExpression && p.objectExpression.name == 'params')
+                names << p.propertyAsString
+            super.visitPropertyExpression(p)
+        }
+    })
+    return names as List
+}
+
 def describeProcess = { String name, ClosureExpression body ->
-    def info = [name: name, directives: [:], sections: [:], emits: [], topics: [], text: '']
+    def info = [name: name, directives: [:], sections: [:], emits: [], topics: [], text: '',
+                inputs: [], outputs: [], when: null, params: paramsRead(body.code)]
     def label = null
     ((BlockStatement) body.code).statements.each { Statement st ->
         if (st.statementLabel) label = st.statementLabel
@@ -34,6 +48,9 @@ def describeProcess = { String name, ClosureExpression body ->
             info.directives[callName(e)] = e.arguments.text
         }
         if (label) info.sections[label] = (info.sections[label] ?: 0) + 1
+        if (label == 'input' && e instanceof MethodCallExpression) info.inputs << e.text
+        if (label == 'output' && e instanceof MethodCallExpression) info.outputs << e.text
+        if (label == 'when') info.when = e.text
         if (label == 'output' && e instanceof MethodCallExpression) {
             e.arguments.each { a ->
                 if (a instanceof MapExpression) a.mapEntryExpressions.each { me ->
@@ -68,8 +85,16 @@ module.statementBlock.statements.each { Statement st ->
         }
         if (kind == 'process') processes << describeProcess(name, body)
         else {
-            def labels = ((BlockStatement) body.code).statements.findAll { it.statementLabel }.collect { it.statementLabel }
-            workflows << [name: name, labels: labels]
+            def statements = ((BlockStatement) body.code).statements
+            def labels = statements.findAll { it.statementLabel }.collect { it.statementLabel }
+            // the names a workflow takes: the statements of its take: section
+            def take = []
+            def label = null
+            statements.each { Statement s ->
+                if (s.statementLabel) label = s.statementLabel
+                if (label == 'take' && s instanceof ExpressionStatement) take << s.expression.text
+            }
+            workflows << [name: name, labels: labels, take: take, params: paramsRead(body.code)]
         }
     }
 }
