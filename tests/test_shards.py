@@ -152,6 +152,25 @@ def test_a_file_says_what_was_searched(shards):
     assert header["options"]["E"] == 10.0 and header["program"] == "hmmsearch"
 
 
+def test_the_database_when_the_caller_does_not_give_it(shards, tmp_path):
+    """Without ``database``: a .gsdb shard is read again (its place in the set), any other
+    input is not (a pipe cannot be read twice): its name and the sizes the search counted."""
+    header, _ = parts(shards["files"][2])
+    db = seqdb.open_database(shards["gsdb"][2])
+    res = list(search.hmmsearch(shards["hmms"][:1], db, SearchOptions(), device="cpu", cpus=2))
+    hmmer_merge.save_results(tmp_path / "a.gshits", res, hmmfile="m.hmm", seqfile=str(shards["gsdb"][2]),
+                             options=SearchOptions())
+    assert parts(tmp_path / "a.gshits")[0]["database"] == header["database"]
+    whole = seqdb.open_database(TEST_DATA / "proteome.faa")
+    res = list(search.hmmsearch(shards["hmms"][:1], whole, SearchOptions(), device="cpu", cpus=2))
+    for seqfile in (str(TEST_DATA / "proteome.faa"), "/dev/fd/63"):     # a FASTA file, a pipe
+        hmmer_merge.save_results(tmp_path / "b.gshits", res, hmmfile="m.hmm", seqfile=seqfile,
+                                 options=SearchOptions())
+        assert parts(tmp_path / "b.gshits")[0]["database"] == {
+            "name": os.path.basename(seqfile), "total_seqs": 300, "total_residues": 109732, "shard": None,
+            "first_index": 0, "n_seqs": 300, "n_residues": 109732}
+
+
 def test_no_pickle_in_the_library():
     """Nothing that reads or writes result files, or outputs, unpickles."""
     import re

@@ -72,16 +72,14 @@ def save_results(path, results: list[SearchResult], *, hmmfile: str, seqfile: st
                  database=None, first_index: int | None = None) -> None:
     """Write one shard's results (every model, in order) to a .gshits file.
 
-    ``database``: the ``SequenceDB`` searched (default: ``seqfile`` opened
-    again); ``first_index``: the shard's first sequence in the whole database
-    (default: the database's own), so that merging puts the shards back in
-    database order whatever order they come in.
+    ``database``: the ``SequenceDB`` searched; without it, a ``.gsdb``
+    ``seqfile`` is opened again (memory-mapped), and of any other input (a
+    FASTA file, a pipe, which cannot be read twice) the file records its name
+    and the sizes the searches counted.  ``first_index``: the shard's first
+    sequence in the whole database (default: the database's own), so that
+    merging puts the shards back in database order whatever order they come in.
     """
-    if database is None:
-        from ..seqdb import open_database
-
-        database = open_database(seqfile)
-    record = database_record(database)
+    record = database_record(database if database is not None else _searched_database(seqfile, results))
     if first_index is not None:
         record["first_index"] = int(first_index)
     parts = Parts()
@@ -106,6 +104,27 @@ def save_results(path, results: list[SearchResult], *, hmmfile: str, seqfile: st
         "models": models,
     }
     write_results(path, KIND, header, parts.data())
+
+
+def _searched_database(seqfile, results: list[SearchResult]):
+    """The database searched, from its path: a .gsdb read again, or what the searches counted."""
+    from types import SimpleNamespace
+
+    from ..seqdb import GSDB_MAGIC, read_gsdb
+
+    is_gsdb = False
+    if os.path.isfile(seqfile):             # (a pipe is never opened again)
+        try:
+            with open(seqfile, "rb") as fh:
+                is_gsdb = fh.read(len(GSDB_MAGIC)) == GSDB_MAGIC
+        except OSError:
+            pass
+    if is_gsdb:
+        return read_gsdb(seqfile)
+    stats = results[0].stats if results else None
+    n_seqs, n_residues = (stats.nseqs, stats.nres) if stats else (0, 0)
+    return SimpleNamespace(source=str(seqfile), total_seqs=n_seqs, total_residues=n_residues, shard=None,
+                           first_index=0, n_seqs=n_seqs, n_residues=n_residues)
 
 
 def _option_fields(options: SearchOptions) -> dict:
