@@ -9,12 +9,15 @@
 #   4. lints containers/Dockerfile with hadolint (any finding fails);
 #   5. builds localhost/gpu-search:0.1.0 from containers/Dockerfile;
 #   6. checks the image (non-root user, labels, entry point), runs `gpu-search info`,
-#      and runs hmmsearch and blastp on test-data/ inside it (no network), comparing
-#      the results with HMMER's and BLAST+'s own (test-data/*.tblout, *.std.tsv);
+#      and runs hmmsearch and blastp on test-data/ inside it as users run it read-only
+#      (`podman run --read-only`, /tmp a tmpfs, a uid with no home; no network), comparing
+#      the results with HMMER's and BLAST+'s own (test-data/*.tblout, *.std.tsv), and
+#      checks that the numba loops compiled into the image are loaded, none compiled;
 #   7. makes a Debian sid image with Apptainer in it, `podman save`s the image to a
-#      docker-archive and builds gpu-search.sif from containers/gpu-search.def with
-#      `apptainer build --fakeroot` in a privileged podman container (%test runs then);
-#   8. runs the same searches from the SIF (`apptainer run --no-privs`) and checks them.
+#      docker-archive and converts it to gpu-search.sif with `apptainer build --fakeroot`
+#      in a privileged podman container (what Galaxy and nf-core do with a docker:// image);
+#   8. runs the same searches from the SIF (`apptainer run --no-home --containall`, as
+#      Nextflow does) and checks them, and the numba loops again.
 #
 # Usage: containers/build-and-test.sh [--gpu] [--no-sif] [--fresh] [--no-cache] [--clean]
 #   --gpu       build the GPU variant (WITH_GPU=1: adds cupy-cuda12x[ctk], the CUDA
@@ -252,27 +255,33 @@ if [ "$WITH_GPU" = 1 ]; then
         'import cupy, cupy_backends.cuda.api.runtime as r; print("cupy", cupy.__version__, "CUDA runtime", r.runtimeGetVersion())'
 fi
 out=$WORK_DIR/out/podman
-rm -rf "$out"; mkdir -p "$out"; chmod 0777 "$out"   # the image's user (uid 1000) writes there
+rm -rf "$out"; mkdir -p "$out"; chmod 0777 "$out"   # the container's user writes there
+# as users run it read-only: the image's folders (/opt/numba-cache too) cannot be written, /tmp is
+# a tmpfs (docker run --read-only --tmpfs /tmp), and the uid is one with no home in the image
+ro=(--read-only --read-only-tmpfs=false --tmpfs /tmp -u 4321:4321 --network=none -v "$TD:/data:ro" -v "$out:/out")
 for s in hmmsearch blastp; do
     t0=$(date +%s.%N)
     # shellcheck disable=SC2046  # search_args prints words without spaces inside, except -outfmt below
     if [ $s = blastp ]; then
-        prun --network=none -v "$TD:/data:ro" -v "$out:/out" "$IMAGE" $(search_args /data /out $s) "${BLAST_OPTS[@]}"
+        # NUMBA_DEBUG_CACHE: numba says each loop it loads from the cache ("data loaded") or compiles and saves
+        prun "${ro[@]}" -e NUMBA_DEBUG_CACHE=1 "$IMAGE" $(search_args /data /out $s) "${BLAST_OPTS[@]}" \
+            > "$out/numba-cache.log" 2>&1 || { tail -n 20 "$out/numba-cache.log"; die "podman run --read-only: blastp failed"; }
     else
-        prun --network=none -v "$TD:/data:ro" -v "$out:/out" "$IMAGE" $(search_args /data /out $s)
+        prun "${ro[@]}" "$IMAGE" $(search_args /data /out $s)
     fi
-    log "podman run ... $s: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
+    log "podman run --read-only ... $s: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
 done
-check_results "$out" "podman"
-# the numba loops were compiled at build time: a run must load them all, compile none
-# shellcheck disable=SC2046
-prun --network=none -e NUMBA_DEBUG_CACHE=1 -v "$TD:/data:ro" -v "$out:/out" "$IMAGE" \
-    $(search_args /data /out blastp) "${BLAST_OPTS[@]}" > "$out/numba-cache.log" 2>&1
-loaded=$(grep -c "data loaded" "$out/numba-cache.log" || true)
-saved=$(grep -c "data saved" "$out/numba-cache.log" || true)
-[ "$loaded" -gt 0 ] && [ "$saved" = 0 ] \
-    || die "numba cache: $loaded loops loaded, $saved compiled in the container (see $out/numba-cache.log)"
-log "numba cache: blastp loaded $loaded compiled loops from the image, compiled none"
+check_results "$out" "podman --read-only"
+# numba_cache_check LOG LABEL: the numba loops were compiled at build time: a run loads them all, compiles none
+numba_cache_check() {
+    local loaded saved
+    loaded=$(grep -c "data loaded" "$1" || true)
+    saved=$(grep -c "data saved" "$1" || true)
+    [ "$loaded" -gt 0 ] && [ "$saved" = 0 ] \
+        || die "$2: numba cache: $loaded loops loaded, $saved compiled in the container (see $1)"
+    log "$2: blastp loaded $loaded compiled numba loops from the image, compiled none"
+}
+numba_cache_check "$out/numba-cache.log" "podman --read-only"
 end
 
 [ "$DO_SIF" = 1 ] || { log "--no-sif: Apptainer part skipped"; exit 0; }
@@ -301,29 +310,34 @@ begin "podman save (docker-archive)"
 sif=$WORK_DIR/sif
 rm -rf "$sif"; mkdir -p "$sif/tmp" "$sif/cache"
 podman save -q --format docker-archive -o "$sif/gpu-search.tar" "$IMAGE"
-cp "$ROOT/containers/gpu-search.def" "$sif/"
 log "gpu-search.tar: $(du -m "$sif/gpu-search.tar" | cut -f1) MB"
 end
 
-begin "apptainer build --fakeroot"
+# the image converted as it is, as Galaxy and nf-core's singularity.pull_docker_container do with
+# docker://...: its environment (NUMBA_CACHE_DIR=/opt/numba-cache) comes along, read-only in the SIF
+begin "apptainer build --fakeroot (from the image)"
 prun --privileged --network=none -v "$sif:/sif" -w /sif \
     -e APPTAINER_TMPDIR=/sif/tmp -e APPTAINER_CACHEDIR=/sif/cache \
-    "$APPTAINER_IMAGE" apptainer build --fakeroot --force gpu-search.sif gpu-search.def
+    "$APPTAINER_IMAGE" apptainer build --fakeroot --force gpu-search.sif docker-archive:gpu-search.tar
 rm -rf "$sif/tmp" "$sif/cache" "$sif/gpu-search.tar"
 log "gpu-search.sif: $(du -m "$sif/gpu-search.sif" | cut -f1) MB"
 end
 
 # ---------------------------------------------------------------- 8. test the SIF
-begin "test SIF (apptainer run --no-privs)"
+begin "test SIF (apptainer run --no-home --containall)"
 out=$WORK_DIR/out/sif
 rm -rf "$out"; mkdir -p "$out"
 app() { prun --privileged --network=none -v "$sif:/sif:ro" -v "$TD:/data:ro" -v "$out:/out" "$APPTAINER_IMAGE" "$@"; }
 app apptainer inspect --labels /sif/gpu-search.sif | tee "$out/labels.txt"
 grep -q "org.opencontainers.image.version.*$VERSION" "$out/labels.txt" || die "SIF without the version label"
-app apptainer run --no-privs /sif/gpu-search.sif info
+# as Nextflow runs it (no home, a private /tmp, a clean environment); nothing in the SIF is writable
+run_sif=(apptainer run --no-privs --no-home --containall -B /data -B /out /sif/gpu-search.sif)
+app "${run_sif[@]}" info
 # shellcheck disable=SC2046
-app apptainer run --no-privs -B /data -B /out /sif/gpu-search.sif $(search_args /data /out hmmsearch)
+app "${run_sif[@]}" $(search_args /data /out hmmsearch)
 # shellcheck disable=SC2046
-app apptainer run --no-privs -B /data -B /out /sif/gpu-search.sif $(search_args /data /out blastp) "${BLAST_OPTS[@]}"
-check_results "$out" "apptainer"
+app apptainer run --env NUMBA_DEBUG_CACHE=1 "${run_sif[@]:2}" $(search_args /data /out blastp) "${BLAST_OPTS[@]}" \
+    > "$out/numba-cache.log" 2>&1 || { tail -n 20 "$out/numba-cache.log"; die "apptainer run --containall: blastp failed"; }
+check_results "$out" "apptainer --no-home --containall"
+numba_cache_check "$out/numba-cache.log" "apptainer --no-home --containall"
 end
