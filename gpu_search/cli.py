@@ -49,23 +49,40 @@ def _fail(exc: GpuSearchError) -> None:
     sys.exit(exc.exit_code)
 
 
+# `gpu-search --debug COMMAND ...`: an internal error shows Python's traceback (for a bug report)
+_debug = False
+
+
 def _internal_error(exc: BaseException) -> None:
-    """A bug: still one line, unless asked for the traceback (GPU_SEARCH_DEBUG=1)."""
-    if os.environ.get("GPU_SEARCH_DEBUG"):
+    """A bug: still one line, unless asked for the traceback (``gpu-search --debug ...``)."""
+    if _debug:
         raise exc
     msg = " ".join(str(exc).split())[:300]
     click.echo(f"gpu-search: internal error: {type(exc).__name__}: {msg} "
-               f"(set GPU_SEARCH_DEBUG=1 for details)", err=True)
+               f"(run `gpu-search --debug ...` for details)", err=True)
     sys.exit(1)
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread as Ctrl-C is, so that every output's temporary file
-    is removed on the way out (Slurm, Galaxy and Nextflow stop jobs with SIGTERM)."""
+    """SIGTERM or SIGHUP, raised in the main thread as Ctrl-C is, so that every output's
+    temporary file is removed on the way out (Slurm, Galaxy and Nextflow stop jobs with
+    SIGTERM; a closed terminal or ssh session sends SIGHUP).  Exit 128 + the signal."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
 
 
-def _on_sigterm(signum, frame):
-    raise Terminated()
+def _on_signal(signum, frame):
+    raise Terminated(signum)
+
+
+def _stopped(exc: Terminated) -> None:
+    import signal
+
+    click.echo("gpu-search: terminated" if exc.signum == signal.SIGTERM else
+               f"gpu-search: stopped by {signal.Signals(exc.signum).name}", err=True)
+    sys.exit(128 + exc.signum)
 
 
 def main(argv=None, *, blast_settings=None) -> None:
@@ -73,23 +90,25 @@ def main(argv=None, *, blast_settings=None) -> None:
 
     ``blast_settings``: a ``BlastSettings`` for blastp (benchmarks; the options typed on the
     command line still win).  Called without ``argv`` it reads ``sys.argv`` and ends the
-    process as the ``gpu-search`` program does (SIGTERM then ends it as Ctrl-C does, exit 143)."""
+    process as the ``gpu-search`` program does (SIGTERM and SIGHUP then end it as Ctrl-C
+    does, exit 143 and 129)."""
+    global _debug
+    _debug = False
     if argv is None:
         import signal
 
-        signal.signal(signal.SIGTERM, _on_sigterm)
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, _on_signal)
     try:
         code = cli.main(args=argv, prog_name="gpu-search", standalone_mode=False,
                         obj={"blast_settings": blast_settings})
-    except Terminated:
-        click.echo("gpu-search: terminated", err=True)
-        sys.exit(143)
+    except Terminated as exc:
+        _stopped(exc)
     except GpuSearchError as exc:
         _fail(exc)
     except click.exceptions.Abort as exc:       # (click turns Ctrl-C, and so SIGTERM, into Abort)
         if isinstance(exc.__cause__, Terminated):
-            click.echo("gpu-search: terminated", err=True)
-            sys.exit(143)
+            _stopped(exc.__cause__)
         click.echo("gpu-search: interrupted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
@@ -125,8 +144,11 @@ def main(argv=None, *, blast_settings=None) -> None:
 
 @click.group(context_settings=CONTEXT, epilog=exit_code_help())
 @click.version_option(__version__, prog_name="gpu-search")
-def cli():
+@click.option("--debug", is_flag=True, help="On an internal error, show Python's traceback (for a bug report).")
+def cli(debug):
     """GPU-accelerated protein homology search with HMMER's and BLAST's numbers."""
+    global _debug
+    _debug = debug
 
 
 # --- hmmsearch -----------------------------------------------------------------------
@@ -238,7 +260,8 @@ def _auto_hmmsearch_device(hmms, db, cpus, quiet) -> str:
 
     used, why = choose_device(hmms, db.n_seqs, db.n_residues, cpus or os.cpu_count() or 1)
     if used == "cpu":
-        dev.note(f"--device auto: searching on the CPU: {why}; --device gpu to use the GPU anyway", quiet)
+        # (said even with --quiet: a GPU was asked for and is not used)
+        dev.note(f"--device auto: searching on the CPU: {why}; --device gpu to use the GPU anyway")
     return used
 
 

@@ -74,7 +74,7 @@ def start_cuda(device: str, gpus: list[int] | None = None) -> None:
 
     _cuda_start = threading.Thread(target=create, name="cuda-start", daemon=True)
     _cuda_start.start()
-    atexit.register(wait_cuda)        # (an input error ends the command: not inside the driver)
+    atexit.register(_wait_at_exit)    # (an input error ends the command: not inside the driver)
 
 
 def wait_cuda() -> None:
@@ -83,17 +83,28 @@ def wait_cuda() -> None:
         _cuda_start.join()
 
 
+def _wait_at_exit() -> None:
+    try:
+        wait_cuda()
+    except KeyboardInterrupt:          # a second Ctrl-C while leaving: already on the way out
+        pass
+
+
 _told = False
 
 
 def note(msg: str, quiet: bool = False) -> None:
-    """Print a one-line note on stderr (once per distinct run, not for --quiet)."""
+    """Print a one-line note on stderr (not for --quiet)."""
     if not quiet:
         print(f"gpu-search: {msg}", file=sys.stderr)
 
 
 def resolve(device: str, quiet: bool = False) -> str:
-    """Turn ``--device`` into the device actually used: 'gpu', 'cpu' or 'reference'."""
+    """Turn ``--device`` into the device actually used: 'gpu', 'cpu' or 'reference'.
+
+    A GPU asked for (``auto``) and not usable is said on stderr even with ``--quiet``, which
+    silences progress only: Galaxy and Nextflow run with --quiet, and a job that lost its
+    GPU (no ``--nv`` or ``--gpus``) runs many times slower; its stderr says why."""
     global _told
     if device not in DEVICES:
         raise DeviceError(f"unknown device {device!r} (choose from {', '.join(DEVICES)})")
@@ -105,6 +116,6 @@ def resolve(device: str, quiet: bool = False) -> str:
     if device == "gpu":
         raise DeviceError(f"--device gpu: no usable GPU: {reason}")
     if not _told:
-        note(f"no usable GPU ({reason}); searching on the CPU, same results", quiet)
+        note(f"no usable GPU ({reason}); searching on the CPU, same results")
         _told = True
     return "cpu"

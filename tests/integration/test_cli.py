@@ -116,9 +116,12 @@ def test_merge_runs_nothing_from_a_crafted_file(kind, tmp_path):
     assert r.returncode == 0 and (tmp_path / "out.txt").stat().st_size > 0, r.stderr
 
 
-def test_sigterm_leaves_no_output(tmp_path):
-    """SIGTERM (how Slurm, Galaxy and Nextflow stop a job) while the outputs are being
-    written: one line, exit 143, no output file and no temporary file left."""
+@pytest.mark.parametrize("signame, code, line", [("SIGTERM", 143, "gpu-search: terminated"),
+                                                  ("SIGHUP", 129, "gpu-search: stopped by SIGHUP")])
+def test_stop_signal_leaves_no_output(signame, code, line, tmp_path):
+    """SIGTERM (how Slurm, Galaxy and Nextflow stop a job) or SIGHUP (a closed terminal) while
+    the outputs are being written: one line, exit 128 + the signal, no output file and no
+    temporary file left."""
     import signal
     import time
 
@@ -131,10 +134,69 @@ def test_sigterm_leaves_no_output(tmp_path):
     while not list(tmp_path.glob(".*.part")) and p.poll() is None and time.monotonic() - start < 60:
         time.sleep(0.02)
     assert p.poll() is None, "the search ended before it could be stopped"
-    p.send_signal(signal.SIGTERM)
+    p.send_signal(getattr(signal, signame))
     err = p.communicate(timeout=120)[1]
-    assert p.returncode == 143 and err.strip().splitlines() == ["gpu-search: terminated"], err
+    assert p.returncode == code and err.strip().splitlines() == [line], err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_during_start_up_is_one_line(tmp_path):
+    """Ctrl-C at any moment of the start (our imports, CUDA's start, reading the inputs):
+    never a traceback, exit 130 (or the signal's own death before Python set up its handler,
+    which the shell also reports as 130)."""
+    import signal
+    import time
+
+    e = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    cmd = [sys.executable, "-m", "gpu_search", "hmmsearch", "--cpu", "1", "-o", str(tmp_path / "o.txt"),
+           str(TEST_DATA / "four-models.hmm"), str(TEST_DATA / "proteome.faa")]
+    for delay in (0.05, 0.1, 0.15, 0.2, 0.3, 0.45, 0.6, 0.8):
+        p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=e)
+        time.sleep(delay)
+        p.send_signal(signal.SIGINT)
+        err = p.communicate(timeout=120)[1]
+        if p.returncode == 0:
+            (tmp_path / "o.txt").unlink()        # (it had finished)
+            continue
+        if "Traceback" in err and f"{os.sep}gpu_search{os.sep}" not in err:
+            continue                             # the interpreter's own start (site, runpy): before our code
+        assert p.returncode in (130, -signal.SIGINT), (delay, p.returncode, err)
+        assert "Traceback" not in err, (delay, err)
+        assert p.returncode != 130 or err.strip().splitlines()[-1:] == ["gpu-search: interrupted"], (delay, err)
+        assert list(tmp_path.iterdir()) == [], (delay, list(tmp_path.iterdir()))
+
+
+def test_debug_option_shows_the_traceback(tmp_path, monkeypatch):
+    """An internal error is one line that says how to see more; ``gpu-search --debug`` shows
+    Python's traceback (read from the command line, not from the environment)."""
+    from gpu_search import cli
+    from gpu_search.hmmer import models
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(models, "read_hmms", broken)
+    args = ["hmmsearch", "--device", "cpu", "-o", str(tmp_path / "o"), str(TEST_DATA / "four-models.hmm"),
+            str(TEST_DATA / "proteome.faa")]
+    with pytest.raises(SystemExit) as stop:
+        cli.main(args)
+    assert stop.value.code == 1
+    with pytest.raises(ZeroDivisionError):
+        cli.main(["--debug", *args])
+    assert not list(tmp_path.iterdir())
+
+
+def test_cpu_fallback_is_said_even_quiet(tmp_path):
+    """--quiet silences progress, not the line saying that a GPU asked for (--device auto)
+    is not used: Galaxy and Nextflow pass --quiet."""
+    from gpu_search.device import gpu_status
+
+    if gpu_status()[0]:
+        pytest.skip("a usable GPU is here")
+    r = run("hmmsearch", "--quiet", "--device", "auto", "-o", tmp_path / "o", TEST_DATA / "four-models.hmm",
+            TEST_DATA / "proteome.faa")
+    assert r.returncode == 0 and r.stderr.startswith("gpu-search: no usable GPU ("), r.stderr
+    assert "searching on the CPU, same results" in r.stderr
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
