@@ -50,8 +50,10 @@ def load_functions(path: Path, options: tuple, names: tuple, device_id: int) -> 
 @lru_cache(maxsize=1)
 def use_writable_kernel_cache() -> None:
     """Point CuPy's kernel cache at a folder it can write, where its own is not writable; once
-    a process.  Safe before CuPy is imported, where it is best called: CuPy 14 makes its cache
-    folder when imported (an import error where it cannot) and keeps it; older CuPy reads
+    a process.  Best called before CuPy is first imported: CuPy 14 makes its cache folder when
+    imported, fails to import where it cannot (measured on an H200 host: HOME unwritable, the
+    GPU lost as "CuPy is not installed"), and a failed import leaves CuPy half-imported for
+    good.  Where CuPy 14 is imported already, its cache is replaced; older CuPy reads
     CUPY_CACHE_DIR before each compilation."""
     configured = os.environ.get("CUPY_CACHE_DIR", os.path.expanduser("~/.cupy/kernel_cache"))
     try:
