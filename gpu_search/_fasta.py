@@ -2,16 +2,35 @@
 
 It reads the bytes once: header lines are located and split into name and
 description, sequence letters are digitized through a 256-entry table into a
-preallocated residue array.  Parsing 273 M residues takes well under a
-second, faster than Easel's own reader through pyhmmer.
+residue array.  Parsing 273 M residues takes well under a second, faster
+than Easel's own reader through pyhmmer.
+
+A file is scanned piece by piece (a few tens of MiB at a time), so the state
+of the line it stopped in is carried from one piece to the next; a header line
+that a piece does not finish is left for the next piece.
+
+Lines end with LF, CR or CR LF, as Easel reads them (an old Mac file ends its
+lines with CR alone).
+
+The caller passes the output arrays and gets integers back: a compiled
+function that returns arrays has numba rebuild their dtype in Python code
+on the way out, where a pending Ctrl-C or SIGTERM raises inside numba's
+boxing of the results and leaves a broken tuple (a segmentation fault when
+it is unpacked).  Integers are boxed without running Python code.
 """
 
 from ._numba import numba
-import numpy as np
 
 IGNORED = 254
 ILLEGAL = 255
 NL, CR, GT = 10, 13, 62
+
+# what scan() found wrong at position ``bad``
+BAD_RESIDUE = 1         # a byte that is not a residue letter (or a residue before any header)
+BAD_NO_NAME = 2         # a header line with no sequence name
+
+# the state carried from piece to piece (an int64 array)
+AT_LINE_START, AFTER_CR, LINE, IN_SEQUENCE = 0, 1, 2, 3
 
 
 @numba.njit(cache=True, nogil=True)
@@ -20,76 +39,124 @@ def _is_space(c):
 
 
 @numba.njit(cache=True, nogil=True)
-def scan(buf, table, max_headers):
-    """Digitize a FASTA file.
+def count_gt(buf):
+    """How many '>' ``buf`` holds: room for its headers."""
+    n = 0
+    for c in buf:
+        if c == GT:
+            n += 1
+    return n
 
-    Returns:
-        residues (uint8, trimmed later by n_res), n_res, header start and end
-        positions (the '>' and the end of its line), residues per sequence,
-        number of headers, and the position of the first illegal byte (-1 if none).
+
+@numba.njit(cache=True, nogil=True)
+def scan(buf, table, final, state, residues, hstart, hend, lengths):
+    """Digitize a piece of a FASTA file.
+
+    ``state`` (AT_LINE_START, AFTER_CR, LINE, IN_SEQUENCE) comes from the previous piece
+    and is updated for the next; ``residues`` holds len(buf) bytes, ``hstart``,
+    ``hend`` and ``lengths`` one entry a '>' in ``buf``.  Unless ``final``, a header
+    line not ended within ``buf`` is left for the next piece.
+
+    Returns (n_res, lead, k, consumed, bad, bad_kind): residues written; how many of
+    them come before the first header (they continue the previous piece's last
+    sequence); headers found (start at '>', end at the line's end; residues of each in
+    ``lengths``); bytes of ``buf`` used; the position of the first error (-1 if none)
+    and what it is (BAD_RESIDUE, BAD_NO_NAME); ``state[LINE]`` is then its line.
     """
     n = len(buf)
-    residues = np.empty(n, dtype=np.uint8)
-    hstart = np.empty(max_headers, dtype=np.int64)
-    hend = np.empty(max_headers, dtype=np.int64)
-    lengths = np.zeros(max_headers, dtype=np.int64)
+    line_start = state[AT_LINE_START] != 0
+    after_cr = state[AFTER_CR] != 0
+    line = state[LINE]
+    in_seq = state[IN_SEQUENCE] != 0
     k = 0
     n_res = 0
-    line_start = True
+    lead = 0
+    run = 0                     # residues since the last header (counted here, stored at the next)
     p = 0
+    bad = -1
+    bad_kind = 0
     while p < n:
         c = buf[p]
         if line_start and c == GT:
-            hstart[k] = p
-            q = p
-            while q < n and buf[q] != NL:
+            q = p + 1
+            while q < n and buf[q] != NL and buf[q] != CR:
                 q += 1
+            if q == n and not final:
+                break                   # the rest of this header line is in the next piece
+            a = p + 1
+            while a < q and _is_space(buf[a]):
+                a += 1
+            if a == q:
+                bad = p
+                bad_kind = BAD_NO_NAME
+                break
+            if k == 0:
+                lead = run
+            else:
+                lengths[k - 1] = run
+            run = 0
+            hstart[k] = p
             hend[k] = q
             k += 1
-            p = q + 1
-            line_start = True
+            in_seq = True
+            line_start = False
+            after_cr = False
+            p = q                       # its line end is counted below
             continue
         if c == NL:
+            if not after_cr:
+                line += 1
+            after_cr = False
             line_start = True
             p += 1
             continue
+        if c == CR:
+            line += 1
+            after_cr = True
+            line_start = True
+            p += 1
+            continue
+        after_cr = False
         line_start = False
         code = table[c]
         if code == IGNORED:
             p += 1
             continue
-        if code == ILLEGAL or k == 0:
-            return residues, n_res, hstart, hend, lengths, k, p
+        if code == ILLEGAL or not in_seq:
+            bad = p
+            bad_kind = BAD_RESIDUE
+            break
         residues[n_res] = code
         n_res += 1
-        lengths[k - 1] += 1
+        run += 1
         p += 1
-    return residues, n_res, hstart, hend, lengths, k, -1
+    if k == 0:
+        lead = run
+    else:
+        lengths[k - 1] = run
+    state[AT_LINE_START] = 1 if line_start else 0
+    state[AFTER_CR] = 1 if after_cr else 0
+    state[LINE] = line
+    state[IN_SEQUENCE] = 1 if in_seq else 0
+    return n_res, lead, k, p, bad, bad_kind
 
 
 @numba.njit(cache=True, nogil=True)
-def split_headers(buf, hstart, hend, k):
+def split_headers(buf, hstart, hend, k, name_blob, name_lens, desc_blob, desc_lens):
     """Name and description of each header, as Easel splits them.
 
     The name runs up to the first whitespace after '>' (leading whitespace
     skipped); the description is the rest with leading whitespace removed,
-    trailing whitespace kept, the CR of a CRLF ending dropped.
-    Returns packed blobs and offsets; a header without a name gets an empty name.
+    trailing whitespace kept (the line's end, LF, CR or CR LF, is not in it).
+    ``name_blob`` and ``desc_blob`` hold the headers' bytes (the sum of hend - hstart);
+    each header's name and description lengths go to ``name_lens`` and ``desc_lens``.
+    Returns the bytes written to each blob.
     """
-    total = 0
-    for i in range(k):
-        total += hend[i] - hstart[i]
-    name_blob = np.empty(total, dtype=np.uint8)
-    desc_blob = np.empty(total, dtype=np.uint8)
-    name_off = np.zeros(k + 1, dtype=np.int64)
-    desc_off = np.zeros(k + 1, dtype=np.int64)
     nn = 0
     nd = 0
     for i in range(k):
         a = hstart[i] + 1
         b = hend[i]
-        if b > a and buf[b - 1] == CR:
-            b -= 1
         while a < b and _is_space(buf[a]):
             a += 1
         e = a
@@ -104,6 +171,6 @@ def split_headers(buf, hstart, hend, k):
         for j in range(d, b):
             desc_blob[nd] = buf[j]
             nd += 1
-        name_off[i + 1] = nn
-        desc_off[i + 1] = nd
-    return name_blob[:nn], name_off, desc_blob[:nd], desc_off
+        name_lens[i] = e - a
+        desc_lens[i] = b - d
+    return nn, nd

@@ -18,23 +18,29 @@ whole database, so a search of one shard can use the whole database's size
 for its E-values.
 
 FASTA is read the way Easel reads it (same letters accepted, same codes):
-letters in either case, '*' and '~', '.' or '_' as gap; spaces, tabs and
-carriage returns ignored; anything else is an error, as in HMMER.
+letters in either case, '*' and '~', '.' or '_' as gap; spaces and tabs
+ignored; lines ending with LF, CR LF or CR alone (old Mac files); anything
+else is an error, as in HMMER.  An input is read once, a piece at a time, so
+that a pipe works as a file does; ``makedb`` writes as it reads.
 """
 
 from __future__ import annotations
 
 import contextlib
-import gzip
-import zlib
+import itertools
 import json
 import os
+import re
+import shutil
+import stat
+import tempfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .errors import (AlphabetError, EmptyInputError, FormatError, InputFileError,
+from .errors import (AlphabetError, EmptyInputError, FormatError, InputFileError, OutputError,
                      SequenceError)
 from .output import atomic_path
 
@@ -186,7 +192,7 @@ class SequenceDB:
             return long
         i = int(long[0])
         raise SequenceError(
-            f"sequence '{self.name(i)}' in {self.source} has {int(self.lengths[i]):,} residues, "
+            f"sequence '{shown(self.name(i))}' in {self.source} has {int(self.lengths[i]):,} residues, "
             f"over HMMER's limit of {HMMER_MAX_LENGTH:,} for hmmsearch "
             f"({len(long)} such sequence(s)); split it, or pass --skip-long to leave them out"
         )
@@ -217,17 +223,95 @@ def _gather_blob(blob, offs, idx):
 
 
 # --- reading ------------------------------------------------------------------------
+#
+# An input is opened once and read from its start to its end, never twice, so that a pipe or
+# a process substitution (``<(zcat db.fa.gz)``) reads as a file does: its format is told from
+# its first bytes, then the same bytes are parsed.  It is read a piece at a time; FASTA is
+# digitized piece by piece, so an input that never ends (/dev/zero) is refused from its first
+# piece, not read into memory until memory runs out.
+
+PIECE = 32 << 20                 # bytes read, or decompressed, at a time
+MAX_HEADER_LINE = 64 << 20       # longest FASTA header line accepted (no real one comes near)
+MAX_SEQUENCE = (1 << 31) - 1     # residues of one sequence: lengths are int32
+_NOT_SPACE = re.compile(rb"[^ \t\n\r\x0b\x0c]")
+
+
+class _Input:
+    """An input file, opened once: its first bytes read to tell its format, the rest as it comes."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        check_readable(self.path)
+        try:
+            self.fh = open(self.path, "rb")
+        except OSError as exc:
+            raise InputFileError(f"{self.path}: cannot read ({exc.strerror})") from None
+        # a .gsdb is memory-mapped from a plain file; a pipe is read through
+        self.regular = stat.S_ISREG(os.fstat(self.fh.fileno()).st_mode)
+        self.head = self.fh.read(len(GSDB_MAGIC))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.fh.close()
+
+    @property
+    def is_gsdb(self) -> bool:
+        return self.head == GSDB_MAGIC
+
+    def raw_pieces(self):
+        """The file's bytes, PIECE at a time, from its first byte."""
+        head, self.head = self.head, b""
+        if head:
+            yield head
+        while data := self.fh.read(PIECE):
+            yield data
+
+    def pieces(self):
+        """The file's bytes, gunzipped if it is gzip-compressed, PIECE at a time at most."""
+        raw = self.raw_pieces()
+        first = next(raw, b"")
+        pieces = itertools.chain([first], raw) if first else iter(())
+        return _gunzip(pieces, self.path) if first[:2] == b"\x1f\x8b" else pieces
+
+
+def _gunzip(pieces, source):
+    """Gzip members one after the other (zero bytes between them skipped, as gzip.decompress
+    does), decompressed PIECE at a time at most: a small file that inflates to terabytes is
+    read as it goes too."""
+    member = zlib.decompressobj(wbits=31)
+    try:
+        for data in pieces:
+            while data or member is not None:
+                if member is None:              # between members
+                    data = data.lstrip(b"\0")
+                    if not data:
+                        break
+                    member = zlib.decompressobj(wbits=31)
+                out = member.decompress(data, PIECE)
+                if out:
+                    yield out
+                if member.eof:
+                    data, member = member.unused_data, None
+                    continue
+                data = member.unconsumed_tail
+                if not data and not out:
+                    break                       # all this input taken and given out: read more
+        if member is not None:
+            raise EOFError("compressed file ended before the end-of-stream marker was reached")
+    except (EOFError, zlib.error) as exc:
+        raise FormatError(f"{source}: corrupt or truncated gzip file ({exc})") from None
 
 
 def open_database(path: str | os.PathLike) -> SequenceDB:
-    """Load a protein database from FASTA (plain or .gz) or a .gsdb file."""
-    path = Path(path)
-    check_readable(path)
-    with open(path, "rb") as fh:
-        head = fh.read(len(GSDB_MAGIC))
-    if head == GSDB_MAGIC:
-        return read_gsdb(path)
-    return read_fasta(path)
+    """Load a protein database from FASTA (plain or .gz) or a .gsdb file, a pipe too."""
+    with _Input(path) as inp:
+        if inp.is_gsdb:
+            if inp.regular:
+                return read_gsdb(path)
+            return _gsdb_from_buffer(np.frombuffer(b"".join(inp.raw_pieces()), dtype=np.uint8), Path(path))
+        return _collect(inp.pieces(), str(path))
 
 
 def check_readable(path: Path) -> None:
@@ -241,97 +325,224 @@ def check_readable(path: Path) -> None:
 
 
 def read_bytes(path: Path) -> bytes:
-    """The file's bytes, gunzipped if it is gzip-compressed."""
-    with open(path, "rb") as fh:
-        data = fh.read()
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
-            raise FormatError(f"{path}: corrupt or truncated gzip file ({exc})") from None
-    return data
+    """The file's bytes, gunzipped if it is gzip-compressed (the file read once: a pipe too)."""
+    with _Input(path) as inp:
+        return b"".join(inp.pieces())
 
 
 def read_fasta(path: str | os.PathLike) -> SequenceDB:
-    """Parse a protein FASTA file (vectorized: a few passes of numpy over the bytes)."""
-    path = Path(path)
-    check_readable(path)
-    data = read_bytes(path)
-    return parse_fasta(data, source=str(path))
+    """Parse a protein FASTA file (plain or gzip; a pipe too), a piece at a time."""
+    with _Input(path) as inp:
+        return _collect(inp.pieces(), str(path))
 
 
 def parse_fasta(data: bytes, source: str = "<fasta>") -> SequenceDB:
     """Parse FASTA bytes into a :class:`SequenceDB` (see module docstring for the rules)."""
-    from ._fasta import scan, split_headers
+    return _collect(iter([data]), source)
 
-    buf = np.frombuffer(data, dtype=np.uint8)
-    stripped = data.lstrip()
-    if not stripped:
+
+@dataclass
+class _Batch:
+    """What one piece of FASTA held: its residues; the lengths of the sequences it ended
+    (one begun in an earlier piece may end in it); names and descriptions of the headers in it."""
+
+    residues: np.ndarray
+    lengths: np.ndarray
+    name_blob: np.ndarray
+    name_lens: np.ndarray
+    desc_blob: np.ndarray
+    desc_lens: np.ndarray
+
+
+def _fasta_batches(pieces, source: str):
+    """Digitize FASTA pieces (bytes) into :class:`_Batch`es, checking it as Easel reads it.
+
+    The first byte other than whitespace must be '>': anything else (an HMM file, NUL bytes,
+    binary) is refused at once.  Errors are raised where they are found, in file order;
+    empty sequences and nucleotide input once the whole file is read.
+    """
+    from ._fasta import BAD_NO_NAME, IN_SEQUENCE, LINE, count_gt, scan, split_headers
+
+    state = np.array([1, 0, 1, 0], dtype=np.int64)   # at a line's start, line 1, no sequence yet
+    started = False
+    carry = b""                 # a header line begun at the end of the previous piece
+    open_name = ""              # the name of the sequence the last piece ended in
+    open_len = 0                # its residues so far
+    n_seqs = 0
+    empty, first_empty = 0, ""
+    sample, sample_len = [], 0  # the first residues, for the nucleotide check
+
+    def scan_piece(data: bytes, final: bool):
+        nonlocal open_name, open_len, n_seqs, empty, first_empty, sample_len
+        buf = np.frombuffer(data, dtype=np.uint8)
+        heads = count_gt(buf)
+        residues = np.empty(len(buf), dtype=np.uint8)
+        hstart, hend, lengths = (np.empty(heads, dtype=np.int64) for _ in range(3))
+        n_res, lead, k, used, bad, kind = scan(buf, AMINO_MAP, final, state, residues, hstart, hend, lengths)
+        header_bytes = int((hend[:k] - hstart[:k]).sum())
+        name_blob, desc_blob = np.empty(header_bytes, np.uint8), np.empty(header_bytes, np.uint8)
+        name_lens, desc_lens = np.empty(k, np.int64), np.empty(k, np.int64)
+        nn, nd = split_headers(buf, hstart, hend, k, name_blob, name_lens, desc_blob, desc_lens)
+        name_ends = np.cumsum(name_lens)
+
+        def name(i):            # (decoded only where one is needed)
+            return bytes(name_blob[name_ends[i] - name_lens[i]:name_ends[i]]).decode("utf-8", "replace")
+
+        if bad >= 0:
+            line = int(state[LINE])
+            if kind == BAD_NO_NAME:
+                raise FormatError(f"{source}: FASTA header without a sequence name (line {line})")
+            seq = name(k - 1) if k else open_name
+            if not seq:
+                raise FormatError(f"{source}: not FASTA (a FASTA file starts with '>' header lines)")
+            c = int(buf[bad])
+            ch = chr(c) if 32 < c < 127 else f"\\x{c:02x}"
+            raise SequenceError(
+                f"{source}: invalid residue '{ch}' in sequence '{shown(seq)}' (line {line}); "
+                f"a protein sequence holds only letters, '*', '~', '.' or '_'")
+        open_len += lead
+        ended = lengths[:k].copy()
+        if k:
+            # the open sequence ends at the first header; the last header's sequence stays open
+            ended = np.concatenate(([open_len], ended[:-1])) if n_seqs else ended[:-1]
+            zero = np.flatnonzero(ended == 0)
+            if len(zero) and not empty:
+                z = int(zero[0]) - (1 if n_seqs else 0)     # its header's index in this piece
+                first_empty = name(z) if z >= 0 else open_name
+            empty += len(zero)
+            open_name, open_len = name(k - 1), int(lengths[k - 1])
+            n_seqs += k
+        if open_len > MAX_SEQUENCE:
+            raise SequenceError(f"{source}: sequence '{shown(open_name)}' is longer than {MAX_SEQUENCE:,} residues")
+        if sample_len < _SAMPLE:
+            sample.append(residues[:min(n_res, _SAMPLE - sample_len)].copy())
+            sample_len += len(sample[-1])
+        return used, _Batch(residues[:n_res], ended.astype(np.int64), name_blob[:nn], name_lens,
+                            desc_blob[:nd], desc_lens)
+
+    for piece in pieces:
+        if not started:
+            first = _NOT_SPACE.search(piece)
+            if first is not None:
+                started = True
+                at = first.start()
+                if piece[at:at + 1] != b">":
+                    what = "an HMM file" if piece[at:at + 5] == b"HMMER" else "not FASTA"
+                    raise FormatError(f"{source}: {what} (a FASTA file starts with '>' header lines)")
+        data = carry + piece if carry else piece
+        used, batch = scan_piece(data, final=False)
+        carry = data[used:]
+        if len(carry) > MAX_HEADER_LINE:
+            size = f"{MAX_HEADER_LINE >> 20} MiB" if MAX_HEADER_LINE % (1 << 20) == 0 else f"{MAX_HEADER_LINE:,} bytes"
+            raise FormatError(f"{source}: a header line longer than {size} "
+                              f"(line {int(state[LINE])}); not a FASTA file?")
+        yield batch
+    if not started:
         raise EmptyInputError(f"{source}: file is empty")
-    if stripped[:1] != b">":
-        what = "an HMM file" if stripped.startswith(b"HMMER") else "not FASTA"
-        raise FormatError(f"{source}: {what} (a FASTA file starts with '>' header lines)")
-
-    max_headers = int(np.count_nonzero(buf == ord(">")))
-    residues, n_res, hstart, hend, lengths, k, bad = scan(buf, AMINO_MAP, max_headers)
-    if bad >= 0:
-        line = data.count(b"\n", 0, bad) + 1
-        ch = chr(buf[bad]) if 32 < buf[bad] < 127 else f"\\x{buf[bad]:02x}"
-        if k == 0:
-            raise FormatError(f"{source}: not FASTA (a FASTA file starts with '>' header lines)")
-        name = data[hstart[k - 1] + 1 : hend[k - 1]].split(maxsplit=1)
-        name = name[0].decode("utf-8", "replace") if name else "?"
-        raise SequenceError(
-            f"{source}: invalid residue '{ch}' in sequence '{name}' (line {line}); "
-            f"a protein sequence holds only letters, '*', '~', '.' or '_'"
-        )
-    name_blob, name_offs, desc_blob, desc_offs = split_headers(buf, hstart, hend, k)
-    unnamed = np.flatnonzero(np.diff(name_offs) == 0)
-    if len(unnamed):
-        line = data.count(b"\n", 0, int(hstart[unnamed[0]])) + 1
-        raise FormatError(f"{source}: FASTA header without a sequence name (line {line})")
-    offsets = np.zeros(k + 1, dtype=np.int64)
-    np.cumsum(lengths[:k], out=offsets[1:])
-    db = SequenceDB(residues[:n_res], offsets, name_blob.tobytes(), name_offs,
-                    desc_blob.tobytes(), desc_offs, source=source)
-    _validate(db)
-    return db
+    _, batch = scan_piece(carry, final=True)
+    if state[IN_SEQUENCE]:
+        batch.lengths = np.append(batch.lengths, open_len).astype(np.int64)
+        if open_len == 0:
+            first_empty = first_empty if empty else open_name
+            empty += 1
+    yield batch
+    if n_seqs == 0:
+        raise EmptyInputError(f"{source}: no sequences")
+    if empty:
+        raise SequenceError(f"{source}: sequence '{shown(first_empty)}' is empty "
+                            f"({empty} empty sequence(s)); remove them first")
+    _check_protein(np.concatenate(sample), source)
 
 
-def _pack(items: list[bytes]):
-    offs = np.zeros(len(items) + 1, dtype=np.int64)
-    np.cumsum([len(x) for x in items], out=offs[1:])
-    return b"".join(items), offs
+_SAMPLE = 1 << 22               # residues looked at to tell protein from nucleotide
 
 
-def _validate(db: SequenceDB) -> None:
-    """Reject empty sequences and nucleotide databases."""
-    if db.n_seqs == 0:
-        raise EmptyInputError(f"{db.source}: no sequences")
-    empty = np.flatnonzero(db.lengths == 0)
-    if len(empty):
-        raise SequenceError(
-            f"{db.source}: sequence '{db.name(int(empty[0]))}' is empty "
-            f"({len(empty)} empty sequence(s)); remove them first"
-        )
-    # DNA or RNA read as protein: almost only A, C, G, T/U, N
-    sample = db.residues[: 1 << 22]
+def shown(name: str) -> str:
+    """A sequence name as an error message shows it: on one line, control characters escaped."""
+    name = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in name)
+    return name if len(name) <= 80 else name[:77] + "..."
+
+
+def _check_protein(sample: np.ndarray, source: str) -> None:
+    """Reject DNA or RNA read as protein: almost only A, C, G, T/U, N."""
     nuc = np.isin(sample, [AMINO_SYMBOLS.index(c) for c in "ACGTUN"]).sum()
     if len(sample) >= 20 and nuc >= 0.9 * len(sample):
         raise AlphabetError(
-            f"{db.source}: looks like nucleotide sequence ({100 * nuc / len(sample):.0f}% "
+            f"{source}: looks like nucleotide sequence ({100 * nuc / len(sample):.0f}% "
             f"A/C/G/T/U/N); gpu-search needs protein sequences"
         )
+
+
+def _collect(pieces, source: str) -> SequenceDB:
+    """A FASTA input read into memory (grown in place: no second copy of the residues)."""
+    residues, names, descs = bytearray(), bytearray(), bytearray()
+    lengths, name_lens, desc_lens = [], [], []
+    for b in _fasta_batches(pieces, source):
+        residues += memoryview(b.residues)      # (an array would add itself element-wise)
+        names += memoryview(b.name_blob)
+        descs += memoryview(b.desc_blob)
+        lengths.append(b.lengths)
+        name_lens.append(b.name_lens)
+        desc_lens.append(b.desc_lens)
+    return SequenceDB(np.frombuffer(residues, dtype=np.uint8), _ends(lengths), bytes(names), _ends(name_lens),
+                      bytes(descs), _ends(desc_lens), source=source)
+
+
+def _ends(parts) -> np.ndarray:
+    """Offsets (0, then running sums) of lengths given in parts."""
+    lens = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    offsets = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    return offsets
 
 
 # --- .gsdb -------------------------------------------------------------------------------
 
 _SECTIONS = ("residues", "offsets", "name_blob", "name_offsets", "desc_blob", "desc_offsets", "length_order")
+_DTYPES = {"residues": "|u1", "offsets": "<i8", "name_blob": "|u1", "name_offsets": "<i8",
+           "desc_blob": "|u1", "desc_offsets": "<i8", "length_order": "<i4"}
+_HEADER_SIZE = 4096             # the JSON header's reserved room; the sections follow
 
 
-def write_gsdb(db: SequenceDB, path: str | os.PathLike, *, total_seqs=None, total_residues=None,
+def _gsdb_header(counts: dict, *, n_seqs, n_residues, total_seqs, total_residues, shard, first_index,
+                 source) -> tuple[bytes, dict, int]:
+    """The header's bytes, the header, and the file's size, for sections of ``counts`` items."""
+    header = {
+        "format": "gsdb",
+        "version": 1,
+        "alphabet": "amino",
+        "n_seqs": int(n_seqs),
+        "n_residues": int(n_residues),
+        "total_seqs": int(total_seqs),
+        "total_residues": int(total_residues),
+        "shard": list(shard) if shard else None,
+        "first_index": int(first_index),
+        "source": os.path.basename(source),
+        "sections": {},
+    }
+    # lay the sections out after a header of fixed reserved size
+    pos = _HEADER_SIZE
+    for name in _SECTIONS:
+        dt = np.dtype(_DTYPES[name])
+        header["sections"][name] = {"offset": pos, "dtype": dt.str, "count": int(counts[name])}
+        pos += -(-int(counts[name]) * dt.itemsize // GSDB_ALIGN) * GSDB_ALIGN
+    blob = json.dumps(header).encode()
+    if len(blob) + 12 > _HEADER_SIZE:
+        raise FormatError("internal: .gsdb header too large")
+    return GSDB_MAGIC + len(blob).to_bytes(4, "little") + blob, header, pos
+
+
+def write_gsdb(db, path: str | os.PathLike, *, total_seqs=None, total_residues=None,
                shard=None, first_index: int = 0) -> None:
-    """Write ``db`` as a .gsdb file (atomically: temp file, then rename)."""
+    """Write ``db`` as a .gsdb file (atomically: temp file, then rename).
+
+    ``db`` is a :class:`SequenceDB`, or (makedb's shards) a :class:`_GsdbRun`, sequences of a
+    .gsdb being cut, copied a piece at a time."""
+    if isinstance(db, _GsdbRun):
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            db.write(fh, Path(tmp).parent, total_seqs=total_seqs, total_residues=total_residues, shard=shard,
+                     first_index=first_index)
+        return
     arrays = {
         "residues": np.ascontiguousarray(db.residues, dtype=np.uint8),
         "offsets": np.ascontiguousarray(db.offsets, dtype=np.int64),
@@ -341,53 +552,154 @@ def write_gsdb(db: SequenceDB, path: str | os.PathLike, *, total_seqs=None, tota
         "desc_offsets": np.ascontiguousarray(db.desc_offsets, dtype=np.int64),
         "length_order": np.ascontiguousarray(db.length_order, dtype=np.int32),
     }
-    header = {
-        "format": "gsdb",
-        "version": 1,
-        "alphabet": "amino",
-        "n_seqs": db.n_seqs,
-        "n_residues": db.n_residues,
-        "total_seqs": int(total_seqs if total_seqs is not None else db.total_seqs),
-        "total_residues": int(total_residues if total_residues is not None else db.total_residues),
-        "shard": list(shard) if shard else None,
-        "first_index": int(first_index),
-        "source": os.path.basename(db.source),
-        "sections": {},
-    }
-    # lay the sections out after a header of fixed reserved size
-    pos = 4096
-    for name in _SECTIONS:
-        a = arrays[name]
-        header["sections"][name] = {"offset": pos, "dtype": a.dtype.str, "count": int(a.size)}
-        pos += -(-a.nbytes // GSDB_ALIGN) * GSDB_ALIGN
-    blob = json.dumps(header).encode()
-    if len(blob) + 12 > 4096:
-        raise FormatError("internal: .gsdb header too large")
+    head, header, end = _gsdb_header(
+        {name: a.size for name, a in arrays.items()}, n_seqs=db.n_seqs, n_residues=db.n_residues,
+        total_seqs=total_seqs if total_seqs is not None else db.total_seqs,
+        total_residues=total_residues if total_residues is not None else db.total_residues,
+        shard=shard, first_index=first_index, source=db.source)
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:
-            fh.write(GSDB_MAGIC)
-            fh.write(len(blob).to_bytes(4, "little"))
-            fh.write(blob)
+            fh.write(head)
             for name in _SECTIONS:
                 fh.seek(header["sections"][name]["offset"])
                 fh.write(arrays[name].tobytes())
-            fh.truncate(pos)
+            fh.truncate(end)
+
+
+class _GsdbWriter:
+    """A .gsdb written as its parts come, in bounded memory: the residues straight into the
+    file after the header's room, each other section into an unnamed temporary file beside it
+    (gone however the program ends), copied after the residues by :meth:`finish`.
+
+    The parts come in any grouping: residues, sequence lengths, name bytes and name
+    lengths, description bytes and lengths, each in file order."""
+
+    def __init__(self, fh, spool_dir):
+        self.fh = fh
+        fh.seek(_HEADER_SIZE)
+        self.spools = {name: tempfile.TemporaryFile(dir=spool_dir)
+                       for name in ("offsets", "name_blob", "name_offsets", "desc_blob", "desc_offsets")}
+        self.sums = dict.fromkeys(("residues", "offsets", "name_blob", "name_offsets", "desc_blob",
+                                   "desc_offsets"), 0)
+        self.counts = dict.fromkeys(_SECTIONS, 0)
+        self.histogram = {}         # sequence length -> sequences of that length (for length_order)
+
+    def close(self):
+        for f in self.spools.values():
+            f.close()
+
+    def residues(self, data):
+        self.fh.write(memoryview(np.ascontiguousarray(data)).cast("B"))
+        self.counts["residues"] += len(data)
+
+    def offsets(self, section, lens):
+        """Append the running sums of ``lens`` (with those before) to a section of offsets."""
+        ends = np.cumsum(lens, dtype=np.int64) + self.sums[section]
+        if len(ends):
+            self.sums[section] = int(ends[-1])
+            self.spools[section].write(ends.tobytes())
+        self.counts[section] += len(ends)
+
+    def lengths(self, lens):
+        self.offsets("offsets", lens)
+        for value, count in zip(*(a.tolist() for a in np.unique(lens, return_counts=True))):
+            self.histogram[value] = self.histogram.get(value, 0) + count
+
+    def blob(self, section, data):
+        self.spools[section].write(memoryview(np.ascontiguousarray(data)).cast("B"))
+        self.counts[section] += len(data)
+
+    def finish(self, *, source, total_seqs=None, total_residues=None, shard=None, first_index=0):
+        n_seqs, n_res = self.counts["offsets"], self.counts["residues"]
+        if (self.sums["offsets"] != n_res or self.counts["name_offsets"] != n_seqs
+                or self.counts["desc_offsets"] != n_seqs):
+            raise AssertionError("internal: .gsdb sections of different sequence counts")
+        counts = dict(self.counts, offsets=n_seqs + 1, name_offsets=n_seqs + 1, desc_offsets=n_seqs + 1,
+                      length_order=n_seqs)
+        head, header, end = _gsdb_header(
+            counts, n_seqs=n_seqs, n_residues=n_res,
+            total_seqs=n_seqs if total_seqs is None else total_seqs,
+            total_residues=n_res if total_residues is None else total_residues,
+            shard=shard, first_index=first_index, source=source)
+        fh, where = self.fh, header["sections"]
+        for name in _SECTIONS[1:-1]:
+            fh.seek(where[name]["offset"])
+            if name.endswith("offsets"):
+                fh.write(bytes(8))                  # the leading 0
+            spool = self.spools[name]
+            spool.seek(0)
+            shutil.copyfileobj(spool, fh, PIECE)
+        _write_length_order(fh, where["length_order"]["offset"], self.spools["offsets"], n_seqs, self.histogram)
+        fh.truncate(end)
+        fh.seek(0)
+        fh.write(head)
+
+
+_ORDER_BATCH = 1 << 20          # sequences a step of the length order's sort (and of cutting shards)
+
+
+def _write_length_order(fh, pos, ends_file, n_seqs, histogram):
+    """Write the length_order section (sequence indices by decreasing length, stable) from the
+    sequences' end offsets, in bounded memory: a counting sort, each length's indices going
+    to their run of the section, written in batches of contiguous runs."""
+    values = np.array(sorted(histogram, reverse=True), dtype=np.int64)
+    counts = np.array([histogram[v] for v in values.tolist()], dtype=np.int64)
+    next_slot = np.cumsum(counts) - counts          # where each length's run continues
+    slots, indices, pending = [], [], 0
+
+    def flush():
+        s, i = np.concatenate(slots), np.concatenate(indices)
+        order = np.argsort(s, kind="stable")
+        s, i = s[order], i[order]
+        starts = np.concatenate(([0], np.flatnonzero(np.diff(s) != 1) + 1, [len(s)]))
+        for a, b in zip(starts[:-1].tolist(), starts[1:].tolist()):
+            fh.seek(pos + 4 * int(s[a]))
+            fh.write(i[a:b].tobytes())
+        slots.clear()
+        indices.clear()
+
+    previous = 0
+    for base in range(0, n_seqs, _ORDER_BATCH):
+        ends_file.seek(8 * base)
+        ends = np.frombuffer(ends_file.read(8 * min(_ORDER_BATCH, n_seqs - base)), dtype=np.int64)
+        lens = np.diff(ends, prepend=previous)
+        previous = int(ends[-1])
+        group = np.searchsorted(-values, -lens)     # values run high to low
+        order = np.argsort(group, kind="stable")
+        in_group = np.bincount(group, minlength=len(values))
+        rank = np.arange(len(order)) - (np.cumsum(in_group) - in_group)[group[order]]
+        slots.append(next_slot[group[order]] + rank)
+        indices.append((base + order).astype(np.int32))
+        next_slot += in_group
+        pending += len(order)
+        if pending >= _ORDER_BATCH:
+            flush()
+            pending = 0
+    if slots:
+        flush()
 
 
 def read_gsdb(path: str | os.PathLike) -> SequenceDB:
     """Memory-map a .gsdb file written by :func:`write_gsdb`."""
     path = Path(path)
-    size = path.stat().st_size
-    with open(path, "rb") as fh:
-        fh.read(len(GSDB_MAGIC))
-        try:
-            n = int.from_bytes(fh.read(4), "little")
-            header = json.loads(fh.read(n))
-        except (ValueError, UnicodeDecodeError):
-            raise FormatError(f"{path}: corrupt .gsdb header") from None
-    if header.get("format") != "gsdb" or header.get("version") != 1:
+    return _gsdb_from_buffer(np.memmap(path, dtype=np.uint8, mode="r"), path)
+
+
+def _gsdb_header_of(buf, path) -> dict:
+    try:
+        n = int.from_bytes(bytes(buf[len(GSDB_MAGIC):len(GSDB_MAGIC) + 4]), "little")
+        header = json.loads(bytes(buf[len(GSDB_MAGIC) + 4:len(GSDB_MAGIC) + 4 + n]))
+    except (ValueError, UnicodeDecodeError):
+        raise FormatError(f"{path}: corrupt .gsdb header") from None
+    if not isinstance(header, dict) or header.get("format") != "gsdb" or header.get("version") != 1:
         raise FormatError(f"{path}: unsupported .gsdb version; rebuild it with gpu-search makedb")
-    mm = np.memmap(path, dtype=np.uint8, mode="r")
+    return header
+
+
+def _gsdb_from_buffer(buf: np.ndarray, path: Path) -> SequenceDB:
+    """A .gsdb's database over its bytes (a memory map of the file, or the bytes of a pipe)."""
+    header = _gsdb_header_of(buf, path)
+    size = len(buf)
     arrays = {}
     for name in _SECTIONS:
         sec = header["sections"][name]
@@ -395,7 +707,7 @@ def read_gsdb(path: str | os.PathLike) -> SequenceDB:
         end = sec["offset"] + sec["count"] * dt.itemsize
         if end > size:
             raise FormatError(f"{path}: truncated .gsdb file; rebuild it with gpu-search makedb")
-        arrays[name] = mm[sec["offset"] : end].view(dt)
+        arrays[name] = buf[sec["offset"] : end].view(dt)
     db = SequenceDB(
         arrays["residues"], arrays["offsets"],
         arrays["name_blob"], arrays["name_offsets"],
@@ -417,43 +729,182 @@ def shard_bounds(lengths: np.ndarray, n_shards: int) -> list[tuple[int, int]]:
     Contiguous shards keep the database order, so merged results tie-break
     exactly as an unsharded search does.
     """
-    n = len(lengths)
-    n_shards = max(1, min(n_shards, n))
     cum = np.cumsum(lengths.astype(np.int64))
-    total = int(cum[-1])
+    return _cut(len(lengths), int(cum[-1]), n_shards, [cum])
+
+
+def _cut(n, total, n_shards, cum_pieces) -> list[tuple[int, int]]:
+    """:func:`shard_bounds` from the running sums of the lengths, given a piece at a time:
+    shard s + 1 begins after the first sequence whose running sum reaches s / n_shards of
+    the residues, and every shard holds a sequence at least."""
+    n_shards = max(1, min(n_shards, n))
+    targets = [total * s / n_shards for s in range(1, n_shards)]
+    reached, base = [], 0
+    for cum in cum_pieces:
+        while len(reached) < len(targets):
+            i = int(np.searchsorted(cum, targets[len(reached)], side="left"))
+            if i == len(cum):
+                break
+            reached.append(base + i)
+        base += len(cum)
+    reached += [n] * (len(targets) - len(reached))
     cuts = [0]
     for s in range(1, n_shards):
-        cut = int(np.searchsorted(cum, total * s / n_shards, side="left")) + 1
-        cut = min(max(cut, cuts[-1] + 1), n - (n_shards - s))
-        cuts.append(cut)
+        cuts.append(min(max(reached[s - 1] + 1, cuts[-1] + 1), n - (n_shards - s)))
     cuts.append(n)
     return list(zip(cuts[:-1], cuts[1:]))
 
 
-def makedb(fasta: str | os.PathLike, out: str | os.PathLike, shards: int = 1) -> list[Path]:
+class _GsdbRun:
+    """Sequences ``a`` to ``b`` of a .gsdb open as ``fh`` (makedb's whole database, cut into
+    shards), copied into a new .gsdb a piece at a time."""
+
+    def __init__(self, fh, header: dict, a: int, b: int):
+        self.fh, self.header, self.a, self.b = fh, header, a, b
+
+    def _int64(self, section, i, count) -> np.ndarray:
+        self.fh.seek(self.header["sections"][section]["offset"] + 8 * i)
+        return np.frombuffer(self.fh.read(8 * count), dtype=np.int64)
+
+    def _lengths(self, section):
+        """The lengths of sequences a..b from a section of offsets, a batch at a time."""
+        for i in range(self.a, self.b, _ORDER_BATCH):
+            yield np.diff(self._int64(section, i, min(_ORDER_BATCH, self.b - i) + 1))
+
+    def _bytes(self, section, offsets):
+        """The bytes of sequences a..b of a section of bytes, PIECE at a time."""
+        start, stop = (int(self._int64(offsets, i, 1)[0]) for i in (self.a, self.b))
+        base = self.header["sections"][section]["offset"]
+        for p in range(start, stop, PIECE):
+            self.fh.seek(base + p)
+            yield self.fh.read(min(PIECE, stop - p))
+
+    def write(self, out, spool_dir, **meta):
+        w = _GsdbWriter(out, spool_dir)
+        try:
+            for data in self._bytes("residues", "offsets"):
+                w.residues(np.frombuffer(data, dtype=np.uint8))
+            for lens in self._lengths("offsets"):
+                w.lengths(lens)
+            for kind in ("name", "desc"):
+                for data in self._bytes(f"{kind}_blob", f"{kind}_offsets"):
+                    w.blob(f"{kind}_blob", data)
+                for lens in self._lengths(f"{kind}_offsets"):
+                    w.offsets(f"{kind}_offsets", lens)
+            w.finish(source=self.header["source"], **meta)
+        finally:
+            w.close()
+
+
+def _spool_dir(out: Path) -> Path:
+    """The folder of the output (a link's target's), where makedb's temporary files go."""
+    directory = Path(os.path.realpath(out)).parent
+    if not directory.is_dir():
+        raise OutputError(f"{out}: directory {directory} does not exist")
+    return directory
+
+
+def _fasta_to_gsdb(pieces, source: str, fh, spool_dir, progress) -> None:
+    """Digitize FASTA pieces into a .gsdb open as ``fh``, as they come."""
+    w = _GsdbWriter(fh, spool_dir)
+    try:
+        n_seqs = n_res = 0
+        for b in _fasta_batches(pieces, source):
+            w.residues(b.residues)
+            w.lengths(b.lengths)
+            w.blob("name_blob", b.name_blob)
+            w.offsets("name_offsets", b.name_lens)
+            w.blob("desc_blob", b.desc_blob)
+            w.offsets("desc_offsets", b.desc_lens)
+            n_seqs += len(b.name_lens)
+            n_res += len(b.residues)
+            progress.update(n_seqs, f"{n_res:,} residues")
+        w.finish(source=source)
+    finally:
+        w.close()
+
+
+def makedb(fasta: str | os.PathLike, out: str | os.PathLike, shards: int = 1, *,
+           quiet: bool = False) -> list[Path]:
     """``gpu-search makedb``: write a .gsdb (and/or N shards of it). Returns the paths written.
 
     With ``shards > 1`` the shards are written as ``OUT-STEM.shardIofN.gsdb``
     next to ``out``; each records the whole database's sequence and residue
     counts so that searches of a shard report E-values of the whole.
+
+    The FASTA (plain, gzip, a pipe) is read once and written as it is read, in memory that
+    does not grow with the database.  Shards need the whole database's size before the first
+    is written: the whole .gsdb is written first to an unnamed temporary file beside ``out``,
+    then cut.  Progress on stderr on a terminal, unless ``quiet``.
     """
-    db = open_database(fasta)
     out = Path(out)
-    if shards <= 1:
-        write_gsdb(db, out)
-        return [out]
+    with _Input(fasta) as inp:
+        if inp.is_gsdb:             # a .gsdb again: rewritten, or cut, as loaded
+            db = (read_gsdb(fasta) if inp.regular else
+                  _gsdb_from_buffer(np.frombuffer(b"".join(inp.raw_pieces()), dtype=np.uint8), Path(fasta)))
+            return _makedb_of(db, out, shards)
+        from .progress import Progress
+
+        progress = Progress("makedb", None, "sequences", quiet)
+        try:
+            if shards <= 1:
+                with atomic_path(out) as tmp, open(tmp, "wb") as fh:
+                    _fasta_to_gsdb(inp.pieces(), str(fasta), fh, Path(tmp).parent, progress)
+                return [out]
+            spool_dir = _spool_dir(out)
+            try:
+                whole = tempfile.TemporaryFile(dir=spool_dir)
+            except OSError as exc:
+                raise OutputError(f"{out}: cannot write ({exc.strerror})") from None
+            with whole:
+                _fasta_to_gsdb(inp.pieces(), str(fasta), whole, spool_dir, progress)
+                whole.seek(0)
+                header = _gsdb_header_of(np.frombuffer(whole.read(_HEADER_SIZE), dtype=np.uint8), out)
+                return _write_shards(whole, header, out, shards)
+        finally:
+            progress.close()
+
+
+def _shard_paths(out: Path, n: int) -> list[Path]:
     stem = out.name[:-5] if out.name.endswith(".gsdb") else out.name
+    return [out.with_name(f"{stem}.shard{i}of{n}.gsdb") for i in range(1, n + 1)]
+
+
+def _write_shards(whole, header: dict, out: Path, shards: int) -> list[Path]:
+    """Cut the whole .gsdb open as ``whole`` into shards (a whole set, or none left)."""
+    n, total = header["n_seqs"], header["n_residues"]
+    run = _GsdbRun(whole, header, 0, n)
+    cums = (np.cumsum(lens) + int(run._int64("offsets", i, 1)[0])
+            for i, lens in zip(range(0, n, _ORDER_BATCH), run._lengths("offsets")))
+    bounds = _cut(n, total, shards, cums)
     written = []
-    bounds = shard_bounds(db.lengths, shards)
     try:
-        for i, (a, b) in enumerate(bounds, start=1):
-            part = db.subset(np.arange(a, b))
-            p = out.with_name(f"{stem}.shard{i}of{len(bounds)}.gsdb")
-            write_gsdb(part, p, total_seqs=db.n_seqs, total_residues=db.n_residues, shard=(i, len(bounds)),
-                       first_index=a)
+        for i, ((a, b), p) in enumerate(zip(bounds, _shard_paths(out, len(bounds))), start=1):
+            write_gsdb(_GsdbRun(whole, header, a, b), p, total_seqs=n, total_residues=total,
+                       shard=(i, len(bounds)), first_index=a)
             written.append(p)
     except BaseException:
         # a set of shards is whole or not there: shards 1-5 of 8 would look like a database
+        for p in written:
+            with contextlib.suppress(OSError):
+                p.unlink()
+        raise
+    return written
+
+
+def _makedb_of(db: SequenceDB, out: Path, shards: int) -> list[Path]:
+    """makedb of a database in memory (or memory-mapped): a .gsdb given as the input."""
+    if shards <= 1:
+        write_gsdb(db, out)
+        return [out]
+    bounds = shard_bounds(db.lengths, shards)
+    written = []
+    try:
+        for i, ((a, b), p) in enumerate(zip(bounds, _shard_paths(out, len(bounds))), start=1):
+            write_gsdb(db.subset(np.arange(a, b)), p, total_seqs=db.n_seqs, total_residues=db.n_residues,
+                       shard=(i, len(bounds)), first_index=a)
+            written.append(p)
+    except BaseException:
         for p in written:
             with contextlib.suppress(OSError):
                 p.unlink()

@@ -1,0 +1,380 @@
+"""Sequence inputs as they come: pipes read once, inputs that never end, CR line endings as
+Easel reads them, makedb writing as it reads (the same bytes as before), Ctrl-C and SIGTERM
+during the scan."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from conftest import ROOT, TEST_DATA
+
+from gpu_search import errors, seqdb
+
+
+def generated_fasta(n_seqs: int, seed: int, eol: str = "\n", width: int = 60) -> bytes:
+    """Protein FASTA: lengths 1 to 900 (many equal: the length order's ties), names with and
+    without descriptions (tabs in them), lower case, X and *."""
+    rng = random.Random(seed)
+    letters = "ACDEFGHIKLMNPQRSTVWY"
+    lines = []
+    for i in range(n_seqs):
+        length = rng.choice((rng.randint(1, 30), rng.randint(31, 900), 120, 121))
+        seq = "".join(rng.choices(letters, k=length))
+        if i % 7 == 3:
+            seq = seq.lower()
+        if i % 11 == 5:
+            seq = seq[:length // 2] + "X*"[: length - length // 2] + seq[length // 2 + 2:]
+        desc = "" if i % 5 == 0 else f" protein {i} of\tsample {seed}"
+        lines.append(f">seq{i}{desc}")
+        lines += [seq[j:j + width] for j in range(0, length, width)]
+    return (eol.join(lines) + eol).encode()
+
+
+INPUTS = {"proteome.faa": lambda: (TEST_DATA / "proteome.faa").read_bytes(),
+          "gen.faa": lambda: generated_fasta(3000, 7),
+          "two.faa": lambda: generated_fasta(2, 5)}
+
+# SHA-256 of the files makedb wrote before it streamed (commit e556e65, which read the whole
+# FASTA into memory, then wrote each section from it); the input's file name is in the header
+BEFORE = {
+    ("proteome.faa", 1): ["00349f13679e2ed57d08d09d41d63ab1532c1bec46ff26bf57c8035f1d4dc4d1"],
+    ("proteome.faa", 4): ["945d9a22a7306ca1d6de7a9eec890919c46e7be37a66f32789f9973e907b58ee",
+                          "931ca7bb3ed02850b7c73501167409ca624ac3d4d794799eaef72928236f9ec9",
+                          "cad33aed04cc5a06da0917af6b79fadcda256b815bb624b47a922c6cf60ef863",
+                          "40e69dd1a3068583f4b1d7db43b14b9cd15f5a8bd62db81079cc40027a34c086"],
+    ("gen.faa", 1): ["ec7fc1b2cbd01a2e42177a9571324b6a76aefa37aa123150c6f730686e782565"],
+    ("gen.faa", 3): ["ea270684f567a6d083af93ecbff5b96d5f5af40282e444ca22604362a13bf526",
+                     "13bca301686c2176bcc584569421d2e05cfee219ae537a72804d6bb7fa2acf0d",
+                     "42c66901054b8420e2d595ca25188bc8870d82101935a2e330a924f224872bfc"],
+    ("two.faa", 3): ["3b709b9134a3e5686da75e7afc7608e469268c9c3c2b05b6fa872e54b1402555",
+                     "042e5dad8f1e0a309376c42465f49cda9db008c464052a1bdfc15f1d1ab85e43"],
+}
+
+
+def sha256(paths) -> list[str]:
+    return [hashlib.sha256(p.read_bytes()).hexdigest() for p in paths]
+
+
+def small_pieces(monkeypatch, piece: int = 997, batch: int = 37) -> None:
+    """Read, gunzip and sort in tiny steps, so that every boundary between steps is crossed."""
+    monkeypatch.setattr(seqdb, "PIECE", piece)
+    monkeypatch.setattr(seqdb, "_ORDER_BATCH", batch)
+
+
+def env():
+    return dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def cli(*args, timeout=60, **kwargs):
+    """gpu-search as a user runs it; an input read twice hangs: a failure, not a stuck test."""
+    try:
+        return subprocess.run([sys.executable, "-m", "gpu_search", *map(str, args)], capture_output=True,
+                              text=True, env=env(), timeout=timeout, **kwargs)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"gpu-search {' '.join(map(str, args))} did not end in {timeout} s")
+
+
+def bash(script, timeout=120):
+    """A bash command line (process substitution), gpu-search on PATH as ``python -m``."""
+    try:
+        return subprocess.run(["bash", "-c", f'gs() {{ "{sys.executable}" -m gpu_search "$@"; }}; {script}'],
+                              capture_output=True, text=True, env=env(), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{script} did not end in {timeout} s")
+
+
+# --- makedb: the same bytes as before, however the input comes -------------------------------
+
+
+@pytest.mark.parametrize("tiny", [False, True], ids=["pieces", "tiny-pieces"])
+@pytest.mark.parametrize("name, shards", list(BEFORE))
+def test_makedb_writes_the_files_it_wrote_before(name, shards, tiny, tmp_path, monkeypatch):
+    if tiny:
+        small_pieces(monkeypatch)
+    (tmp_path / name).write_bytes(INPUTS[name]())
+    paths = seqdb.makedb(tmp_path / name, tmp_path / "db.gsdb", shards=shards)
+    assert sha256(paths) == BEFORE[name, shards]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([name] + [p.name for p in paths])
+
+
+@pytest.mark.parametrize("form", ["CR", "CRLF", "gzip, two members and zero padding"])
+def test_makedb_same_files_from_other_line_ends_and_gzip(form, tmp_path, monkeypatch):
+    small_pieces(monkeypatch)
+    text = generated_fasta(3000, 7, eol={"CR": "\r", "CRLF": "\r\n"}.get(form, "\n"))
+    if form.startswith("gzip"):
+        cut = text.index(b">seq1001 ")
+        text = gzip.compress(text[:cut]) + bytes(100) + gzip.compress(text[cut:])
+    (tmp_path / "gen.faa").write_bytes(text)
+    assert sha256(seqdb.makedb(tmp_path / "gen.faa", tmp_path / "db.gsdb", shards=3)) == BEFORE["gen.faa", 3]
+
+
+def test_shard_cuts_from_pieces_equal_shard_bounds():
+    """The shard cuts found a piece of running sums at a time are those of the whole array."""
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        lengths = rng.integers(1, int(rng.choice([3, 50, 5000])), int(rng.integers(1, 60)))
+        cum = np.cumsum(lengths)
+        for shards in (1, 2, 3, 7, 80):
+            step = int(rng.integers(1, 9))
+            pieces = [cum[i:i + step] for i in range(0, len(cum), step)]
+            assert seqdb._cut(len(lengths), int(cum[-1]), shards, pieces) == seqdb.shard_bounds(lengths, shards)
+
+
+# --- pipes: read once ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("packed", ["plain", "gzip"])
+def test_makedb_from_a_pipe(packed, tmp_path):
+    """A named pipe (and bash's <(...)) is read once: the same files as from the file."""
+    text = generated_fasta(3000, 7)
+    (tmp_path / "gen.faa.gz").write_bytes(gzip.compress(text))
+    (tmp_path / "gen.faa").write_bytes(text)
+    (tmp_path / "pipe").mkdir()
+    fifo = tmp_path / "pipe" / "gen.faa"                # the name is in the .gsdb's header
+    os.mkfifo(fifo)
+    feed = "gzip -c" if packed == "gzip" else "cat"
+    r = bash(f'{feed} "{tmp_path / "gen.faa"}" > "{fifo}" & gs makedb "{fifo}" -o "{tmp_path / "db.gsdb"}" '
+             f'--shards 3 -q; rc=$?; wait; exit $rc')
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    paths = [tmp_path / f"db.shard{i}of3.gsdb" for i in (1, 2, 3)]
+    assert sha256(paths) == BEFORE["gen.faa", 3]
+    r = bash(f'gs makedb <(gzip -dc "{tmp_path / "gen.faa.gz"}") -o "{tmp_path / "p.gsdb"}" -q')
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    whole = seqdb.open_database(tmp_path / "p.gsdb")
+    assert np.array_equal(whole.residues, seqdb.parse_fasta(text).residues)
+
+
+def test_searches_read_pipes(tmp_path):
+    """hmmsearch's database, blastp's query and database through <(...): the same results as
+    from the files (the format told from the bytes read, not by opening the file again)."""
+    faa = TEST_DATA / "proteome.faa"
+    gz = tmp_path / "p.faa.gz"
+    gz.write_bytes(gzip.compress(faa.read_bytes()))
+    hmm = TEST_DATA / "four-models.hmm"
+    r = bash(f'gs hmmsearch --device cpu -q -o /dev/null --tblout "{tmp_path / "pipe.tbl"}" "{hmm}" '
+             f'<(gzip -dc "{gz}") && gs hmmsearch --device cpu -q -o /dev/null --tblout "{tmp_path / "file.tbl"}" '
+             f'"{hmm}" "{faa}"')
+    assert r.returncode == 0, r.stderr
+
+    def rows(p):
+        return [l for l in p.read_text().splitlines() if not l.startswith("#")]
+
+    assert rows(tmp_path / "pipe.tbl") == rows(tmp_path / "file.tbl") and len(rows(tmp_path / "file.tbl")) > 5
+    queries = TEST_DATA / "blastp-queries.faa"
+    r = bash(f'gs blastp -query <(cat "{queries}") -db <(gzip -dc "{gz}") -outfmt 6 -out "{tmp_path / "pipe.tsv"}" '
+             f'&& gs blastp -query "{queries}" -db "{faa}" -outfmt 6 -out "{tmp_path / "file.tsv"}"', timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "pipe.tsv").read_text() == (tmp_path / "file.tsv").read_text() != ""
+
+
+def test_gsdb_through_a_pipe(tmp_path, proteome):
+    seqdb.write_gsdb(proteome, tmp_path / "p.gsdb")
+    r = bash(f'gs makedb <(cat "{tmp_path / "p.gsdb"}") -o "{tmp_path / "again.gsdb"}" -q')
+    assert r.returncode == 0, r.stderr
+    again = seqdb.open_database(tmp_path / "again.gsdb")
+    assert np.array_equal(again.residues, proteome.residues) and np.array_equal(again.offsets, proteome.offsets)
+
+
+# --- inputs that never end, binary ones ---------------------------------------------------------
+
+
+def test_endless_and_binary_inputs_are_refused_at_once(tmp_path):
+    start = time.monotonic()
+    for tool in (("makedb", "/dev/zero", "-o", tmp_path / "z.gsdb"),
+                 ("hmmsearch", "-o", tmp_path / "o.txt", TEST_DATA / "Thioesterase.hmm", "/dev/zero")):
+        r = cli(*tool, timeout=30)
+        assert r.returncode == 5 and r.stderr.strip().splitlines() == [
+            "gpu-search: error: /dev/zero: not FASTA (a FASTA file starts with '>' header lines)"], r.stderr
+    (tmp_path / "binary.faa").write_bytes(b">" + bytes(random.Random(3).randbytes(300_000)))
+    r = cli("makedb", tmp_path / "binary.faa", "-o", tmp_path / "b.gsdb", timeout=30)
+    assert r.returncode in (5, 7) and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    assert r.stderr.startswith("gpu-search: error: "), r.stderr
+    # a header line that never ends (a '>' then bytes without a line end, from a pipe)
+    writer = subprocess.Popen([sys.executable, "-c", "import sys\nout = sys.stdout.buffer\nout.write(b'>x ')\n"
+                               "while True: out.write(b'A' * 65536)"], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL)
+    try:
+        r = cli("makedb", "/dev/stdin", "-o", tmp_path / "h.gsdb", stdin=writer.stdout, timeout=60)
+    finally:
+        writer.kill()
+        writer.wait()
+        writer.stdout.close()
+    assert r.returncode == 5 and r.stderr.strip().splitlines() == [
+        "gpu-search: error: /dev/stdin: a header line longer than 64 MiB (line 1); not a FASTA file?"], r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["binary.faa"]
+    assert time.monotonic() - start < 60
+
+
+def test_a_long_header_line_in_pieces(tmp_path, monkeypatch):
+    """The header line limit holds across pieces; a header up to it is read whole."""
+    monkeypatch.setattr(seqdb, "MAX_HEADER_LINE", 5000)
+    small_pieces(monkeypatch, piece=1000)
+    (tmp_path / "ok.faa").write_bytes(b">a " + b"d" * 4990 + b"\nACDE\n>b\nWW\n")
+    db = seqdb.read_fasta(tmp_path / "ok.faa")
+    assert db.description(0) == "d" * 4990 and db.text(0) == "ACDE" and db.text(1) == "WW"
+    (tmp_path / "long.faa").write_bytes(b">a\nACDE\n\n>b " + b"d" * 6000 + b"\nWW\n")
+    with pytest.raises(errors.FormatError, match=r"a header line longer than 5,000 bytes \(line 4\)"):
+        seqdb.read_fasta(tmp_path / "long.faa")
+
+
+# --- CR line ends: as Easel reads them ------------------------------------------------------------
+
+ODD = {
+    "CR": b">a first one\rACDEF\rghik\r\r>b\tdesc x  \rWWW\r",
+    "CR, no last line end": b">a first one\rACDEF\rGHIK\r>b\rWWW",
+    "CRLF": b">a first one\r\nACDEF\r\nGHIK\r\n>b\tdesc x  \r\nWWW\r\n",
+    "mixed": b">a first one\rACDEF\nGHIK\r\n>b desc\rWWW\n\r\n",
+    "CR inside a header line": b">a desc\rmore\nACDE\n>b\nW\n",
+    "CR inside a sequence line": b">a desc\nAC\rDE\n",
+    "blank CR lines": b"\r\r  \r\n>a d\r\r\rAC\r\r>b\r\rW\r",
+}
+
+
+@pytest.mark.parametrize("piece", [None, 1, 3], ids=["whole", "1-byte pieces", "3-byte pieces"])
+@pytest.mark.parametrize("case", list(ODD))
+def test_line_ends_read_as_easel_reads_them(case, piece, tmp_path, monkeypatch):
+    """Names, descriptions and sequences as pyhmmer's (Easel's) FASTA reader gives them."""
+    from pyhmmer.easel import Alphabet, SequenceFile
+
+    if piece:
+        small_pieces(monkeypatch, piece=piece)
+    path = tmp_path / "odd.faa"
+    path.write_bytes(ODD[case])
+    abc = Alphabet.amino()
+    with SequenceFile(str(path), digital=True, alphabet=abc, format="fasta") as f:
+        want = [(s.name, s.description, abc.decode(s.sequence)) for s in f]
+    for p in (path, tmp_path / "odd.faa.gz"):
+        if p.suffix == ".gz":
+            p.write_bytes(gzip.compress(ODD[case]))
+        db = seqdb.open_database(p)
+        assert [(db.name(i), db.description(i), db.text(i)) for i in range(db.n_seqs)] == want
+
+
+@pytest.mark.parametrize("piece", [None, 2, 5])
+@pytest.mark.parametrize("text, error, words", [
+    (b">a\rAC\r>b\rA1\r", errors.SequenceError, r"invalid residue '1' in sequence 'b' \(line 4\)"),
+    (b">a\r\nAC\r\n>b\r\nA1\r\n", errors.SequenceError, r"invalid residue '1' in sequence 'b' \(line 4\)"),
+    (b">a\nAC\n\n\r\n>b\nA\nA1\n", errors.SequenceError, r"invalid residue '1' in sequence 'b' \(line 7\)"),
+    (b">a\rAC\r>  \rWW\r", errors.FormatError, r"header without a sequence name \(line 3\)"),
+    (b">a\rAC\r>b\r>c\rW\r>d\r", errors.SequenceError, r"sequence 'b' is empty \(2 empty"),
+    (b"\x00\x00>a\nAC\n", errors.FormatError, "not FASTA"),
+    (b" \r\n\t", errors.EmptyInputError, "file is empty"),
+])
+def test_errors_name_the_line_across_pieces(text, error, words, piece, tmp_path, monkeypatch):
+    if piece:
+        small_pieces(monkeypatch, piece=piece)
+    (tmp_path / "x.faa").write_bytes(text)
+    with pytest.raises(error, match=words):
+        seqdb.read_fasta(tmp_path / "x.faa")
+
+
+# --- Ctrl-C and SIGTERM during the scan -----------------------------------------------------------
+
+INTERRUPTED_SCANS = r"""
+import os, signal, sys, threading, time
+from gpu_search import seqdb
+data = open(sys.argv[1], "rb").read() * 4
+seqdb.parse_fasta(data[:100000].rsplit(b">", 1)[0])      # numba's compiled code loaded
+stop = time.monotonic() + 3
+def interrupt():                 # Ctrl-C again and again, most of them inside the compiled scan
+    while time.monotonic() < stop:
+        time.sleep(0.013)
+        os.kill(os.getpid(), signal.SIGINT)
+threading.Thread(target=interrupt, daemon=True).start()
+caught = 0
+while time.monotonic() < stop + 0.2:
+    try:
+        seqdb.parse_fasta(data)
+    except KeyboardInterrupt:
+        caught += 1
+print("interrupted", caught)
+"""
+
+
+def test_ctrl_c_inside_the_compiled_scan_is_a_keyboard_interrupt(tmp_path):
+    """A signal that lands while the compiled scanner runs is raised once it returns: no
+    segmentation fault, no SystemError (numba's boxing of returned arrays ran Python code,
+    where the signal's handler raised)."""
+    (tmp_path / "gen.faa").write_bytes(generated_fasta(3000, 7))
+    r = subprocess.run([sys.executable, "-c", INTERRUPTED_SCANS, str(tmp_path / "gen.faa")], capture_output=True,
+                       text=True, env=env(), timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith("interrupted"), (r.returncode, r.stderr[-2000:])
+    assert int(r.stdout.split()[1]) > 10
+
+
+ENDLESS_FASTA = r"""
+import sys
+block = open(sys.argv[1], "rb").read()
+out = sys.stdout.buffer
+while True:
+    out.write(block)
+"""
+
+
+@pytest.mark.parametrize("sig, code, words, shards", [
+    (signal.SIGINT, 130, "gpu-search: interrupted", 1),
+    (signal.SIGTERM, 143, "gpu-search: terminated", 3),
+])
+def test_makedb_stopped_mid_scan_leaves_nothing(sig, code, words, shards, tmp_path):
+    """makedb of a pipe that never ends, stopped while it reads and writes: one line, the
+    signal's exit code, no .gsdb, no shard, no temporary file."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "out").mkdir()
+    block = tmp_path / "in" / "block.faa"
+    block.write_bytes(generated_fasta(3000, 7))
+    writer = subprocess.Popen([sys.executable, "-c", ENDLESS_FASTA, str(block)], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL)
+    p = subprocess.Popen([sys.executable, "-m", "gpu_search", "makedb", "/dev/stdin", "-o",
+                          str(tmp_path / "out" / "db.gsdb"), "--shards", str(shards)],
+                         stdin=writer.stdout, stderr=subprocess.PIPE, text=True, env=env())
+    writer.stdout.close()
+    try:
+        # numba loaded (a second or two), then reading and writing until stopped
+        start = time.monotonic()
+        while p.poll() is None and time.monotonic() - start < 3.5:
+            time.sleep(0.05)
+        assert p.poll() is None, p.stderr.read()
+        p.send_signal(sig)
+        err = p.communicate(timeout=30)[1]
+    finally:
+        writer.kill()
+        writer.wait()
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == code and err.strip().splitlines() == [words], (p.returncode, err[-2000:])
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+MEMORY = r"""
+import resource, sys
+from gpu_search import seqdb
+seqdb.PIECE, seqdb._ORDER_BATCH = 1 << 20, 1 << 14         # steps of 1 MiB: a test's sizes
+seqdb.makedb(sys.argv[1], sys.argv[3])
+small = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+seqdb.makedb(sys.argv[2], sys.argv[3])
+print(small, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def test_makedb_memory_does_not_grow_with_the_database(tmp_path):
+    """Peak memory (kB) after a 6 MB and then a 95 MB FASTA, read in steps of 1 MiB: the
+    larger adds little (it held the whole input and its residues before: some 180 MB more)."""
+    block = generated_fasta(3000, 7)
+    (tmp_path / "small.faa").write_bytes(block * 10)
+    with open(tmp_path / "large.faa", "wb") as fh:
+        for _ in range(150):
+            fh.write(block)
+    r = subprocess.run([sys.executable, "-c", MEMORY, str(tmp_path / "small.faa"), str(tmp_path / "large.faa"),
+                        str(tmp_path / "db.gsdb")], capture_output=True, text=True, env=env(), timeout=120)
+    assert r.returncode == 0, r.stderr
+    small, large = map(int, r.stdout.split())
+    assert large - small < 40_000, (small, large)
