@@ -157,7 +157,6 @@ class OutputSet:
         return False
 
 
-
 # --- result files of database shards (.gshits, .gsblast) --------------------------------------
 #
 # A shard's results travel between jobs, shared storage and other people's workflow steps
@@ -209,6 +208,8 @@ def read_results(path, kind: bytes, suffix: str, writer: str) -> tuple[dict, byt
     except OSError as exc:
         raise InputFileError(f"{path}: cannot read ({exc.strerror})") from None
     if raw[:len(kind)] != kind:
+        if raw and kind.startswith(raw):
+            raise FormatError(f"{path}: truncated {suffix} file")
         raise FormatError(f"{path}: not a {suffix} file written by {writer}")
     if len(raw) < 8:
         raise FormatError(f"{path}: truncated {suffix} file")
@@ -221,22 +222,22 @@ def read_results(path, kind: bytes, suffix: str, writer: str) -> tuple[dict, byt
                           f"{RESULTS_VERSION}")
     if len(raw) < 16 + 8 + _DIGEST:
         raise FormatError(f"{path}: truncated {suffix} file")
-    body, digest = raw[:-_DIGEST], raw[-_DIGEST:]
-    if hashlib.sha256(body).digest() != digest:
+    size, digest = len(raw) - _DIGEST, raw[-_DIGEST:]
+    if hashlib.sha256(memoryview(raw)[:size]).digest() != digest:
         raise FormatError(f"{path}: damaged or truncated {suffix} file (its checksum does not match)")
-    h = int.from_bytes(body[8:16], "little")
-    if 16 + h + 8 > len(body):
+    h = int.from_bytes(raw[8:16], "little")
+    if 16 + h + 8 > size:
         raise FormatError(f"{path}: corrupt {suffix} file (header length)")
-    d = int.from_bytes(body[16 + h:24 + h], "little")
-    if 24 + h + d != len(body):
+    d = int.from_bytes(raw[16 + h:24 + h], "little")
+    if 24 + h + d != size:
         raise FormatError(f"{path}: corrupt {suffix} file (data length)")
     try:
-        header = json.loads(body[16:16 + h].decode("utf-8"), parse_constant=_refuse_constant)
+        header = json.loads(raw[16:16 + h].decode("utf-8"), parse_constant=_refuse_constant)
     except (ValueError, RecursionError):
         raise FormatError(f"{path}: corrupt {suffix} file (header)") from None
     if not isinstance(header, dict):
         raise FormatError(f"{path}: corrupt {suffix} file (header)")
-    return header, body[24 + h:], digest.hex()
+    return header, raw[24 + h:size], digest.hex()
 
 
 class Fields:
