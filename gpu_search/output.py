@@ -335,7 +335,7 @@ def database_record(db) -> dict:
 
 def check_database_record(fields: Fields, obj) -> dict:
     rec = fields.record(obj, DATABASE_FIELDS, "database")
-    fields.text(rec["name"], "database name")
+    fields.text(rec["name"], "database name", line=False)     # a file's name: any characters
     for key in ("total_seqs", "total_residues", "first_index", "n_seqs", "n_residues"):
         fields.integer(rec[key], f"database {key}", 0)
     if rec["shard"] is not None:
@@ -391,12 +391,17 @@ def check_shard_set(files: list[tuple[str, str, dict | None]], suffix: str) -> N
     for path, db in known:
         key = (db["name"], db["n_seqs"], db["n_residues"])
         if key in by_database:
-            raise OptionError(f"{by_database[key]} and {path} are both results of {db['name']}: "
+            raise OptionError(f"{by_database[key]} and {path} are both results of {_shown(db['name'])}: "
                               f"each database once")
         by_database[key] = path
 
 
+def _shown(name: str) -> str:
+    """A name in a one-line message (a file name may hold a line break)."""
+    return name.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def _described(db: dict) -> str:
     k, n = db["shard"]
-    return (f"{db['name']} shard {k} of {n}, {db['total_seqs']:,} sequences, "
+    return (f"{_shown(db['name'])} shard {k} of {n}, {db['total_seqs']:,} sequences, "
             f"{db['total_residues']:,} residues")

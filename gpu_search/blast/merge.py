@@ -105,7 +105,7 @@ def load_hits(path) -> dict:
         subjects = [_read_subject(f, s, f"{what} subject {j + 1}")
                     for j, s in enumerate(f.items(query["subjects"], f"{what} subjects"))]
         queries.append((f.text(query["title"], f"{what} title"), subjects))
-    return {"db_name": f.text(header["db_name"], "db_name"), "database": database,
+    return {"db_name": f.text(header["db_name"], "db_name", line=False), "database": database,
             "options": _read_options(f, header["options"]), "queries": queries, "digest": digest,
             "path": str(path)}
 

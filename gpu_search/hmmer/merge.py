@@ -170,7 +170,8 @@ def load_results(path) -> dict:
         f.record(model, MODEL_FIELDS, what)
         hits = _read_tophits(f, hmm, model, data, what)
         results.append((hits, _read_stats(f, model["stats"], what)))
-    return {"hmmfile": f.text(header["hmmfile"], "hmmfile"), "seqfile": f.text(header["seqfile"], "seqfile"),
+    return {"hmmfile": f.text(header["hmmfile"], "hmmfile", line=False),
+            "seqfile": f.text(header["seqfile"], "seqfile", line=False),
             "database": database, "options": options, "results": results, "digest": digest,
             "path": str(path)}
 
