@@ -163,7 +163,8 @@ def test_the_database_when_the_caller_does_not_give_it(shards, tmp_path):
     assert parts(tmp_path / "a.gshits")[0]["database"] == header["database"]
     whole = seqdb.open_database(TEST_DATA / "proteome.faa")
     res = list(search.hmmsearch(shards["hmms"][:1], whole, SearchOptions(), device="cpu", cpus=2))
-    for seqfile in (str(TEST_DATA / "proteome.faa"), "/dev/fd/63"):     # a FASTA file, a pipe
+    os.mkfifo(tmp_path / "db.fifo")         # (opened for reading, it would wait for a writer)
+    for seqfile in (str(TEST_DATA / "proteome.faa"), str(tmp_path / "db.fifo")):    # a FASTA file, a pipe
         hmmer_merge.save_results(tmp_path / "b.gshits", res, hmmfile="m.hmm", seqfile=seqfile,
                                  options=SearchOptions())
         assert parts(tmp_path / "b.gshits")[0]["database"] == {
