@@ -282,6 +282,13 @@ numba_cache_check() {
     log "$2: blastp loaded $loaded compiled numba loops from the image, compiled none"
 }
 numba_cache_check "$out/numba-cache.log" "podman --read-only"
+# read-only without a writable /tmp (docker run --read-only alone): one line saying so, exit 10
+rc=0
+# shellcheck disable=SC2046
+prun "${ro[@]:0:2}" "${ro[@]:4}" "$IMAGE" $(search_args /data /out blastp) > "$out/no-tmp.log" 2>&1 || rc=$?
+[ "$rc" = 10 ] && [ "$(wc -l < "$out/no-tmp.log")" = 1 ] && grep -q '^gpu-search: error: no writable folder' "$out/no-tmp.log" \
+    || { cat "$out/no-tmp.log"; die "podman --read-only without a writable /tmp: exit $rc, not one line and exit 10"; }
+log "podman --read-only without a writable /tmp: $(cat "$out/no-tmp.log")"
 end
 
 [ "$DO_SIF" = 1 ] || { log "--no-sif: Apptainer part skipped"; exit 0; }
