@@ -589,7 +589,7 @@ class _GsdbWriter:
             f.close()
 
     def residues(self, data):
-        self.fh.write(memoryview(np.ascontiguousarray(data)).cast("B"))
+        self.fh.write(data)
         self.counts["residues"] += len(data)
 
     def offsets(self, section, lens):
@@ -606,7 +606,7 @@ class _GsdbWriter:
             self.histogram[value] = self.histogram.get(value, 0) + count
 
     def blob(self, section, data):
-        self.spools[section].write(memoryview(np.ascontiguousarray(data)).cast("B"))
+        self.spools[section].write(data)
         self.counts[section] += len(data)
 
     def finish(self, *, source, total_seqs=None, total_residues=None, shard=None, first_index=0):
@@ -783,7 +783,7 @@ class _GsdbRun:
         w = _GsdbWriter(out, spool_dir)
         try:
             for data in self._bytes("residues", "offsets"):
-                w.residues(np.frombuffer(data, dtype=np.uint8))
+                w.residues(data)
             for lens in self._lengths("offsets"):
                 w.lengths(lens)
             for kind in ("name", "desc"):
