@@ -263,10 +263,11 @@ class _Input:
     def raw_pieces(self):
         """The file's bytes, PIECE at a time, from its first byte."""
         head, self.head = self.head, b""
+        while data := self.fh.read(max(PIECE - len(head), 1)):
+            yield head + data if head else data
+            head = b""
         if head:
             yield head
-        while data := self.fh.read(PIECE):
-            yield data
 
     def pieces(self):
         """The file's bytes, gunzipped if it is gzip-compressed, PIECE at a time at most."""

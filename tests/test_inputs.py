@@ -356,3 +356,29 @@ def test_makedb_memory_does_not_grow_with_the_database(tmp_path):
     assert r.returncode == 0, r.stderr
     small, large = map(int, r.stdout.split())
     assert large - small < 40_000, (small, large)
+
+
+def test_makedb_progress_on_a_terminal(tmp_path, monkeypatch):
+    """makedb's line on a terminal: sequences so far, the residues after them, the rate;
+    nothing with quiet."""
+    import io
+
+    from gpu_search.progress import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    out = Terminal()
+    p = Progress("makedb", None, "sequences", stream=out)
+    p.start -= 2.0
+    p.update(120_000, "41,210,003 residues")
+    assert "makedb: 120,000 sequences, 41,210,003 residues (2 s, 60,000/s)" in out.getvalue()
+    text = generated_fasta(30, 7)
+    residues = sum(len(line) for line in text.splitlines() if not line.startswith(b">"))
+    (tmp_path / "gen.faa").write_bytes(text)
+    for quiet in (False, True):
+        monkeypatch.setattr(sys, "stderr", Terminal())
+        seqdb.makedb(tmp_path / "gen.faa", tmp_path / "db.gsdb", quiet=quiet)
+        shown = sys.stderr.getvalue()
+        assert (f"\rmakedb: 30 sequences, {residues:,} residues (0 s" in shown) != quiet, shown
