@@ -335,8 +335,7 @@ def run_search(hmms, db, options, *, hmmfile, seqfile, output, tblout, domtblout
         from .hmmer.merge import save_results
 
         results = list(results)
-        save_results(hits_out, results, hmmfile=hmmfile, seqfile=seqfile, options=options,
-                     first_index=db.first_index)
+        save_results(hits_out, results, hmmfile=hmmfile, seqfile=seqfile, options=options, database=db)
     write_outputs(results, options, hmmfile=hmmfile, seqfile=seqfile, output=output, tblout=tblout,
                   domtblout=domtblout, pfamtblout=pfamtblout, progress=progress)
 

@@ -22,6 +22,9 @@ DEVICES = ("auto", "cpu", "gpu", "reference")
 @lru_cache(maxsize=1)
 def gpu_status() -> tuple[bool, str, list[str]]:
     """(usable, reason, device names): can CuPy run kernels here?"""
+    from .gpu.loader import use_writable_kernel_cache
+
+    use_writable_kernel_cache()     # CuPy 14 cannot be imported where it cannot make its cache folder
     try:
         import cupy
     except Exception as exc:  # ImportError, or a broken CUDA install
@@ -55,6 +58,9 @@ def start_cuda(device: str, gpus: list[int] | None = None) -> None:
     global _cuda_start
     if device not in ("auto", "gpu") or _cuda_start is not None or importlib.util.find_spec("cupy") is None:
         return
+    from .gpu.loader import use_writable_kernel_cache
+
+    use_writable_kernel_cache()     # (before CuPy's import, as in gpu_status: a failed import stays failed)
     try:
         import cupy
     except Exception:              # reported by gpu_status when the run asks

@@ -81,7 +81,7 @@ EXIT_CODES = [
     (SequenceError.exit_code, "invalid sequence: bad residue letter, empty or too long"),
     (DeviceError.exit_code, "--device gpu asked for but no usable GPU"),
     (GpuMemoryError.exit_code, "GPU out of memory even in the smallest batches"),
-    (OutputError.exit_code, "an output file cannot be written"),
+    (OutputError.exit_code, "an output file cannot be written, or no writable folder for compiled code"),
     (129, "stopped by SIGHUP (a closed terminal or session); no output file is left"),
     (130, "interrupted (Ctrl-C, SIGINT); no output file is left, finished or not"),
     (143, "terminated (SIGTERM, as Slurm, Galaxy and Nextflow stop jobs); no output file is left"),

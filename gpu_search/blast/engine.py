@@ -202,7 +202,7 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
         if hits_out is not None:
             from .merge import save_hits
 
-            save_hits(hits_out, saved, options=options, db_name=db_name)
+            save_hits(hits_out, saved, options=options, db_name=db_name, database=subjects)
         times.save_timeline(t_start)
         if settings.timings:
             print(f"gpu-search blastp timings: {times.line()}  wall {time.perf_counter() - t_start:.2f} s",

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from functools import lru_cache
 
+from .. import __version__
 from ..errors import OptionError
 
 STD_COLUMNS = ["qaccver", "saccver", "pident", "length", "mismatch", "gapopen",
@@ -37,8 +38,8 @@ def fields_reduce(obj):
     """A dataclass pickled as its fields in order, rebuilt by its constructor: the traceback's
     worker processes send thousands of rows back, and the parent's thread that loads them holds
     the GIL the GPU threads wait for; this loads about 3x faster than the default (a dict).
-    Saved hits (``--hits-out``, blast/merge.py) hold them too: a change to the fields of Hsp or
-    SubjectResult needs a new merge.MAGIC."""
+    Saved hits (``--hits-out``, blast/merge.py) list an Hsp's fields in this order too: a change
+    to the fields of Hsp or SubjectResult needs a new output.RESULTS_VERSION."""
     names = _FIELD_NAMES.get(type(obj))
     if names is None:
         names = _FIELD_NAMES[type(obj)] = tuple(f.name for f in fields(obj))
@@ -176,9 +177,12 @@ def format_row(h: Hsp, columns: list[str]) -> str:
 def write_query(fh, fmt: int, columns: list[str], query_title: str, db_name: str, hsps: list[Hsp]) -> None:
     """Rows of one query (format 7: with its comment lines)."""
     if fmt == 7:
-        fh.write("# BLASTP 2.12.0+\n")
+        # BLAST+'s program line, then which program computed the rows (comment lines: no
+        # parser of format 7 reads them as rows); a database named with a newline in its path
+        # keeps it escaped, so that every comment line starts with '#'
+        fh.write(f"# BLASTP 2.12.0+ (computed by gpu-search {__version__})\n")
         fh.write(f"# Query: {query_title}\n")
-        fh.write(f"# Database: {db_name}\n")
+        fh.write("# Database: %s\n" % db_name.replace("\r", "\\r").replace("\n", "\\n"))
         if hsps:
             fh.write("# Fields: " + ", ".join(FIELD_NAMES[c] for c in columns) + "\n")
         fh.write(f"# {len(hsps)} hits found\n")

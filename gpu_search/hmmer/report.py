@@ -37,6 +37,7 @@ import struct
 import time
 from dataclasses import dataclass
 
+from .. import __version__
 from .options import SearchOptions
 
 PROGRAM = "hmmsearch"
@@ -48,6 +49,17 @@ HMMER_COPYRIGHT = "Copyright (C) 2023 Howard Hughes Medical Institute."
 HMMER_LICENSE = "Freely distributed under the BSD open source license."
 
 DASHES = "# - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -"
+
+# Which program wrote the file, beside the HMMER version whose results it reproduces: a
+# comment line, which no parser of the tables reads as a row
+PROVENANCE = f"gpu-search {__version__}"
+
+
+def one_line(text: str) -> str:
+    """A file name or folder as it goes into a comment line: a newline or carriage return in
+    it (legal in a POSIX name) written as \\n or \\r, so that every line of a table's
+    header and tail still starts with '#'."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
 
 MIN_ALIGNMENT_WIDTH = 40    # p7_tophits_Domains() passes 40 to p7_alidisplay_Print()
 DEFAULTS = SearchOptions()
@@ -124,20 +136,21 @@ def write_header(fh, hmmfile: str, seqfile: str, options: SearchOptions,
     lines = [
         f"# {PROGRAM} :: {PROGRAM_PURPOSE}",
         f"# HMMER {HMMER_VERSION} ({HMMER_DATE}); {HMMER_URL}",
+        f"# computed by {PROVENANCE}: HMMER {HMMER_VERSION}'s results",
         f"# {HMMER_COPYRIGHT}",
         f"# {HMMER_LICENSE}",
         DASHES,
-        "# query HMM file:                  %s" % hmmfile,
-        "# target sequence database:        %s" % seqfile,
+        "# query HMM file:                  %s" % one_line(hmmfile),
+        "# target sequence database:        %s" % one_line(seqfile),
     ]
     if outputs.get("o"):
-        lines.append("# output directed to file:         %s" % outputs["o"])
+        lines.append("# output directed to file:         %s" % one_line(outputs["o"]))
     if outputs.get("tblout"):
-        lines.append("# per-seq hits tabular output:     %s" % outputs["tblout"])
+        lines.append("# per-seq hits tabular output:     %s" % one_line(outputs["tblout"]))
     if outputs.get("domtblout"):
-        lines.append("# per-dom hits tabular output:     %s" % outputs["domtblout"])
+        lines.append("# per-dom hits tabular output:     %s" % one_line(outputs["domtblout"]))
     if outputs.get("pfamtblout"):
-        lines.append("# pfam-style tabular hit output:   %s" % outputs["pfamtblout"])
+        lines.append("# pfam-style tabular hit output:   %s" % one_line(outputs["pfamtblout"]))
     if used("acc"):
         lines.append("# prefer accessions over names:    yes")
     if used("noali"):
@@ -211,11 +224,12 @@ def write_tabular_tail(fh, qfile: str, tfile: str, options_line: str) -> None:
     fh.write("#\n")
     fh.write("# Program:         %s\n" % PROGRAM)
     fh.write("# Version:         %s (%s)\n" % (HMMER_VERSION, HMMER_DATE))
+    fh.write("# Computed by:     %s\n" % PROVENANCE)
     fh.write("# Pipeline mode:   %s\n" % "SEARCH")
-    fh.write("# Query file:      %s\n" % (qfile if qfile is not None else "[none]"))
-    fh.write("# Target file:     %s\n" % (tfile if tfile is not None else "[none]"))
-    fh.write("# Option settings: %s\n" % options_line)
-    fh.write("# Current dir:     %s\n" % _current_dir())
+    fh.write("# Query file:      %s\n" % (one_line(qfile) if qfile is not None else "[none]"))
+    fh.write("# Target file:     %s\n" % (one_line(tfile) if tfile is not None else "[none]"))
+    fh.write("# Option settings: %s\n" % one_line(options_line))
+    fh.write("# Current dir:     %s\n" % one_line(_current_dir()))
     fh.write("# Date:            %s\n" % time.ctime())   # same layout as C's ctime()
     fh.write("# [ok]\n")
 

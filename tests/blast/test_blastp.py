@@ -119,8 +119,17 @@ def test_outfmt7_comment_lines(blast_setup):
     theirs = run_blast(blast_setup["many"], blast_setup["db"], "-outfmt", "7 qaccver saccver evalue bitscore")
     ours = run_ours("-query", blast_setup["many"], "-db", blast_setup["db_fasta"], "-outfmt",
                     "7 qaccver saccver evalue bitscore")
-    assert [l for l in ours if not l.startswith("# Database")] == \
-           [l for l in theirs if not l.startswith("# Database")]
+    # the program line names gpu-search besides BLAST+'s version; every other line is BLAST+'s
+    from gpu_search import __version__
+    assert [l for l in ours if l.startswith("# BLASTP")] == \
+           [f"# BLASTP 2.12.0+ (computed by gpu-search {__version__})"] * len(ours_queries(ours))
+    assert [l for l in ours if not l.startswith(("# Database", "# BLASTP"))] == \
+           [l for l in theirs if not l.startswith(("# Database", "# BLASTP"))]
+    assert [l for l in theirs if l.startswith("# BLASTP")] == ["# BLASTP 2.12.0+"] * len(ours_queries(ours))
+
+
+def ours_queries(lines):
+    return [l for l in lines if l.startswith("# Query: ")]
 
 
 def test_shards_merged_equal_unsharded(blast_setup, tmp_path):

@@ -17,6 +17,9 @@ What must be identical:
 * --tblout, --domtblout and --pfamtblout, every line (headers, data lines
   and the tail written by report.write_tabular_tail), except the tail's
   ``# Date:`` line (see EXEMPT_TABLE_PREFIXES).
+
+Our files carry one line more than HMMER's, saying that gpu-search computed them
+(PROVENANCE_LINES): checked to be there once, then left out of the comparison.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from pathlib import Path
 
 import pytest
 from conftest import pyhmmer_data
+
+import gpu_search
 from oracle.build import build, missing
 from pyhmmer.easel import SequenceFile
 from pyhmmer.plan7 import HMMFile
@@ -42,6 +47,9 @@ PROTEOME = DATA / "seqs" / "938293.PRJEB85.HG003687.faa"
 
 EXEMPT_REPORT_PREFIXES = ("# CPU time:", "# Mc/sec:")
 EXEMPT_TABLE_PREFIXES = ("# Date:",)
+# the one line each of our files adds, after HMMER's version line
+PROVENANCE_LINES = {"main report": f"# computed by gpu-search {gpu_search.__version__}: HMMER 3.4's results",
+                    "table": f"# Computed by:     gpu-search {gpu_search.__version__}"}
 
 # hmmsearch flags -> (SearchOptions field, type of the value; None for a switch;
 # a string: the value a switch sets)
@@ -122,7 +130,15 @@ def run_oracle(exe: Path, args: list[str], hmmfile: str, seqfile: str) -> None:
 
 
 def assert_same(expected: str, ours: str, exempt: tuple[str, ...], what: str) -> None:
-    """Line-by-line equality, exempt lines masked; a unified diff on failure."""
+    """Line-by-line equality, exempt lines masked, our provenance line (once, after HMMER's
+    version line) left out; a unified diff on failure."""
+    provenance = PROVENANCE_LINES["main report" if what == "main report" else "table"]
+    lines = ours.splitlines()
+    assert lines.count(provenance) == 1, (what, provenance)
+    at = lines.index(provenance)
+    assert lines[at - 1].startswith(("# HMMER 3.4 (", "# Version:         3.4 (")), (what, lines[at - 1])
+    ours = "\n".join(lines[:at] + lines[at + 1:]) + "\n"
+
     def masked(text):
         return [line if not line.startswith(exempt) else line.split(":")[0] + ": <exempt>"
                 for line in text.splitlines()]
