@@ -299,7 +299,12 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
         # window keeps the filters going past a model with thousands of survivors (2,000
         # models x 6.8 M residues on 16 cores: 32 x cpus 8-12% faster than 4 x cpus); it
         # holds each model's survivors, then its hits, so it stops at 512 models.
-        window = min(32 * max(1, cpus), 512)
+        # Every batch holds BATCH_MODELS models where the stream has them, whatever the timing:
+        # a batch starts only where the window has room for a whole one, so which models
+        # share a launch, and so the kernel shapes a search compiles (a launch takes its
+        # largest model's geometry), is the same on every run of the same models, and a
+        # second run finds every shape compiled.
+        window = max(BATCH_MODELS, min(32 * max(1, cpus), 512))
         ahead = deque()          # (position, hmm) read, not started
         started = {}             # position -> (hmm, batch future, place in the batch)
         read = 0
@@ -317,16 +322,14 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
 
         def start_batch() -> None:
             """The oldest model not started and up to BATCH_MODELS - 1 of its geometry from
-            those read ahead (no more than the window leaves room for), as one filter task."""
-            room = min(BATCH_MODELS, window - len(started))
+            those read ahead, as one filter task."""
             key = batch_key(ahead[0][1].M)
             batch = [ahead.popleft()]
-            if room > 1:
-                kept = deque()
-                while ahead and len(batch) < room:
-                    entry = ahead.popleft()
-                    (batch if batch_key(entry[1].M) == key else kept).append(entry)
-                ahead.extendleft(reversed(kept))
+            kept = deque()
+            while ahead and len(batch) < BATCH_MODELS:
+                entry = ahead.popleft()
+                (batch if batch_key(entry[1].M) == key else kept).append(entry)
+            ahead.extendleft(reversed(kept))
             fut = filter_pool.submit(cascade_task, [hmm for _, hmm in batch])
             for j, (position, hmm) in enumerate(batch):
                 started[position] = (hmm, fut, j)
@@ -345,7 +348,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
                 fill()
                 while handed in started and finished(started[handed]):
                     yield hand_on()
-                if ahead and len(started) < window:
+                if ahead and len(started) + BATCH_MODELS <= window:
                     start_batch()
                 elif handed in started:
                     yield hand_on()

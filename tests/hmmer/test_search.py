@@ -9,7 +9,7 @@ in the output).
 
 from __future__ import annotations
 
-
+import numpy as np
 import pytest
 
 from gpu_search import seqdb
@@ -94,6 +94,48 @@ def test_batches_started_out_of_order_yield_in_model_order(data_dir, proteome):
     assert [r.hmm.name for r in got] == [h.name for h in hmms]
     assert tables(got) == tables(cpu)
     assert all(len(set(b)) == 1 for b in batches) and len(batches) == len({h.M % 2 for h in hmms})
+
+
+def test_batches_are_the_same_whatever_the_timing(data_dir, proteome, monkeypatch):
+    """Which models share a batch (and so a launch and its kernel shape) does not depend on how
+    fast the filters and the finishing run: every batch is whole (BATCH_MODELS models of one
+    key) but the last of each key, and two runs with different timings make the same batches.
+    A second run of the same models then compiles no kernel shape the first did not."""
+    import random
+    import time
+
+    from gpu_search.hmmer import cascade, reference
+
+    hmms = [h for m in ("Thioesterase", "PF02826", "RREFam") for h in read_hmms(data_dir / "hmms" / "txt" / f"{m}.hmm")]
+    hmms = hmms * 70
+    db = proteome.subset(range(0, 50))
+    real = search.run_cascade_batch
+
+    class Keyed(reference.ReferenceBackend):
+        @staticmethod
+        def batch_key(M):
+            return M % 2
+
+    def batches_of_a_run(seed):
+        rng, batches = random.Random(seed), []
+
+        def stand_in(profs, db, backend, **kwargs):        # no survivors, after a random delay
+            time.sleep(rng.uniform(0, 0.004))
+            batches.append(tuple(p.M for p in profs))
+            return [cascade.CascadeResult(np.zeros(0, dtype=np.int64), 0, 0, 0) for _ in profs]
+
+        monkeypatch.setattr(search, "run_cascade_batch", stand_in)
+        got = list(search.hmmsearch(hmms, db, device="reference", cpus=2, backend=Keyed(db)))
+        monkeypatch.setattr(search, "run_cascade_batch", real)
+        assert [r.hmm.M for r in got] == [h.M for h in hmms]
+        return batches
+
+    first, second = batches_of_a_run(1), batches_of_a_run(2)
+    assert sorted(first) == sorted(second)
+    assert sum(map(len, first)) == len(hmms)
+    assert all(len({M % 2 for M in b}) == 1 for b in first)
+    short = [b for b in first if len(b) < search.BATCH_MODELS]
+    assert len(short) <= len({h.M % 2 for h in hmms}), [len(b) for b in first]
 
 
 def test_launch_groups_hold_every_model():
