@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import io
 import os
+import re
+import sys
+import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -14,6 +17,16 @@ from ..seqdb import check_readable, read_bytes
 # text HMM files at least this large are parsed in pieces on several threads (a Pfam-sized
 # file: 2,000 models took 3 s on one thread; the parser releases the interpreter's lock)
 PARALLEL_PARSE_BYTES = 4 << 20
+
+# Easel's alphabet codes (esl_alphabet.h): a binary model's fourth 32-bit field.  Any other
+# value makes Easel end the process (esl_fatal: "bad alphabet type"), so it is checked first.
+EASEL_ALPHABETS = {1: "RNA", 2: "DNA", 3: "amino", 4: "coins", 5: "dice"}
+
+# a record's closing line in a text HMM file (HMMER2 and HMMER3)
+_RECORD_END = re.compile(rb"^[ \t]*//[ \t]*\r?$", re.MULTILINE)
+_NAME_LINE = re.compile(rb"^NAME[ \t]+(\S+)", re.MULTILINE)
+_HMM_LINE = re.compile(rb"^[ \t]*HMM(?=\s|\Z)", re.MULTILINE)           # a record's header ends here
+_ALPH_LINE = re.compile(rb"^[ \t]*ALPH(?=\s|\Z)", re.MULTILINE)
 
 
 def read_hmms(path: str | os.PathLike, threads: int | None = None) -> list:
@@ -31,31 +44,155 @@ def read_hmms(path: str | os.PathLike, threads: int | None = None) -> list:
     check_readable(path)
     data = read_bytes(path)
     if not data.strip():
-        raise EmptyInputError(f"{path}: file is empty")
+        raise EmptyInputError(f"{printable(path)}: file is empty")
     if data.lstrip().startswith(b">"):
-        raise FormatError(f"{path}: this is a FASTA file, not a profile HMM file "
+        raise FormatError(f"{printable(path)}: this is a FASTA file, not a profile HMM file "
                           f"(the HMM file comes first: hmmsearch HMMFILE SEQDB)")
+    _check_before_parsing(path, data)
     try:
         hmms = _parse_in_pieces(data, threads or os.cpu_count() or 1)
         if hmms is None:
             with HMMFile(io.BytesIO(data)) as hf:
                 hmms = list(hf)
     except EOFError:
-        raise FormatError(f"{path}: truncated HMM file") from None
-    except (ValueError, RuntimeError, OSError) as exc:
-        msg = " ".join(str(exc).split())
-        raise FormatError(f"{path}: not a valid HMMER profile file ({msg})") from None
+        raise FormatError(f"{printable(path)}: truncated HMM file") from None
+    except Exception as exc:
+        # whatever HMMER's parser raises on a damaged file (ValueError, EaselError, pyhmmer's
+        # AllocationError for a damaged model size, SystemError): the file's fault, not ours
+        raise FormatError(f"{printable(path)}: not a valid HMMER profile file ({_reason(exc, data)})") from None
     if not hmms:
-        raise EmptyInputError(f"{path}: no models in file")
+        raise EmptyInputError(f"{printable(path)}: no models in file")
+    _check_text_fields(path, hmms)
     _check_complete(path, data)
+    _check_records(path, data, hmms)
     for hmm in hmms:
         if hmm.alphabet.type != "amino":
             raise AlphabetError(
-                f"{path}: model '{hmm.name}' is a {hmm.alphabet.type} model; gpu-search hmmsearch "
-                f"searches protein databases (use nhmmer for nucleotide models)"
+                f"{printable(path)}: model '{printable(hmm.name)}' is a {hmm.alphabet.type} model; "
+                f"gpu-search hmmsearch searches protein databases (use nhmmer for nucleotide models)"
             )
+        if hmm.consensus is None:
+            # HMMER's profile configuration stops the program on such a model (modelconfig.c:
+            # "HMM must have a consensus to transfer to the profile")
+            raise FormatError(f"{printable(path)}: model '{printable(hmm.name)}' has no consensus line "
+                              f"(CONS): a damaged HMM file")
+        _check_probabilities(path, hmm)
     return hmms
 
+
+# how far a distribution's sum may stray from 1 (HMMER's files, 5 decimals of -log p, stray
+# under 1e-5): beyond, the model is damaged
+PROBABILITY_TOLERANCE = 1e-3
+
+
+def _check_probabilities(path: Path, hmm) -> None:
+    """A model's emissions and transitions must be probabilities, each distribution summing
+    to 1.  A damaged binary file can read as a model with, say, an emission of 1.7e36:
+    HMMER's search then crashes (segmentation fault), so such a model is refused."""
+    import numpy as np
+
+    match = np.asarray(hmm.match_emissions)[1:]          # node 0 has no match state
+    insert = np.asarray(hmm.insert_emissions)
+    trans = np.asarray(hmm.transition_probabilities)     # MM MI MD | IM II | DM DD
+    sums = [match.sum(1), insert.sum(1), trans[:, 0:3].sum(1), trans[:, 3:5].sum(1), trans[1:, 5:7].sum(1)]
+    values = (match, insert, trans)
+    if (all(np.isfinite(v).all() and (v >= 0).all() and (v <= 1).all() for v in values)
+            and all((np.abs(s - 1) <= PROBABILITY_TOLERANCE).all() for s in sums)):
+        return
+    raise FormatError(f"{printable(path)}: model '{printable(hmm.name)}' holds values that are not "
+                      f"probabilities (emissions or transitions out of [0, 1], or not summing to 1): "
+                      f"a damaged HMM file")
+
+
+def _check_text_fields(path: Path, hmms: list) -> None:
+    """pyhmmer reads a model's name, accession, description and annotation lines as ASCII
+    text; other bytes (HMMER takes any) would fail the report later, so they are refused here."""
+    for number, hmm in enumerate(hmms, start=1):
+        for field in ("name", "accession", "description", "consensus", "consensus_structure", "reference"):
+            try:
+                getattr(hmm, field)
+            except UnicodeDecodeError as exc:
+                raise FormatError(f"{printable(path)}: model {number}'s {field} is not ASCII text "
+                                  f"('{printable(exc.object, 60)}')") from None
+
+
+def printable(text, limit: int = 200) -> str:
+    """``text`` (str, bytes or a path) made fit for a one-line message: invalid UTF-8 and
+    control characters written as escapes (\\x1b), runs of whitespace as one space, at most
+    ``limit`` characters.  Messages quote bytes of a damaged file, or of Easel's error buffer."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "backslashreplace")
+    text = " ".join(str(text).split())
+    shown = []
+    for ch in text:
+        if ch == "\ufffd":                 # a byte pyhmmer could not decode
+            shown.append("?")
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn"):
+            shown.append(ch.encode("unicode_escape", "backslashreplace").decode("ascii"))
+        else:
+            shown.append(ch)
+    text = "".join(shown)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _reason(exc: Exception, data: bytes) -> str:
+    """Why HMMER's parser refused the file, in words fit for the message."""
+    msg = str(exc)
+    if msg.startswith("Unrecognized format tag"):
+        # pyhmmer quotes the first token from its buffer, past the token's end: bytes the
+        # file does not hold; quote the file's own first bytes instead
+        head = data.lstrip()[:24].split(b"\n", 1)[0]
+        return f"unrecognized format: the file starts with '{printable(head, 40)}'"
+    if isinstance(exc, MemoryError) or "malloc of size" in msg:
+        return "a model's size is damaged: too large to allocate"
+    return printable(msg) or type(exc).__name__
+
+
+def _check_before_parsing(path: Path, data: bytes) -> None:
+    """What HMMER's parser cannot survive: a binary model with an alphabet code Easel does
+    not know (Easel ends the process), a text model without an ALPH line (HMMER's parser
+    dereferences a missing alphabet)."""
+    from pyhmmer.plan7 import HMMFile
+
+    if int.from_bytes(data[:4], sys.byteorder) in HMMFile._MAGIC:
+        code = int.from_bytes(data[12:16], sys.byteorder)
+        if len(data) >= 16 and code not in EASEL_ALPHABETS:
+            raise FormatError(f"{printable(path)}: not a valid HMMER profile file (binary model with "
+                              f"alphabet code {code}, not one of Easel's: a damaged file)")
+        return
+    if not data.lstrip().startswith(b"HMMER"):
+        return
+    start = 0
+    for number, end in enumerate([m.end() for m in _RECORD_END.finditer(data)] + [len(data)], start=1):
+        hmm_line = _HMM_LINE.search(data, start, end)
+        if hmm_line and not _ALPH_LINE.search(data, start, hmm_line.start()):
+            name = _NAME_LINE.search(data, start, hmm_line.start())
+            which = f"model '{printable(name.group(1), 60)}'" if name else f"record {number}"
+            raise FormatError(f"{printable(path)}: not a valid HMMER profile file ({which} has no "
+                              f"ALPH line)")
+        start = end
+
+def _check_records(path: Path, data: bytes, hmms: list) -> None:
+    """One model per record: HMMER's parser reads a text record whose ``HMM`` line is
+    damaged together with the next one, as one model, silently; and reads a binary file
+    cut inside its last model's composition (the last field) as whole.  Both are errors."""
+    if data.lstrip().startswith(b"HMMER"):
+        records = len(_RECORD_END.findall(data))
+        if records == len(hmms):
+            return
+        names = [m.group(1) for m in _NAME_LINE.finditer(data)]
+        k = next((i for i, hmm in enumerate(hmms) if i >= len(names) or names[i] != hmm.name.encode()),
+                 len(hmms))
+        which = f"model '{printable(names[k], 60)}'" if k < len(names) else f"record {k + 1}"
+        raise FormatError(f"{printable(path)}: not a valid HMMER profile file ({records} records "
+                          f"('//' lines) but {len(hmms)} models read: {which} is damaged)")
+    last = io.BytesIO()
+    hmms[-1].write(last, binary=True)
+    last = last.getvalue()
+    # a file in the format written here (HMMER3/f) holds its models byte for byte as written
+    if data[:4] == last[:4] and not data.endswith(last):
+        raise FormatError(f"{printable(path)}: truncated or damaged binary HMM file (model "
+                          f"'{printable(hmms[-1].name, 60)}' does not end the file as written)")
 
 def _parse_in_pieces(data: bytes, threads: int) -> list | None:
     """The models of a large HMMER3 text file parsed in pieces cut after a record's ``//``
@@ -99,8 +236,8 @@ def _check_complete(path: Path, data: bytes) -> None:
     if body.rsplit(b"\n", 1)[-1].strip() == b"//":
         return
     tail = body[body.rfind(b"\n//") + 1:] if b"\n//" in body else body
-    name = next((line.split(None, 1)[1].strip().decode("utf-8", "replace")
+    name = next((line.split(None, 1)[1].strip()
                  for line in tail.splitlines() if line.startswith(b"NAME ") and len(line.split(None, 1)) > 1),
                 None)
-    which = f"model '{name}'" if name else "the last model"
-    raise FormatError(f"{path}: truncated HMM file ({which} has no closing '//' line)")
+    which = f"model '{printable(name, 60)}'" if name else "the last model"
+    raise FormatError(f"{printable(path)}: truncated HMM file ({which} has no closing '//' line)")
