@@ -78,3 +78,126 @@ def test_a_file_cut_inside_its_last_model_is_an_error(many_models, tmp_path):
     for text in (many_models + b"\n\n", many_models.replace(b"\n", b"\r\n")):
         whole.write_bytes(text)
         assert len(models.read_hmms(whole, threads=1)) == len(serial(many_models))
+
+
+# --- damaged files ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def binary_model(data_dir) -> bytes:
+    """HMMER's binary format (hmmpress'd .h3m), one model of 199 nodes."""
+    return (data_dir / "hmms" / "bin" / "PF02826.h3m").read_bytes()
+
+
+@pytest.fixture(scope="module")
+def text_model(data_dir) -> bytes:
+    return (data_dir / "hmms" / "txt" / "Thioesterase.hmm").read_bytes()
+
+
+def patched(data: bytes, at: int, new: bytes) -> bytes:
+    return data[:at] + new + data[at + len(new):]
+
+
+def refused(tmp_path, data: bytes, name="m.hmm") -> str:
+    """read_hmms' error message for ``data``: one printable line."""
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(FormatError) as err:
+        models.read_hmms(path, threads=1)
+    msg = str(err.value)
+    assert msg.isprintable() and "\n" not in msg and len(msg) < 600, msg
+    return msg
+
+
+def test_damage_that_crashes_hmmer_is_a_format_error(binary_model, text_model, tmp_path):
+    """Files that end HMMER's own parser (and so the process): a binary model with an alphabet
+    code Easel does not know (esl_fatal, exit 1 with a bare line), a text record without its
+    ALPH line (segmentation fault).  Read in a child process so that a crash fails this test
+    instead of the test run."""
+    import subprocess
+    import sys
+
+    cases = {"alphabet code 9": patched(binary_model, 12, (9).to_bytes(4, sys.byteorder)),
+             "no ALPH line": text_model.replace(b"\nALPH  amino\n", b"\n"),
+             "no ALPH line, second model": text_model + text_model.replace(b"\nALPH  amino\n", b"\n")}
+    for label, data in cases.items():
+        (tmp_path / label).write_bytes(data)
+    code = ("import sys\nfrom gpu_search.hmmer.models import read_hmms\nfrom gpu_search.errors import FormatError\n"
+            "for p in sys.argv[1:]:\n    try:\n        read_hmms(p, threads=1)\n        print(p, 'read')\n"
+            "    except FormatError as e:\n        print(e)\n")
+    r = subprocess.run([sys.executable, "-c", code, *(str(tmp_path / k) for k in cases)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stderr == "", (r.returncode, r.stderr)
+    lines = r.stdout.splitlines()
+    assert len(lines) == 3, r.stdout
+    assert "alphabet code 9" in lines[0]
+    assert "model 'Thioesterase' has no ALPH line" in lines[1] and "has no ALPH line" in lines[2]
+
+
+def test_damaged_binary_model(binary_model, tmp_path):
+    import struct
+
+    # a model built from one sequence, its flags' third byte damaged (x ^ 27): read with no
+    # consensus; HMMER stops in the profile's configuration ("HMM must have a consensus")
+    tiny = tiny_binary_model()
+    no_cons = patched(tiny, 6, bytes([tiny[6] ^ 27]))
+    assert serial(no_cons)[0].consensus is None
+    assert "has no consensus line (CONS)" in refused(tmp_path, no_cons)
+    # the first match emission of node 1 (after magic, flags, M, alphabet and node 0's 20
+    # values) made 1.7e36: HMMER's search crashes on it
+    at = 16 + 4 * 20
+    assert 0 < struct.unpack("<f", binary_model[at:at + 4])[0] < 1
+    huge = patched(binary_model, at, struct.pack("<f", 1.7e36))
+    assert "not probabilities" in refused(tmp_path, huge)
+    # cut inside its last field (the composition of a model without cutoffs): HMMER reads it
+    # whole, silently
+    for cut in (1, 4, 40, 76):
+        assert len(serial(tiny[:-cut])) == 1
+        assert "truncated or damaged binary HMM file (model 'tiny'" in refused(tmp_path, tiny[:-cut])
+    assert [h.name for h in models.read_hmms(_write(tmp_path, binary_model * 2), threads=1)] == ["2-Hacid_dh_C"] * 2
+
+
+def tiny_binary_model() -> bytes:
+    from pyhmmer.easel import Alphabet, TextSequence
+    from pyhmmer.plan7 import Background, Builder
+
+    abc = Alphabet.amino()
+    seq = TextSequence(name=b"tiny", sequence="MKVLAAGIVGWCDEHK").digitize(abc)
+    hmm, _, _ = Builder(abc).build(seq, Background(abc))
+    out = io.BytesIO()
+    hmm.write(out, binary=True)
+    return out.getvalue()
+
+
+def _write(tmp_path, data: bytes):
+    path = tmp_path / "ok.h3m"
+    path.write_bytes(data)
+    return path
+
+
+def test_damaged_text_records(text_model, tmp_path):
+    # a record whose HMM line is damaged: HMMER's parser reads it and the next as one model
+    two = text_model + text_model.replace(b"\nHMM ", b"\nHXM ", 1)
+    three = two + text_model
+    assert serial(three) and len(serial(three)) == 2                    # HMMER: 2 models, silently
+    assert "3 records ('//' lines) but 2 models read" in refused(tmp_path, three)
+    # a byte beyond ASCII in the consensus column: pyhmmer cannot decode it
+    line = text_model.index(b"\n      1 ")
+    col = text_model.index(b"      2 p - - -\n", line) + len(b"      2 ")   # MAP 2, consensus p
+    bad = patched(text_model, col, b"\xe9")
+    msg = refused(tmp_path, bad)
+    assert "consensus is not ASCII text" in msg and "\\xe9" in msg
+
+
+def test_messages_quote_the_file_printably(text_model, tmp_path):
+    """Bytes of a damaged file in a message: escaped, on one line, bounded."""
+    msg = refused(tmp_path, text_model.replace(b"ALPH  amino", b"ALPH  \x1b[31mamino\x07" + b"x" * 500))
+    assert "\\x1b[31mamino\\x07" in msg and "\x1b" not in msg and "\x07" not in msg
+    assert models.printable(b"a\r\nb\x00\xff\xe2\x80\xa8c" + b"y" * 500, 20) == "a b\\x00\\xff c" + "y" * 3 + "..."
+    # a file pyhmmer cannot tell the format of: the message quotes the file, not pyhmmer's
+    # buffer (which held bytes beyond the file's)
+    for data in (b"\xb6", b"\xb6\xb0\xed", b"HMMER9/z\r\n\x00junk\n"):
+        msg = refused(tmp_path, data)
+        assert "unrecognized format: the file starts with" in msg, msg
+    assert "'\\xb6\\xb0\\xed'" in refused(tmp_path, b"\xb6\xb0\xed")
+    assert "'HMMER9/z'" in refused(tmp_path, b"HMMER9/z\r\n\x00junk\n")
