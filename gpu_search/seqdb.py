@@ -414,7 +414,8 @@ def _fasta_batches(pieces, source: str):
             open_name, open_len = name(k - 1), int(lengths[k - 1])
             n_seqs += k
         if open_len > MAX_SEQUENCE:
-            raise SequenceError(f"{source}: sequence '{shown(open_name)}' is longer than {MAX_SEQUENCE:,} residues")
+            raise SequenceError(f"{source}: sequence '{shown(open_name)}' is longer than "
+                                f"{MAX_SEQUENCE:,} residues")
         if sample_len < _SAMPLE:
             sample.append(residues[:min(n_res, _SAMPLE - sample_len)].copy())
             sample_len += len(sample[-1])
@@ -434,7 +435,8 @@ def _fasta_batches(pieces, source: str):
         used, batch = scan_piece(data, final=False)
         carry = data[used:]
         if len(carry) > MAX_HEADER_LINE:
-            size = f"{MAX_HEADER_LINE >> 20} MiB" if MAX_HEADER_LINE % (1 << 20) == 0 else f"{MAX_HEADER_LINE:,} bytes"
+            size = (f"{MAX_HEADER_LINE >> 20} MiB" if MAX_HEADER_LINE % (1 << 20) == 0
+                    else f"{MAX_HEADER_LINE:,} bytes")
             raise FormatError(f"{source}: a header line longer than {size} "
                               f"(line {int(state[LINE])}); not a FASTA file?")
         yield batch
@@ -475,7 +477,7 @@ def _check_protein(sample: np.ndarray, source: str) -> None:
 
 
 def _collect(pieces, source: str) -> SequenceDB:
-    """A FASTA input read into memory (grown in place: no second copy of the residues)."""
+    """A FASTA input read into memory, a piece at a time (the input is never held whole)."""
     residues, names, descs = bytearray(), bytearray(), bytearray()
     lengths, name_lens, desc_lens = [], [], []
     for b in _fasta_batches(pieces, source):
