@@ -27,11 +27,13 @@ def mutate(data: bytes, rng: random.Random) -> tuple[bytes, str]:
     """One or two damages of ``data``, and their description."""
     done = []
     for _ in range(rng.choice((1, 1, 2))):
-        n = len(data)
-        at = rng.randrange(max(n, 1))
+        n = max(len(data), 1)
+        # anywhere, or in the header or the last bytes, where a few bytes say much
+        at = rng.choice((rng.randrange(n), rng.randrange(n), rng.randrange(min(n, 400)),
+                         max(0, n - 1 - rng.randrange(min(n, 200)))))
         kind = rng.choice(("flip", "flip", "insert", "delete", "truncate", "duplicate", "crlf",
                            "nul", "huge", "empty field", "blank lines"))
-        if kind == "flip" and n:
+        if kind == "flip" and data:
             data = data[:at] + bytes([data[at] ^ rng.randrange(1, 256)]) + data[at + 1:]
         elif kind == "insert":
             data = data[:at] + bytes(rng.randrange(256) for _ in range(rng.randrange(1, 4))) + data[at:]
@@ -95,15 +97,24 @@ CHILD = r"""
 import io, json, sys
 from gpu_search.errors import GpuSearchError
 from gpu_search.hmmer.models import read_hmms
+from pyhmmer.easel import Alphabet, TextSequence, DigitalSequenceBlock
 from pyhmmer.plan7 import HMMFile
+import pyhmmer
 path = sys.argv[1]
+abc = Alphabet.amino()
+targets = DigitalSequenceBlock(abc, [TextSequence(name=b"s%d" % i, sequence=s).digitize(abc) for i, s in
+                                     enumerate(["MKVLAAGIVGWCDEHK" * 5, "ACDEFGHIKLMNPQRSTVWY" * 3])])
 for line in sys.stdin:
     seed, data = json.loads(line)
     data = bytes.fromhex(data)
     open(path, "wb").write(data)
     print(json.dumps(["start", seed]), flush=True)
     try:
-        ours = ["read", len(read_hmms(path, threads=1))]
+        hmms = read_hmms(path, threads=1)
+        ours = ["read", len(hmms)]
+        # the models read must be searchable (HMMER's search is what crashed on damaged ones)
+        for hits in pyhmmer.hmmsearch(hmms, targets, cpus=1):
+            len(hits)
     except GpuSearchError as exc:
         ours = [type(exc).__name__, str(exc)]
     except BaseException as exc:
