@@ -22,11 +22,14 @@ PARALLEL_PARSE_BYTES = 4 << 20
 # value makes Easel end the process (esl_fatal: "bad alphabet type"), so it is checked first.
 EASEL_ALPHABETS = {1: "RNA", 2: "DNA", 3: "amino", 4: "coins", 5: "dice"}
 
-# a record's closing line in a text HMM file (HMMER2 and HMMER3)
-_RECORD_END = re.compile(rb"^[ \t]*//[ \t]*\r?$", re.MULTILINE)
+# a record's closing line in a text HMM file (HMMER2 and HMMER3); a text file starts with
+# "HMMER", so every one follows a newline (a pattern starting with one is scanned fast)
+_RECORD_END = re.compile(rb"\n[ \t]*//[ \t]*\r?(?=\n|\Z)")
 _NAME_LINE = re.compile(rb"^NAME[ \t]+(\S+)", re.MULTILINE)
 _HMM_LINE = re.compile(rb"^[ \t]*HMM(?=\s|\Z)", re.MULTILINE)           # a record's header ends here
 _ALPH_LINE = re.compile(rb"^[ \t]*ALPH(?=\s|\Z)", re.MULTILINE)
+# a text HMM file: "HMMER" after any blank or comment ('#') lines, which HMMER's parser skips
+_TEXT_FILE = re.compile(rb"(?:[ \t\r]*(?:#[^\n]*)?\n)*[ \t\r]*HMMER")
 
 
 def read_hmms(path: str | os.PathLike, threads: int | None = None) -> list:
@@ -48,7 +51,7 @@ def read_hmms(path: str | os.PathLike, threads: int | None = None) -> list:
     if data.lstrip().startswith(b">"):
         raise FormatError(f"{printable(path)}: this is a FASTA file, not a profile HMM file "
                           f"(the HMM file comes first: hmmsearch HMMFILE SEQDB)")
-    _check_before_parsing(path, data)
+    records = _check_before_parsing(path, data)
     try:
         hmms = _parse_in_pieces(data, threads or os.cpu_count() or 1)
         if hmms is None:
@@ -64,7 +67,7 @@ def read_hmms(path: str | os.PathLike, threads: int | None = None) -> list:
         raise EmptyInputError(f"{printable(path)}: no models in file")
     _check_text_fields(path, hmms)
     _check_complete(path, data)
-    _check_records(path, data, hmms)
+    _check_records(path, data, hmms, records)
     for hmm in hmms:
         if hmm.alphabet.type != "amino":
             raise AlphabetError(
@@ -87,18 +90,19 @@ PROBABILITY_TOLERANCE = 1e-3
 
 def _check_probabilities(path: Path, hmm) -> None:
     """A model's emissions and transitions must be probabilities, each distribution summing
-    to 1.  A damaged binary file can read as a model with, say, an emission of 1.7e36:
-    HMMER's search then crashes (segmentation fault), so such a model is refused."""
+    to 1 (HMMER's p7_hmm_Validate, which lets NaN through: hence the sums' check).  A damaged
+    binary file can read as a model with, say, an emission of 1.7e36: HMMER's search then
+    crashes (segmentation fault), so such a model is refused."""
     import numpy as np
+    from pyhmmer.errors import InvalidHMM
 
-    match = np.asarray(hmm.match_emissions)[1:]          # node 0 has no match state
-    insert = np.asarray(hmm.insert_emissions)
-    trans = np.asarray(hmm.transition_probabilities)     # MM MI MD | IM II | DM DD
-    sums = [match.sum(1), insert.sum(1), trans[:, 0:3].sum(1), trans[:, 3:5].sum(1), trans[1:, 5:7].sum(1)]
-    values = (match, insert, trans)
-    if (all(np.isfinite(v).all() and (v >= 0).all() and (v <= 1).all() for v in values)
-            and all((np.abs(s - 1) <= PROBABILITY_TOLERANCE).all() for s in sums)):
-        return
+    try:
+        hmm.validate(tolerance=PROBABILITY_TOLERANCE)
+        if np.isfinite([np.asarray(hmm.match_emissions).sum(), np.asarray(hmm.insert_emissions).sum(),
+                        np.asarray(hmm.transition_probabilities).sum()]).all():
+            return
+    except InvalidHMM:
+        pass
     raise FormatError(f"{printable(path)}: model '{printable(hmm.name)}' holds values that are not "
                       f"probabilities (emissions or transitions out of [0, 1], or not summing to 1): "
                       f"a damaged HMM file")
@@ -148,10 +152,10 @@ def _reason(exc: Exception, data: bytes) -> str:
     return printable(msg) or type(exc).__name__
 
 
-def _check_before_parsing(path: Path, data: bytes) -> None:
+def _check_before_parsing(path: Path, data: bytes) -> int | None:
     """What HMMER's parser cannot survive: a binary model with an alphabet code Easel does
     not know (Easel ends the process), a text model without an ALPH line (HMMER's parser
-    dereferences a missing alphabet)."""
+    dereferences a missing alphabet).  Returns a text file's count of records ('//' lines)."""
     from pyhmmer.plan7 import HMMFile
 
     if int.from_bytes(data[:4], sys.byteorder) in HMMFile._MAGIC:
@@ -159,11 +163,12 @@ def _check_before_parsing(path: Path, data: bytes) -> None:
         if len(data) >= 16 and code not in EASEL_ALPHABETS:
             raise FormatError(f"{printable(path)}: not a valid HMMER profile file (binary model with "
                               f"alphabet code {code}, not one of Easel's: a damaged file)")
-        return
-    if not data.lstrip().startswith(b"HMMER"):
-        return
+        return None
+    if not _TEXT_FILE.match(data):
+        return None
     start = 0
-    for number, end in enumerate([m.end() for m in _RECORD_END.finditer(data)] + [len(data)], start=1):
+    ends = [m.end() for m in _RECORD_END.finditer(data)]
+    for number, end in enumerate(ends + [len(data)], start=1):
         hmm_line = _HMM_LINE.search(data, start, end)
         if hmm_line and not _ALPH_LINE.search(data, start, hmm_line.start()):
             name = _NAME_LINE.search(data, start, hmm_line.start())
@@ -171,13 +176,14 @@ def _check_before_parsing(path: Path, data: bytes) -> None:
             raise FormatError(f"{printable(path)}: not a valid HMMER profile file ({which} has no "
                               f"ALPH line)")
         start = end
+    return len(ends)
 
-def _check_records(path: Path, data: bytes, hmms: list) -> None:
+
+def _check_records(path: Path, data: bytes, hmms: list, records: int | None) -> None:
     """One model per record: HMMER's parser reads a text record whose ``HMM`` line is
     damaged together with the next one, as one model, silently; and reads a binary file
     cut inside its last model's composition (the last field) as whole.  Both are errors."""
-    if data.lstrip().startswith(b"HMMER"):
-        records = len(_RECORD_END.findall(data))
+    if records is not None:
         if records == len(hmms):
             return
         names = [m.group(1) for m in _NAME_LINE.finditer(data)]
@@ -193,6 +199,7 @@ def _check_records(path: Path, data: bytes, hmms: list) -> None:
     if data[:4] == last[:4] and not data.endswith(last):
         raise FormatError(f"{printable(path)}: truncated or damaged binary HMM file (model "
                           f"'{printable(hmms[-1].name, 60)}' does not end the file as written)")
+
 
 def _parse_in_pieces(data: bytes, threads: int) -> list | None:
     """The models of a large HMMER3 text file parsed in pieces cut after a record's ``//``
@@ -230,7 +237,7 @@ def _check_complete(path: Path, data: bytes) -> None:
     HMMER's parser (and pyhmmer's) reads a file cut inside its last model as one
     model shorter, silently: a partly downloaded Pfam-A would lose families
     without a word.  Binary (hmmpress'd) files are left to the parser."""
-    if not data.lstrip().startswith(b"HMMER"):
+    if not _TEXT_FILE.match(data):
         return
     body = data.rstrip()
     if body.rsplit(b"\n", 1)[-1].strip() == b"//":
