@@ -289,6 +289,11 @@ class _ModelCascade:
                              self.bias.n_settled if self.bias is not None else 0)
 
 
+class Stopped(Exception):
+    """The search was stopped (an error elsewhere, Ctrl-C, a caller that stopped early): a batch
+    ends at the next stage instead of running through every filter."""
+
+
 def run_cascade(prof: FilterProfile, db, backend, **kwargs) -> CascadeResult:
     """:func:`run_cascade_batch` for one model."""
     return run_cascade_batch([prof], db, backend, **kwargs)[0]
@@ -296,7 +301,8 @@ def run_cascade(prof: FilterProfile, db, backend, **kwargs) -> CascadeResult:
 
 def run_cascade_batch(profs, db, backend, *, F1: float, F2: float, bias_filter: bool,
                       bg_freq, degeneracy, searched: np.ndarray | None = None,
-                      tables: LengthTables | None = None, F3: float = 1.0) -> list:
+                      tables: LengthTables | None = None, F3: float = 1.0,
+                      should_stop=None) -> list:
     """Run MSV, bias and Viterbi filters of several models over ``searched`` sequences of ``db``.
 
     Stage by stage for the whole batch: each stage's kernels score every model of
@@ -315,6 +321,8 @@ def run_cascade_batch(profs, db, backend, *, F1: float, F2: float, bias_filter: 
         bg_freq, degeneracy: background frequencies and degeneracy table (bias filter).
         searched: database indices to search (all by default).
         tables: length-dependent values for ``searched`` (computed if None).
+        should_stop: called between stages; where it returns True, :class:`Stopped` is
+            raised (the search's kill switch).
     """
     searched = np.arange(db.n_seqs) if searched is None else np.asarray(searched)
     if F1 >= 1.0 and F2 >= 1.0 and not bias_filter:
@@ -332,6 +340,8 @@ def run_cascade_batch(profs, db, backend, *, F1: float, F2: float, bias_filter: 
         now = time.perf_counter()
         seconds[stage] = (now - clock[0]) / len(profs)
         clock[0] = now
+        if should_stop is not None and should_stop():
+            raise Stopped()
 
     # 1. MSV filter
     for m, (xJ, ovf) in zip(models, _batched(backend, "msv", profs, searched)):

@@ -31,7 +31,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from ..seqdb import SequenceDB, amino_degeneracy
-from .cascade import LengthTables, run_cascade_batch
+from .cascade import LengthTables, Stopped, run_cascade_batch
 from .options import SearchOptions
 from .profile import FilterProfile
 
@@ -265,6 +265,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
     finish = Finisher(db, first.alphabet, bg, kwargs)
     batch_key = getattr(backend, "batch_key", lambda M: None)
 
+    stop = threading.Event()      # the kill switch: batches being filtered end at their next stage
     with ThreadPoolExecutor(max_workers=max(1, cpus), thread_name_prefix="finish") as finish_pool, \
             ThreadPoolExecutor(max_workers=max(1, filter_threads), thread_name_prefix="filter") as filter_pool:
 
@@ -272,7 +273,10 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
             profs = [FilterProfile.from_hmm(hmm, bg) for hmm in batch]
             results = run_cascade_batch(profs, db, backend, F1=options.F1, F2=options.F2, F3=options.F3,
                                         bias_filter=options.bias_filter, bg_freq=bg_freq,
-                                        degeneracy=degeneracy, searched=searched, tables=tables)
+                                        degeneracy=degeneracy, searched=searched, tables=tables,
+                                        should_stop=stop.is_set)
+            if stop.is_set():
+                raise Stopped()
             return [(cascade, [finish_pool.submit(finish, hmm, piece)
                                for piece in _chunks_by_cells(cascade.survivors, db.lengths, hmm.M)])
                     for hmm, cascade in zip(batch, results)]
@@ -355,8 +359,10 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
                 else:
                     break
         finally:
-            # a failure, or a caller that stopped early: models not started are dropped
-            # rather than run to the end (kill switch)
+            # a failure, or a caller that stopped early: models not started are dropped,
+            # batches being filtered end at their next stage, rather than run to the end
+            # (kill switch); leaving the pools waits only for that
+            stop.set()
             for _, fut, j in started.values():
                 if fut.cancel():
                     continue

@@ -96,6 +96,44 @@ def test_batches_started_out_of_order_yield_in_model_order(data_dir, proteome):
     assert all(len(set(b)) == 1 for b in batches) and len(batches) == len({h.M % 2 for h in hmms})
 
 
+def test_stopping_early_ends_batches_at_their_next_stage(data_dir, proteome, monkeypatch):
+    """A caller that stops taking results (an error, Ctrl-C) ends the search at once: the
+    batches being filtered stop at their next stage, none goes on to the next filter (the
+    kill switch), and leaving waits only for the stage under way."""
+    import time
+
+    from gpu_search.hmmer import reference
+
+    monkeypatch.setattr(search, "BATCH_MODELS", 4)             # (the reference filters are slow)
+    hmms = read_hmms(data_dir / "hmms" / "txt" / "Thioesterase.hmm") * 80
+    db = proteome.subset(range(8))
+    events = []
+
+    class Slow(reference.ReferenceBackend):
+        @staticmethod
+        def batch_key(M):
+            return 0
+
+        def msv(self, prof, idx):
+            events.append(("msv", time.monotonic()))
+            time.sleep(0.002)
+            return super().msv(prof, idx)
+
+        def viterbi(self, prof, idx):
+            events.append(("viterbi", time.monotonic()))
+            return super().viterbi(prof, idx)
+
+    results = search.hmmsearch(hmms, db, device="reference", cpus=2, backend=Slow(db), filter_threads=2,
+                               options=SearchOptions(F1=1.0))     # (every sequence reaches the Viterbi filter)
+    first = next(results)
+    assert first.hmm.name == hmms[0].name
+    stopped_at = time.monotonic()
+    results.close()
+    later = [stage for stage, t in events if t > stopped_at + 0.05]
+    assert "viterbi" not in later, later
+    assert len([stage for stage, t in events if t > stopped_at]) < 2 * search.BATCH_MODELS, len(events)
+
+
 def test_batches_are_the_same_whatever_the_timing(data_dir, proteome, monkeypatch):
     """Which models share a batch (and so a launch and its kernel shape) does not depend on how
     fast the filters and the finishing run: every batch is whole (BATCH_MODELS models of one
