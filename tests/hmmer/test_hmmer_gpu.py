@@ -337,6 +337,48 @@ def test_out_of_memory_retries_with_smaller_batches(proteome, monkeypatch):
     assert backend.budget == before // 2 and calls["n"] > 1
 
 
+def test_out_of_memory_on_several_threads_at_once(proteome, monkeypatch):
+    """Filter threads hit out-of-memory errors at the same time (hmmsearch runs four): the parts
+    are cut again one thread at a time, calls under way finish on the layout they started
+    on, and every thread's scores are still exact."""
+    import threading
+
+    import cupy
+
+    from gpu_search.gpu import DeviceDatabase
+
+    backend = GpuBackend(proteome, gpus=[0], max_resident_residues=400_000)
+    before = backend.budget
+    real_upload = DeviceDatabase._upload
+    lock, calls = threading.Lock(), {"n": 0}
+
+    def flaky(self, chunk):
+        with lock:
+            calls["n"] += 1
+            n = calls["n"]
+        if n in (3, 4, 9):
+            raise cupy.cuda.memory.OutOfMemoryError(1 << 40, 0)
+        return real_upload(self, chunk)
+
+    monkeypatch.setattr(DeviceDatabase, "_upload", flaky)
+    profs = [profile_of(h) for m in ("Thioesterase", "PF02826") for h in read_hmms(TEST_DATA / f"{m}.hmm")]
+    failures = []
+
+    def work(prof):
+        try:
+            check_states(prof, proteome, backend)
+        except BaseException as exc:        # (reported by the main thread)
+            failures.append(exc)
+
+    threads = [threading.Thread(target=work, args=(profs[k % len(profs)],)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures
+    assert before // 8 <= backend.budget < before
+
+
 @pytest.mark.parametrize("M", [3, 40, 243, 700])
 @pytest.mark.parametrize("seqs,block", [(1, 128), (2, 64), (2, 128), (2, 256)])
 @pytest.mark.parametrize("cells", [1, 2])

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -61,6 +62,21 @@ def _on_device(cache: dict, part, *host) -> tuple:
     return cache[part.device_id]
 
 
+@dataclass
+class _Layout:
+    """The database on the GPUs at one memory budget: each GPU's share (``databases``), its
+    parts, and where each sequence is.  A call reads one layout from start to end; an
+    out-of-memory retry builds a new one, and calls under way on other threads keep theirs
+    (their arrays stay alive while they hold them)."""
+
+    databases: dict
+    parts: list
+    part_of: np.ndarray            # database index -> part
+    local_index: np.ndarray        # database index -> position in its part
+    whole: list | None = None      # _orders of a whole-database call, kept for the next ones
+    whole_idx: np.ndarray | None = None
+
+
 class GpuBackend:
     """Filter backend on CUDA GPUs (``--device gpu``).
 
@@ -90,13 +106,12 @@ class GpuBackend:
         self.gpus = gpus
         self.max_len = int(db.lengths.max()) if db.n_seqs else 0
         self._tables = {}
-        self._whole = None
-        self._whole_idx = None
         self._every_index = np.arange(db.n_seqs, dtype=np.int64)   # to recognise a whole-database call
         self.kernel_seconds = {"msv": 0.0, "bias": 0.0, "viterbi": 0.0, "forward": 0.0}   # GPU time, for benchmarks
         self.viterbi_rescored = 0    # sequences viterbi_filter16 left to viterbi_filter (last call)
         self._local = threading.local()   # each calling thread's streams, one per GPU
         self._lock = threading.Lock()     # kernel_seconds, added to by every calling thread
+        self._rebuild = threading.Lock()  # one thread at a time cuts the parts again after an OOM
         if max_resident_residues is None:
             free = min(cp.cuda.Device(d).mem_info[0] for d in gpus)
             max_resident_residues = int(free * 0.5 / 1.1)   # residues + offsets + work space
@@ -112,32 +127,36 @@ class GpuBackend:
     def _build_parts(self) -> None:
         """Cut the database into per-GPU parts within the memory budget (retrying on OOM): a
         GPU's share resident, one part, where it fits the budget, else streamed in parts of at
-        most the budget's residues."""
+        most the budget's residues.  The new layout replaces the old one in one assignment."""
         db = self.db
         while True:
+            databases = {}
             try:
-                self.databases = {}
                 for dev, ids in zip(self.gpus, self._split_by_residues()):
                     if len(ids) == 0:
                         continue
                     resident = int(db.lengths[ids].astype(np.int64).sum()) <= self.budget
-                    self.databases[dev] = DeviceDatabase(db.residues, db.offsets, dev, self.budget, resident,
-                                                         first=int(ids[0]), last=int(ids[-1]) + 1, with_order=False)
+                    databases[dev] = DeviceDatabase(db.residues, db.offsets, dev, self.budget, resident,
+                                                    first=int(ids[0]), last=int(ids[-1]) + 1, with_order=False)
                 break
             except Exception as exc:
                 if not is_out_of_memory(exc):
                     raise
-                self._shrink(exc)
-        self.parts = [chunk for database in self.databases.values() for chunk in database.chunks]
-        for device_id in self.databases:   # the uploads done before any caller's stream reads them
+                databases = None
+                self._shrink()
+        parts = [chunk for database in databases.values() for chunk in database.chunks]
+        for device_id in databases:        # the uploads done before any caller's stream reads them
             _cupy().cuda.Device(device_id).synchronize()
-        self.part_of = np.zeros(db.n_seqs, dtype=np.int32)
-        self.local_index = np.zeros(db.n_seqs, dtype=np.int64)
-        for k, part in enumerate(self.parts):
-            self.part_of[part.first:part.first + part.n] = k
-            self.local_index[part.first:part.first + part.n] = np.arange(part.n)
-        self._whole = None
-        self._whole_idx = None
+        part_of = np.zeros(db.n_seqs, dtype=np.int32)
+        local_index = np.zeros(db.n_seqs, dtype=np.int64)
+        for k, part in enumerate(parts):
+            part_of[part.first:part.first + part.n] = k
+            local_index[part.first:part.first + part.n] = np.arange(part.n)
+        self.layout = _Layout(databases, parts, part_of, local_index)
+
+    @property
+    def parts(self) -> list:
+        return self.layout.parts
 
     def _split_by_residues(self) -> list[np.ndarray]:
         """The database's indices cut into one contiguous range per GPU, of about equal residues."""
@@ -147,24 +166,30 @@ class GpuBackend:
         cuts = np.searchsorted(cum, [total * k / n for k in range(1, n)], side="right")
         return np.split(np.arange(self.db.n_seqs, dtype=np.int64), cuts)
 
-    def _shrink(self, exc) -> None:
-        self.parts = []
-        self.databases = {}
+    def _shrink(self) -> None:
         _cupy().get_default_memory_pool().free_all_blocks()
         if self.budget <= self.MIN_BUDGET:
             raise GpuMemoryError(f"GPU out of memory even with {self.budget:,}-residue batches") from None
         self.budget = max(self.MIN_BUDGET, self.budget // 2)
 
     def _retrying(self, fn):
-        """Run fn(); on a GPU out-of-memory error, halve the batches and run it again."""
+        """Run fn(); on a GPU out-of-memory error, halve the batches and run it again.
+
+        Several filter threads call at once: the first to fail cuts the parts again, one
+        thread at a time; a thread whose call failed on a layout already replaced only
+        runs again on the new one (the budget is halved once per failure, not once per
+        thread)."""
         while True:
+            layout = self.layout
             try:
                 return fn()
             except Exception as exc:
                 if not is_out_of_memory(exc):
                     raise
-                self._shrink(exc)
-                self._build_parts()
+                with self._rebuild:
+                    if self.layout is layout:
+                        self._shrink()
+                        self._build_parts()
 
     def stream(self, device_id: int):
         """The calling thread's own stream on a GPU (non-blocking, created on first use).
@@ -204,7 +229,7 @@ class GpuBackend:
         return entry[part.device_id]
 
     # --- launching ---------------------------------------------------------------------------
-    def _orders(self, idx):
+    def _orders(self, layout: _Layout, idx):
         """Per part: the local sequence positions of idx to score (longest first), on the host
         and the device; where the results go: for the whole database, the permutation on
         the device that puts them in slot order (one block copy back), else the slot in
@@ -212,18 +237,18 @@ class GpuBackend:
         Cached for a search of the whole database (the usual MSV call).  Returns (per
         part, whether idx is the whole database, in order)."""
         cp = _cupy()
-        if self._whole is not None and idx is self._whole_idx:
-            return self._whole, True
+        if layout.whole is not None and idx is layout.whole_idx:
+            return layout.whole, True
         idx = np.asarray(idx, dtype=np.int64)
         whole = len(idx) == self.db.n_seqs and (len(idx) == 0 or (idx[0] == 0 and idx[-1] == len(idx) - 1
                                                                   and np.array_equal(idx, self._every_index)))
-        if whole and self._whole is not None:
-            self._whole_idx = idx
-            return self._whole, True
+        if whole and layout.whole is not None:
+            layout.whole_idx = idx
+            return layout.whole, True
         per = []
-        for k, part in enumerate(self.parts):
-            sel = np.flatnonzero(self.part_of[idx] == k) if len(self.parts) > 1 else np.arange(len(idx))
-            local = self.local_index[idx[sel]]
+        for k, part in enumerate(layout.parts):
+            sel = np.flatnonzero(layout.part_of[idx] == k) if len(layout.parts) > 1 else np.arange(len(idx))
+            local = layout.local_index[idx[sel]]
             by_len = longest_first(self.db.lengths[idx[sel]])
             local = local[by_len].astype(np.int32)
             staged = []
@@ -235,22 +260,22 @@ class GpuBackend:
                 else:
                     per.append((local, order, None, sel[by_len], staged))
         if whole:
-            self._whole, self._whole_idx = per, idx
+            layout.whole, layout.whole_idx = per, idx
         return per, whole
 
-    def _job_orders(self, idxs):
+    def _job_orders(self, layout: _Layout, idxs):
         """Per part, for jobs each over its own sequences idxs[j]: the jobs' local positions
         (each longest first) one after the other on the device, each job's start and count
         there, each job's slots in its idx, and what stages the upload."""
         cp = _cupy()
         per = []
-        for k, part in enumerate(self.parts):
+        for k, part in enumerate(layout.parts):
             locals_, slots = [], []
             for idx in idxs:
                 idx = np.asarray(idx, dtype=np.int64)
-                sel = np.flatnonzero(self.part_of[idx] == k) if len(self.parts) > 1 else np.arange(len(idx))
+                sel = np.flatnonzero(layout.part_of[idx] == k) if len(layout.parts) > 1 else np.arange(len(idx))
                 by_len = longest_first(self.db.lengths[idx[sel]])
-                locals_.append(self.local_index[idx[sel]][by_len])
+                locals_.append(layout.local_index[idx[sel]][by_len])
                 slots.append(sel[by_len])
             counts = np.array([len(x) for x in locals_], dtype=np.int64)
             starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
@@ -293,14 +318,15 @@ class GpuBackend:
         """
         cp = _cupy()
         pending = []
+        layout = self.layout          # the whole call on one layout (an OOM elsewhere may replace it)
         try:
             if shared:
-                orders, whole = self._orders(idx)     # (its uploads too are waited for on a failure)
+                orders, whole = self._orders(layout, idx)     # (its uploads too are waited for on a failure)
                 results = np.empty((n_jobs, len(idx)), dtype=out_dtype)
             else:
-                orders, whole = self._job_orders(idx), False
+                orders, whole = self._job_orders(layout, idx), False
                 results = [np.empty(len(x), dtype=out_dtype) for x in idx]
-            for part, po in zip(self.parts, orders):
+            for part, po in zip(layout.parts, orders):
                 if shared:
                     local, order, to_slot_order = po[0], po[1], po[2]
                     n_local = len(local)
@@ -316,7 +342,7 @@ class GpuBackend:
                     continue
                 staged = []
                 with cp.cuda.Device(part.device_id), self.stream(part.device_id):
-                    on_gpu = self.databases[part.device_id].on_gpu(part)    # a streamed part: uploaded now
+                    on_gpu = layout.databases[part.device_id].on_gpu(part)    # a streamed part: uploaded now
                     residues, offsets = on_gpu.residues, on_gpu.offsets
                     out = cp.empty(total, dtype=out_dtype)
                     start, stop = cp.cuda.Event(), cp.cuda.Event()
