@@ -92,7 +92,8 @@ DELIBERATE = ("has no closing '//' line",            # text cut inside its last 
               "not probabilities",                    # values HMMER's search crashes on
               "has no consensus line",                # HMMER stops on it
               "is not ASCII text",                    # pyhmmer cannot decode it
-              "no models in file")                    # HMMER reads none, silently
+              "no models in file",                    # HMMER reads none, silently
+              "a NUL byte on line")                   # HMMER reads lines up to one (or crashes)
 CHILD = r"""
 import io, json, sys
 from gpu_search.errors import GpuSearchError
@@ -120,8 +121,8 @@ for line in sys.stdin:
     except BaseException as exc:
         ours = ["BUG " + type(exc).__name__, str(exc)]
     hmmer = None
-    if ours[0] == "read" or not any(w in ours[1] for w in ("ALPH line", "alphabet code")):
-        try:                # (the two refusals above are files HMMER's parser crashes on)
+    if ours[0] == "read" or not any(w in ours[1] for w in ("ALPH line", "alphabet code", "NUL byte")):
+        try:                # (the refusals above are files HMMER's parser can crash on)
             with HMMFile(io.BytesIO(data)) as hf:
                 hmmer = len(list(hf))
         except Exception as exc:

@@ -155,7 +155,8 @@ def _reason(exc: Exception, data: bytes) -> str:
 def _check_before_parsing(path: Path, data: bytes) -> int | None:
     """What HMMER's parser cannot survive: a binary model with an alphabet code Easel does
     not know (Easel ends the process), a text model without an ALPH line (HMMER's parser
-    dereferences a missing alphabet).  Returns a text file's count of records ('//' lines)."""
+    dereferences a missing alphabet), a NUL byte in a text file.  Returns a text file's count
+    of records ('//' lines)."""
     from pyhmmer.plan7 import HMMFile
 
     if int.from_bytes(data[:4], sys.byteorder) in HMMFile._MAGIC:
@@ -166,6 +167,12 @@ def _check_before_parsing(path: Path, data: bytes) -> int | None:
         return None
     if not _TEXT_FILE.match(data):
         return None
+    nul = data.find(b"\0")
+    if nul >= 0:
+        # HMMER's parser reads a line only up to a NUL byte: "LENG  24<NUL>3" read as 24
+        # nodes while 243 followed overran its arrays (a segmentation fault)
+        line = data.count(b"\n", 0, nul) + 1
+        raise FormatError(f"{printable(path)}: not a valid HMMER profile file (a NUL byte on line {line})")
     start = 0
     ends = [m.end() for m in _RECORD_END.finditer(data)]
     for number, end in enumerate(ends + [len(data)], start=1):

@@ -112,14 +112,16 @@ def refused(tmp_path, data: bytes, name="m.hmm") -> str:
 def test_damage_that_crashes_hmmer_is_a_format_error(binary_model, text_model, tmp_path):
     """Files that end HMMER's own parser (and so the process): a binary model with an alphabet
     code Easel does not know (esl_fatal, exit 1 with a bare line), a text record without its
-    ALPH line (segmentation fault).  Read in a child process so that a crash fails this test
+    ALPH line, a NUL byte inside the LENG line (segmentation faults).  Read in a child process so that a crash fails this test
     instead of the test run."""
     import subprocess
     import sys
 
     cases = {"alphabet code 9": patched(binary_model, 12, (9).to_bytes(4, sys.byteorder)),
              "no ALPH line": text_model.replace(b"\nALPH  amino\n", b"\n"),
-             "no ALPH line, second model": text_model + text_model.replace(b"\nALPH  amino\n", b"\n")}
+             "no ALPH line, second model": text_model + text_model.replace(b"\nALPH  amino\n", b"\n"),
+             "no ALPH line, after a comment": b"# from a pipeline\n\n" + text_model.replace(b"\nALPH  amino\n", b"\n"),
+             "NUL byte": text_model.replace(b"LENG  243\n", b"LENG  24\x003\n")}
     for label, data in cases.items():
         (tmp_path / label).write_bytes(data)
     code = ("import sys\nfrom gpu_search.hmmer.models import read_hmms\nfrom gpu_search.errors import FormatError\n"
@@ -129,9 +131,10 @@ def test_damage_that_crashes_hmmer_is_a_format_error(binary_model, text_model, t
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stderr == "", (r.returncode, r.stderr)
     lines = r.stdout.splitlines()
-    assert len(lines) == 3, r.stdout
+    assert len(lines) == 5, r.stdout
     assert "alphabet code 9" in lines[0]
-    assert "model 'Thioesterase' has no ALPH line" in lines[1] and "has no ALPH line" in lines[2]
+    assert all("model 'Thioesterase' has no ALPH line" in line for line in lines[1:4]), lines
+    assert "a NUL byte on line 3" in lines[4]
 
 
 def test_damaged_binary_model(binary_model, tmp_path):
@@ -196,8 +199,8 @@ def test_messages_quote_the_file_printably(text_model, tmp_path):
     assert models.printable(b"a\r\nb\x00\xff\xe2\x80\xa8c" + b"y" * 500, 20) == "a b\\x00\\xff c" + "y" * 4 + "..."      # 20 characters
     # a file pyhmmer cannot tell the format of: the message quotes the file, not pyhmmer's
     # buffer (which held bytes beyond the file's)
-    for data in (b"\xb6", b"\xb6\xb0\xed", b"HMMER9/z\r\n\x00junk\n"):
+    for data in (b"\xb6", b"\xb6\xb0\xed", b"HMMER9/z\r\n\x01junk\n"):
         msg = refused(tmp_path, data)
         assert "unrecognized format: the file starts with" in msg, msg
     assert "'\\xb6\\xb0\\xed'" in refused(tmp_path, b"\xb6\xb0\xed")
-    assert "'HMMER9/z'" in refused(tmp_path, b"HMMER9/z\r\n\x00junk\n")
+    assert "'HMMER9/z'" in refused(tmp_path, b"HMMER9/z\r\n\x01junk\n")
