@@ -21,7 +21,7 @@ import click
 _IMPORTED = time.time()          # (--timings: when the interpreter and click were ready)
 
 from . import __version__, HMMER_DATE, HMMER_VERSION
-from .errors import GpuSearchError, OptionError, OutputError, exit_code_help
+from .errors import GpuSearchError, OptionError, OutputError, exit_code_help, printable
 
 CONTEXT = dict(help_option_names=["-h", "--help"], max_content_width=100)
 
@@ -42,10 +42,14 @@ class FiniteFloat(click.ParamType):
 FINITE = FiniteFloat()
 # BLAST+ keeps its integer options in 32-bit ints
 INT32 = click.IntRange(-(1 << 31), (1 << 31) - 1)
+# the largest -window_size taken: a two-hit window wider than any diagonal changes nothing,
+# and each word finder's diagonal table holds query length + window entries
+MAX_WINDOW = 1 << 20
 
 
 def _fail(exc: GpuSearchError) -> None:
-    click.echo(f"gpu-search: error: {exc}", err=True)
+    # one line whatever the message quotes: a file name may hold a newline or control bytes
+    click.echo(f"gpu-search: error: {printable(str(exc), 2000)}", err=True)
     sys.exit(exc.exit_code)
 
 
@@ -201,7 +205,7 @@ def _device_option(f):
               help="Number of comparisons for E-values (default: sequences in the whole database; "
                    "a .gsdb shard knows the whole database's count).")
 @click.option("--domZ", "domZ", type=FINITE, default=None, help="Number of significant sequences for domain E-values.")
-@click.option("--seed", type=click.IntRange(min=0), default=42, show_default=True,
+@click.option("--seed", type=click.IntRange(0, (1 << 31) - 1), default=42, show_default=True,
               help="Random seed (0: a different one each run).")
 @click.option("--cpu", type=click.IntRange(min=1), default=None, help="CPU threads (default: all cores).")
 @click.option("--hits-out", metavar="FILE",
@@ -480,8 +484,10 @@ class BlastCommand(click.Command):
 @click.option("-gapextend", "gapextend", type=INT32, default=None, help="Cost to extend a gap (matrix default).")
 @click.option("-word_size", "word_size", type=INT32, default=3, show_default=True, help="Word size for the initial hits.")
 @click.option("-threshold", "threshold", type=FINITE, default=None, help="Minimum word score for the lookup table (11 for BLOSUM62).")
-@click.option("-window_size", "window_size", type=click.IntRange(0, (1 << 31) - 1), default=None,
-              help="Two-hit window (matrix default: 40 for BLOSUM62); 0: one-hit word finder.")
+@click.option("-window_size", "window_size", type=click.IntRange(0, MAX_WINDOW), default=None,
+              help=f"Two-hit window (matrix default: 40 for BLOSUM62); 0: one-hit word finder; at most "
+                   f"{MAX_WINDOW:,} (the diagonal table is as long as query + window; BLAST+'s 32-bit "
+                   f"arithmetic overflows near 2^31).")
 @click.option("-comp_based_stats", "comp_based_stats", default="0", show_default=True,
               help="Composition-based statistics: only 0 (off) is implemented; BLAST+'s default is 2.")
 @click.option("-num_threads", "num_threads", type=click.IntRange(min=1), default=None,

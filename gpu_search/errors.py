@@ -8,6 +8,8 @@ Anything else is a bug and still ends in one line, with exit code 1.
 
 from __future__ import annotations
 
+import unicodedata
+
 
 class GpuSearchError(Exception):
     """Base class: a clear, one-line, user-facing error."""
@@ -68,6 +70,25 @@ class OptionError(GpuSearchError):
     """A combination of options is invalid or unsupported."""
 
     exit_code = 2
+
+
+def printable(text, limit: int = 200) -> str:
+    """``text`` (str, bytes or a path) made fit for a one-line message: invalid UTF-8 and
+    control characters written as escapes (\\x1b), runs of whitespace as one space, at most
+    ``limit`` characters.  Messages quote bytes of a damaged file, or of Easel's error buffer."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "backslashreplace")
+    text = " ".join(str(text).split())
+    shown = []
+    for ch in text:
+        if ch == "\ufffd":                 # a byte pyhmmer could not decode
+            shown.append("?")
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn"):
+            shown.append(ch.encode("unicode_escape", "backslashreplace").decode("ascii"))
+        else:
+            shown.append(ch)
+    text = "".join(shown)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 EXIT_CODES = [

@@ -51,6 +51,8 @@ from dataclasses import dataclass
 from .._numba import numba
 import numpy as np
 
+from .stats import c_int
+
 ALPHABET_SIZE = 28          # BLASTAA_SIZE
 CHARSIZE = 5                # ilog2(BLASTAA_SIZE) + 1
 MAX_WORD_SIZE = 4           # the plain (uncompressed) table; W >= 5 uses another table in BLAST
@@ -164,15 +166,16 @@ def build_lookup(query_codes, matrix_scores, word_size: int = 3, threshold: int 
         if valid.shape != q.shape:
             raise ValueError("mask must have the query's length")
     n_cells = 1 << (CHARSIZE * word_size)
+    threshold = c_int(threshold)        # BLAST's lookup table keeps (Int4) of the option's double
     qword = _query_word_codes(q, valid, word_size)
-    counts = _count_cells(q, qword, m, word_size, int(threshold), n_cells)
+    counts = _count_cells(q, qword, m, word_size, threshold, n_cells)
     cell_start = np.zeros(n_cells + 1, dtype=np.int32)
     np.cumsum(counts, out=cell_start[1:])
-    offsets = _fill_cells(q, qword, m, word_size, int(threshold), cell_start)
+    offsets = _fill_cells(q, qword, m, word_size, threshold, cell_start)
     pssm = np.ascontiguousarray(m[q.astype(np.intp)], dtype=np.int32).reshape(len(q), ALPHABET_SIZE)
     rank = np.empty(len(qword), dtype=np.int32)
     rank[np.lexsort((np.arange(len(qword)), qword))] = np.arange(len(qword), dtype=np.int32)
-    return Lookup(word_size=word_size, threshold=int(threshold), query_length=len(q),
+    return Lookup(word_size=word_size, threshold=threshold, query_length=len(q),
                   cell_start=cell_start, offsets=offsets, query_word=qword, query_rank=rank,
                   pssm=pssm,
                   longest_chain=int(counts.max()) if n_cells else 0)

@@ -37,6 +37,17 @@ from .alphabet import ALPHABET_SIZE, NCBISTDAA, X, blast_query_codes
 
 LN2 = 0.69314718055994530941723212145818  # NCBIMATH_LN2 (ncbi_math.h)
 
+
+def c_int(x: float) -> int:
+    """C's ``(int)x`` of a double as BLAST+ gets it on x86-64: truncation toward zero, and
+    for a value no 32-bit int holds (infinity, NaN, |x| >= 2^31) the processor's "integer
+    indefinite", INT_MIN.  BLAST+ meets such values with extreme option values (an
+    -evalue of 1e-308 makes ln(db length / E) infinite; a -threshold of 1e308), and its
+    rows then follow from INT_MIN: so do ours."""
+    if not math.isfinite(x) or not -2147483648.0 <= x < 2147483648.0:
+        return -2147483648
+    return int(x)
+
 # Defaults of blastp (blast_options.h)
 UNGAPPED_X_DROPOFF_BITS = 7.0     # BLAST_UNGAPPED_X_DROPOFF_PROT
 GAP_TRIGGER_BITS = 22.0           # BLAST_GAP_TRIGGER_PROT
@@ -882,7 +893,7 @@ def spouge_score(evalue: float, kbp: KarlinBlk, gbp: GumbelBlk, query_len: int,
     def e_of(s: int) -> float:
         return spouge_evalue(s, kbp, gbp, query_len, subject_len, db_length)
 
-    b = max(int(math.log(db_scale / evalue) / kbp.Lambda), 2)
+    b = max(c_int(math.log(db_scale / evalue) / kbp.Lambda), 2)
     e = e_of(b)
     if e > evalue:
         while e > evalue:

@@ -6,11 +6,10 @@ import io
 import os
 import re
 import sys
-import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..errors import AlphabetError, EmptyInputError, FormatError
+from ..errors import AlphabetError, EmptyInputError, FormatError, printable
 from ..seqdb import check_readable, read_bytes
 
 
@@ -118,25 +117,6 @@ def _check_text_fields(path: Path, hmms: list) -> None:
             except UnicodeDecodeError as exc:
                 raise FormatError(f"{printable(path)}: model {number}'s {field} is not ASCII text "
                                   f"('{printable(exc.object, 60)}')") from None
-
-
-def printable(text, limit: int = 200) -> str:
-    """``text`` (str, bytes or a path) made fit for a one-line message: invalid UTF-8 and
-    control characters written as escapes (\\x1b), runs of whitespace as one space, at most
-    ``limit`` characters.  Messages quote bytes of a damaged file, or of Easel's error buffer."""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "backslashreplace")
-    text = " ".join(str(text).split())
-    shown = []
-    for ch in text:
-        if ch == "\ufffd":                 # a byte pyhmmer could not decode
-            shown.append("?")
-        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn"):
-            shown.append(ch.encode("unicode_escape", "backslashreplace").decode("ascii"))
-        else:
-            shown.append(ch)
-    text = "".join(shown)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _reason(exc: Exception, data: bytes) -> str:

@@ -115,6 +115,20 @@ def test_fifty_queries(args, blast_setup):
     assert_parity(theirs, ours, " ".join(args))
 
 
+@pytest.mark.parametrize("args, length", [(["-threshold", "1e308"], 130), (["-evalue", "1e-308"], 1000)],
+                         ids=lambda a: " ".join(a) if isinstance(a, list) else str(a))
+def test_extreme_option_values_as_blast(args, length, blast_setup):
+    """Option values whose C conversion to a 32-bit int is out of range: BLAST+ runs with INT_MIN
+    there (x86-64): every word a neighbour, or a score of 2 to start the search for the cutoff
+    from; the same rows (the 1,000-residue query's self hit has an E-value of 0, below 1e-308)."""
+    query = blast_setup["singles"][length]
+    theirs = run_blast(query, blast_setup["db"], "-outfmt", "6", *args)
+    ours = run_ours("-query", query, "-db", blast_setup["db_fasta"], "-outfmt", "6", *args)
+    assert ours == theirs and theirs
+    if args[0] == "-threshold":           # (more rows than the default threshold's: all words searched)
+        assert len(theirs) > len(run_blast(query, blast_setup["db"], "-outfmt", "6"))
+
+
 def test_outfmt7_comment_lines(blast_setup):
     theirs = run_blast(blast_setup["many"], blast_setup["db"], "-outfmt", "7 qaccver saccver evalue bitscore")
     ours = run_ours("-query", blast_setup["many"], "-db", blast_setup["db_fasta"], "-outfmt",
