@@ -81,6 +81,18 @@ def _on_signal(signum, frame):
     raise Terminated(signum)
 
 
+def _interrupt_in_chain(exc: BaseException):
+    """The Ctrl-C or stop signal behind an exception, if one is: a signal that lands while
+    compiled code (numba) hands back its result surfaces as a SystemError caused by it."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def _stopped(exc: Terminated) -> None:
     import signal
 
@@ -132,6 +144,12 @@ def main(argv=None, *, blast_settings=None) -> None:
         where = f"{exc.filename}: " if exc.filename else ""
         _fail(OutputError(f"{where}cannot write the output ({exc.strerror})"))
     except Exception as exc:  # a bug: still one line, unless asked for the traceback
+        stop = _interrupt_in_chain(exc)
+        if stop is not None:
+            if isinstance(stop, Terminated):
+                _stopped(stop)
+            click.echo("gpu-search: interrupted", err=True)
+            sys.exit(130)
         _internal_error(exc)
     if argv is None:
         # Done, the outputs written and renamed: the program ends here, without the
@@ -603,7 +621,7 @@ def _blast_settings(ctx, **given):
 @click.option("--shards", type=click.IntRange(min=1), default=1, show_default=True,
               help="Also cut the database into N shards of balanced residue counts "
                    "(written as DB.shardIofN.gsdb; each knows the whole database's size).")
-@click.option("--quiet", "-q", is_flag=True, help="Print nothing on success.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress, and nothing printed on success.")
 def makedb(fasta, out, shards, quiet):
     """Pre-digitize a protein FASTA (may be gzipped) into a memory-mappable .gsdb."""
     from .output import check_outputs
@@ -611,7 +629,7 @@ def makedb(fasta, out, shards, quiet):
 
     check_outputs(out)
     t0 = time.monotonic()
-    paths = build(fasta, out, shards)
+    paths = build(fasta, out, shards, quiet=quiet)
     if not quiet:
         from .seqdb import open_database
 

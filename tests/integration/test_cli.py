@@ -492,3 +492,28 @@ def test_newline_in_file_names_keeps_comment_lines_comments(tmp_path):
     lines = (tmp_path / "b.tsv").read_text().splitlines()
     assert all(l.startswith("#") or l.count("\t") == 11 for l in lines), lines[:8]
     assert any(l.startswith("# Database: ") and "b\\nlast" in l for l in lines)
+
+
+def test_signal_surfacing_as_another_error_is_still_an_interruption(tmp_path, monkeypatch, capsys):
+    """Ctrl-C or SIGTERM landing while compiled code hands back its result surfaces as a
+    SystemError caused by the signal's exception: still 'interrupted' (130) or 'terminated'
+    (143), not an internal error."""
+    import signal
+
+    from gpu_search import cli
+    from gpu_search.hmmer import models
+
+    for raised, code, line in ((KeyboardInterrupt(), 130, "gpu-search: interrupted"),
+                               (cli.Terminated(signal.SIGTERM), 143, "gpu-search: terminated")):
+        def broken(*args, raised=raised, **kwargs):
+            try:
+                raise raised
+            except BaseException as exc:
+                raise SystemError("<built-in function scan> returned a result with an exception set") from exc
+
+        monkeypatch.setattr(models, "read_hmms", broken)
+        with pytest.raises(SystemExit) as stop:
+            cli.main(["hmmsearch", "--device", "cpu", "-o", str(tmp_path / "o"), str(TEST_DATA / "four-models.hmm"),
+                      str(TEST_DATA / "proteome.faa")])
+        assert stop.value.code == code and capsys.readouterr().err.splitlines() == [line]
+        assert not list(tmp_path.iterdir())
