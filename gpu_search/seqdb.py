@@ -880,14 +880,20 @@ def _write_shards(whole, header: dict, out: Path, shards: int) -> list[Path]:
     cums = (np.cumsum(lens) + int(run._int64("offsets", i, 1)[0])
             for i, lens in zip(range(0, n, _ORDER_BATCH), run._lengths("offsets")))
     bounds = _cut(n, total, shards, cums)
+    return _write_shard_set(out, bounds, lambda i, a, b, p: write_gsdb(
+        _GsdbRun(whole, header, a, b), p, total_seqs=n, total_residues=total, shard=(i, len(bounds)),
+        first_index=a))
+
+
+def _write_shard_set(out: Path, bounds, write_shard) -> list[Path]:
+    """Each shard (a, b) of ``bounds`` written by ``write_shard(i, a, b, path)``, all or none:
+    a set of shards is whole or not there (shards 1-5 of 8 would look like a database)."""
     written = []
     try:
         for i, ((a, b), p) in enumerate(zip(bounds, _shard_paths(out, len(bounds))), start=1):
-            write_gsdb(_GsdbRun(whole, header, a, b), p, total_seqs=n, total_residues=total,
-                       shard=(i, len(bounds)), first_index=a)
+            write_shard(i, a, b, p)
             written.append(p)
     except BaseException:
-        # a set of shards is whole or not there: shards 1-5 of 8 would look like a database
         for p in written:
             with contextlib.suppress(OSError):
                 p.unlink()
@@ -901,15 +907,6 @@ def _makedb_of(db: SequenceDB, out: Path, shards: int) -> list[Path]:
         write_gsdb(db, out)
         return [out]
     bounds = shard_bounds(db.lengths, shards)
-    written = []
-    try:
-        for i, ((a, b), p) in enumerate(zip(bounds, _shard_paths(out, len(bounds))), start=1):
-            write_gsdb(db.subset(np.arange(a, b)), p, total_seqs=db.n_seqs, total_residues=db.n_residues,
-                       shard=(i, len(bounds)), first_index=a)
-            written.append(p)
-    except BaseException:
-        for p in written:
-            with contextlib.suppress(OSError):
-                p.unlink()
-        raise
-    return written
+    return _write_shard_set(out, bounds, lambda i, a, b, p: write_gsdb(
+        db.subset(np.arange(a, b)), p, total_seqs=db.n_seqs, total_residues=db.n_residues,
+        shard=(i, len(bounds)), first_index=a))
