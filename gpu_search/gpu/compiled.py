@@ -4,14 +4,15 @@ at run time without NVRTC.
 At run time every kernel shape (a .cu file with its compile-time sizes) is compiled
 by NVRTC the first time a host meets it, then found in CuPy's disk cache.  A fresh
 host or container has no cache: a search of a few hundred models then spends
-seconds in NVRTC (about 0.19 s a shape) before its first result, and every Galaxy
-job or Nextflow task that starts from the image pays it again.  ``python -m
-gpu_search.gpu.compiled --arch 90`` compiles the shapes a search can ask for
-(each search's module lists them: ``gpu_search.hmmer.gpu.kernels.kernel_shapes``)
-into this package's ``compiled/`` folder, one cubin a shape and GPU architecture;
-the loader (:mod:`.loader`) takes a cubin from there when it has one for the
-device's architecture and falls back to NVRTC otherwise (or where the driver
-cannot load it).
+seconds in NVRTC (about 0.19 s a shape) before its first result, and so does blastp
+(100 queries against 273 M residues on an H200: 16.7 s the first time, 5 s later;
+docs/benchmarks.md); every Galaxy job or Nextflow task that starts from the image
+pays it again.  ``python -m gpu_search.gpu.compiled --arch 90`` compiles the shapes
+both searches can ask for (each search's module lists them:
+``gpu_search.hmmer.gpu.kernels.kernel_shapes``, ``gpu_search.blast.gpu.kernel_shapes``)
+into this package's ``compiled/`` folder, one cubin a shape and GPU architecture; the
+loader (:mod:`.loader`) takes a cubin from there when it has one for the device's
+architecture and falls back to NVRTC otherwise (or where the driver cannot load it).
 
 A cubin's name is a hash of everything that makes the binary: the source with its
 compile-time constants, the headers beside it, the compiler options and the
@@ -67,39 +68,55 @@ def compile_cubin(source: str, flags: tuple, folder: Path, arch: str, name: str)
         nvrtc.destroyProgram(prog)
 
 
-def _shapes(max_M: int, arch: str) -> list:
-    """(file, options) of every kernel shape the searches list for an architecture (whose
-    shared memory decides where large profiles go)."""
+SEARCHES = ("hmmsearch", "blastp")
+
+
+def _shapes(max_M: int, arch: str, searches: tuple = SEARCHES) -> list:
+    """(file, options) of every kernel shape the searches list for an architecture: hmmsearch's
+    for models up to max_M (the architecture's shared memory decides where large profiles
+    go), blastp's (the same on every architecture)."""
+    from ..blast.gpu import kernel_shapes as blastp_shapes
     from ..hmmer.gpu.kernels import SMEM_OPTIN, kernel_shapes
 
-    return list(dict.fromkeys(kernel_shapes(max_M, SMEM_OPTIN[arch])))
+    shapes = []
+    if "hmmsearch" in searches:
+        shapes += kernel_shapes(max_M, SMEM_OPTIN[arch])
+    if "blastp" in searches:
+        shapes += blastp_shapes()
+    return list(dict.fromkeys(shapes))
 
 
 def main(argv=None) -> int:
     from .loader import source_with_defines
 
     parser = argparse.ArgumentParser(prog="python -m gpu_search.gpu.compiled",
-                                     description="Compile gpu-search's kernels ahead of time for GPU "
-                                                 "architectures (into the installed package).")
+                                     description="Compile gpu-search's kernels (hmmsearch's and blastp's) "
+                                                 "ahead of time for GPU architectures (into the installed "
+                                                 "package).")
     parser.add_argument("--arch", default="90",
                         help="compute capabilities, comma-separated (80: A100; 86, 89; 90: H100 and H200)")
     parser.add_argument("--max-m", type=int, default=None,
                         help="largest model the hmmsearch shapes are made for (default: 3,000; larger "
                              "models compile at run time)")
+    parser.add_argument("--searches", default=",".join(SEARCHES),
+                        help=f"the searches whose kernels are built, comma-separated (default: "
+                             f"{','.join(SEARCHES)})")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
-    from ..hmmer.gpu.kernels import MAX_M_AHEAD
-
-    from ..hmmer.gpu.kernels import SMEM_OPTIN
+    from ..hmmer.gpu.kernels import MAX_M_AHEAD, SMEM_OPTIN
 
     archs = [a.strip().removeprefix("sm_") for a in args.arch.split(",") if a.strip()]
     unknown = [a for a in archs if a not in SMEM_OPTIN]
     if unknown or not archs:
         parser.error(f"--arch: {', '.join(unknown) or 'none given'}; known: {', '.join(SMEM_OPTIN)}")
+    searches = tuple(s.strip() for s in args.searches.split(",") if s.strip())
+    unknown = [s for s in searches if s not in SEARCHES]
+    if unknown or not searches:
+        parser.error(f"--searches: {', '.join(unknown) or 'none given'}; known: {', '.join(SEARCHES)}")
     FOLDER.mkdir(exist_ok=True)
     jobs = []
     for arch in archs:
-        for path, options in _shapes(args.max_m or MAX_M_AHEAD, arch):
+        for path, options in _shapes(args.max_m or MAX_M_AHEAD, arch, searches):
             source, flags = source_with_defines(path.read_text(), options, path.name)
             flags = (STD, *flags)
             out = cubin_path(source, flags, path.parent, arch)

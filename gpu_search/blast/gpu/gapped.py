@@ -52,10 +52,23 @@ STATUS_RESTARTED = 1
 STATUS_OVERFLOW = 2
 
 
+def kernel_options(band: int = BAND, cell_budget: int = CELL_BUDGET) -> tuple:
+    """gapped.cu's compile-time constants (NVRTC's options): both kernels (KERNELS) are in
+    the one file, so the kernel is not among them."""
+    return f"-DBAND={int(band)}", f"-DCELL_BUDGET={int(cell_budget)}", f"-DWARPS={WARPS}"
+
+
 def load_kernel(device_id: int, band: int = BAND, cell_budget: int = CELL_BUDGET, kernel: str = "warp"):
     """gapped.cu's kernel (KERNELS) compiled for a ring size and cell budget on one device."""
-    return load_functions(KERNEL_FILE, (f"-DBAND={int(band)}", f"-DCELL_BUDGET={int(cell_budget)}", f"-DWARPS={WARPS}"),
-                          (KERNELS[kernel],), device_id)[0]
+    return load_functions(KERNEL_FILE, kernel_options(band, cell_budget), (KERNELS[kernel],), device_id)[0]
+
+
+def kernel_shapes():
+    """(file, options) of the gapped.cu shape a blastp run loads (:mod:`gpu_search.gpu.compiled`
+    builds it ahead of time): the ring BAND (the engines' only one) and the default cell
+    budget CELL_BUDGET, with either kernel.  A budget given with --gpu-gapped-cells is a
+    shape of its own (any number from 1 to 2^30: too many to build), compiled at run time."""
+    yield KERNEL_FILE, kernel_options()
 
 
 def subject_groups(init: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,7 +1,8 @@
 """cuBLASTP's GPU phases through CuPy: hit detection, binning by diagonal, two-hit filter, ungapped extension.
 
-The kernel (``ungapped.cu``, compiled at run time by NVRTC with the word size,
-the block size and the extension variant as constants) returns the init HSPs
+The kernel (``ungapped.cu``, compiled by NVRTC with the word size, the block
+size and the extension variant as constants, at run time or ahead of time:
+:func:`kernel_shapes`) returns the init HSPs
 of one query against the whole database;
 they are put in BLAST's order on the GPU before they are copied back
 (``order.cu``; ``ungapped.blast_order`` on the host where the GPU cannot), so
@@ -32,6 +33,7 @@ altogether.
 from __future__ import annotations
 
 import copy
+import itertools
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -40,7 +42,7 @@ import numpy as np
 
 from ...errors import DeviceError
 from ...gpu import DeviceDatabase, allow_smem, blocks_per_sm, device_props, is_out_of_memory, load_functions
-from ..lookup import Lookup
+from ..lookup import MAX_WORD_SIZE, Lookup
 from ..ungapped import UngappedJob, _pssm, _to_records, blast_order, ungapped_extensions
 from ..wordhits import diag_array_length
 
@@ -96,10 +98,39 @@ def order_key_bits(offsets: np.ndarray) -> tuple[int, int]:
     return subject_bits, offset_bits
 
 
+ORDER_OPTIONS = ()              # order.cu has no compile-time constants
+
+
 def load_order_kernels(device_id: int):
     """order.cu's two kernels (the rows' keys in BLAST's order, the rows gathered by a
     permutation) on one device."""
-    return load_functions(ORDER_FILE, (), ("blast_order_keys", "gather_rows"), device_id)
+    return load_functions(ORDER_FILE, ORDER_OPTIONS, ("blast_order_keys", "gather_rows"), device_id)
+
+
+def gpu_block_sizes() -> list[int]:
+    """Every block size :func:`block_size` gives a query the GPU takes: its diagonal array
+    (query length + window, rounded up to a power of two) is at most MAX_SMEM_CELLS cells
+    (longer queries are searched on the CPU)."""
+    # block_size(n, 0): the block of a diagonal array of n cells
+    return sorted({block_size(1 << k, 0) for k in range(MAX_SMEM_CELLS.bit_length())})
+
+
+def kernel_shapes():
+    """(file, options) of every ungapped.cu and order.cu shape a blastp run can load
+    (:mod:`gpu_search.gpu.compiled` builds them ahead of time), as :func:`kernel_choice`
+    and :func:`load_kernel` make them: each word size the lookup table takes (-word_size
+    2 to MAX_WORD_SIZE), block size (:func:`gpu_block_sizes`), extension variant
+    (--gpu-extension; auto: :func:`extension_for`) with each of its WINDOW_LANES
+    (--gpu-window-lanes; auto: :func:`window_lanes_for`), scores from the PSSM or the
+    matrix in shared memory (auto: :func:`matrix_in_smem_for`) and, window-based, the
+    prefilter on or off (``BlastSettings.prefilter``).  A block size given to GpuUngapped
+    itself (``block=``, the benchmarks') may be any other: compiled at run time."""
+    yield ORDER_FILE, ORDER_OPTIONS
+    variants = [("diagonal", 0, False)] + [("window", lanes, prefilter) for lanes in WINDOW_LANES
+                                           for prefilter in (False, True)]
+    for word_size, block, (extension, lanes, prefilter), matrix_smem in itertools.product(
+            range(2, MAX_WORD_SIZE + 1), gpu_block_sizes(), variants, (False, True)):
+        yield KERNEL_FILE, kernel_options(word_size, block, extension, lanes, matrix_smem, prefilter)
 
 
 class GpuUngapped:
