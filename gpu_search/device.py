@@ -19,14 +19,22 @@ from .errors import DeviceError
 DEVICES = ("auto", "cpu", "gpu", "reference")
 
 
+def _import_cupy():
+    """CuPy, imported once its kernel cache folder is writable: CuPy 14 cannot be imported
+    where it cannot make that folder, and a failed import stays failed."""
+    from .gpu.loader import use_writable_kernel_cache
+
+    use_writable_kernel_cache()
+    import cupy
+
+    return cupy
+
+
 @lru_cache(maxsize=1)
 def gpu_status() -> tuple[bool, str, list[str]]:
     """(usable, reason, device names): can CuPy run kernels here?"""
-    from .gpu.loader import use_writable_kernel_cache
-
-    use_writable_kernel_cache()     # CuPy 14 cannot be imported where it cannot make its cache folder
     try:
-        import cupy
+        cupy = _import_cupy()
     except Exception as exc:  # ImportError, or a broken CUDA install
         return False, f"CuPy is not installed ({type(exc).__name__})", []
     try:
@@ -58,11 +66,8 @@ def start_cuda(device: str, gpus: list[int] | None = None) -> None:
     global _cuda_start
     if device not in ("auto", "gpu") or _cuda_start is not None or importlib.util.find_spec("cupy") is None:
         return
-    from .gpu.loader import use_writable_kernel_cache
-
-    use_writable_kernel_cache()     # (before CuPy's import, as in gpu_status: a failed import stays failed)
     try:
-        import cupy
+        cupy = _import_cupy()
     except Exception:              # reported by gpu_status when the run asks
         return
 

@@ -1,14 +1,17 @@
 """The filter cascade of p7_Pipeline(): MSV, bias filter, Viterbi filter.
 
 This is the seam where the GPU plugs in.  A *filter backend* computes the
-integer filter states of many sequences at once:
+integer filter states of many sequences at once, for a batch of models (the GPU
+scores the whole batch in one launch a kernel geometry):
 
-    backend.msv(prof, idx)      -> (xJ, overflow)   MSV filter
-    backend.viterbi(prof, idx)  -> (xC, overflow)   Viterbi filter
+    backend.msv_batch(profs, idx)       -> [(xJ, overflow)]   MSV filter, same sequences for all
+    backend.viterbi_batch(profs, idxs)  -> [(xC, overflow)]   Viterbi filter, each model its own
 
-and, where the backend has it, the bias filter's Forward score
+and, where the backend has them, the bias filter's Forward score and a float
+Forward prefilter:
 
-    backend.bias(eo, t10, t11, idx) -> fwd           (float32; within a few ulps)
+    backend.bias_batch([(eo, t10, t11)], idxs) -> [fwd]      (float32; within a few ulps)
+    backend.forward_batch(profs, idxs)         -> [fwd]      (approximate, with a margin)
 
 (``reference.ReferenceBackend`` in numpy, ``gpu.GpuBackend`` in CUDA).
 :func:`run_cascade` turns those into HMMER's scores and P-values on the host,
@@ -199,21 +202,6 @@ class BiasScores:
 FORWARD_MARGIN_BITS = 1.0
 
 
-def _batched(backend, name: str, *args) -> list:
-    """A backend's filter for a batch of models (``backend.<name>_batch``: one launch a
-    geometry on the GPU), or its one-model filter called for each (the reference)."""
-    batch = getattr(backend, f"{name}_batch", None)
-    if batch is not None:
-        return batch(*args)
-    one = getattr(backend, name)
-    if name == "msv":
-        profs, idx = args
-        return [one(p, idx) for p in profs]
-    if name == "bias":
-        return [one(*hmm, idx) for hmm, idx in zip(*args)]
-    return [one(p, idx) for p, idx in zip(*args)]
-
-
 class _ModelCascade:
     """One model's way through the filters: what each stage leaves for the next."""
 
@@ -344,7 +332,7 @@ def run_cascade_batch(profs, db, backend, *, F1: float, F2: float, bias_filter: 
             raise Stopped()
 
     # 1. MSV filter
-    for m, (xJ, ovf) in zip(models, _batched(backend, "msv", profs, searched)):
+    for m, (xJ, ovf) in zip(models, backend.msv_batch(profs, searched)):
         m.after_msv(xJ, ovf, searched, tables, F1)
     lap("msv")
 
@@ -352,9 +340,9 @@ def run_cascade_batch(profs, db, backend, *, F1: float, F2: float, bias_filter: 
     if bias_filter:
         todo = [m for m in models if len(m.idx1)]
         fwds = [None] * len(todo)
-        if todo and (hasattr(backend, "bias_batch") or hasattr(backend, "bias")):
-            fwds = _batched(backend, "bias", [bias_filter_hmm(m.prof, bg_freq, degeneracy) for m in todo],
-                            [m.idx1 for m in todo])
+        if todo and hasattr(backend, "bias_batch"):
+            fwds = backend.bias_batch([bias_filter_hmm(m.prof, bg_freq, degeneracy) for m in todo],
+                                      [m.idx1 for m in todo])
         for m, fwd in zip(todo, fwds):
             m.bias = BiasScores(m.prof, db, m.idx1, tables, bg_freq, degeneracy, fwd)
     for m in models:
@@ -363,7 +351,7 @@ def run_cascade_batch(profs, db, backend, *, F1: float, F2: float, bias_filter: 
 
     # 3. Viterbi filter
     todo = [m for m in models if len(m.vit_idx)]
-    results = _batched(backend, "viterbi", [m.prof for m in todo], [m.vit_idx for m in todo]) if todo else []
+    results = backend.viterbi_batch([m.prof for m in todo], [m.vit_idx for m in todo]) if todo else []
     got = {id(m): r for m, r in zip(todo, results)}
     for m in models:
         xC, vovf = got.get(id(m), (None, None))
@@ -371,11 +359,11 @@ def run_cascade_batch(profs, db, backend, *, F1: float, F2: float, bias_filter: 
     lap("viterbi")
 
     # 4. (GPU only) Forward prefilter
-    if hasattr(backend, "forward") and F3 < 1.0:
+    if hasattr(backend, "forward_batch") and F3 < 1.0:
         todo = [m for m in models if len(m.survivors)]
         if todo:
-            for m, fwd in zip(todo, _batched(backend, "forward", [m.prof for m in todo],
-                                             [m.survivors for m in todo])):
+            fwds = backend.forward_batch([m.prof for m in todo], [m.survivors for m in todo])
+            for m, fwd in zip(todo, fwds):
                 m.after_forward(fwd, F3)
             lap("forward")
     return [m.result(dict(seconds)) for m in models]

@@ -381,3 +381,10 @@ class ReferenceBackend:
 
     def viterbi(self, prof: FilterProfile, idx):
         return viterbi_filter(prof, self.db.residues, self.db.offsets, self.db.lengths, idx)
+
+    # the cascade's interface: a batch of models at a time (one model after another here)
+    def msv_batch(self, profs, idx) -> list:
+        return [self.msv(prof, idx) for prof in profs]
+
+    def viterbi_batch(self, profs, idxs) -> list:
+        return [self.viterbi(prof, idx) for prof, idx in zip(profs, idxs)]

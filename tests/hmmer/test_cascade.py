@@ -35,6 +35,9 @@ class NudgedBias(reference.ReferenceBackend):
         sign = np.where(np.arange(len(idx)) % 2 == 0, 1.0, -1.0)
         return (fwd + sign * (self.fraction * margin + self.nats)).astype(np.float32)
 
+    def bias_batch(self, hmms, idxs):
+        return [self.bias(*hmm, idx) for hmm, idx in zip(hmms, idxs)]
+
 
 def cascades(backend, hmms, db, bg_freq, **thresholds):
     out = []
@@ -107,8 +110,12 @@ def test_forward_prefilter_settles_bias_scores_near_its_cutoff(models, bg_freq, 
         def forward(self, prof, idx):
             return reference.forward_score(prof, self.db.residues, self.db.offsets, self.db.lengths, idx)
 
+        def forward_batch(self, profs, idxs):
+            return [self.forward(prof, idx) for prof, idx in zip(profs, idxs)]
+
     class NudgedForward(NudgedBias):
         forward = ExactForward.forward
+        forward_batch = ExactForward.forward_batch
 
     thresholds = dict(F1=0.3, F2=0.05, F3=1e-3)
     monkeypatch.setattr(cascade, "FORWARD_MARGIN_BITS", 0.0)

@@ -318,6 +318,9 @@ def test_forward_prefilter_keeps_results_exact(data_dir, proteome):
         def forward(self, prof, idx):
             return reference.forward_score(prof, self.db.residues, self.db.offsets, self.db.lengths, idx)
 
+        def forward_batch(self, profs, idxs):
+            return [self.forward(prof, idx) for prof, idx in zip(profs, idxs)]
+
     hmms = read_hmms(data_dir / "hmms" / "txt" / "RREFam.hmm")[:4] + read_hmms(TEST_DATA / "four-models.hmm")
     for opts in ({}, {"F3": 1e-3, "E": 100}):
         options = SearchOptions(**opts)

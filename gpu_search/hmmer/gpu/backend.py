@@ -247,21 +247,27 @@ class GpuBackend:
             return layout.whole, True
         per = []
         for k, part in enumerate(layout.parts):
-            sel = np.flatnonzero(layout.part_of[idx] == k) if len(layout.parts) > 1 else np.arange(len(idx))
-            local = layout.local_index[idx[sel]]
-            by_len = longest_first(self.db.lengths[idx[sel]])
-            local = local[by_len].astype(np.int32)
+            local, slots, sel = self._in_part(layout, k, idx)
+            local = local.astype(np.int32)
             staged = []
             with cp.cuda.Device(part.device_id), self.stream(part.device_id):
                 order = to_gpu_async(cp, local, staged)
                 if whole:      # kept for every later call, from any thread's stream
-                    per.append((local, order, to_gpu_async(cp, np.argsort(sel[by_len]), staged), sel, staged))
+                    per.append((local, order, to_gpu_async(cp, np.argsort(slots), staged), sel, staged))
                     cp.cuda.get_current_stream().synchronize()
                 else:
-                    per.append((local, order, None, sel[by_len], staged))
+                    per.append((local, order, None, slots, staged))
         if whole:
             layout.whole, layout.whole_idx = per, idx
         return per, whole
+
+    def _in_part(self, layout: _Layout, k: int, idx: np.ndarray):
+        """The sequences of idx (database indices) that lie in part k: their positions in
+        the part, longest first (the kernels' order), the slot in idx of each, and the
+        slots in idx order."""
+        sel = np.flatnonzero(layout.part_of[idx] == k) if len(layout.parts) > 1 else np.arange(len(idx))
+        by_len = longest_first(self.db.lengths[idx[sel]])
+        return layout.local_index[idx[sel]][by_len], sel[by_len], sel
 
     def _job_orders(self, layout: _Layout, idxs):
         """Per part, for jobs each over its own sequences idxs[j]: the jobs' local positions
@@ -272,11 +278,9 @@ class GpuBackend:
         for k, part in enumerate(layout.parts):
             locals_, slots = [], []
             for idx in idxs:
-                idx = np.asarray(idx, dtype=np.int64)
-                sel = np.flatnonzero(layout.part_of[idx] == k) if len(layout.parts) > 1 else np.arange(len(idx))
-                by_len = longest_first(self.db.lengths[idx[sel]])
-                locals_.append(layout.local_index[idx[sel]][by_len])
-                slots.append(sel[by_len])
+                local, slot, _ = self._in_part(layout, k, np.asarray(idx, dtype=np.int64))
+                locals_.append(local)
+                slots.append(slot)
             counts = np.array([len(x) for x in locals_], dtype=np.int64)
             starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
             local = np.concatenate(locals_).astype(np.int32) if locals_ else np.zeros(0, np.int32)
@@ -397,6 +401,23 @@ class GpuBackend:
         with self._lock:
             self.kernel_seconds[kind] += longest
 
+    def _profile_launch(self, part, kernel_for, host, profiles, k: int, head: tuple, tail: tuple, out,
+                        block: int = BLOCK, align: int = 1) -> None:
+        """One launch of a persistent filter kernel (MSV, Viterbi filter, Forward prefilter) for
+        k models: their stacked profile arrays ``host`` (on the device once per part, in
+        ``profiles``; in shared memory where one model's fit, its size rounded up to
+        ``align``), the kernel from ``kernel_for(in_smem)``, k rows of blocks each taking
+        work from its own counter; arguments ``(*head, *profiles, *tail, counters, out)``."""
+        cp = _cupy()
+        nbytes = sum(h[0].nbytes for h in host)
+        in_smem, smem = _profile_smem(part, nbytes + (-nbytes) % align)
+        kernel = kernel_for(in_smem)
+        allow_smem(kernel, smem)
+        on_device = _on_device(profiles, part, *host)
+        counters = cp.zeros(k, dtype=np.int32)   # one per launch: callers may be concurrent
+        kernel((self._rows(part, smem, k, block), k), (block,), (*head, *on_device, *tail, counters, out),
+               shared_mem=smem)
+
     # --- the filters, for a batch of models ----------------------------------------------------
     def msv(self, prof: FilterProfile, idx, geometry: Geometry | None = None):
         """(xJ uint8, overflow bool) per sequence of idx."""
@@ -417,7 +438,6 @@ class GpuBackend:
         return out
 
     def _msv(self, profs, idx, geometry):
-        cp = _cupy()
         groups = ([(geometry, list(range(len(profs))))] if geometry
                   else launch_groups([p.M for p in profs], msv_geometry))
         launches = []
@@ -428,15 +448,10 @@ class GpuBackend:
 
             def launch(part, residues, offsets, order, jobs, most, out, geo=geo, emis_host=emis_host,
                        profiles=profiles, k=len(members), tjb_prof=tjb_prof):
-                in_smem, smem = _profile_smem(part, emis_host[0].nbytes)
-                kernel = load_kernel("msv_filter", geo.G, geo.W, in_smem, part.device_id)
-                allow_smem(kernel, smem)
-                emis, = _on_device(profiles, part, emis_host)
-                counters = cp.zeros(k, dtype=np.int32)   # one per launch: callers may be concurrent
-                kernel((self._rows(part, smem, k), k), (BLOCK,),
-                       (residues, offsets, order, jobs, emis, self._device_table("tjb", tjb_prof, part),
-                        counters, out),
-                       shared_mem=smem)
+                self._profile_launch(
+                    part, lambda in_smem: load_kernel("msv_filter", geo.G, geo.W, in_smem, part.device_id),
+                    (emis_host,), profiles, k, (residues, offsets, order, jobs),
+                    (self._device_table("tjb", tjb_prof, part),), out)
 
             launch.params = [msv_params(profs[j]) for j in members]
             launches.append((members, launch))
@@ -516,7 +531,6 @@ class GpuBackend:
         return results
 
     def _viterbi_launch(self, profs, members, geo, bounds, block):
-        cp = _cupy()
         block = block or viterbi_block(geo)
         packed = [pack_viterbi_profile(profs[j], geo) for j in members]
         vemis_host = np.ascontiguousarray(np.stack([v for v, _ in packed]))
@@ -526,17 +540,11 @@ class GpuBackend:
         move_prof = profs[members[0]]
 
         def launch(part, residues, offsets, order, jobs, most, out):
-            smem = vemis_host[0].nbytes + vtrans_host[0].nbytes
-            in_smem, smem = _profile_smem(part, smem + (-smem) % 16)
-            kernel = load_kernel("viterbi_filter16" if sixteen else "viterbi_filter", geo.G, geo.W,
-                                 in_smem, part.device_id, geo.seqs, geo.defines)
-            allow_smem(kernel, smem)
-            vemis, vtrans = _on_device(profiles, part, vemis_host, vtrans_host)
-            counters = cp.zeros(len(members), dtype=np.int32)
-            kernel((self._rows(part, smem, len(members), block), len(members)), (block,),
-                   (residues, offsets, order, jobs, vemis, vtrans, self._device_table("move", move_prof, part),
-                    counters, out),
-                   shared_mem=smem)
+            self._profile_launch(
+                part, lambda in_smem: load_kernel("viterbi_filter16" if sixteen else "viterbi_filter", geo.G, geo.W,
+                                                  in_smem, part.device_id, geo.seqs, geo.defines),
+                (vemis_host, vtrans_host), profiles, len(members), (residues, offsets, order, jobs),
+                (self._device_table("move", move_prof, part),), out, block=block, align=16)
 
         launch.params = [viterbi_params(profs[j], bounds[j] if sixteen else None) for j in members]
         return launch
@@ -553,7 +561,6 @@ class GpuBackend:
         return self._retrying(lambda: self._forward(profs, list(idxs), geometry))
 
     def _forward(self, profs, idxs, geometry):
-        cp = _cupy()
         groups = ([(geometry, list(range(len(profs))))] if geometry
                   else launch_groups([p.M for p in profs], forward_geometry))
         launches = []
@@ -566,14 +573,9 @@ class GpuBackend:
 
             def launch(part, residues, offsets, order, jobs, most, out, geo=geo, femis_host=femis_host,
                        ftrans_host=ftrans_host, profiles=profiles, k=len(members)):
-                in_smem, smem = _profile_smem(part, femis_host[0].nbytes + ftrans_host[0].nbytes)
-                kernel = load_forward_kernel(geo.G, geo.W, in_smem, part.device_id)
-                allow_smem(kernel, smem)
-                femis, ftrans = _on_device(profiles, part, femis_host, ftrans_host)
-                counters = cp.zeros(k, dtype=np.int32)
-                kernel((self._rows(part, smem, k), k), (BLOCK,),
-                       (residues, offsets, order, jobs, femis, ftrans, nj, counters, out),
-                       shared_mem=smem)
+                self._profile_launch(
+                    part, lambda in_smem: load_forward_kernel(geo.G, geo.W, in_smem, part.device_id),
+                    (femis_host, ftrans_host), profiles, k, (residues, offsets, order, jobs), (nj,), out)
 
             launch.params = [forward_params(profs[j]) for j in members]
             launches.append((members, launch))
