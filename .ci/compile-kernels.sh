@@ -33,10 +33,11 @@ for cu in $(git ls-files '*.cu'); do
                       "-DWORD_SIZE=3 -DBLOCK=512" "-DWORD_SIZE=4 -DBLOCK=64"
                       "-DWORD_SIZE=3 -DBLOCK=128 -DWIN=8" "-DWORD_SIZE=2 -DBLOCK=256 -DWIN=32 -DMATRIX_SMEM=1"
                       "-DWORD_SIZE=3 -DBLOCK=512 -DMATRIX_SMEM=1"
-                      "-DWORD_SIZE=3 -DBLOCK=128 -DWIN=8 -DPREFILTER=1" "-DWORD_SIZE=4 -DBLOCK=512 -DWIN=16 -DPREFILTER=1 -DMATRIX_SMEM=1") ;;
+                      "-DWORD_SIZE=3 -DBLOCK=128 -DWIN=8 -DPREFILTER=1" "-DWORD_SIZE=4 -DBLOCK=512 -DWIN=16 -DPREFILTER=1 -DMATRIX_SMEM=1"
+                      "-DWORD_SIZE=4 -DBLOCK=128 -DWIN=4 -DPREFILTER=1") ;;
         gpu_search/blast/gpu/gapped.cu)
-            # BAND: DP ring cells per row
-            variants=("-DBAND=256" "-DBAND=16") ;;
+            # BAND: DP ring cells per row; the shape blastp runs with (gapped.py's kernel_options)
+            variants=("-DBAND=256" "-DBAND=16" "-DBAND=256 -DCELL_BUDGET=262144 -DWARPS=4") ;;
         *) variants=("") ;;
     esac
     for v in "${variants[@]}"; do

@@ -240,6 +240,57 @@ def test_cli_gpu_output_identical_to_cpu(tmp_path, proteome_path):
     assert outs["cpu"].count(b"\n") > 1000
 
 
+def test_kernels_compiled_ahead_of_time_need_no_nvrtc(proteome, tmp_path, monkeypatch):
+    """`python -m gpu_search.gpu.compiled --searches blastp` builds every kernel shape blastp
+    asks for: runs of queries of every block size, lanes and scores (and a low-complexity
+    one: diagonal-based), with the defaults and with other word size, window, lanes, no
+    prefilter and the gapped thread kernel, then load them all from cubins, never calling
+    NVRTC, and write the CPU's rows."""
+    import io
+
+    import cupy
+
+    from gpu_search.blast import engine
+    from gpu_search.blast.options import BlastOptions
+    from gpu_search.blast.output import parse_outfmt
+    from gpu_search.gpu import compiled, loader
+
+    monkeypatch.setattr(compiled, "FOLDER", tmp_path / "compiled")
+    assert compiled.main(["--arch", cupy.cuda.Device().compute_capability, "--searches", "blastp"]) == 0
+    lengths = proteome.lengths
+    picks = [int(np.argmin(np.abs(lengths - n))) for n in (130, 500, 900, 1100, 2099)] + [164]
+    queries = proteome.subset(picks)
+    real = cupy.RawModule
+    from_cubins = []
+
+    def no_nvrtc(*args, code=None, path=None, **kwargs):
+        assert code is None, "NVRTC called for a kernel shape built ahead of time"
+        from_cubins.append(path)
+        return real(*args, path=path, **kwargs)
+
+    fmt, columns = parse_outfmt("6 std qlen slen")
+    runs = [({}, {}), (dict(word_size=2, window_size=20), dict(window_lanes=4, prefilter=False,
+                                                                gapped_kernel="thread"))]
+    for options, settings in runs:
+        out = {}
+        for device in ("gpu", "cpu"):
+            fh = io.StringIO()
+            loader.clear_cache()
+            if device == "gpu":
+                monkeypatch.setattr(cupy, "RawModule", no_nvrtc)
+            try:
+                engine.run_blastp(queries, proteome, BlastOptions(num_threads=4, **options), fh, fmt=fmt,
+                                  columns=columns, db_name="proteome", quiet=True, device=device,
+                                  settings=BlastSettings(**settings))
+            finally:
+                monkeypatch.setattr(cupy, "RawModule", real)
+                loader.clear_cache()
+            out[device] = fh.getvalue()
+        assert out["gpu"] == out["cpu"] and out["cpu"].count("\n") > 500, options
+    # the ungapped kernels of several shapes, the order and the gapped kernels: all from cubins
+    assert len(set(from_cubins)) >= 8
+
+
 @pytest.mark.parametrize("block", [64, 256, 512])
 def test_block_sizes(db_codes, proteome, blosum62, block):
     """Every block size the kernel may be compiled for gives the same init HSPs."""
