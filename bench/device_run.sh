@@ -3,6 +3,7 @@
 # Usage (from the repository root, on the device):
 #   bash bench/device_run.sh [tests|bench|all|multi|vit|blast|blast-tests|blast-bench|blast-others|blast-profile|blast-gil|blast-ab] [pytest args]
 #   bash bench/device_run.sh matrix [bench/hmmsearch_matrix.py options]
+#   bash bench/device_run.sh blast-matrix [bench/blastp_matrix.py options]
 #   bash bench/device_run.sh hmm-profile [bench/probes/hmmsearch_profile.py options]
 # (GPU tests: `pytest -m gpu tests -k "not blast"` for hmmsearch, `-k blast` for blastp; a -k among the
 # pytest args replaces that selection)
@@ -84,6 +85,10 @@ if [ "$what" = vit ]; then
 fi
 if [ "$what" = matrix ]; then   # bench/hmmsearch_matrix.py, its options passed through; MATRIX_S: time limit
     timeout "${MATRIX_S:-570}" python3 bench/hmmsearch_matrix.py --out "$OUT" "$@" 2>&1 | tee "$OUT/matrix.log" | tail -60
+    rc=${PIPESTATUS[0]}
+fi
+if [ "$what" = blast-matrix ]; then   # bench/blastp_matrix.py, its options passed through; MATRIX_S: time limit
+    timeout "${MATRIX_S:-570}" python3 bench/blastp_matrix.py --out "$OUT" "$@" 2>&1 | tee "$OUT/blast-matrix.log" | tail -60
     rc=${PIPESTATUS[0]}
 fi
 if [ "$what" = hmm-profile ]; then   # bench/probes/hmmsearch_profile.py, its options passed through
