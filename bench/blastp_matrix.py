@@ -263,7 +263,7 @@ def table(cells, device) -> list[list[str]]:
         label.replace("ours", f"ours ({device})") if key not in ("ours_cpu", "blastp") else label
         for key, label in COLUMNS] + ["BLAST+ / ours warm", "BLAST+ / ours cold", "rows", "identical",
                                       "GPU busy %"]
-    ok = lambda r: r and not r.get("skipped") and r["rc"] == 0   # noqa: E731
+    ok = lambda r: r and not r.get("skipped") and r.get("rc") == 0   # noqa: E731
     rows = [head]
     for c in cells:
         row = [c["queries"], c["db"], c["homologs"],
@@ -352,7 +352,7 @@ def host_info(args) -> dict:
     v = subprocess.run([sys.executable, "-m", "gpu_search", "--version"], capture_output=True,
                        text=True, env=hm.child_env())
     info["gpu_search"] = v.stdout.strip().split()[-1] if v.returncode == 0 and v.stdout.strip() else None
-    info["blastp"] = None
+    info["blastp"], info["blastp_path"] = None, args.blastp
     if args.blastp:
         b = subprocess.run([args.blastp, "-version"], capture_output=True, text=True)
         info["blastp"] = "BLAST+ " + b.stdout.split()[1] if b.returncode == 0 and b.stdout.split()[1:] else "blastp"
@@ -469,6 +469,8 @@ def run_cell(label, db, homologs, args, est: Estimator, deadline: float, cell: d
     if verdicts:
         if all(v == "identical" for v in verdicts.values()):
             cell["identical"] = "identical"
+            if not {"ours_cold", "ours_warm"} <= set(verdicts):      # (a run of ours failed)
+                cell["identical"] += f" ({', '.join(t.replace('ours_', '') for t in verdicts)} only)"
         else:
             cell["identical"] = "; ".join(f"{t.replace('ours_', '')}: {v}" for t, v in verdicts.items())
     elif b.get("absent"):
