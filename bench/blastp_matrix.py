@@ -41,9 +41,14 @@ Anaerococcus proteome, 682,583 residues), cached under --work keyed by their par
   copies, shuffled within each sequence for few homologs, mutated to 90/70/50/35% identity
   for many), so that both benchmarks search the same files; the BLAST database is made from
   the same FASTA file into a folder beside it (built under a temporary name, then renamed);
-* queries: the proteome's proteins (names and sequences as in its FASTA file, stop symbols
-  kept) in one permutation (seed 42); the N-query file holds its first N, so each query set
-  holds the smaller ones.
+* queries: the proteome's proteins (names and sequences as in its FASTA file, its '*' symbols
+  kept) in one permutation (seed 42); the N-query file holds its first N, so each
+  query set holds the smaller ones.
+
+--smoke: the proteome's first 200 proteins and 2 copies of them, cells 1:proteome:many and
+all:proteome:few, ``--device cpu``, 2 threads; its cold runs keep numba's cache where the
+environment puts it (compiling the blastp engine's numba code takes 45 s on 2 cores: the
+smoke run checks the code paths, not the first run's time).
 
 Usage (on the GPU host: ``bash bench/device_run.sh blast-matrix [these options]``):
 
