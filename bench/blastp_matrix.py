@@ -314,7 +314,8 @@ def write_outputs(out: Path, cells, host, device):
     rows = table(cells, device)
     md = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
     md += ["| " + " | ".join(r) + " |" for r in rows[1:]]
-    notes = [f"host: {host.get('gpu') or 'no GPU'}, {host['cpus']} CPU threads for every tool; "
+    notes = [f"host: {host.get('gpu') or 'no GPU'}; {host.get('cpu_model') or 'CPU'}, {host['cores']} cores, "
+             f"{host['cpus']} threads for every tool; "
              f"gpu-search {host.get('gpu_search', '?')}, {host.get('blastp') or 'no BLAST+ (absent)'}",
              "times: wall seconds of the whole command; ours read the .gsdb, BLAST+ the database "
              "makeblastdb made from the same FASTA file; -comp_based_stats 0 -outfmt 6 on both sides",
@@ -351,9 +352,25 @@ def compiled_cubins() -> dict:
             "archs": sorted({p.suffixes[-2].lstrip(".") for p in cubins if len(p.suffixes) >= 2})}
 
 
+def cpu_model() -> str | None:
+    """The CPU's model name (Linux), which BLAST+'s times follow."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            return next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), None)
+    except OSError:
+        return None
+
+
 def host_info(args) -> dict:
-    info = {"cpus": args.cpus, "device": args.device, "python": sys.version.split()[0],
-            "generator": GENERATOR, "compiled": compiled_cubins()}
+    from importlib import metadata
+
+    info = {"cpus": args.cpus, "cores": os.cpu_count(), "cpu_model": cpu_model(), "device": args.device,
+            "python": sys.version.split()[0], "generator": GENERATOR, "compiled": compiled_cubins()}
+    for dist in ("numpy", "numba", "cupy-cuda12x", "cupy-cuda13x", "cupy"):
+        try:
+            info[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
     v = subprocess.run([sys.executable, "-m", "gpu_search", "--version"], capture_output=True,
                        text=True, env=hm.child_env())
     info["gpu_search"] = v.stdout.strip().split()[-1] if v.returncode == 0 and v.stdout.strip() else None
