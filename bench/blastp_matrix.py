@@ -15,6 +15,9 @@ search, writing the table):
       pointed at a new empty folder), as on the first run on a fresh host.  Kernels compiled
       ahead of time into the package's gpu_search/gpu/compiled/ folder are loaded from there
       (python -m gpu_search.gpu.compiled); the table's notes say how many cubins it held;
+      With --cold image, numba's cache of the cold run is a copy of the warm one instead (the
+      CuPy and CUDA caches still empty): the first run in a container made from our image,
+      which carries numba's compiled loops (containers/warm-cache.py) and the cubins;
     - warm: the same command again, with caches holding what the cold run compiled (--work/cache,
       also filled by one untimed run of 1 query against 50 proteins before the first cell);
     - CPU: ``--device cpu``, warm, where BLAST+ took at most --cheap-seconds;
@@ -299,6 +302,10 @@ def fmt_time(r) -> str:
 
 def cubin_note(host) -> str:
     c = host["compiled"]
+    if host.get("cold") == "image":
+        return ("ours cold: as in a container made from our image: numba's compiled loops kept, CuPy's and "
+                "CUDA's caches empty; " + (f"{c['folder']} held {c['cubins']} cubins ({', '.join(c['archs'])})"
+                                           if c["cubins"] else f"{c['folder']} held no cubins"))
     if host["device"] == "cpu":
         return "ours cold: compiled-code caches empty (--device cpu: no CUDA kernels loaded)"
     if not c["cubins"]:
@@ -423,6 +430,8 @@ def run_cell(label, db, homologs, args, est: Estimator, deadline: float, cell: d
     shutil.rmtree(rundir, ignore_errors=True)
     rundir.mkdir(parents=True)
     cold = Path(tempfile.mkdtemp(prefix="kernel-cache-", dir=rundir))   # empty for the cold run
+    if args.cold == "image" and (args.work / "cache" / "numba").is_dir():
+        shutil.copytree(args.work / "cache" / "numba", cold / "numba")   # as the image carries it
     runs = cell["runs"] = {}
 
     for tool in ("blastp", "ours_cold", "ours_warm", "ours_cpu"):
@@ -528,6 +537,9 @@ def main():
     ap.add_argument("--budget-seconds", type=float, default=500,
                     help="cells whose estimate does not fit in what is left are not run")
     ap.add_argument("--tool-timeout", type=float, default=240, help="seconds per tool and cell")
+    ap.add_argument("--cold", choices=("host", "image"), default="host",
+                    help="ours cold: every compiled-code cache empty (host: a fresh host), or numba's "
+                         "loops kept (image: a container made from our image)")
     ap.add_argument("--cheap-seconds", type=float, default=60,
                     help="our --device cpu run only where BLAST+ took at most this")
     ap.add_argument("--work", type=Path, default=Path("/tmp/gsmatrix"),
@@ -563,6 +575,7 @@ def main():
     start = time.monotonic()
     deadline = start + args.budget_seconds
     host = host_info(args)
+    host["cold"] = args.cold
     host.update(cheap_seconds=args.cheap_seconds, tool_timeout=args.tool_timeout, smoke=args.smoke,
                 budget_seconds=args.budget_seconds, base_seqs=args.n_proteins, copies=args.copies,
                 query_seed=QUERY_SEED)
@@ -570,7 +583,7 @@ def main():
           f"gpu-search {host['gpu_search']}, {host['blastp'] or 'BLAST+ absent'}; "
           f"{host['compiled']['cubins']} cubins compiled ahead of time", flush=True)
 
-    est = Estimator(args.cpus, args.device, host["compiled"]["cubins"], numba_cold=not args.smoke)
+    est = Estimator(args.cpus, args.device, host["compiled"]["cubins"], numba_cold=not args.smoke and args.cold == "host")
     chosen = select_cells(args)
     if args.build_only:
         for label, db, h in chosen:

@@ -241,7 +241,8 @@ def test_kernels_compiled_ahead_of_time_need_no_nvrtc(proteome, tmp_path, monkey
     hmms = [h for h in proteome_models(proteome, 30, 0.0, 0.6) if h.M <= 300]
     assert len(hmms) >= 20 and len({h.M for h in hmms}) >= 15
     monkeypatch.setattr(compiled, "FOLDER", tmp_path / "compiled")
-    assert compiled.main(["--arch", cupy.cuda.Device().compute_capability, "--max-m", "300"]) == 0
+    assert compiled.main(["--arch", cupy.cuda.Device().compute_capability, "--max-m", "300",
+                          "--searches", "hmmsearch"]) == 0
     real = cupy.RawModule
 
     def no_nvrtc(*args, code=None, **kwargs):
