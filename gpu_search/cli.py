@@ -183,8 +183,8 @@ def _device_option(f):
                      show_default=True,
                      help="Where the GPU stages run (hmmsearch: MSV/Viterbi filters; blastp: word hits, "
                           "two-hit filter, ungapped and preliminary gapped extension): auto (GPU if usable, "
-                          "else CPU; hmmsearch: the CPU too where the work is too small to repay the "
-                          "GPU's start, said on stderr), cpu, "
+                          "else CPU; the CPU too where the work is too small to repay the GPU's start, "
+                          "said on stderr), cpu, "
                           "gpu (CUDA, error if none), reference (hmmsearch: exact numpy filters, slow, "
                           "for testing; blastp: as cpu).  Results are the same on every device.")(f)
     f = click.option("--quiet", "-q", is_flag=True, help="No progress or notes on stderr.")(f)
@@ -543,6 +543,7 @@ def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps,
 
     Rows are those of NCBI BLAST+ 2.12 blastp with -comp_based_stats 0.
     """
+    from .blast.crossover import choose_device
     from .blast.engine import run_blastp
     from .output import check_outputs
 
@@ -551,7 +552,7 @@ def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps,
     from .blast.output import parse_outfmt
     from .device import start_cuda
     from .output import OutputSet
-    from .seqdb import open_database, read_fasta
+    from .seqdb import open_database, read_fasta, residues_hint
 
     if task != "blastp":
         raise OptionError(f"-task {task}: only blastp is implemented")
@@ -571,9 +572,11 @@ def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps,
                                gapped_cells=gpu_gapped_cells, extension=gpu_extension,
                                window_lanes=None if gpu_window_lanes == "auto" else int(gpu_window_lanes),
                                timings=timings, timeline=timeline)
-    start_cuda(device, gpu_ids)        # the GPUs' start overlaps reading the inputs
-    queries = read_fasta(query)
-    subjects = open_database(db)
+    queries = read_fasta(query)        # (small: read first, to know whether the GPU pays)
+    hint = residues_hint(db) if device == "auto" else None
+    if hint is None or choose_device(queries.n_seqs, queries.n_residues, hint, options.num_threads)[0] == "gpu":
+        start_cuda(device, gpu_ids)    # the GPUs' start overlaps reading the database
+    subjects = open_database(db)       # (run_blastp decides --device auto from its exact size)
     stamps = [("cli", _IMPORTED), ("inputs", time.time())]
     with OutputSet() as outs:
         fh = outs.open(out) if out else io.StringIO()

@@ -315,6 +315,26 @@ def open_database(path: str | os.PathLike) -> SequenceDB:
         return _collect(inp.pieces(), str(path))
 
 
+def residues_hint(path: str | os.PathLike) -> int | None:
+    """About how many residues a database file holds, without reading it: a .gsdb's own
+    count, a plain FASTA file's size (its headers and line ends counted too: an
+    overestimate); None for a stream or a gzip file.  For choices that only need the
+    size's order (``--device auto``), never for a result."""
+    with _Input(path) as inp:
+        if not inp.regular:
+            return None
+        if inp.is_gsdb:
+            head = inp.head + inp.fh.read(_HEADER_SIZE - len(inp.head))
+            header = _gsdb_header_of(np.frombuffer(head, dtype=np.uint8), Path(path))
+            try:
+                return int(header["sections"]["residues"]["count"])
+            except (KeyError, TypeError, ValueError):
+                raise FormatError(f"{path}: corrupt .gsdb header") from None
+        if inp.head[:2] == b"\x1f\x8b":
+            return None
+        return os.fstat(inp.fh.fileno()).st_size
+
+
 def check_readable(path: Path) -> None:
     """Raise InputFileError unless ``path`` is a readable file."""
     if not path.exists():

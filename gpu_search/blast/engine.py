@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import pipeline, workers
+from .crossover import auto_device
 from .hitlist import select
 from .options import BlastOptions
 from .output import write_footer, write_query
@@ -139,6 +140,8 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
     setup = pipeline.make_setup(subjects, options)
     times.add("setup", t0)
     threads = options.num_threads or os.cpu_count() or 1
+    if device == "auto" and engine_types is None:     # (options and inputs known good: said now)
+        device = auto_device(queries.n_seqs, queries.n_residues, subjects.n_residues, threads)
     procs = None
     maybe_gpu = engine_types is not None or device == "gpu" or \
         (device == "auto" and importlib.util.find_spec("cupy") is not None)
