@@ -320,9 +320,12 @@ def residues_hint(path: str | os.PathLike) -> int | None:
     count, a plain FASTA file's size (its headers and line ends counted too: an
     overestimate); None for a stream or a gzip file.  For choices that only need the
     size's order (``--device auto``), never for a result."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None                   # a stream: read once, by open_database alone
+    except OSError:
+        return None                       # (open_database says what is wrong)
     with _Input(path) as inp:
-        if not inp.regular:
-            return None
         if inp.is_gsdb:
             head = inp.head + inp.fh.read(_HEADER_SIZE - len(inp.head))
             header = _gsdb_header_of(np.frombuffer(head, dtype=np.uint8), Path(path))

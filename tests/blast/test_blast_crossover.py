@@ -62,6 +62,8 @@ def test_residues_hint(tmp_path):
     writer = subprocess.Popen(["sh", "-c", f'cat "{faa}" > "{fifo}"'])
     try:
         assert seqdb.residues_hint(fifo) is None
+        # nothing read from the stream: the search still reads all of it
+        assert seqdb.open_database(fifo).n_residues == db.n_residues
     finally:
         writer.kill()
         writer.wait()
