@@ -316,11 +316,7 @@ def cubin_note(host) -> str:
 
 
 def write_outputs(out: Path, cells, host, device):
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "blastp_matrix.json").write_text(json.dumps({"host": host, "cells": cells}, indent=1))
     rows = table(cells, device)
-    md = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
-    md += ["| " + " | ".join(r) + " |" for r in rows[1:]]
     notes = [f"host: {host.get('gpu') or 'no GPU'}; {host.get('cpu_model') or 'CPU'}, {host['cores']} cores, "
              f"{host['cpus']} threads for every tool; "
              f"gpu-search {host.get('gpu_search', '?')}, {host.get('blastp') or 'no BLAST+ (absent)'}",
@@ -335,19 +331,8 @@ def write_outputs(out: Path, cells, host, device):
              "one side holds)"]
     if host.get("smoke"):
         notes.append("smoke run: numba's cache not emptied for the cold run (see our_env)")
-    (out / "blastp_matrix.md").write_text("\n".join(md + [""] + ["* " + n for n in notes]) + "\n")
+    hm.save_tables(out, "blastp_matrix", host, cells, rows, notes)
     return rows, notes
-
-
-def print_table(rows, notes):
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        if r[5].startswith("not run"):
-            print("  ".join(x.ljust(w) for x, w in zip(r[:5], widths)) + "  " + r[5])
-        else:
-            print("  ".join(x.rjust(w) for x, w in zip(r, widths)))
-    for n in notes:
-        print("* " + n)
 
 
 def compiled_cubins() -> dict:
@@ -385,17 +370,7 @@ def host_info(args) -> dict:
     if args.blastp:
         b = subprocess.run([args.blastp, "-version"], capture_output=True, text=True)
         info["blastp"] = "BLAST+ " + b.stdout.split()[1] if b.returncode == 0 and b.stdout.split()[1:] else "blastp"
-    if shutil.which("nvidia-smi"):
-        g = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                           capture_output=True, text=True)
-        info["gpu"] = "; ".join(g.stdout.strip().splitlines()) or None
-    try:
-        commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                                capture_output=True, text=True)
-        info["commit"] = commit.stdout.strip() or None
-    except OSError:
-        info["commit"] = None
-    return info
+    return {**info, **hm.gpu_and_commit()}
 
 
 def select_cells(args) -> list[tuple[str, str, str]]:
@@ -465,17 +440,7 @@ def run_cell(label, db, homologs, args, est: Estimator, deadline: float, cell: d
             device = "cpu" if tool == "ours_cpu" else args.device
             cmd = ours_command(args, device, query, gsdb, out)
             env = our_env(cold if tool == "ours_cold" else args.work / "cache", args)
-        r = hm.run_timed(cmd, timeout, rundir / f"{tool}.log", env=env,
-                         sample_gpu=(tool == "ours_warm" and args.device == "gpu"))
-        r["estimate"] = round(e, 1)
-        if r["rc"] == 0 or r["timed_out"]:
-            est.learn(tool, r["seconds"], raw, r["timed_out"])
-        runs[tool] = r
-        if tool == "ours_cold" and r["rc"] == 0:     # what it compiled, for the warm runs
-            shutil.copytree(cold, args.work / "cache", dirs_exist_ok=True)
-        busy = f", GPU busy {r['gpu_busy']:.0f}%" if r.get("gpu_busy") is not None else ""
-        shown = fmt_time(r) + ("" if r["timed_out"] or r["rc"] else " s")
-        print(f"    {tool}: {shown} (est. {e:.1f}){busy}", flush=True)
+        runs[tool] = hm.run_tool(tool, cmd, env, timeout, e, raw, est, rundir, cold, args)
 
     # rows: every finished run of ours against BLAST+'s lines
     b = runs["blastp"]
@@ -606,27 +571,12 @@ def main():
     order = sorted(chosen, key=cell_estimate)                 # the cheapest first
     cells = {c: {"queries": c[0], "db": c[1], "homologs": c[2], "residues": shape(*c, args)[2],
                  "query_residues": shape(*c, args)[1]} for c in chosen}
-    for i, c in enumerate(order, 1):
-        e = cell_estimate(c)
-        left = deadline - time.monotonic()
-        print(f"cell {i}/{len(order)}: {c[0]} queries x {c[1]}, {c[2]} homologs: estimate {e:.0f} s, "
-              f"budget left {left:.0f} s", flush=True)
-        if e > left:
-            cells[c]["not_run"] = f"estimate {e:.0f} s > {left:.0f} s left"
-            print(f"  not run ({cells[c]['not_run']})", flush=True)
-            continue
-        t = time.monotonic()
-        try:
-            run_cell(*c, args, est, deadline, cells[c])
-        except Exception as exc:                           # a broken cell: say so, go on with the rest
-            cells[c]["not_run"] = f"failed: {type(exc).__name__}: {exc}"[:200]
-            print(f"  {cells[c]['not_run']}", flush=True)
-        cells[c]["cell_seconds"] = round(time.monotonic() - t, 1)
-        write_outputs(args.out, [cells[k] for k in chosen], host, args.device)
+    hm.run_cells(order, cells, cell_estimate, lambda c: run_cell(*c, args, est, deadline, cells[c]), deadline,
+                 lambda: write_outputs(args.out, [cells[k] for k in chosen], host, args.device), "queries")
 
     rows, notes = write_outputs(args.out, [cells[k] for k in chosen], host, args.device)
     print(f"\ntotal {time.monotonic() - start:.0f} s; table in {args.out}/blastp_matrix.md and .json\n")
-    print_table(rows, notes)
+    hm.print_table(rows, notes, cell_columns=5)
 
 
 if __name__ == "__main__":

@@ -550,12 +550,17 @@ def table(cells, device) -> list[list[str]]:
     return rows
 
 
-def write_outputs(out: Path, cells, host, device):
+def save_tables(out: Path, stem: str, host, cells, rows, notes) -> None:
+    """The cells as JSON and the table with its notes as markdown, ``out/<stem>.json`` and ``.md``."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "hmmsearch_matrix.json").write_text(json.dumps({"host": host, "cells": cells}, indent=1))
-    rows = table(cells, device)
+    (out / f"{stem}.json").write_text(json.dumps({"host": host, "cells": cells}, indent=1))
     md = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
     md += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+    (out / f"{stem}.md").write_text("\n".join(md + [""] + ["* " + n for n in notes]) + "\n")
+
+
+def write_outputs(out: Path, cells, host, device):
+    rows = table(cells, device)
     notes = [f"host: {host.get('gpu') or 'no GPU'}, {host['cpus']} CPU threads for every tool; "
              f"gpu-search {host.get('gpu_search', '?')}, pyhmmer {host.get('pyhmmer', '?')}, "
              f"{host.get('hmmsearch') or 'no hmmsearch binary'}",
@@ -566,15 +571,18 @@ def write_outputs(out: Path, cells, host, device):
              "estimate was over twice that",
              "hits: tblout / domtblout rows of our warm run (pyhmmer's after '|' where they differ); "
              "identical: every run of ours against pyhmmer's rows"]
-    (out / "hmmsearch_matrix.md").write_text("\n".join(md + [""] + ["* " + n for n in notes]) + "\n")
+    save_tables(out, "hmmsearch_matrix", host, cells, rows, notes)
     return rows, notes
 
 
-def print_table(rows, notes):
+def print_table(rows, notes, cell_columns: int = 4):
+    """The table on stdout, its notes after it; a cell not run shows its first ``cell_columns``
+    columns (what the cell is) and why."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    k = cell_columns
     for r in rows:
-        if len(r) < len(widths) or r[4].startswith("not run"):
-            print("  ".join(x.ljust(w) for x, w in zip(r[:4], widths)) + "  " + r[4])
+        if len(r) < len(widths) or r[k].startswith("not run"):
+            print("  ".join(x.ljust(w) for x, w in zip(r[:k], widths)) + "  " + r[k])
         else:
             print("  ".join(x.rjust(w) for x, w in zip(r, widths)))
     for n in notes:
@@ -593,6 +601,12 @@ def host_info(args) -> dict:
         h = subprocess.run([args.hmmsearch, "-h"], capture_output=True, text=True)
         info["hmmsearch"] = next((ln.strip("# ").split(";")[0] for ln in h.stdout.splitlines()
                                   if ln.startswith("# HMMER")), "hmmsearch")
+    return {**info, **gpu_and_commit()}
+
+
+def gpu_and_commit() -> dict:
+    """The GPUs (names and driver, from nvidia-smi where present) and the checkout's commit."""
+    info = {}
     if shutil.which("nvidia-smi"):
         g = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                            capture_output=True, text=True)
@@ -619,6 +633,23 @@ def select_cells(args) -> list[tuple[int, str, str]]:
         if db not in args.copies or h not in HOMOLOGS or n < 1:
             raise SystemExit(f"unknown cell {n}:{db}:{h} (databases {', '.join(args.copies)}; homologs few, many)")
     return out
+
+
+def run_tool(tool: str, cmd, env, timeout: float, e: float, raw: float, est, rundir: Path, cold: Path, args) -> dict:
+    """One tool's run in a cell (estimated ``e`` s, ``raw`` before rescaling), timed, the GPU
+    sampled during our warm run: the estimator learns from it, what our cold run compiled is
+    kept for the warm ones, a line says how it went."""
+    r = run_timed(cmd, timeout, rundir / f"{tool}.log", env=env,
+                  sample_gpu=(tool == "ours_warm" and args.device == "gpu"))
+    r["estimate"] = round(e, 1)
+    if r["rc"] == 0 or r["timed_out"]:
+        est.learn(tool, r["seconds"], raw, r["timed_out"])
+    if tool == "ours_cold" and r["rc"] == 0:     # what it compiled, for the warm runs
+        shutil.copytree(cold, args.work / "cache", dirs_exist_ok=True)
+    busy = f", GPU busy {r['gpu_busy']:.0f}%" if r.get("gpu_busy") is not None else ""
+    shown = fmt_time(r) + ("" if r["timed_out"] or r["rc"] else " s")
+    print(f"    {tool}: {shown} (est. {e:.1f}){busy}", flush=True)
+    return r
 
 
 def run_cell(n, db, homologs, args, est: Estimator, deadline: float, cell: dict):
@@ -675,17 +706,7 @@ def run_cell(n, db, homologs, args, est: Estimator, deadline: float, cell: dict)
             device = "cpu" if tool == "ours_cpu" else args.device
             cmd = ours_command(args, device, hmm, fasta if tool == "ours_fasta" else gsdb, tbl, dom)
             env = cache_env(cold if tool == "ours_cold" else args.work / "cache")
-        r = run_timed(cmd, timeout, rundir / f"{tool}.log", env=env,
-                      sample_gpu=(tool == "ours_warm" and args.device == "gpu"))
-        r["estimate"] = round(e, 1)
-        if r["rc"] == 0 or r["timed_out"]:
-            est.learn(tool, r["seconds"], raw, r["timed_out"])
-        runs[tool] = r
-        if tool == "ours_cold" and r["rc"] == 0:     # what it compiled, for the warm runs
-            shutil.copytree(cold, args.work / "cache", dirs_exist_ok=True)
-        busy = f", GPU busy {r['gpu_busy']:.0f}%" if r.get("gpu_busy") is not None else ""
-        shown = fmt_time(r) + ("" if r["timed_out"] or r["rc"] else " s")
-        print(f"    {tool}: {shown} (est. {e:.1f}){busy}", flush=True)
+        runs[tool] = run_tool(tool, cmd, env, timeout, e, raw, est, rundir, cold, args)
 
     # hits: every finished run of ours (and the binary's, for the record) against pyhmmer's rows
     done = runs["pyhmmer"].get("rc") == 0
@@ -721,6 +742,29 @@ def run_cell(n, db, homologs, args, est: Estimator, deadline: float, cell: dict)
     if not args.keep_tables:
         for f in rundir.glob("*tbl"):
             f.unlink()
+
+
+def run_cells(order, cells: dict, cell_estimate, run, deadline: float, save, what: str) -> None:
+    """Run the cells in ``order`` (cheapest first) with ``run(cell)``: one whose estimate does
+    not fit in what is left before ``deadline`` is marked not run, one that fails is marked
+    so and the others go on; ``save()`` rewrites the table after each."""
+    for i, c in enumerate(order, 1):
+        e = cell_estimate(c)
+        left = deadline - time.monotonic()
+        print(f"cell {i}/{len(order)}: {c[0]} {what} x {c[1]}, {c[2]} homologs: estimate {e:.0f} s, "
+              f"budget left {left:.0f} s", flush=True)
+        if e > left:
+            cells[c]["not_run"] = f"estimate {e:.0f} s > {left:.0f} s left"
+            print(f"  not run ({cells[c]['not_run']})", flush=True)
+            continue
+        t = time.monotonic()
+        try:
+            run(c)
+        except Exception as exc:                           # a broken cell: say so, go on with the rest
+            cells[c]["not_run"] = f"failed: {type(exc).__name__}: {exc}"[:200]
+            print(f"  {cells[c]['not_run']}", flush=True)
+        cells[c]["cell_seconds"] = round(time.monotonic() - t, 1)
+        save()
 
 
 def build_estimate(n, db, homologs, args) -> float:
@@ -814,23 +858,8 @@ def main():
     base_res = 682583 if not args.base_seqs else None      # (nominal sizes until a cell is built)
     cells = {c: {"models": c[0], "db": c[1], "homologs": c[2],
                  "residues": base_res and base_res * (args.copies[c[1]] + 1)} for c in chosen}
-    for i, c in enumerate(order, 1):
-        e = cell_estimate(c)
-        left = deadline - time.monotonic()
-        print(f"cell {i}/{len(order)}: {c[0]} models x {c[1]}, {c[2]} homologs: estimate {e:.0f} s, "
-              f"budget left {left:.0f} s", flush=True)
-        if e > left:
-            cells[c]["not_run"] = f"estimate {e:.0f} s > {left:.0f} s left"
-            print(f"  not run ({cells[c]['not_run']})", flush=True)
-            continue
-        t = time.monotonic()
-        try:
-            run_cell(*c, args, est, deadline, cells[c])
-        except Exception as exc:                           # a broken cell: say so, go on with the rest
-            cells[c]["not_run"] = f"failed: {type(exc).__name__}: {exc}"[:200]
-            print(f"  {cells[c]['not_run']}", flush=True)
-        cells[c]["cell_seconds"] = round(time.monotonic() - t, 1)
-        write_outputs(args.out, [cells[k] for k in chosen], host, args.device)
+    run_cells(order, cells, cell_estimate, lambda c: run_cell(*c, args, est, deadline, cells[c]), deadline,
+              lambda: write_outputs(args.out, [cells[k] for k in chosen], host, args.device), "models")
 
     rows, notes = write_outputs(args.out, [cells[k] for k in chosen], host, args.device)
     print(f"\ntotal {time.monotonic() - start:.0f} s; table in {args.out}/hmmsearch_matrix.md and .json\n")
