@@ -15,9 +15,11 @@ search, writing the table):
       pointed at a new empty folder), as on the first run on a fresh host.  Kernels compiled
       ahead of time into the package's gpu_search/gpu/compiled/ folder are loaded from there
       (python -m gpu_search.gpu.compiled); the table's notes say how many cubins it held;
-      With --cold image, numba's cache of the cold run is a copy of the warm one instead (the
-      CuPy and CUDA caches still empty): the first run in a container made from our image,
-      which carries numba's compiled loops (containers/warm-cache.py) and the cubins;
+      With --cold image, numba's cache of the cold run holds the loops our container image
+      carries instead, made as the image's build makes them (containers/warm-cache.py with
+      NUMBA_CPU_NAME=generic and no GPU visible; every run of ours then uses the generic
+      CPU's code), the CuPy and CUDA caches still empty: the first run in a container made
+      from our image, which also carries the cubins;
     - warm: the same command again, with caches holding what the cold run compiled (--work/cache,
       also filled by one untimed run of 1 query against 50 proteins before the first cell);
     - CPU: ``--device cpu``, warm, where BLAST+ took at most --cheap-seconds;
@@ -163,11 +165,33 @@ def our_env(folder: Path, args) -> dict:
     it (the package's __pycache__ unless NUMBA_CACHE_DIR is set): the blastp engine's numba code
     takes 45 s to compile on 2 cores, which a smoke run of the code paths need not repeat."""
     env = hm.cache_env(folder)
+    if args.cold == "image":
+        env["NUMBA_CPU_NAME"] = "generic"          # as the image's loops are compiled (containers/Dockerfile)
     if args.smoke:
         env.pop("NUMBA_CACHE_DIR")
         if os.environ.get("NUMBA_CACHE_DIR"):
             env["NUMBA_CACHE_DIR"] = os.environ["NUMBA_CACHE_DIR"]
     return env
+
+
+def image_numba(args) -> dict:
+    """numba's compiled loops as our container image carries them, for --cold image: made by
+    containers/warm-cache.py as the image's build runs it (NUMBA_CPU_NAME=generic, no GPU
+    visible: the CPU paths' loops only), once, into --work/image-numba."""
+    args.image_numba = args.work / "image-numba"
+    t = time.monotonic()
+    if not args.image_numba.is_dir():
+        tmp = Path(tempfile.mkdtemp(prefix="image-numba-", dir=args.work))
+        env = hm.child_env(NUMBA_CACHE_DIR=str(tmp), NUMBA_CPU_NAME="generic", CUDA_VISIBLE_DEVICES="",
+                           PATH=os.pathsep.join([os.path.dirname(sys.executable), str(hm.REPO / "bin"),
+                                                 os.environ.get("PATH", "")]))     # (its gpu-search, this python)
+        subprocess.run([sys.executable, str(hm.REPO / "containers" / "warm-cache.py")], env=env, check=True,
+                       capture_output=True)
+        tmp.rename(args.image_numba)
+    loops = sum(1 for _ in args.image_numba.rglob("*.nbc"))
+    print(f"numba's loops as the image carries them: {loops} in {args.image_numba} "
+          f"({time.monotonic() - t:.0f} s)", flush=True)
+    return {"loops": loops, "seconds": round(time.monotonic() - t, 1)}
 
 
 def warm_up(args) -> dict:
@@ -303,8 +327,8 @@ def fmt_time(r) -> str:
 def cubin_note(host) -> str:
     c = host["compiled"]
     if host.get("cold") == "image":
-        return ("ours cold: as in a container made from our image: numba's compiled loops kept, CuPy's and "
-                "CUDA's caches empty; " + (f"{c['folder']} held {c['cubins']} cubins ({', '.join(c['archs'])})"
+        return ("ours cold: as in a container made from our image: numba's loops as containers/warm-cache.py "
+                "compiles them for the image (generic CPU, CPU paths only), CuPy's and CUDA's caches empty; " + (f"{c['folder']} held {c['cubins']} cubins ({', '.join(c['archs'])})"
                                            if c["cubins"] else f"{c['folder']} held no cubins"))
     if host["device"] == "cpu":
         return "ours cold: compiled-code caches empty (--device cpu: no CUDA kernels loaded)"
@@ -405,8 +429,8 @@ def run_cell(label, db, homologs, args, est: Estimator, deadline: float, cell: d
     shutil.rmtree(rundir, ignore_errors=True)
     rundir.mkdir(parents=True)
     cold = Path(tempfile.mkdtemp(prefix="kernel-cache-", dir=rundir))   # empty for the cold run
-    if args.cold == "image" and (args.work / "cache" / "numba").is_dir():
-        shutil.copytree(args.work / "cache" / "numba", cold / "numba")   # as the image carries it
+    if args.cold == "image":
+        shutil.copytree(args.image_numba, cold / "numba")   # the loops the image carries, nothing more
     runs = cell["runs"] = {}
 
     for tool in ("blastp", "ours_cold", "ours_warm", "ours_cpu"):
@@ -557,6 +581,8 @@ def main():
             if args.blastp:
                 blast_database(fasta, args.makeblastdb)
         return
+    if args.cold == "image":
+        host["image_numba"] = image_numba(args)
     host["warm_up"] = warm_up(args)
     print(f"warm-up of the compiled-code caches: {host['warm_up']['seconds']} s "
           f"(exit codes {host['warm_up']['rcs']})", flush=True)

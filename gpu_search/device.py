@@ -14,7 +14,7 @@ import sys
 import threading
 from functools import lru_cache
 
-from .errors import DeviceError
+from .errors import DeviceError, GpuSearchError
 
 DEVICES = ("auto", "cpu", "gpu", "reference")
 
@@ -35,6 +35,8 @@ def gpu_status() -> tuple[bool, str, list[str]]:
     """(usable, reason, device names): can CuPy run kernels here?"""
     try:
         cupy = _import_cupy()
+    except GpuSearchError:    # no writable folder for compiled code: the run's error, not the GPU's
+        raise
     except Exception as exc:  # ImportError, or a broken CUDA install
         return False, f"CuPy is not installed ({type(exc).__name__})", []
     try:
@@ -68,6 +70,8 @@ def start_cuda(device: str, gpus: list[int] | None = None) -> None:
         return
     try:
         cupy = _import_cupy()
+    except GpuSearchError:         # no writable folder for compiled code: the run's error
+        raise
     except Exception:              # reported by gpu_status when the run asks
         return
 

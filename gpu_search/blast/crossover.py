@@ -20,6 +20,7 @@ choice depends on these figures, never a result: both paths give the same rows.
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 
 
@@ -60,6 +61,8 @@ def auto_device(n_queries: int, query_residues: int, db_residues: int, threads: 
     find a usable GPU."""
     from ..device import note
 
+    if importlib.util.find_spec("cupy") is None:
+        return "auto"            # no GPU to weigh: the CPU anyway, and device.resolve says why
     used, why = choose_device(n_queries, query_residues, db_residues, threads)
     if used == "cpu":
         note(f"--device auto: searching on the CPU: {why}; --device gpu to use the GPU anyway")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import os
 import subprocess
 
@@ -11,7 +12,7 @@ import pytest
 from conftest import TEST_DATA
 
 from gpu_search import cli, device, seqdb
-from gpu_search.blast.crossover import Crossover, choose_device
+from gpu_search.blast.crossover import Crossover, auto_device, choose_device
 
 # End-to-end runs through the command line, H200 host, 16 threads, few homologs
 # (bench/blastp_matrix.py, docs/benchmarks.md): (queries, query residues, database
@@ -69,7 +70,34 @@ def test_residues_hint(tmp_path):
         writer.wait()
 
 
+def cupy_installed(monkeypatch):
+    """Make CuPy look installed (the crossover weighs the GPU only where it could be used)."""
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "cupy" else real(name, *a))
+
+
+def test_without_cupy_nothing_is_weighed(monkeypatch, capsys):
+    """No CuPy: no crossover note (its advice, --device gpu, would fail); device.resolve says
+    there is no usable GPU instead."""
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    assert auto_device(1, 157, 6_827_230, 16) == "auto"
+    assert capsys.readouterr().err == ""
+
+
+def test_auto_starts_cuda_where_the_gpu_pays(monkeypatch, tmp_path):
+    from gpu_search.blast import engine
+
+    started, ran = [], []
+    monkeypatch.setattr(device, "start_cuda", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(seqdb, "residues_hint", lambda path: 10**10)
+    monkeypatch.setattr(engine, "run_blastp", lambda *a, device, **k: ran.append(device))
+    cli.main(["blastp", "-num_threads", "2", "-query", str(TEST_DATA / "blastp-queries.faa"),
+              "-db", str(TEST_DATA / "proteome.faa"), "-out", str(tmp_path / "x.tsv")])
+    assert started == [("auto", None)] and ran == ["auto"]
+
+
 def test_auto_says_it_chose_the_cpu_starts_no_cuda_and_matches_device_cpu(monkeypatch, tmp_path, capsys):
+    cupy_installed(monkeypatch)
     monkeypatch.setattr(device, "gpu_status", lambda: (True, "1 GPU(s)", ["A stand-in GPU"]))
     started = []
     monkeypatch.setattr(device, "start_cuda", lambda *a, **k: started.append(a))

@@ -133,7 +133,7 @@ def blastp_loads(proteome, tmp_path_factory):
     subjects = proteome.subset(sorted(set(picks) | set(range(0, proteome.n_seqs, 25))))
     loads, from_cubins, from_nvrtc = [], [], []
 
-    def load_then_stop(path, options, names, device_id):
+    def load_then_raise(path, options, names, device_id):
         loads.append((Path(path), tuple(options)))
         loader.load_functions(path, options, names, device_id)
         raise Loaded
@@ -144,8 +144,8 @@ def blastp_loads(proteome, tmp_path_factory):
         assert compiled.main(["--arch", "90", "--searches", "blastp", "--threads", "2"]) == 0
         mp.setitem(sys.modules, "cupy", stand_in_cupy(from_cubins, from_nvrtc))
         mp.setenv("CUPY_CACHE_DIR", str(tmp_path_factory.mktemp("kernel_cache")))
-        mp.setattr(ungapped, "load_functions", load_then_stop)
-        mp.setattr(gapped, "load_functions", load_then_stop)
+        mp.setattr(ungapped, "load_functions", load_then_raise)
+        mp.setattr(gapped, "load_functions", load_then_raise)
         loader.clear_cache()
         try:
             for options, settings in RUNS:

@@ -203,3 +203,21 @@ def test_kernel_cache_falls_back_where_cupy_cannot_write(tmp_path, monkeypatch):
         assert os.environ["CUPY_CACHE_DIR"] == str(tmp_path / "writable") and len(backends) == 1
     finally:
         gpu.loader.use_writable_kernel_cache.cache_clear()
+
+
+def test_no_writable_folder_for_kernels_is_the_runs_error(monkeypatch):
+    """Where no folder can take CuPy's compiled kernels, the run ends with that error (exit 10,
+    its own line), not with a note that the GPU is unusable."""
+    from gpu_search import device
+    from gpu_search.errors import OutputError
+
+    def no_folder():
+        raise OutputError("no writable folder for compiled code (stand-in)")
+
+    monkeypatch.setattr(gpu.loader, "use_writable_kernel_cache", no_folder)
+    device.gpu_status.cache_clear()
+    try:
+        with pytest.raises(OutputError, match="no writable folder"):
+            device.gpu_status()
+    finally:
+        device.gpu_status.cache_clear()
