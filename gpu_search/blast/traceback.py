@@ -445,35 +445,45 @@ def alignment_strings(query, subject, q_start: int, s_start: int, ops, nums,
     """Aligned query and subject strings (BLAST's qseq / sseq) of an edit script."""
     if letters is None:
         from .alphabet import NCBISTDAA as letters
-    table = _letter_table(letters)
-    query = np.asarray(query)
-    subject = np.asarray(subject)
-    q = q_start
-    s = s_start
-    qs = []
-    ss = []
-    for op, n in zip(np.asarray(ops).tolist(), np.asarray(nums).tolist()):
-        if op == OP_SUB:
-            qs.append(table[query[q:q + n]])
-            ss.append(table[subject[s:s + n]])
-            q += n
-            s += n
-        elif op == OP_DEL:
-            qs.append(np.full(n, ord("-"), np.uint8))
-            ss.append(table[subject[s:s + n]])
-            s += n
-        else:
-            qs.append(table[query[q:q + n]])
-            ss.append(np.full(n, ord("-"), np.uint8))
-            q += n
-    if not qs:
-        return "", ""
-    return np.concatenate(qs).tobytes().decode("ascii"), np.concatenate(ss).tobytes().decode("ascii")
+    q, s = _aligned_letters(np.asarray(query, dtype=np.uint8), np.asarray(subject, dtype=np.uint8),
+                            int(q_start), int(s_start), np.asarray(ops, dtype=np.int64),
+                            np.asarray(nums, dtype=np.int64), _letter_table(letters))
+    return q.tobytes().decode("ascii"), s.tobytes().decode("ascii")
+
+
+@numba.njit(cache=True, nogil=True)
+def _aligned_letters(query, subject, q, s, ops, nums, table):
+    """The two rows of an alignment as ASCII bytes, '-' against the letters of a gap (one
+    pass over the edit script: per-segment numpy calls cost more than the letters)."""
+    n = 0
+    for k in range(len(nums)):
+        n += nums[k]
+    qa = np.empty(n, np.uint8)
+    sa = np.empty(n, np.uint8)
+    gap = np.uint8(45)           # '-'
+    j = 0
+    for k in range(len(ops)):
+        for _ in range(nums[k]):
+            if ops[k] == OP_SUB:
+                qa[j] = table[query[q]]
+                sa[j] = table[subject[s]]
+                q += 1
+                s += 1
+            elif ops[k] == OP_DEL:
+                qa[j] = gap
+                sa[j] = table[subject[s]]
+                s += 1
+            else:
+                qa[j] = table[query[q]]
+                sa[j] = gap
+                q += 1
+            j += 1
+    return qa, sa
 
 
 @lru_cache(maxsize=8)
 def _letter_table(letters: str) -> np.ndarray:
-    """Residue code -> ASCII byte (one numpy gather per aligned segment, not a Python loop)."""
+    """Residue code -> ASCII byte."""
     return np.frombuffer(letters.encode("ascii"), dtype=np.uint8).copy()
 
 
