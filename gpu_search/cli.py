@@ -410,7 +410,7 @@ def write_outputs(results, options, *, hmmfile, seqfile, output, tblout, domtblo
 @click.option("--tblout", metavar="FILE", help="hmmsearch: save per-sequence hits in a table.")
 @click.option("--domtblout", metavar="FILE", help="hmmsearch: save per-domain hits in a table.")
 @click.option("--pfamtblout", metavar="FILE", help="hmmsearch: save hits in Pfam's table format.")
-@click.option("-outfmt", "outfmt", default="6", show_default=True, help="blastp: tabular format and columns.")
+@click.option("-outfmt", "outfmt", default="6", show_default=True, help="blastp: tabular format (6, 7, 10) and columns.")
 def merge(shards, output, tblout, domtblout, pfamtblout, outfmt):
     """Merge results of database shards: .gshits (hmmsearch) or .gsblast (blastp) from --hits-out.
 
@@ -460,9 +460,9 @@ class BlastCommand(click.Command):
         "-subject_loc": "BLAST+'s two-sequences mode is not offered",
         "-remote": "remote searches at NCBI are not offered",
         "-entrez_query": "remote searches at NCBI are not offered",
-        "-html": "only tabular output (-outfmt 6 or 7) is written",
-        "-num_descriptions": "only tabular output (-outfmt 6 or 7) is written",
-        "-num_alignments": "only tabular output (-outfmt 6 or 7) is written",
+        "-html": "only tabular output (-outfmt 6, 7 or 10) is written",
+        "-num_descriptions": "only tabular output (-outfmt 6, 7 or 10) is written",
+        "-num_alignments": "only tabular output (-outfmt 6, 7 or 10) is written",
     }
 
     def parse_args(self, ctx, args):
@@ -490,7 +490,8 @@ class BlastCommand(click.Command):
 @click.option("-seg", "seg", default="no", show_default=True,
               help="SEG masking of the query: only no, BLAST+ blastp's default.")
 @click.option("-outfmt", "outfmt", default="6", show_default=True,
-              help='Tabular output: "6" or "7", optionally followed by columns, e.g. "6 std qlen slen".')
+              help='Tabular output: "6" (tabs), "7" (tabs and comment lines) or "10" (commas), '
+                   'optionally followed by columns, e.g. "6 std qlen slen".')
 @click.option("-evalue", "evalue", type=FINITE, default=10.0, show_default=True, help="Expectation value threshold.")
 @click.option("-max_target_seqs", "max_target_seqs", type=INT32, default=500, show_default=True,
               help="Maximum number of aligned sequences to keep per query.")

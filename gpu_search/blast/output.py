@@ -90,17 +90,21 @@ class Hsp:
         return self.length - self.nident - self.gaps
 
 
+TABULAR = {6: "\t", 7: "\t", 10: ","}     # -outfmt -> the separator of its columns
+
+
 def parse_outfmt(spec: str) -> tuple[int, list[str]]:
-    """``-outfmt`` text -> (format number, column list).  Only 6 and 7 are supported."""
+    """``-outfmt`` text -> (format number, column list).  The tabular formats: 6 (tabs), 7 (tabs
+    and comment lines) and 10 (commas, as BLAST+ writes them: nothing quoted)."""
     parts = str(spec).split()
     if not parts:
         raise OptionError("-outfmt is empty")
     try:
         fmt = int(parts[0])
     except ValueError:
-        raise OptionError(f"-outfmt {spec!r}: the format must be 6 or 7, then columns") from None
-    if fmt not in (6, 7):
-        raise OptionError(f"-outfmt {fmt}: only the tabular formats 6 and 7 are supported")
+        raise OptionError(f"-outfmt {spec!r}: the format must be 6, 7 or 10, then columns") from None
+    if fmt not in TABULAR:
+        raise OptionError(f"-outfmt {fmt}: only the tabular formats 6, 7 and 10 are supported")
     columns: list[str] = []
     for word in parts[1:] or ["std"]:
         if word == "std":
@@ -159,15 +163,16 @@ def _column_getters() -> dict:
 
 
 @lru_cache(maxsize=None)
-def row_formatter(columns: tuple[str, ...]):
-    """A function writing an Hsp's row for these columns: the column getters are looked up once,
-    not per row and column (the rows are written while the GPU threads wait for the GIL)."""
+def row_formatter(columns: tuple[str, ...], sep: str = "\t"):
+    """A function writing an Hsp's row for these columns, ``sep`` between them: the column
+    getters are looked up once, not per row and column (the rows are written while the GPU
+    threads wait for the GIL)."""
     getters = _column_getters()
     unknown = [c for c in columns if c not in getters]
     if unknown:
         raise OptionError(f"-outfmt: unknown column {unknown[0]!r}")
     chosen = [getters[c] for c in columns]
-    return lambda h: "\t".join([get(h) for get in chosen])
+    return lambda h: sep.join([get(h) for get in chosen])
 
 
 def format_row(h: Hsp, columns: list[str]) -> str:
@@ -187,7 +192,7 @@ def write_query(fh, fmt: int, columns: list[str], query_title: str, db_name: str
             fh.write("# Fields: " + ", ".join(FIELD_NAMES[c] for c in columns) + "\n")
         fh.write(f"# {len(hsps)} hits found\n")
     if hsps:
-        row = row_formatter(tuple(columns))
+        row = row_formatter(tuple(columns), TABULAR[fmt])
         fh.write("".join([row(h) + "\n" for h in hsps]))
 
 

@@ -142,6 +142,31 @@ def test_outfmt7_comment_lines(blast_setup):
     assert [l for l in theirs if l.startswith("# BLASTP")] == ["# BLASTP 2.12.0+"] * len(ours_queries(ours))
 
 
+def test_outfmt10_as_blast_writes_it(blast_setup, tmp_path):
+    """-outfmt 10: BLAST+'s columns separated by commas, nothing quoted, also in titles holding
+    commas and quotes; merge writes it the same."""
+    src = blast_setup["db_fasta"].read_text().split(">")[1:60]
+    records = []
+    for i, rec in enumerate(src):
+        header, seq = rec.split("\n", 1)
+        if i % 3 == 0:
+            header = f'{header.split()[0]} a title, with "quotes" and, commas'
+        records.append(f">{header}\n{seq}")
+    fasta = tmp_path / "titled.faa"
+    fasta.write_text("".join(records))
+    subprocess.run([MAKEBLASTDB, "-in", str(fasta), "-dbtype", "prot", "-out", str(tmp_path / "titled")],
+                   check=True, capture_output=True)
+    fmt = "10 qseqid sseqid pident evalue bitscore stitle salltitles qseq"
+    theirs = run_blast(fasta, tmp_path / "titled", "-outfmt", fmt)
+    ours = run_ours("-query", fasta, "-db", fasta, "-outfmt", fmt)
+    assert ours == theirs and any('with "quotes" and, commas' in line for line in theirs)
+    run_ours("-query", fasta, "-db", fasta, "-outfmt", "6", "--hits-out", tmp_path / "t.gsblast")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-m", "gpu_search", "merge", str(tmp_path / "t.gsblast"), "-outfmt", fmt],
+                       capture_output=True, text=True, env=env, check=True)
+    assert r.stdout.splitlines() == theirs
+
+
 def ours_queries(lines):
     return [l for l in lines if l.startswith("# Query: ")]
 
