@@ -288,13 +288,20 @@ print("interrupted", caught)
 """
 
 
+def sigint_at_its_default():
+    """A child's SIGINT at its default, as a shell at a terminal starts it: a non-interactive
+    shell starts background jobs with SIGINT ignored, every child inherits that, and Python
+    then keeps it ignored (the signals these tests send would reach nothing)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_inside_the_compiled_scan_is_a_keyboard_interrupt(tmp_path):
     """A signal that lands while the compiled scanner runs is raised once it returns: no
     segmentation fault, no SystemError (numba's boxing of returned arrays ran Python code,
     where the signal's handler raised)."""
     (tmp_path / "gen.faa").write_bytes(generated_fasta(3000, 7))
     r = subprocess.run([sys.executable, "-c", INTERRUPTED_SCANS, str(tmp_path / "gen.faa")], capture_output=True,
-                       text=True, env=env(), timeout=60)
+                       text=True, env=env(), timeout=60, preexec_fn=sigint_at_its_default)
     assert r.returncode == 0 and r.stdout.startswith("interrupted"), (r.returncode, r.stderr[-2000:])
     assert int(r.stdout.split()[1]) > 5
 
@@ -323,7 +330,8 @@ def test_makedb_stopped_mid_scan_leaves_nothing(sig, code, words, shards, tmp_pa
                               stderr=subprocess.DEVNULL)
     p = subprocess.Popen([sys.executable, "-m", "gpu_search", "makedb", "/dev/stdin", "-o",
                           str(tmp_path / "out" / "db.gsdb"), "--shards", str(shards)],
-                         stdin=writer.stdout, stderr=subprocess.PIPE, text=True, env=env())
+                         stdin=writer.stdout, stderr=subprocess.PIPE, text=True, env=env(),
+                         preexec_fn=sigint_at_its_default)
     writer.stdout.close()
     try:
         # numba loaded (a second or two), then reading and writing until stopped

@@ -151,7 +151,9 @@ def test_ctrl_c_during_start_up_is_one_line(tmp_path):
     cmd = [sys.executable, "-m", "gpu_search", "hmmsearch", "--cpu", "1", "-o", str(tmp_path / "o.txt"),
            str(TEST_DATA / "four-models.hmm"), str(TEST_DATA / "proteome.faa")]
     for delay in (0.05, 0.1, 0.15, 0.2, 0.3, 0.45, 0.6, 0.8):
-        p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=e)
+        # (SIGINT at its default in the child: a background job of a script starts with it ignored)
+        p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=e,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         time.sleep(delay)
         p.send_signal(signal.SIGINT)
         err = p.communicate(timeout=120)[1]
