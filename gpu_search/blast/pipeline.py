@@ -138,7 +138,8 @@ def ungapped_stage(work: QueryWork, setup: SearchSetup, gpu=None, lookup=None) -
 def ungapped_job(work: QueryWork, setup: SearchSetup, lookup) -> UngappedJob:
     """The ungapped stage's arguments for one query (a GPU batch takes a list of them)."""
     cut = work.cutoffs
-    return UngappedJob(work.codes, lookup, setup.matrix.scores, x_drop=min(cut.x_drop_ungapped, cut.ungapped_cutoff),
+    # BLAST+ 2.12's x_dropoff is x_dropoff_init as it is, even above a low cutoff (-evalue 10000)
+    return UngappedJob(work.codes, lookup, setup.matrix.scores, x_drop=cut.x_drop_ungapped,
                        cutoff=cut.ungapped_cutoff, window=setup.window_size)
 
 

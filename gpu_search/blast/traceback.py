@@ -6,9 +6,11 @@ out, in BLAST's order.  Mirrors (src/algo/blast/core/):
 
 * ``Blast_TracebackFromHSPList`` (blast_traceback.c): HSPs best first; one
   contained in an already traced HSP (``BlastIntervalTreeContainsHSP``) is
-  dropped; the start point is the preliminary one unless it no longer lies in
-  a positive-scoring 11-letter window (``BLAST_CheckStartForGappedAlignment``),
-  then ``BlastGetOffsetsForGappedAlignment`` picks another (or drops the HSP);
+  dropped; the start point is the preliminary one, as it is (2.12 no longer
+  checks the 11-letter window around it: older versions' window test,
+  ``BLAST_CheckStartForGappedAlignment``, dropped short gapped HSPs 2.12
+  reports); only an HSP without one (both offsets 0) gets
+  ``BlastGetOffsetsForGappedAlignment``'s (or is dropped if there is none);
   ``AdjustSubjectRange`` windows subjects of 90000+ letters;
   ``BLAST_GappedAlignmentWithTraceback`` realigns with the final X-drop;
   identities and positives (``Blast_HSPGetNumIdentitiesAndPositives``), the
@@ -43,7 +45,7 @@ Contents:
     1. FINAL_HSP_DTYPE, op codes
     2. ALIGN_EX kernel
     3. BLAST_GappedAlignmentWithTraceback
-    4. start point checks (BLAST_CheckStartForGappedAlignment, BlastGetOffsetsForGappedAlignment)
+    4. start point of an HSP without one (BlastGetOffsetsForGappedAlignment)
     5. alignment statistics, strings
     6. traceback(): Blast_TracebackFromHSPList
 """
@@ -336,31 +338,8 @@ def gapped_alignment_with_traceback(qp, query_length, sp, subject_length, q_star
 
 
 # --------------------------------------------------------------------------------------------
-# 4. Start point checks
+# 4. Start point of an HSP without one
 # --------------------------------------------------------------------------------------------
-
-@numba.njit(cache=True, nogil=True)
-def check_start_for_gapped_alignment(qp, sp, matrix, q_off, q_end, s_off, s_end, q_gs, s_gs):
-    """``BLAST_CheckStartForGappedAlignment`` (blast_traceback.c).
-
-    True if the window of up to 5 letters left and 5 right of the start point
-    (clipped to the HSP) scores above 0.
-    """
-    left = -(HSP_MAX_WINDOW // 2)
-    if left < q_off - q_gs:
-        left = q_off - q_gs
-    if left < s_off - s_gs:
-        left = s_off - s_gs
-    right = HSP_MAX_WINDOW // 2 + 1
-    if right > q_end - q_gs:
-        right = q_end - q_gs
-    if right > s_end - s_gs:
-        right = s_end - s_gs
-    score = 0
-    for k in range(left, right):
-        score += matrix[qp[q_gs + k + 1], sp[s_gs + k + 1]]
-    return score > 0
-
 
 @numba.njit(cache=True, nogil=True)
 def get_offsets_for_gapped_alignment(qp, sp, matrix, q_off, q_end, s_off, s_end):
@@ -522,8 +501,8 @@ def _traceback_kernel(prelim, qp, qlen, subject, sp, mat, gap_open, gap_extend, 
             continue
         q_gs = prelim[i, 5]
         s_gs = prelim[i, 6]
-        if (q_gs == 0 and s_gs == 0) or not check_start_for_gapped_alignment(
-                qp, sp, mat, q_off, q_end, s_off, s_end, q_gs, s_gs):
+        # the preliminary start point as it is (BLAST+ 2.12 tests no window around it)
+        if q_gs == 0 and s_gs == 0:
             found, q_gs, s_gs = get_offsets_for_gapped_alignment(qp, sp, mat, q_off, q_end, s_off, s_end)
             if not found:
                 continue

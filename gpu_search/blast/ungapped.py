@@ -32,9 +32,10 @@ score drops to <= 0).  The HSP starts ``left_d`` before the split point and is
 ``left_d + right_d`` long; its score is ``max(left_score, right_score)``.
 
 Cutoff and X-drop (raw score units) are arguments.  In BLAST they are
-``word_params->cutoffs[context]``: ``x_dropoff = min(ceil(7 ln2 / lambda_u),
-cutoff)`` and, for gapped blastp, ``cutoff_score = min(gap_trigger,
-cutoff_score_max)`` with ``gap_trigger = (Int4)((22 ln2 + ln K_u) / lambda_u)``
+``word_params->cutoffs[context]``: ``x_dropoff = ceil(7 ln2 / lambda_u)`` (2.12
+no longer caps it at the cutoff, as older versions did) and, for gapped
+blastp, ``cutoff_score = min(gap_trigger, cutoff_score_max)`` with
+``gap_trigger = (Int4)((22 ln2 + ln K_u) / lambda_u)``
 (``BlastInitialWordParametersUpdate``, blast_parameters.c); with ``-ungapped``
 it is min(BLAST_Cutoffs at E = 1e-300, gap_trigger, cutoff_score_max), i.e. the
 same.  The cutoff only decides what is saved: the diagonal state does not
@@ -90,7 +91,7 @@ class UngappedJob(NamedTuple):
     query_codes: np.ndarray         # NCBIstdaa residues
     lookup: Lookup
     matrix_scores: np.ndarray       # 28 x 28
-    x_drop: int                     # raw score: min(X-drop, cutoff), from stats.search_cutoffs
+    x_drop: int                     # raw score: the X-drop of stats.search_cutoffs
     cutoff: int                     # raw score an init HSP must reach (ungapped_cutoff)
     window: int = 40                # the two-hit window A (0: one-hit mode)
 

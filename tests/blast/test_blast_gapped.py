@@ -283,9 +283,7 @@ def test_start_for_gapped_alignment(blosum62):
     neg = gapped.pad(encode("P" * 25))
     assert gapped.get_start_for_gapped_alignment(neg, gapped.pad(encode("W" * 25)), m,
                                                  2, 20, 2, 20) == 2
-    # the traceback's check of that window and its fallback
-    assert tb.check_start_for_gapped_alignment(qp, sp, m, 0, 25, 0, 25, 15, 15)
-    assert not tb.check_start_for_gapped_alignment(qp, sp, m, 0, 25, 0, 25, 4, 4)
+    # the traceback's start point for an HSP without one
     assert tb.get_offsets_for_gapped_alignment(qp, sp, m, 0, 25, 0, 25) == (True, 20, 20)
     assert tb.get_offsets_for_gapped_alignment(neg, gapped.pad(encode("W" * 25)), m,
                                                0, 25, 0, 25) == (False, 0, 0)

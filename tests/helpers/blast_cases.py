@@ -31,7 +31,7 @@ def cutoffs(q, matrix, db_length):
         return 16, 0
     g = stats.gapped_params(matrix.name, 11, 1)
     cut = stats.search_cutoffs(kbp, g, len(q), stats.BLAST_SEQSRC_MINLENGTH, db_length, evalue=10.0)
-    return min(cut.x_drop_ungapped, cut.ungapped_cutoff), cut.ungapped_cutoff
+    return cut.x_drop_ungapped, cut.ungapped_cutoff
 
 
 def query_codes(db, i):

@@ -147,6 +147,6 @@ def search(query, residues, offsets, matrix, cutoff_scale=1.0):
     cut = stats.search_cutoffs(kbp, g, len(query), stats.BLAST_SEQSRC_MINLENGTH, int(offsets[-1]), evalue=10.0)
     lookup = build_lookup(query, matrix.scores, 3, 11)
     init = ungapped_extensions(query, lookup, residues, offsets, np.arange(len(offsets) - 1), matrix.scores,
-                               min(cut.x_drop_ungapped, cut.ungapped_cutoff), cut.ungapped_cutoff, 40,
+                               cut.x_drop_ungapped, cut.ungapped_cutoff, 40,
                                method="scan")
     return init, cut.x_drop_gapped, int(cut.cutoff_score * cutoff_scale)
