@@ -112,9 +112,16 @@ class Blast:
         self.lb.Blast_KarlinLambdaNR.restype = ct.c_double
         self.lb.Blast_KarlinLambdaNR.argtypes = [ct.POINTER(_ScoreFreq), ct.c_double]
         self.calc_lambda = _CALC_LAMBDA(self._calc_lambda)   # kept alive with self
-        self.workspace = ca.Blast_CompositionWorkspaceNew()
-        assert ca.Blast_CompositionWorkspaceInit(self.workspace, b"BLOSUM62") == 0
+        self._workspaces = {}
         self._infos = {}
+
+    def workspace(self, name):
+        """Blast_CompositionWorkspaceNew + Init for the matrix, as Blast_RedoAlignmentCore."""
+        if name not in self._workspaces:
+            self._workspaces[name] = self.ca.Blast_CompositionWorkspaceNew()
+            assert self.ca.Blast_CompositionWorkspaceInit(self._workspaces[name],
+                                                          name.encode()) == 0
+        return self._workspaces[name]
 
     def _calc_lambda(self, probs, min_score, max_score, lambda0):
         """s_CalcLambda of blast_kappa.c (static there), on libblast's Blast_KarlinLambdaNR."""
@@ -169,17 +176,18 @@ class Blast:
         ratio = ct.c_double(-7.0)
         status = self.ca.Blast_AdjustScores(
             matrix, ct.byref(q), len(query_codes), ct.byref(s), len(subject_codes),
-            self.matrix_info(info), mode, C.RE_PSEUDOCOUNTS, self.workspace, ct.byref(rule),
+            self.matrix_info(info), mode, C.RE_PSEUDOCOUNTS, self.workspace(info.matrix_name),
+            ct.byref(rule),
             self.calc_lambda, ct.byref(pvalue), 0, ct.byref(ratio))
         out = np.array([[matrix[i][j] for j in range(28)] for i in range(28)])
         return status, out, rule.value, ratio.value
 
-    def choose_rule(self, len1, len2, codes1, codes2, mode):
+    def choose_rule(self, len1, len2, codes1, codes2, mode, name="BLOSUM62"):
         p1 = (ct.c_double * 20)(*C._gather_letter_probs(C._stdaa_probs(
             C.read_composition(codes1)[0]), C.ALPHA_CONVERT))
         p2 = (ct.c_double * 20)(*C._gather_letter_probs(C._stdaa_probs(
             C.read_composition(codes2)[0]), C.ALPHA_CONVERT))
-        return self.ca.Blast_ChooseMatrixAdjustRule(len1, len2, p1, p2, b"BLOSUM62", mode)
+        return self.ca.Blast_ChooseMatrixAdjustRule(len1, len2, p1, p2, name.encode(), mode)
 
 
 @pytest.fixture(scope="module")
@@ -198,7 +206,8 @@ def _random_protein(rng, length, kind):
     if kind == "uniform":
         weights = np.ones(20)
     elif kind == "background":
-        weights = C.BLOSUM62_BG[[C.ALPHA_CONVERT[NCBISTDAA.index(c)] for c in TRUE_LETTERS]]
+        weights = C.background_freqs("BLOSUM62")[[C.ALPHA_CONVERT[NCBISTDAA.index(c)]
+                                                  for c in TRUE_LETTERS]]
     elif kind == "biased":          # a few letters dominate (low complexity)
         weights = rng.random(20) ** 6
     else:                           # "skewed": hydrophobic-rich, as membrane proteins
@@ -249,7 +258,6 @@ def test_ideal_lambda_blosum62():
     assert round(info.ideal_lambda, 4) == 0.3176
     assert info.scale_factor == 32.0
     assert info.ungapped_lambda == info.ideal_lambda / 32.0
-    assert info.joint_available and not C.matrix_info("PAM30").joint_available
 
 
 def test_start_matrix_blosum62_values():
@@ -265,15 +273,24 @@ def test_start_matrix_blosum62_values():
 
 
 @needs_blast_libs
-def test_tables_equal_blasts(blast):
-    probs, rows, cols = C.blosum62_joint_probs()
+@pytest.mark.parametrize("name", MATRIX_NAMES)
+def test_tables_equal_blasts(blast, name):
+    probs, rows, cols = C.joint_probs(name)
     mat = blast.ca.Nlm_DenseMatrixNew(20, 20)
     r, c = (ct.c_double * 20)(), (ct.c_double * 20)()
-    assert blast.ca.Blast_GetJointProbsForMatrix(mat, r, c, b"BLOSUM62") == 0
+    assert blast.ca.Blast_GetJointProbsForMatrix(mat, r, c, name.encode()) == 0
     assert (probs == np.array([[mat[i][j] for j in range(20)] for i in range(20)])).all()
     assert (rows == np.array(r[:])).all() and (cols == np.array(c[:])).all()
-    bg = blast.ca.Blast_GetMatrixBackgroundFreq(b"BLOSUM62")
-    assert (C.BLOSUM62_BG == np.array(bg[:20])).all()
+    bg = blast.ca.Blast_GetMatrixBackgroundFreq(name.encode())
+    assert (C.background_freqs(name) == np.array(bg[:20])).all()
+
+
+def test_joint_probs_are_distributions():
+    for name in MATRIX_NAMES:
+        probs, rows, cols = C.joint_probs(name)
+        assert (probs > 0).all() and (probs == probs.T).all()
+        assert abs(probs.sum() - 1) < 1e-15 and abs(C.background_freqs(name).sum() - 1) < 1e-15
+        assert np.abs(rows - C.background_freqs(name)).max() < 1e-15
 
 
 @needs_blast_libs
@@ -358,6 +375,9 @@ def test_rule_equals_blasts(blast):
         ours = C.choose_matrix_adjust_rule(len(q), len(s), pq, ps, 2)
         assert ours == blast.choose_rule(len(q), len(s), q, s, 2)
         seen.add(ours)
+        for name in ("BLOSUM45", "PAM30"):
+            assert C.choose_matrix_adjust_rule(len(q), len(s), pq, ps, 2, name) == \
+                blast.choose_rule(len(q), len(s), q, s, 2, name)
     assert seen == {C.COMPO_SCALE_OLD_MATRIX, C.USER_SPECIFIED_REL_ENTROPY}
 
 
@@ -367,13 +387,13 @@ def test_rule_equals_blasts(blast):
 
 def _adjusted_marginals(text, n):
     probs = C._gather_letter_probs(C._stdaa_probs(_probs(text)), C.ALPHA_CONVERT)
-    joint, rows, cols = C.blosum62_joint_probs()
+    joint, rows, cols = C.joint_probs("BLOSUM62")
     return C._apply_pseudocounts(probs, n, rows, C.RE_PSEUDOCOUNTS)
 
 
 @pytest.mark.parametrize("target", [None, 0.44, 0.30])
 def test_optimized_target_frequencies_meet_constraints(target):
-    joint, _, _ = C.blosum62_joint_probs()
+    joint, _, _ = C.joint_probs("BLOSUM62")
     query = "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQAPILSRVGDGTQDNLSGAEKAVQVKVKALPDAQFEVVHSLAKW"
     subject = "MSDNGPQNQRNAPRITFGGPSDSTGSNQNGERSGARSKQRRPQGLPNNTASWFTALTQHGKEDLKFPRGQGVPI"
     rows = _adjusted_marginals(query, len(query))
@@ -394,7 +414,7 @@ def test_optimized_target_frequencies_meet_constraints(target):
 
 def test_optimization_keeps_an_optimal_table():
     """Asked for the table's own marginals and no entropy constraint, the table is the optimum."""
-    joint, _, _ = C.blosum62_joint_probs()
+    joint, _, _ = C.joint_probs("BLOSUM62")
     ok, x, its = C.optimize_target_frequencies(joint, joint.sum(axis=1), joint.sum(axis=0), None)
     assert ok and its <= 3      # only the multipliers move: the objective's gradient is 1
     assert np.abs(x - joint).max() < 1e-15
@@ -403,7 +423,7 @@ def test_optimization_keeps_an_optimal_table():
 @needs_blast_libs
 @pytest.mark.parametrize("target", [None, 0.44])
 def test_optimized_target_frequencies_equal_blasts(blast, target):
-    joint, bg_rows, bg_cols = C.blosum62_joint_probs()
+    joint, bg_rows, bg_cols = C.joint_probs("BLOSUM62")
     for q, s in _pairs(11, 12):
         rows = C._apply_pseudocounts(C._gather_letter_probs(C._stdaa_probs(
             C.read_composition(q)[0]), C.ALPHA_CONVERT), len(q), bg_rows, 20)
@@ -437,15 +457,10 @@ def test_no_true_letters_fails():
     assert _adjust(info, encode("ACDEFG"), encode("XXXX"), 1).failed
 
 
-def test_mode_2_needs_joint_probabilities():
-    with pytest.raises(ValueError):
-        _adjust(C.matrix_info("PAM30"), encode("ACDEFGHIKL" * 5), encode("ACDEFGHIKL" * 5), 2)
-
-
 def test_mode_1_background_pair_keeps_ratios():
     """A pair of background compositions scores like the matrix: LambdaRatio 1, matrix at 32x."""
     info = C.matrix_info("BLOSUM62")
-    bg = C.BLOSUM62_BG[[C.ALPHA_CONVERT[c] for c in C.TRUE_CHAR_POSITIONS]]
+    bg = C.background_freqs("BLOSUM62")[[C.ALPHA_CONVERT[c] for c in C.TRUE_CHAR_POSITIONS]]
     result = C.adjust_scores(info, bg, 1000, 1000, bg, 1000, 1000, 1)
     assert result.rule == C.COMPO_SCALE_OLD_MATRIX
     assert 0.95 < result.lambda_ratio <= 1.0
@@ -497,11 +512,40 @@ def test_adjust_scores_equals_blasts(blast, mode):
 
 
 @needs_blast_libs
+@pytest.mark.parametrize("mode", [1, 2, 3])
 @pytest.mark.parametrize("name", [n for n in MATRIX_NAMES if n != "BLOSUM62"])
-def test_mode_1_equals_blasts_other_matrices(blast, name):
+def test_adjust_scores_equals_blasts_other_matrices(blast, name, mode):
     info = C.matrix_info(name)
-    for q, s in _pairs(200, 8):
-        status, expected, rule, ratio = blast.adjust_scores(info, q, s, 1)
-        ours = _adjust(info, q, s, 1)
-        assert status == 0 and not ours.failed
-        assert ours.lambda_ratio == ratio and (ours.matrix == expected).all()
+    for q, s in _pairs(200 + mode, 8):
+        status, expected, rule, ratio = blast.adjust_scores(info, q, s, mode)
+        ours = _adjust(info, q, s, mode)
+        assert ours.failed == (status == 1)
+        if status == 0:
+            assert ours.rule == rule and ours.lambda_ratio == ratio
+            assert (ours.matrix == expected).all()
+
+
+def test_compiled_lambda_equals_stats_karlin_lambda_nr():
+    """The compiled Blast_KarlinLambdaNR of mode 1 gives stats.py's lambda, to the bit."""
+    from gpu_search.blast.stats import ScoreFreq, karlin_lambda_nr
+
+    info = C.matrix_info("BLOSUM62")
+    checked = 0
+    for q, s in _pairs(300, 40):
+        pq, nq = C.read_composition(q)
+        ps, ns = C.read_composition(s)
+        if not (nq and ns):
+            continue
+        probs, lo, hi = C._matrix_score_probs(info.start_matrix, C._stdaa_probs(ps),
+                                              C._stdaa_probs(pq), C.TRUE_CHAR_POSITIONS)
+        avg = 0.0
+        for i, p in enumerate(probs.tolist()):
+            avg += (lo + i) * p
+        expected = karlin_lambda_nr(ScoreFreq(lo, hi, lo, hi, probs.tolist(), avg),
+                                    info.ungapped_lambda)
+        assert C._calc_lambda(probs, lo, hi, info.ungapped_lambda) == expected
+        checked += 1
+    assert checked > 30
+    # no positive score, or a non-negative mean: no lambda
+    assert C._calc_lambda(np.array([0.5, 0.5]), -2, -1, 0.3) == -1.0
+    assert C._calc_lambda(np.array([0.5, 0.0, 0.5]), -1, 1, 0.3) == -1.0
