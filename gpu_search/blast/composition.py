@@ -61,9 +61,9 @@ from .._numba import numba
 from .alphabet import ALPHABET_SIZE
 from .matrix import load_matrix
 
-# NCBIstdaa codes (alphabet.NCBISTDAA) BLAST names in composition_adjustment.c.
-_B, _C, _D, _E, _I, _L, _N, _Q, _X, _Z, _U, _STOP, _O, _J = (
-    2, 3, 4, 5, 9, 11, 13, 15, 21, 23, 24, 25, 26, 27)
+# NCBIstdaa codes (alphabet.NCBISTDAA) the compiled loops below write as numbers:
+# B 2, C 3, D 4, E 5, I 9, L 11, N 13, Q 15, X 21, Z 23, U 24, '*' 25, O 26, J 27.
+_C, _U = 3, 24
 
 NUM_TRUE_AA = 20                 # COMPO_NUM_TRUE_AA
 SCORE_MIN = -32768               # COMPO_SCORE_MIN (INT2_MIN)
@@ -539,8 +539,9 @@ def _entropy_old_freq_new_context(target_freq, row_prob, col_prob):
                 if old_col[j] > 0:
                     scores[i, j] /= (old_row[i] * old_col[j])
     scores = _freq_ratio_to_score(scores, 1.0)
-    lam, its = _calc_lambda_full_precision(scores, row_prob, col_prob, 1e-7, 1e-5, 100)
-    if its < 100:
+    lam, its = _calc_lambda_full_precision(scores, row_prob, col_prob, LAMBDA_ERROR_TOLERANCE,
+                                           LAMBDA_FUNCTION_TOLERANCE, LAMBDA_ITERATION_LIMIT)
+    if its < LAMBDA_ITERATION_LIMIT:
         entropy = 0.0                            # Blast_MatrixEntropy
         for i in range(n):
             for j in range(n):
@@ -802,13 +803,16 @@ def _set_xuo_scores(m, row_probs, col_probs, alpha_convert):
     for i in range(alphsize):
         if alpha_convert[i] >= 0:
             avg_ix = _calc_avg_score(m, i, 0, True, col_probs, alpha_convert)
-            m[i, 21] = min(avg_ix, -1.0)
+            m[i, 21] = min(avg_ix, MAXIMUM_X_SCORE)
             score_xx += avg_ix * row_probs[i]
-            m[21, i] = min(_calc_avg_score(m, 0, i, False, row_probs, alpha_convert), -1.0)
-    m[21, 21] = min(score_xx, -1.0)
+            m[21, i] = min(_calc_avg_score(m, 0, i, False, row_probs, alpha_convert),
+                           MAXIMUM_X_SCORE)
+    m[21, 21] = min(score_xx, MAXIMUM_X_SCORE)
     for amb in (2, 23, 27):                     # B, Z, J
-        m[amb, 21] = min(_calc_avg_score(m, amb, 0, True, col_probs, alpha_convert), -1.0)
-        m[21, amb] = min(_calc_avg_score(m, 0, amb, False, row_probs, alpha_convert), -1.0)
+        m[amb, 21] = min(_calc_avg_score(m, amb, 0, True, col_probs, alpha_convert),
+                         MAXIMUM_X_SCORE)
+        m[21, amb] = min(_calc_avg_score(m, 0, amb, False, row_probs, alpha_convert),
+                         MAXIMUM_X_SCORE)
     # U (selenocysteine) scores as C, O (pyrrolysine) as X: what libcomposition_adjustment
     # of BLAST+ 2.12 gives (later toolkits copy X to both)
     for copy_to, source in ((24, 3), (26, 21)):

@@ -104,6 +104,10 @@ class Blast:
             ct.POINTER(ct.c_double), ct.c_int, ct.POINTER(ct.c_int), ct.POINTER(ct.c_double),
             ct.POINTER(ct.c_double), ct.POINTER(ct.c_double), ct.c_int, ct.c_double,
             ct.c_double, ct.c_int]
+        ca.Blast_CompositionMatrixAdj.argtypes = [
+            ct.POINTER(ct.POINTER(ct.c_int)), ct.c_int, ct.c_int, ct.c_int, ct.c_int,
+            ct.POINTER(ct.c_double), ct.POINTER(ct.c_double), ct.c_int, ct.c_double, ct.c_void_p,
+            ct.POINTER(_MatrixInfo)]
         ca.Blast_AdjustScores.argtypes = [
             ct.POINTER(ct.POINTER(ct.c_int)), ct.POINTER(_Composition), ct.c_int,
             ct.POINTER(_Composition), ct.c_int, ct.POINTER(_MatrixInfo), ct.c_int, ct.c_int,
@@ -181,6 +185,16 @@ class Blast:
             self.calc_lambda, ct.byref(pvalue), 0, ct.byref(ratio))
         out = np.array([[matrix[i][j] for j in range(28)] for i in range(28)])
         return status, out, rule.value, ratio.value
+
+    def composition_matrix_adj(self, info, rule, query_codes, subject_codes):
+        """Blast_CompositionMatrixAdj with a given rule: (status, matrix)."""
+        q, s = self.composition(query_codes), self.composition(subject_codes)
+        matrix = self.ca.Nlm_Int4MatrixNew(28, 28)
+        status = self.ca.Blast_CompositionMatrixAdj(
+            matrix, 28, rule, q.numTrueAminoAcids, s.numTrueAminoAcids, q.prob, s.prob,
+            C.RE_PSEUDOCOUNTS, C.FIXED_RE_BLOSUM62, self.workspace(info.matrix_name),
+            self.matrix_info(info))
+        return status, np.array([[matrix[i][j] for j in range(28)] for i in range(28)])
 
     def choose_rule(self, len1, len2, codes1, codes2, mode, name="BLOSUM62"):
         p1 = (ct.c_double * 20)(*C._gather_letter_probs(C._stdaa_probs(
@@ -549,3 +563,57 @@ def test_compiled_lambda_equals_stats_karlin_lambda_nr():
     # no positive score, or a non-negative mean: no lambda
     assert C._calc_lambda(np.array([0.5, 0.5]), -2, -1, 0.3) == -1.0
     assert C._calc_lambda(np.array([0.5, 0.0, 0.5]), -1, 1, 0.3) == -1.0
+
+
+def test_optimization_failure_falls_back_to_rescaling():
+    """Homopolymers of 1000: Newton's method fails; BLAST rescales the old matrix instead."""
+    info = C.matrix_info("BLOSUM62")
+    q, s = encode("W" * 1000), encode("C" * 1000)
+    joint, rows, cols = C.joint_probs("BLOSUM62")
+    pq, nq = C.read_composition(q)
+    ps, ns = C.read_composition(s)
+    gather = C._gather_letter_probs
+    ok, _, its = C.optimize_target_frequencies(
+        joint, C._apply_pseudocounts(gather(C._stdaa_probs(pq), C.ALPHA_CONVERT), nq, rows, 20),
+        C._apply_pseudocounts(gather(C._stdaa_probs(ps), C.ALPHA_CONVERT), ns, cols, 20), 0.44)
+    assert not ok
+    for mode in (2, 3):
+        result = _adjust(info, q, s, mode)
+        assert result.rule == C.COMPO_SCALE_OLD_MATRIX and not result.failed
+        assert 0.5 <= result.lambda_ratio <= 1.0
+        rescaled, ratio = C.composition_based_stats(info, C._stdaa_probs(pq), C._stdaa_probs(ps))
+        assert ratio == result.lambda_ratio and (rescaled == result.matrix).all()
+
+
+@needs_blast_libs
+def test_fallback_equals_blasts(blast, capfd):
+    info = C.matrix_info("BLOSUM62")
+    for a, b in [("W", "C"), ("A", "W"), ("P", "H")]:
+        q, s = encode(a * 1000), encode(b * 1000)
+        for mode in (2, 3):
+            status, expected, rule, ratio = blast.adjust_scores(info, q, s, mode)
+            ours = _adjust(info, q, s, mode)
+            assert status == 0 and rule == C.COMPO_SCALE_OLD_MATRIX == ours.rule
+            assert ours.lambda_ratio == ratio and (ours.matrix == expected).all()
+    capfd.readouterr()      # the library's own diagnostics, if any
+
+
+@needs_blast_libs
+@pytest.mark.parametrize("rule", [C.UNCONSTRAINED_REL_ENTROPY, C.REL_ENTROPY_OLD_MATRIX_NEW_CONTEXT,
+                                  C.REL_ENTROPY_OLD_MATRIX_OLD_CONTEXT,
+                                  C.USER_SPECIFIED_REL_ENTROPY])
+def test_composition_matrix_adj_rules_equal_blasts(blast, rule):
+    """The rules blastp's tests never choose, Blast_CompositionMatrixAdj's other targets."""
+    for name in ("BLOSUM62", "PAM70"):
+        info = C.matrix_info(name)
+        for q, s in _pairs(400 + rule, 6):
+            pq, nq = C.read_composition(q)
+            ps, ns = C.read_composition(s)
+            if not (nq and ns):
+                continue
+            status, expected = blast.composition_matrix_adj(info, rule, q, s)
+            ours_status, ours = C.composition_matrix_adj(info, rule, nq, ns, C._stdaa_probs(pq),
+                                                         C._stdaa_probs(ps))
+            assert ours_status == status
+            if status == 0:
+                assert (ours == expected).all()
