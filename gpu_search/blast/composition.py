@@ -29,17 +29,19 @@ Scale.  blast_kappa.c scales the whole search by ``SCALING_FACTOR`` = 32 when
 composition-based statistics are on (``localScalingFactor``): gap costs become
 ``BLAST_Nint(cost * 32)``, the gapped lambda is divided by 32, and
 ``matrix_info.ungapped_lambda`` is the ideal ungapped lambda / 32.  Every matrix
-this module returns is at that scale (BLOSUM62's A-A, 4 at scale 1, comes out near
-128), so alignment scores computed with it are 32 times BLAST's reported scores;
-the driver divides them back with ``BLAST_Nint(score / 32)``
-(``s_HSPListNormalizeScores``).  ``matrix_info(name, scale_factor=1.0)`` gives the
-unscaled variant (tests).
+this module returns is at that scale: scores are ln(frequency ratio) / (lambda / 32),
+so BLOSUM62's A-A, 4 in BLAST's matrix, is 137 unadjusted (ln 3.9029 / (0.31761 / 32)).
+Alignment scores computed with it (and with the gap costs times 32) are divided back
+by the driver, ``BLAST_Nint(score / 32)`` (``s_HSPListNormalizeScores``), before they
+are reported; E-values are computed before that, from the scaled score and the gapped
+lambda / 32.  ``matrix_info(name, scale_factor=1.0)`` gives the unscaled variant.
 
 Matrices.  BLAST+ 2.12 has frequency ratios, joint probabilities and background
 frequencies for BLOSUM45, 50, 62, 80, 90 and PAM30, 70, 250, all the matrices blastp
 accepts, so every mode works with each of them (``blastp -matrix PAM30
--comp_based_stats 2`` adjusts PAM30's target frequencies; the target relative entropy
-is BLOSUM62's 0.44 whatever the matrix, and so is the threshold of the mode-2 test).
+-comp_based_stats 2`` adjusts PAM30's target frequencies).  The target relative
+entropy of modes 2 and 3 is BLOSUM62's 0.44 whatever the matrix (kFixedReBlosum62);
+the mode-2 test measures distances from the matrix's own background frequencies.
 
 Every table below was dumped from the BLAST+ 2.12.0 libraries (libblast.so: the
 frequency ratios; libcomposition_adjustment.so: the joint probabilities and
@@ -1086,11 +1088,15 @@ class Adjustment:
     matrix        int32 (28, 28) by NCBIstdaa code, at info.scale_factor times BLAST's
                   scale (see the module docstring); None when failed
     rule          the EMatrixAdjustRule used (eCompoScaleOldMatrix after a fallback)
-    lambda_ratio  LambdaRatio of eCompoScaleOldMatrix; 1.0 after a successful
-                  optimisation (BLAST's "meaningless for this mode")
-    failed        True where BLAST's function returns 1: the query or the subject has no
-                  true amino acid; blastp then does not realign this HSP and leaves the
-                  matrix and rule as the previous pair left them
+    lambda_ratio  LambdaRatio of eCompoScaleOldMatrix (in [0.5, 1]; the matrix is
+                  already rescaled by it); 1.0 after a successful optimisation (BLAST's
+                  "meaningless for this mode").  blastp's E-values do not use it.
+    failed        True where BLAST's function returns 1: the query or the subject (its
+                  window) has no true amino acid, e.g. a subject masked whole by SEG.
+                  Blast_RedoOneMatch then does not realign that HSP, and the next HSPs
+                  of the window are realigned, without a new adjustment, with the
+                  score matrix (and rule) the last adjustment left, or before any
+                  adjustment the search's own unscaled matrix
     """
 
     matrix: np.ndarray | None
