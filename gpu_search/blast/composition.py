@@ -1042,14 +1042,16 @@ def _apply_pseudocounts(probs20, n_observations, background, pseudocounts):
 
 def composition_matrix_adj(info: MatrixInfo, rule: int, length1: int, length2: int,
                            query_probs28: np.ndarray, subject_probs28: np.ndarray,
-                           pseudocounts: int = RE_PSEUDOCOUNTS,
+                           pseudocounts: int = RE_PSEUDOCOUNTS, workspace=None,
                            specified_re: float = FIXED_RE_BLOSUM62):
     """``Blast_CompositionMatrixAdj``: (status, matrix); status 0 success, 1 no convergence.
 
     ``length1``, ``length2``: numbers of true letters of query and subject (the
     weights of their compositions against the pseudocounts).
     """
-    joint, first_std, second_std = joint_probs(info.matrix_name)
+    if workspace is None:
+        workspace = joint_probs(info.matrix_name)
+    joint, first_std, second_std = workspace
     row_probs = _gather_letter_probs(query_probs28, ALPHA_CONVERT)
     col_probs = _gather_letter_probs(subject_probs28, ALPHA_CONVERT)
     if rule == UNCONSTRAINED_REL_ENTROPY:
@@ -1105,26 +1107,34 @@ class Adjustment:
     failed: bool = False
 
 
-def adjust_scores(info: MatrixInfo, query_probs20, query_length: int, query_n_true: int,
-                  subject_probs20, subject_length: int, subject_n_true: int, mode: int,
+def new_workspace(info: MatrixInfo):
+    """Blast_CompositionWorkspaceNew + Init: the matrix's (joint probabilities, row sums,
+    column sums), read-only and shared, for ``adjust_scores(..., workspace)``."""
+    return joint_probs(info.matrix_name)
+
+
+def adjust_scores(info: MatrixInfo, query_comp, query_length: int, subject_comp,
+                  subject_length: int, mode: int, workspace=None,
                   pseudocounts: int = RE_PSEUDOCOUNTS) -> Adjustment:
     """``Blast_AdjustScores`` for blastp (square matrix, compositionTestIndex 0).
 
-    query_probs20, subject_probs20: read_composition()[0] of the query and of the
-        subject's window (TRUE_CHAR_POSITIONS order);
+    query_comp, subject_comp: ``read_composition`` of the query and of the subject's
+        window, (probs[20], number of true letters); the numbers weigh the
+        compositions against the pseudocounts;
     query_length, subject_length: the lengths Blast_RedoOneMatch passes (the query's
         and the subject window's lengths, all letters), used by the mode-2 test;
-    query_n_true, subject_n_true: read_composition()[1], the weights against the
-        pseudocounts;
-    mode: -comp_based_stats 1, 2 or 3.
+    mode: -comp_based_stats 1, 2 or 3;
+    workspace: new_workspace(info), or None to look it up.
 
     Mode 1 rescales the old matrix.  Modes 2 and 3 choose the rule
     (choose_matrix_adjust_rule); eUserSpecifiedRelEntropy optimises target
     frequencies of relative entropy 0.44 whose marginals are the two compositions
     (each mixed with 20 pseudocounts of the matrix's background, the joint
-    probabilities' marginals); if Newton's method does
-    not converge, BLAST falls back to rescaling the old matrix, as here.
+    probabilities' marginals); if Newton's method does not converge, BLAST falls
+    back to rescaling the old matrix, as here.
     """
+    query_probs20, query_n_true = query_comp
+    subject_probs20, subject_n_true = subject_comp
     if mode not in (1, 2, 3):
         raise ValueError(f"composition-based statistics mode {mode} is not 1, 2 or 3")
     if query_n_true == 0 or subject_n_true == 0:
@@ -1135,7 +1145,7 @@ def adjust_scores(info: MatrixInfo, query_probs20, query_length: int, query_n_tr
                                      subject_probs20, mode, info.matrix_name)
     if rule != COMPO_SCALE_OLD_MATRIX:
         status, matrix = composition_matrix_adj(info, rule, query_n_true, subject_n_true,
-                                                query28, subject28, pseudocounts)
+                                                query28, subject28, pseudocounts, workspace)
         if status == 0:
             return Adjustment(matrix, rule, 1.0)
     matrix, ratio = composition_based_stats(info, query28, subject28)

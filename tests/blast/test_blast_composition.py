@@ -461,7 +461,8 @@ def test_optimized_target_frequencies_equal_blasts(blast, target):
 def _adjust(info, q, s, mode):
     pq, nq = C.read_composition(q)
     ps, ns = C.read_composition(s)
-    return C.adjust_scores(info, pq, len(q), nq, ps, len(s), ns, mode)
+    workspace = C.new_workspace(info) if mode > 1 else None
+    return C.adjust_scores(info, (pq, nq), len(q), (ps, ns), len(s), mode, workspace)
 
 
 def test_no_true_letters_fails():
@@ -475,7 +476,7 @@ def test_mode_1_background_pair_keeps_ratios():
     """A pair of background compositions scores like the matrix: LambdaRatio 1, matrix at 32x."""
     info = C.matrix_info("BLOSUM62")
     bg = C.background_freqs("BLOSUM62")[[C.ALPHA_CONVERT[c] for c in C.TRUE_CHAR_POSITIONS]]
-    result = C.adjust_scores(info, bg, 1000, 1000, bg, 1000, 1000, 1)
+    result = C.adjust_scores(info, (bg, 1000), 1000, (bg, 1000), 1000, 1)
     assert result.rule == C.COMPO_SCALE_OLD_MATRIX
     assert 0.95 < result.lambda_ratio <= 1.0
     core = C.TRUE_CHAR_POSITIONS
