@@ -618,3 +618,39 @@ def test_composition_matrix_adj_rules_equal_blasts(blast, rule):
             assert ours_status == status
             if status == 0:
                 assert (ours == expected).all()
+
+
+SELF_TEST_PROTEINS = {
+    # length 300, ordinary composition (the subject window is the whole sequence)
+    "ordinary": "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQAPILSRVGDGTQDNLSGAEKAVQVKVKALPDAQFEVVHSLAKWKRQTLGQ"
+                "HDFSAGEGLYTHMKALRPDEDRLSPLHSVYVDQWDWERVMGDGERQFSTLKSTVEAIWAGIKATEAAVSEEFGLAPFLPDQ"
+                "IHFVHSQELLSRYPDLDAKGRERAIAKDLGAVFLVGIGGKLSDGHRHDVRAPDYDDWSTPSELGHAGLNGDILVWNPVLED"
+                "AFELSSMGIRVDADTLKHQLALTGDEDRLELEWHQALLRGEMPQTIGGGIGQSRLTMLLLQLPHIGQVQAGVWPAACRE",
+    # serine-rich, low complexity
+    "biased": "MSSSSSSGSSGSSSRRRRSSSSSGGGGSSSSRRSSSSPPPSSSSGGSSRRSSSSSSGSSGSSSRRRRSSSSSGGGGSSSSRRSS"
+              "WWCMHHY",
+}
+
+
+@pytest.mark.skipif(LIB_DIR is None, reason="BLAST+ 2.12 (blastp) not installed")
+@pytest.mark.parametrize("name", ["BLOSUM62", "PAM30"])
+def test_self_alignment_scores_equal_blastp(tmp_path, name):
+    """blastp's score of a protein against itself (one full-length ungapped HSP, too alike
+    for SEG) is the adjusted matrix's diagonal summed over the protein, divided by 32."""
+    for label, text in SELF_TEST_PROTEINS.items():
+        fasta = tmp_path / f"{label}.fa"
+        fasta.write_text(f">{label}\n{text}\n")
+        codes = encode(text)
+        comp = C.read_composition(codes)
+        info = C.matrix_info(name)
+        for mode in (1, 2, 3):
+            row = subprocess.run(
+                ["blastp", "-query", str(fasta), "-subject", str(fasta), "-matrix", name,
+                 "-comp_based_stats", str(mode), "-max_hsps", "1",
+                 "-outfmt", "6 score qstart qend sstart send gaps"],
+                capture_output=True, text=True, timeout=60, check=True).stdout.split()
+            assert row[1:] == ["1", str(len(text)), "1", str(len(text)), "0"], (label, mode)
+            adjusted = C.adjust_scores(info, comp, len(codes), comp, len(codes), mode,
+                                       C.new_workspace(info) if mode > 1 else None)
+            raw = sum(int(adjusted.matrix[c, c]) for c in codes)
+            assert int(row[0]) == math.floor(raw / 32 + 0.5), (label, mode)   # BLAST_Nint
