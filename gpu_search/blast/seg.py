@@ -79,10 +79,11 @@ def seg_intervals(codes, window: int = KAPPA_WINDOW, locut: float = KAPPA_LOCUT,
                   hicut: float = KAPPA_HICUT, merge: bool = True) -> list:
     """SEG's segments of a protein in NCBIstdaa codes: 0-based inclusive (begin, end) pairs.
 
-    In the order ``SeqBufferSeg`` lists them.  ``merge`` as ``SeqBufferSeg``'s
-    ``overlaps``: True for blastp's masking (BlastSetUp_Filter), False for segmasker,
-    which prints the segments as found, overlapping or not.
-    Parameters out of range are corrected as ``s_SegParametersCheck`` does.
+    In the order found, as segmasker prints them.  ``merge`` as ``SeqBufferSeg``'s
+    ``overlaps``: True for blastp (``BlastSetUp_Filter``: blast_kappa.c's masking of
+    database sequences, and -seg on queries), False for segmasker, which prints the
+    segments unmerged.  Not empty exactly where blast_kappa.c's ``is_seq_biased`` is
+    true.  Parameters out of range are corrected as ``s_SegParametersCheck`` does.
     """
     seq = _SEG_INDEX[np.asarray(codes, dtype=np.uint8)]
     if window <= 0:
@@ -119,7 +120,8 @@ def _segments_of(seq, start, length, window, locut, hicut, lnfact, bits, segs):
             if left:
                 segs.append(left[-1])
         segs.append((start + leftend, start + rightend))
-        # Go on after the segment (or its windows above hicut, if they end first).
+        # Scan on from the first window starting after the trimmed segment, or from the
+        # one after the segment's last window at most hicut if that comes first.
         i = lowlim = min(hi, rightend + downset) + 1
 
 
