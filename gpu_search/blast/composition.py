@@ -697,7 +697,7 @@ def _optimize_target_frequencies(q, row_sums, col_sums, constrain_rel_entropy,
         else:
             norm_resids_z = _euclidean_norm(resids_z, 2 * alphsize - 1)
         rnorm = math.sqrt(norm_resids_x * norm_resids_x + norm_resids_z * norm_resids_z)
-        if not (rnorm > tol):       # also stops on NaN, as BLAST's test does
+        if not (rnorm > tol):       # NaN ends the loop too, as in BLAST
             break
         its += 1
         if its <= maxits:

@@ -277,12 +277,12 @@ def test_ideal_lambda_blosum62():
 def test_start_matrix_blosum62_values():
     """startMatrix entries worked out by hand: round(ln(ratio) / (0.31760596 / 32))."""
     info = C.matrix_info("BLOSUM62")
-    a, w, x, stop = (NCBISTDAA.index(c) for c in "AWX*")
+    a, w, x, star = (NCBISTDAA.index(c) for c in "AWX*")
     lam = 0.31760595763573063 / 32
     assert info.start_matrix[a, a] == 137            # ln 3.90294070 / lam = 137.2
     assert info.start_matrix[w, w] == round(math.log(C.freq_ratios("BLOSUM62")[w, w]) / lam)
     assert info.start_matrix[a, x] == -29            # ln 0.75 / lam = -28.99
-    assert info.start_matrix[stop, a] == -140        # ln 0.25 / lam = -139.7
+    assert info.start_matrix[star, a] == -140        # ln 0.25 / lam = -139.7
     assert info.start_matrix[0, a] == C.SCORE_MIN
 
 
@@ -483,8 +483,8 @@ def test_mode_1_background_pair_keeps_ratios():
     expected = C.int4_matrix_from_freq(info.start_freq_ratios,
                                        info.ungapped_lambda / result.lambda_ratio)
     assert (result.matrix[np.ix_(core, core)] == expected[np.ix_(core, core)]).all()
-    stop = NCBISTDAA.index("*")
-    assert (result.matrix[stop] == info.start_matrix[stop]).all()
+    star = NCBISTDAA.index("*")
+    assert (result.matrix[star] == info.start_matrix[star]).all()
     assert (result.matrix[:, 0] == C.SCORE_MIN).all()
 
 
@@ -495,12 +495,12 @@ def test_adjusted_matrix_layout():
     result = _adjust(info, q, s, 2)
     m = result.matrix
     assert result.rule == C.USER_SPECIFIED_REL_ENTROPY and result.lambda_ratio == 1.0
-    c, x, u, o, stop = (NCBISTDAA.index(ch) for ch in "CXUO*")
+    c, x, u, o, star = (NCBISTDAA.index(ch) for ch in "CXUO*")
     assert (m[u] == m[c]).all() and (m[:, u] == m[:, c]).all()
     assert (m[o] == m[x]).all() and (m[:, o] == m[:, x]).all()
     assert (m[x] <= -1).all() and (m[:, x] <= -1).all()
-    assert (m[stop] == info.start_matrix[stop]).all()
-    assert (m[:, stop] == info.start_matrix[:, stop]).all()
+    assert (m[star] == info.start_matrix[star]).all()
+    assert (m[:, star] == info.start_matrix[:, star]).all()
     assert (m[0] == C.SCORE_MIN).all() and (m[1:, 0] == C.SCORE_MIN).all()
     a = NCBISTDAA.index("A")
     assert 100 < m[a, a] < 180          # 32 x BLAST's scale (4 bits / 2 at scale 1)
