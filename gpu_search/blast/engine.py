@@ -184,7 +184,7 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
                 for i, results in enumerate(scheduler.results_in_order()):
                     qname, qdesc = queries.name(i), queries.description(i)
                     qtitle = f"{qname} {qdesc}" if qdesc else qname
-                    rows = [h for r in select(results, options.max_target_seqs) for h in r.rows]
+                    rows = [h for r in select(results, options.max_target_seqs, options.comp_based_stats) for h in r.rows]
                     write_query(fh, fmt, columns, qtitle, db_name, rows)
                     if hits_out is not None:
                         saved.append((qtitle, results))

@@ -74,13 +74,17 @@ class SubjectResult:
     prelim_key: tuple
     final_key: tuple
     rows: list
+    heap_record: tuple | None = None   # composition statistics: (best E-value, best scaled score, oid)
 
     def __reduce__(self):
         return fields_reduce(self)
 
 
-def prelim_hitlist_size(max_target_seqs: int) -> int:
-    """SBlastHitsParametersNew (gapped search, no composition statistics)."""
+def prelim_hitlist_size(max_target_seqs: int, comp_based_stats: int = 0) -> int:
+    """BlastHSPCollectorParamsNew (gapped search): twice -max_target_seqs plus 50 with
+    composition-based statistics, else the smaller of twice it and it plus 50; at least 10."""
+    if comp_based_stats:
+        return max(2 * max_target_seqs + 50, 10)
     return max(min(2 * max_target_seqs, max_target_seqs + 50), 10)
 
 
@@ -101,14 +105,19 @@ def hit_list(work, setup) -> list[tuple]:
     best_ev = np.minimum.reduceat(ev, starts).tolist()
     best_score = np.maximum.reduceat(scores, starts).tolist()
     lists = sorted((list_order_key(e, sc, first + s), s) for e, sc, s in zip(best_ev, best_score, subjects))
-    return lists[: prelim_hitlist_size(setup.options.max_target_seqs)]
+    return lists[: prelim_hitlist_size(setup.options.max_target_seqs, setup.options.comp_based_stats)]
 
 
-def select(results: list[SubjectResult], max_target_seqs: int) -> list[SubjectResult]:
+def select(results: list[SubjectResult], max_target_seqs: int, comp_based_stats: int = 0) -> list[SubjectResult]:
     """BLAST's subjects for output: the preliminary hit list (its best
-    ``prelim_hitlist_size`` subjects), traced back, sorted, cut to max_target_seqs.
+    ``prelim_hitlist_size`` subjects), traced back (with composition-based statistics:
+    redone, and kept as ``kappa.heap_select`` keeps them), sorted, cut to max_target_seqs.
 
     Works on one search's results or on the union of database shards' results.
     """
-    kept = sorted(results, key=lambda r: r.prelim_key)[: prelim_hitlist_size(max_target_seqs)]
+    kept = sorted(results, key=lambda r: r.prelim_key)[: prelim_hitlist_size(max_target_seqs, comp_based_stats)]
+    if comp_based_stats:
+        from .kappa import heap_select
+
+        kept = heap_select([(r.prelim_key[0], r.heap_record, r) for r in kept], max_target_seqs)
     return sorted(kept, key=lambda r: r.final_key)[:max_target_seqs]

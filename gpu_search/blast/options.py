@@ -38,9 +38,7 @@ class BlastOptions:
                               "word sizes 5 to 7, as in blastp-fast, is not implemented)")
         if self.window_size is not None and self.window_size < 0:
             raise OptionError("-window_size must be >= 0")
-        if self.comp_based_stats != 0:
-            raise OptionError(
-                f"-comp_based_stats {self.comp_based_stats} is not supported yet: gpu-search blastp "
-                "implements -comp_based_stats 0 (no composition-based statistics) only")
+        if self.comp_based_stats not in (0, 1, 2, 3):
+            raise OptionError(f"-comp_based_stats {self.comp_based_stats}: expected 0, 1, 2 or 3")
         if self.num_threads < 1:
             raise OptionError("-num_threads must be >= 1")

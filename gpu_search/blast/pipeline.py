@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import OptionError
-from . import gapped, stats, traceback
+from . import gapped, kappa, stats, traceback
 from .alphabet import EASEL_TO_NCBISTDAA, NCBISTDAA, blast_query_codes, easel_to_ncbistdaa
 from .hitlist import SubjectResult, evalue_key, evalues, evalues_by_length, hit_list, list_order_key
 from .lookup import build_lookup
@@ -113,7 +113,8 @@ def prepare_query(work: QueryWork, setup: SearchSetup):
     if work.kbp is None:          # BLAST: no valid Karlin block for this query (e.g. all X)
         return None
     work.cutoffs = stats.search_cutoffs(work.kbp, setup.gapped, len(q), stats.BLAST_SEQSRC_MINLENGTH,
-                                        setup.db_length, evalue=setup.options.evalue)
+                                        setup.db_length, evalue=setup.options.evalue,
+                                        comp_based_stats=setup.options.comp_based_stats)
     return build_lookup(q, setup.matrix.scores, setup.options.word_size, setup.threshold)
 
 
@@ -225,8 +226,11 @@ def final_stage(work: QueryWork, setup: SearchSetup, queries) -> list[SubjectRes
 
 
 def traceback_stage(work: QueryWork, setup: SearchSetup, queries, hits: list[tuple]) -> list[SubjectResult]:
-    """Final HSPs with traceback of the subjects of ``hits`` (``hitlist.hit_list``)."""
+    """Final HSPs with traceback of the subjects of ``hits`` (``hitlist.hit_list``); with
+    composition-based statistics, their redo (:mod:`.kappa`)."""
     opts = setup.options
+    if opts.comp_based_stats:
+        return redo_stage(work, setup, queries, hits)
     first = int(setup.subjects.first_index)
     results = []
     for key, s in hits:
@@ -247,6 +251,56 @@ def traceback_stage(work: QueryWork, setup: SearchSetup, queries, hits: list[tup
                                    first + s)
         results.append(SubjectResult(first + s, key, final_key, to_hsps(work, setup, queries, s, res, order)))
     return results
+
+
+def redo_stage(work: QueryWork, setup: SearchSetup, queries, hits: list[tuple]) -> list[SubjectResult]:
+    """The subjects of ``hits`` redone with composition-based statistics, each with its
+    heap record (which of them BLAST keeps is ``hitlist.select``'s business: it depends on
+    the other subjects)."""
+    opts = setup.options
+    first = int(setup.subjects.first_index)
+    kq = kappa.kappa_query(work.codes, setup, opts.comp_based_stats)
+    results = []
+    for key, s in hits:
+        a, b = setup.offsets[s], setup.offsets[s + 1]
+        subject = setup.residues[a:b]
+        done = kappa.finish_subject(kappa.redo_subject(work.prelim[s], kq, subject, setup.matrix.scores), kq, setup, int(b - a),
+                                    opts.evalue)
+        if done is None:
+            continue
+        # Blast_HSPListSortByEvalue: E-value up, then the redo's score order
+        order = sorted(range(len(done.aligns)), key=lambda i: (evalue_key(float(done.evalues[i])), i))
+        if opts.max_hsps is not None:
+            order = order[: opts.max_hsps]
+        final_key = list_order_key(float(done.evalues[order[0]]), int(done.scores[order[0]]), first + s)
+        rows = redone_hsps(work, setup, queries, s, done, order)
+        results.append(SubjectResult(first + s, key, final_key, rows,
+                                     heap_record=(done.best_evalue, done.best_scaled_score, first + s)))
+    return results
+
+
+def redone_hsps(work: QueryWork, setup: SearchSetup, queries, s: int, done, order) -> list[Hsp]:
+    """Output rows of one redone subject: numbers counted on the unmasked sequences."""
+    db = setup.subjects
+    qname = queries.name(work.index)
+    qdesc = queries.description(work.index)
+    qtitle = f"{qname} {qdesc}" if qdesc else qname
+    a, b = setup.offsets[s], setup.offsets[s + 1]
+    subject = setup.residues[a:b]
+    sname, sdesc = db.name(s), db.description(s)
+    rows = []
+    for i in order:
+        al = done.aligns[i]
+        ident, pos, _length, gaps, opens = kappa.alignment_numbers(al, work.codes, subject, setup.matrix.scores)
+        qseq, sseq = traceback.alignment_strings(work.codes, subject, al.q0, al.s0, al.ops, al.nums, NCBISTDAA)
+        rows.append(Hsp(
+            query_id=qname, query_title=qtitle, query_length=len(work.codes),
+            subject_id=sname, subject_title=f"{sname} {sdesc}" if sdesc else sname,
+            subject_length=int(b - a), score=int(done.scores[i]), bit_score=float(done.bit_scores[i]),
+            evalue=float(done.evalues[i]), q_start=al.q0 + 1, q_end=al.q1, s_start=al.s0 + 1, s_end=al.s1,
+            qseq=qseq, sseq=sseq, nident=int(ident), positive=int(pos), gaps=int(gaps), gapopen=int(opens),
+            oid=int(db.first_index) + int(s)))
+    return rows
 
 
 def to_hsps(work: QueryWork, setup: SearchSetup, queries, s: int, res, order) -> list[Hsp]:
