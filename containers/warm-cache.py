@@ -62,9 +62,24 @@ def main() -> None:
             run("blastp", "-query", "query.faa", "-db", db, "-out", "hits.tsv",
                 "-outfmt", "6 std qseq sseq nident positive gaps")
         run("blastp", "-query", "query.faa", "-db", "db.faa", "-out", "hits.tsv", "-outfmt", "7")
+        # the other composition-based statistics modes (the runs above use BLAST+'s default, 2)
+        for mode in ("0", "1", "3"):
+            run("blastp", "-query", "query.faa", "-db", "db.faa", "-out", "hits.tsv", "-comp_based_stats", mode)
+    composition_loops()
     gpu_path_loops()
     cache = Path(os.environ["NUMBA_CACHE_DIR"])
     print(f"warm-cache: {sum(1 for _ in cache.rglob('*.nbc'))} compiled loops in {cache}")
+
+
+def composition_loops() -> None:
+    """Both ways a matrix is adjusted to a pair's composition, whichever the small search
+    above took: the rescaled matrix and the optimised target frequencies."""
+    from gpu_search.blast import composition as C
+
+    info = C.matrix_info("BLOSUM62")
+    comp = C.read_composition(np.arange(1, 23, dtype=np.uint8))
+    C.adjust_scores(info, comp, 22, comp, 22, 1)
+    C.adjust_scores(info, comp, 22, comp, 22, 2, C.new_workspace(info))
 
 
 def gpu_path_loops() -> None:

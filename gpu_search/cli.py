@@ -481,6 +481,11 @@ class BlastCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
+
+# BLAST+ reads the option's first character: D is the default (2), F and T the old false and
+# true; anything else turns the statistics off
+_COMP_BASED_STATS = {"0": 0, "F": 0, "f": 0, "1": 1, "2": 2, "T": 2, "t": 2, "D": 2, "d": 2, "3": 3}
+
 @cli.command(cls=BlastCommand, context_settings=CONTEXT, epilog=exit_code_help())
 @click.option("-query", "query", required=True, metavar="FILE", help="Query protein FASTA (many queries, may be gzipped).")
 @click.option("-db", "db", required=True, metavar="DB", help="Subject database: protein FASTA (may be gzipped) or .gsdb.")
@@ -507,8 +512,10 @@ class BlastCommand(click.Command):
               help=f"Two-hit window (matrix default: 40 for BLOSUM62); 0: one-hit word finder; at most "
                    f"{MAX_WINDOW:,} (the diagonal table is as long as query + window; BLAST+'s 32-bit "
                    f"arithmetic overflows near 2^31).")
-@click.option("-comp_based_stats", "comp_based_stats", default="0", show_default=True,
-              help="Composition-based statistics: only 0 (off) is implemented; BLAST+'s default is 2.")
+@click.option("-comp_based_stats", "comp_based_stats", default="2", show_default=True,
+              help="Composition-based statistics, as BLAST+: 0 or F (off), 1 (composition-based "
+                   "statistics), 2, T or D (conditional compositional score-matrix adjustment, BLAST+'s "
+                   "default), 3 (unconditional compositional score-matrix adjustment).")
 @click.option("-num_threads", "num_threads", type=click.IntRange(min=1), default=None,
               help="CPU threads (default: all cores).")
 @click.option("--hits-out", "hits_out", metavar="FILE",
@@ -542,7 +549,7 @@ def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps,
            gpu_window_lanes, gpu_streams, gpu_gapped_cells, gpu_gapped, timings, timeline, device, gpus, quiet):
     """Protein BLAST: search protein queries against a protein database, as BLAST+ blastp.
 
-    Rows are those of NCBI BLAST+ 2.12 blastp with -comp_based_stats 0.
+    Rows are those of NCBI BLAST+ 2.12 blastp, in each -comp_based_stats mode.
     """
     from .blast.crossover import choose_device
     from .blast.engine import run_blastp
@@ -559,10 +566,12 @@ def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps,
         raise OptionError(f"-task {task}: only blastp is implemented")
     if seg != "no":
         raise OptionError(f"-seg {seg}: SEG masking is not implemented (BLAST+ blastp's default is -seg no)")
-    try:
-        cbs = int(str(comp_based_stats).strip().upper().replace("F", "0").replace("T", "2") or 0)
-    except ValueError:
-        raise OptionError(f"-comp_based_stats {comp_based_stats!r}: expected 0, 1, 2 or 3") from None
+    cbs = _COMP_BASED_STATS.get(str(comp_based_stats)[:1])
+    if cbs is None:
+        # BLAST+ 2.12 runs without composition-based statistics then, and says nothing
+        cbs = 0
+        click.echo(f"gpu-search: warning: -comp_based_stats {comp_based_stats!r} is none of 0, 1, 2, 3, F, T, "
+                   "D: composition-based statistics off, as BLAST+ takes it", err=True)
     options = BlastOptions(evalue=evalue, max_target_seqs=max_target_seqs, max_hsps=max_hsps, dbsize=dbsize,
                            matrix=matrix, gapopen=gapopen, gapextend=gapextend, word_size=word_size,
                            threshold=threshold, window_size=window_size, comp_based_stats=cbs,

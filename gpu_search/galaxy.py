@@ -104,6 +104,7 @@ gpu-search blastp
     -dbsize '$search.adv.dbsize'
     #end if
     -matrix '$search.adv.matrix'
+    -comp_based_stats '$search.adv.comp_based_stats'
     -word_size '$search.adv.word_size'
     #if str($search.adv.threshold):
     -threshold '$search.adv.threshold'
@@ -124,7 +125,9 @@ of the standard tools, only faster on a GPU:
   protein sequences, exactly as HMMER 3.4's ``hmmsearch`` does: same hits,
   scores, E-values, domains and alignments.
 * **Protein BLAST** searches protein queries against protein sequences,
-  exactly as NCBI BLAST+ 2.12 ``blastp -comp_based_stats 0`` does (same rows).
+  exactly as NCBI BLAST+ 2.12 ``blastp`` does (same rows), with its
+  composition-based statistics (``-comp_based_stats`` 2 by default; 0, 1 and 3
+  in the advanced options).
 
 Where Galaxy gives the job a GPU, the slow filtering stages run on it; where
 it does not, the search runs on the CPU with the same results, only slower.
@@ -296,6 +299,15 @@ def build_tool():
     badv.append(gxtp.SelectParam("matrix", label="Scoring matrix (-matrix)", options={
         m: m for m in ("BLOSUM62", "BLOSUM45", "BLOSUM50", "BLOSUM80", "BLOSUM90", "PAM30", "PAM70", "PAM250")
     }, default="BLOSUM62"))
+    # the IUC BLAST+ wrapper's choices and wording, BLAST+'s default
+    badv.append(gxtp.SelectParam("comp_based_stats", label="Composition-based statistics (-comp_based_stats)",
+                                 options={
+        "0": "0 - No composition-based statistics",
+        "1": "1 - Composition-based statistics as in NAR 29:2994-3005, 2001",
+        "2": "2 - Composition-based score adjustment as in Bioinformatics 21:902-911, 2005, conditioned on "
+             "sequence properties",
+        "3": "3 - Composition-based score adjustment as in Bioinformatics 21:902-911, 2005, unconditionally",
+    }, default="2"))
     badv.append(gxtp.IntegerParam("word_size", value=3, min=2, max=4, label="Word size (-word_size)"))
     badv.append(gxtp.IntegerParam("threshold", value="", optional=True, min=1,
                                   label="Minimum word score (-threshold; default: the matrix's)"))
@@ -346,22 +358,24 @@ def build_tool():
     t.append(gxtp.TestParam("search|adv|cutoffs", value="cut_ga"))
     t.append(gxtp.TestOutput("tblout", file="PF02826.cut_ga.tblout", lines_diff=11))
     tests.append(t)
-    # 3. blastp, 12 columns; expected file made by BLAST+ 2.12 (test-data/make.sh)
+    # 3. blastp, 12 columns, BLAST+'s default statistics; expected file made by BLAST+ 2.12
+    # (test-data/make.sh)
     t = gxtp.Test(expect_num_outputs=1)
     t.append(gxtp.TestParam("search|type", value="blastp"))
     t.append(gxtp.TestParam("search|query", value="blastp-queries.faa"))
     t.append(gxtp.TestParam("search|subject", value="proteome.faa"))
     t.append(gxtp.TestParam("search|outfmt", value=f"6 {BLAST_STD}"))
     t.append(gxtp.TestParam("search|adv|evalue", value="10"))
-    t.append(gxtp.TestOutput("blast_out", file="blastp-queries.std.tsv"))
+    t.append(gxtp.TestOutput("blast_out", file="blastp-queries.cbs2.std.tsv"))
     tests.append(t)
-    # 4. blastp, 25 columns, -evalue 1e-5 -max_target_seqs 5
+    # 4. blastp, 25 columns, -evalue 1e-5 -max_target_seqs 5 -comp_based_stats 0
     t = gxtp.Test(expect_num_outputs=1)
     t.append(gxtp.TestParam("search|type", value="blastp"))
     t.append(gxtp.TestParam("search|query", value="blastp-queries.faa"))
     t.append(gxtp.TestParam("search|subject", value="proteome.faa"))
     t.append(gxtp.TestParam("search|adv|evalue", value="1e-5"))
     t.append(gxtp.TestParam("search|adv|max_target_seqs", value="5"))
+    t.append(gxtp.TestParam("search|adv|comp_based_stats", value="0"))
     t.append(gxtp.TestOutput("blast_out", file="blastp-queries.ext.tsv"))
     tests.append(t)
     tool.tests = tests

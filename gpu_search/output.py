@@ -171,7 +171,7 @@ class OutputSet:
 #         D bytes   data: binary parts the header points into as [offset, length]
 #        32 bytes   SHA-256 of every byte before it (a damaged or cut file is refused)
 
-RESULTS_VERSION = 2
+RESULTS_VERSION = 3
 _DIGEST = 32
 INT64 = (-(1 << 63), (1 << 63) - 1)
 
@@ -214,9 +214,9 @@ def read_results(path, kind: bytes, suffix: str, writer: str) -> tuple[dict, byt
     if len(raw) < 8:
         raise FormatError(f"{path}: truncated {suffix} file")
     version = raw[7]
-    if version == 1:
-        raise FormatError(f"{path}: a {suffix} file of an earlier gpu-search (format 1), no longer read: "
-                          f"search the shard again with this version")
+    if 1 <= version < RESULTS_VERSION:
+        raise FormatError(f"{path}: a {suffix} file of an earlier gpu-search (format {version}), no longer "
+                          f"read: search the shard again with this version")
     if version != RESULTS_VERSION:
         raise FormatError(f"{path}: {suffix} format version {version}; this gpu-search reads version "
                           f"{RESULTS_VERSION}")

@@ -21,3 +21,6 @@ blastp -query $T/blastp-queries.faa -db "$tmp/proteome" -comp_based_stats 0 -eva
        -outfmt "6 $STD" > $T/blastp-queries.std.tsv
 blastp -query $T/blastp-queries.faa -db "$tmp/proteome" -comp_based_stats 0 -evalue 1e-5 -max_target_seqs 5 \
        -outfmt "6 $EXT" > $T/blastp-queries.ext.tsv 2>/dev/null
+# BLAST+'s defaults (-comp_based_stats 2): what a run without options gives
+blastp -query $T/blastp-queries.faa -db "$tmp/proteome" -evalue 10 \
+       -outfmt "6 $STD" > $T/blastp-queries.cbs2.std.tsv

@@ -151,13 +151,14 @@ def test_makedb_from_pipes(tmp_path, proteome):
 
 
 def test_blastp_reads_pipes(tmp_path):
-    """blastp's query through <(cat ...), its database through <(gzip -dc ...): BLAST+'s rows."""
+    """blastp's query through <(cat ...), its database through <(gzip -dc ...): BLAST+'s rows
+    (its defaults: composition-based statistics 2)."""
     gz = tmp_path / "p.faa.gz"
     gz.write_bytes(gzip.compress((TEST_DATA / "proteome.faa").read_bytes()))
     r = bash(f'gs blastp -query <(cat "{TEST_DATA / "blastp-queries.faa"}") -db <(gzip -dc "{gz}") '
              f'-outfmt "6 std" -out "{tmp_path / "rows.tsv"}" -q')
     assert r.returncode == 0, r.stderr
-    assert (tmp_path / "rows.tsv").read_text() == (TEST_DATA / "blastp-queries.std.tsv").read_text()
+    assert (tmp_path / "rows.tsv").read_text() == (TEST_DATA / "blastp-queries.cbs2.std.tsv").read_text()
 
 
 # --- inputs that never end, binary ones ---------------------------------------------------------

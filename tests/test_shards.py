@@ -28,6 +28,7 @@ from gpu_search.hmmer import merge as hmmer_merge
 from gpu_search.hmmer import report, search
 from gpu_search.hmmer.models import read_hmms
 from gpu_search.hmmer.options import SearchOptions
+from gpu_search.output import RESULTS_VERSION
 
 HMM = TEST_DATA / "four-models.hmm"
 
@@ -35,7 +36,7 @@ HMM = TEST_DATA / "four-models.hmm"
 # --- the files, written by hand (not by the code under test) ---------------------------------
 
 
-def container(kind: bytes, header, data: bytes = b"", version: int = 2) -> bytes:
+def container(kind: bytes, header, data: bytes = b"", version: int = RESULTS_VERSION) -> bytes:
     """The documented layout: kind, version, header length, JSON header, data length, data, SHA-256."""
     blob = json.dumps(header).encode() if not isinstance(header, bytes) else header
     body = kind + bytes([version]) + struct.pack("<Q", len(blob)) + blob + struct.pack("<Q", len(data)) + data
@@ -192,7 +193,9 @@ def test_a_pickle_behind_the_header_runs_nothing(kind, shards, tmp_path):
     payload = pickle.dumps(Runs(marker))
     header, _ = parts(shards["files"][0])
     header["hmms"] = [0, len(payload)]
-    crafted = [magic + b"\x02" + payload, magic + b"\x01" + payload, magic + b"\x02" + payload + bytes(64)]
+    now, before = bytes([RESULTS_VERSION]), bytes([RESULTS_VERSION - 1])
+    crafted = [magic + now + payload, magic + before + payload, magic + b"\x01" + payload,
+               magic + now + payload + bytes(64)]
     if kind == "gshits":
         crafted.append(container(magic, header, payload))
     for i, blob in enumerate(crafted):
@@ -349,8 +352,8 @@ def test_mismatched_shards_are_refused(shards, tmp_path):
         hmmer_merge.read_shards([files[0], whole])
     header, data = parts(files[1])
     newer = tmp_path / "newer.gshits"
-    newer.write_bytes(container(hmmer_merge.KIND, header, data, version=3))
-    with pytest.raises(FormatError, match="format version 3"):
+    newer.write_bytes(container(hmmer_merge.KIND, header, data, version=RESULTS_VERSION + 1))
+    with pytest.raises(FormatError, match=f"format version {RESULTS_VERSION + 1}"):
         hmmer_merge.read_shards([files[0], newer, files[2]])
     code, err = cli("merge", files[0], other_e, files[2], "-o", tmp_path / "out.txt")
     assert code == 2 and one_line(err) and not (tmp_path / "out.txt").exists(), err

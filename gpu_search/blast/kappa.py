@@ -59,7 +59,6 @@ NEAR_IDENTICAL_WORD = 8                  # s_FindNumIdentical: word matches betw
 KAPPA_BIT_TOL = 2.0                      # s_IsContained: bits an enclosing alignment must exceed by
 INCLUSION_ETHRESH = 0.002                # PSI_INCLUSION_ETHRESH: the heap keeps every subject below it
 EVALUE_STRETCH = 5                       # BlastCompo_EarlyTermination
-SEG_WINDOW, SEG_LOCUT, SEG_HICUT = 10, 1.8, 2.1   # BLASTP_MASK_INSTRUCTIONS "S 10 1.8 2.1"
 X = 21                                   # NCBIstdaa X, SEG's mask letter
 SELENOCYSTEINE, CYSTEINE = 24, 3
 
@@ -341,8 +340,11 @@ def _subject_data(subject: np.ndarray, kq: KappaQuery, test_identical: bool, q0,
         return subject, None
     if test_identical and near_identical(kq.data, kq.words, subject, q0, q1, s0, s1):
         return subject, None
-    masked = seg.seg_mask(subject, SEG_WINDOW, SEG_LOCUT, SEG_HICUT)
-    return masked, bool(np.any(masked != subject))
+    segments = seg.seg_intervals(subject, seg.KAPPA_WINDOW, seg.KAPPA_LOCUT, seg.KAPPA_HICUT)
+    masked = np.array(subject, dtype=np.uint8, copy=True)
+    for begin, end in segments:
+        masked[begin:end + 1] = X
+    return masked, bool(segments)
 
 
 def redo_subject(prelim: np.ndarray, kq: KappaQuery, subject: np.ndarray, start_matrix) -> list[Alignment]:

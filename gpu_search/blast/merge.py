@@ -32,7 +32,7 @@ SUFFIX, WRITER = ".gsblast", "gpu-search blastp --hits-out"
 
 HEADER_FIELDS = ("program", "db_name", "database", "options", "queries")
 QUERY_FIELDS = ("title", "subjects")
-SUBJECT_FIELDS = ("oid", "prelim_key", "final_key", "rows")
+SUBJECT_FIELDS = ("oid", "prelim_key", "final_key", "heap_record", "rows")
 OPTION_FIELDS = tuple(f.name for f in fields(BlastOptions))
 # BlastOptions that change rows or E-values: equal in every shard merged
 MATCHING = tuple(name for name in OPTION_FIELDS if name != "num_threads")
@@ -52,7 +52,9 @@ def save_hits(path, per_query, *, options, db_name: str, database=None) -> None:
     queries = []
     for title, results in per_query:
         subjects = [{"oid": int(r.oid), "prelim_key": _key_fields(r.prelim_key),
-                     "final_key": _key_fields(r.final_key), "rows": [_hsp_fields(h) for h in r.rows]}
+                     "final_key": _key_fields(r.final_key),
+                     "heap_record": None if r.heap_record is None else _key_fields(r.heap_record),
+                     "rows": [_hsp_fields(h) for h in r.rows]}
                     for r in results]
         queries.append({"title": str(title), "subjects": subjects})
     header = {
@@ -73,7 +75,7 @@ def _plain(value, is_float: bool):
 
 
 def _key_fields(key) -> list:
-    """hitlist.list_order_key: (E-value, -score, -oid)."""
+    """hitlist.list_order_key: (E-value, -score, -oid); or a heap record (E-value, scaled score, oid)."""
     return [float(key[0]), int(key[1]), int(key[2])]
 
 
@@ -142,6 +144,9 @@ def _read_subject(f: Fields, obj, what: str) -> SubjectResult:
     prelim, final = _read_key(f, obj["prelim_key"], what), _read_key(f, obj["final_key"], what)
     if prelim[2] != -oid or final[2] != -oid:
         f.fail(f"{what}: its keys are not its own")
+    heap = None if obj["heap_record"] is None else _read_key(f, obj["heap_record"], what)
+    if heap is not None and heap[2] != oid:
+        f.fail(f"{what}: its keys are not its own")
     rows = []
     for k, row in enumerate(f.items(obj["rows"], f"{what} rows")):
         where = f"{what} row {k + 1}"
@@ -156,18 +161,19 @@ def _read_subject(f: Fields, obj, what: str) -> SubjectResult:
         if len(values["qseq"]) != len(values["sseq"]) or values["oid"] != oid:
             f.fail(f"{where}: its alignment or subject does not match")
         rows.append(Hsp(**values))
-    return SubjectResult(oid, prelim, final, rows)
+    return SubjectResult(oid, prelim, final, rows, heap_record=heap)
 
 
-def merge_results(shard_results: list[list], max_target_seqs: int) -> list:
+def merge_results(shard_results: list[list], max_target_seqs: int, comp_based_stats: int = 0) -> list:
     """One query's rows from several shards, exactly as one search of the whole database.
 
     Each shard saved every subject of its own preliminary hit list; the whole
     database's preliminary hit list is the best of their union (a subject in
-    the global list is in its shard's list), then BLAST's output order and cut.
+    the global list is in its shard's list), then (with composition-based
+    statistics) the subjects the redo keeps, BLAST's output order and cut.
     """
     union = [r for results in shard_results for r in results]
-    return [h for r in select(union, max_target_seqs) for h in r.rows]
+    return [h for r in select(union, max_target_seqs, comp_based_stats) for h in r.rows]
 
 
 def _check_shards(loaded: list[dict]) -> None:
@@ -207,6 +213,6 @@ def merge_files(paths, fh, *, fmt: int, columns: list[str]) -> None:
     first = loaded[0]
     limit = first["options"].max_target_seqs
     for q, (title, _) in enumerate(first["queries"]):
-        rows = merge_results([d["queries"][q][1] for d in loaded], limit)
+        rows = merge_results([d["queries"][q][1] for d in loaded], limit, first["options"].comp_based_stats)
         write_query(fh, fmt, columns, title, first["db_name"], rows)
     write_footer(fh, fmt, len(first["queries"]))

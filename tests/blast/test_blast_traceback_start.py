@@ -50,7 +50,7 @@ def test_short_gapped_hsp_kept_as_blast(case, proteome, tmp_path):
     db.write_text(fasta(proteome, [qname, sname]))
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, "-m", "gpu_search", "blastp", "-query", str(query), "-db", str(db),
-                        "-outfmt", "6 std score", "-dbsize", "109522", "-q", *options],
+                        "-outfmt", "6 std score", "-dbsize", "109522", "-comp_based_stats", "0", "-q", *options],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     assert [row for row in r.stdout.splitlines() if row.split("\t")[1] == sname] == expected

@@ -40,7 +40,7 @@ def test_ungapped_xdrop_not_capped_at_the_cutoff(proteome, tmp_path):
     db.write_text(fasta([QUERY, SUBJECT]))
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, "-m", "gpu_search", "blastp", "-query", str(query), "-db", str(db),
-                        "-outfmt", "6 std score", "-evalue", "10000", "-dbsize", "109522", "-q"],
+                        "-outfmt", "6 std score", "-evalue", "10000", "-dbsize", "109522", "-comp_based_stats", "0", "-q"],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     assert [row for row in r.stdout.splitlines() if row.split("\t")[1] == SUBJECT] == BLAST_ROWS

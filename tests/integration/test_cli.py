@@ -376,12 +376,22 @@ def test_blastp_options_left_out_are_named(args, says, tmp_path):
 
 
 def test_blastp_accepts_blast_defaults_spelled_out(tmp_path):
-    """-task blastp and -seg no are BLAST+ blastp's defaults: accepted, same rows."""
+    """-task blastp, -seg no and -comp_based_stats 2 are BLAST+ blastp's defaults: accepted, its
+    default rows; -comp_based_stats F and 0 turn the statistics off, T and D are 2, and a value
+    BLAST+ does not know turns them off with a warning (BLAST+ 2.12 says nothing)."""
     out = tmp_path / "rows.tsv"
-    r = run("blastp", "-task", "blastp", "-seg", "no", "-query", TEST_DATA / "blastp-queries.faa",
-            "-db", TEST_DATA / "proteome.faa", "-out", out, "-outfmt", "6 std", "-q")
+    r = run("blastp", "-task", "blastp", "-seg", "no", "-comp_based_stats", "2", "-query",
+            TEST_DATA / "blastp-queries.faa", "-db", TEST_DATA / "proteome.faa", "-out", out, "-outfmt", "6 std",
+            "-evalue", "10", "-q")
     assert r.returncode == 0, r.stderr
-    assert out.read_text() == (TEST_DATA / "blastp-queries.std.tsv").read_text()
+    assert out.read_text() == (TEST_DATA / "blastp-queries.cbs2.std.tsv").read_text()
+    for value, expected, warned in (("T", "cbs2.std", False), ("D", "cbs2.std", False), ("F", "std", False),
+                                    ("0", "std", False), ("x", "std", True)):
+        r = run("blastp", "-comp_based_stats", value, "-query", TEST_DATA / "blastp-queries.faa",
+                "-db", TEST_DATA / "proteome.faa", "-out", out, "-outfmt", "6 std", "-q")
+        assert r.returncode == 0, r.stderr
+        assert out.read_text() == (TEST_DATA / f"blastp-queries.{expected}.tsv").read_text(), value
+        assert ("warning: -comp_based_stats 'x'" in r.stderr) == warned, r.stderr
 
 
 def test_numba_goes_without_scipy_and_scipy_stays_importable():

@@ -120,7 +120,7 @@ def test_hmmsearch_command_quotes_everything(job, tmp_path):
 
 def test_blastp_command_quotes_everything(tmp_path):
     adv = _Params(evalue="0.001", max_target_seqs="500", max_hsps="", dbsize="273033200", matrix="BLOSUM62",
-                  word_size="3", threshold="", window_size="")
+                  comp_based_stats="2", word_size="3", threshold="", window_size="")
     search = dict(type="blastp", query=HOSTILE[0], subject=HOSTILE[1], outfmt=f"6 {BLAST_EXT}", adv=adv)
     argv = run_rendered(render(search, dict(blast_out=HOSTILE[2]), {}), tmp_path, {})
     assert not (tmp_path / "PWNED").exists()
@@ -178,7 +178,7 @@ def test_job_stderr_says_which_device_searched(job, line, tmp_path):
     pytest.importorskip("galaxy.tool_util.output_checker", reason="galaxy-tool-util (comes with galaxyxml)")
     job_env, device = GPU_ENVS[job]
     adv = _Params(evalue="0.001", max_target_seqs="500", max_hsps="", dbsize="", matrix="BLOSUM62",
-                  word_size="3", threshold="", window_size="")
+                  comp_based_stats="2", word_size="3", threshold="", window_size="")
     search = dict(type="blastp", query="q.faa", subject="db.faa", outfmt=f"6 {BLAST_STD}", adv=adv)
     said = {}
     argv = run_rendered(render(search, dict(blast_out="out.tsv"), {}), tmp_path, job_env,
