@@ -15,7 +15,7 @@ and one subject at a time; :mod:`.composition` computes the adjusted matrices,
   case: one window, the whole subject; the HSPs in score order; an HSP whose
   preliminary alignment is nearly identical to the query
   (``s_preliminaryTestNearIdentical``: at least 1.74 bits a position, then
-  ``s_TestNearIdentical``: more than 95% identities) is realigned with the
+  ``s_TestNearIdentical``: more than 96% identities) is realigned with the
   subject unmasked, every other one with the subject masked by SEG (window 10,
   locut 1.8, hicut 2.1, ``s_DoSegSequenceData``); the subject composition and
   the adjusted matrix are recomputed for the first HSP and whenever the
@@ -53,7 +53,7 @@ from .traceback import alignment_stats, gapped_alignment_with_traceback
 SCALING_FACTOR = 32                      # blast_kappa.c: scores in 1/32 units during the redo
 NEAR_IDENTICAL_BITS_PER_POSITION = 1.74  # blast_kappa.c: the preliminary near-identity test
 MINIMUM_LENGTH_NEAR_IDENTICAL = 50       # redo_alignment.c
-MIN_FRACTION_NEAR_IDENTICAL = 0.95       # s_TestNearIdentical
+MIN_FRACTION_NEAR_IDENTICAL = 0.96       # s_TestNearIdentical
 NEAR_IDENTICAL_MAX_SHIFT = 8             # s_TestNearIdentical: mismatches or gaps skipped
 NEAR_IDENTICAL_WORD = 8                  # s_FindNumIdentical: word matches between the ends
 KAPPA_BIT_TOL = 2.0                      # s_IsContained: bits an enclosing alignment must exceed by
@@ -262,7 +262,8 @@ def _hash(word) -> int:
 
 def near_identical(query: np.ndarray, q_words: np.ndarray, subject: np.ndarray,
                    q0: int, q1: int, s0: int, s1: int) -> bool:
-    """s_TestNearIdentical: more than 95% of the shorter side identical, counted by
+    """s_TestNearIdentical: more than 96% of the shorter side identical (BLAST+ 2.12; later
+    versions take 95%), counted by
     extensions from both ends and word matches in between."""
     q = query[q0:q1]
     s = subject[s0:s1]

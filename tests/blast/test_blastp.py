@@ -238,14 +238,15 @@ def gapped_kernel_on_cpu(tmp_path_factory):
     return build(tmp_path_factory.mktemp("gapped")) if CXX else None
 
 
-@pytest.mark.parametrize("gpus", [None, [0, 1, 2]])
-def test_gpu_pipeline_with_a_cpu_stand_in(tmp_path, proteome, gpus, gapped_kernel_on_cpu):
+@pytest.mark.parametrize("gpus, cbs", [(None, 0), ([0, 1, 2], 0), (None, 2)])
+def test_gpu_pipeline_with_a_cpu_stand_in(tmp_path, proteome, gpus, cbs, gapped_kernel_on_cpu):
     """The GPU pipeline of run_blastp (tables built ahead, each query's gapped work cut into
     pieces on threads, the preliminary gapped kernel for subjects with at most 2 init HSPs on
     each GPU's gapped threads, for the queries waiting at once, traceback in query order, on
     worker processes with one GPU and on threads with three) with stand-ins for the GPU: the CPU word
     finder, and gapped.cu built for the CPU: the same output as the CPU path.  (The kernels
-    themselves are checked against the CPU path in test_blast_gpu.py, on the GPU host.)"""
+    themselves are checked against the CPU path in test_blast_gpu.py, on the GPU host.)  With
+    composition-based statistics too (cbs 2: the redo on the worker processes, in pieces)."""
     import io
 
     from gapped_host import run_batch
@@ -313,7 +314,8 @@ def test_gpu_pipeline_with_a_cpu_stand_in(tmp_path, proteome, gpus, gapped_kerne
     for dev in ("cpu", "gpu"):
         fh = io.StringIO()
         fmt, columns = parse_outfmt("6 std qlen slen")
-        engine.run_blastp(queries, proteome, BlastOptions(num_threads=3), fh, fmt=fmt, columns=columns,
+        engine.run_blastp(queries, proteome, BlastOptions(num_threads=3, comp_based_stats=cbs), fh, fmt=fmt,
+                          columns=columns,
                           db_name="proteome", quiet=True, device=dev, gpus=gpus,
                           settings=settings if dev == "gpu" else None,
                           engine_types=stand_ins if dev == "gpu" else None)
