@@ -108,14 +108,14 @@ def main():
     # warm the compiled-code caches once (numba), as a real installation has them
     write_queries(work / "warm.faa", base, [0])
     timed([sys.executable, "-m", "gpu_search", "blastp", "-query", str(work / "warm.faa"), "-db", str(gsdb),
-           "-outfmt", "6"], env)
+           "-comp_based_stats", "0", "-outfmt", "6"], env)
     for label, idx in sets.items():
         q = work / "q.faa"
         write_queries(q, base, idx)
         t_b, out_b = timed([blastp, "-query", str(q), "-db", str(blast_db), "-comp_based_stats",
                             "0", "-outfmt", "6", "-num_threads", str(args.threads)])
         t_o, out_o = timed([sys.executable, "-m", "gpu_search", "blastp", "-query", str(q), "-db", str(gsdb),
-                            "-outfmt", "6", "-num_threads", str(args.threads), "--device", args.device, "-q"], env)
+                            "-comp_based_stats", "0", "-outfmt", "6", "-num_threads", str(args.threads), "--device", args.device, "-q"], env)
         same = out_b == out_o
         rows.append((label, t_o, t_b, len(out_b.splitlines()), same))
         print(f"{label}: ours {t_o:.2f} s, BLAST+ {t_b:.2f} s, rows {len(out_b.splitlines())}, identical {same}",

@@ -73,8 +73,8 @@ def our_blastp(gsdb, threads: int, settings: dict | None = None, timings: bool =
         fields = dict(settings, **({"timings": True} if timings else {}),
                       **({"timeline": str(timeline)} if timeline else {}))
         head, tail = [sys.executable, str(DRIVER), json.dumps(fields)], []
-    return head + ["blastp", "-db", str(gsdb), "-outfmt", "6", "-num_threads", str(threads),
-                   "--device", "gpu", "-q"] + tail
+    return head + ["blastp", "-db", str(gsdb), "-comp_based_stats", "0", "-outfmt", "6", "-num_threads",
+                   str(threads), "--device", "gpu", "-q"] + tail
 
 
 def our_env(work: Path) -> dict:

@@ -5,11 +5,12 @@ Measured in each cell (number of queries x database x homolog density), every to
 subprocess and timed by its wall time (interpreter start, imports, reading the inputs, the
 search, writing the table):
 
-* BLAST+: ``blastp -comp_based_stats 0 -num_threads N -outfmt 6 -query Q -db D -out T``, D made
+* BLAST+: ``blastp -comp_based_stats C -num_threads N -outfmt 6 -query Q -db D -out T`` (C:
+  --comp-based-stats, BLAST+'s default 2 unless given), D made
   by ``makeblastdb -dbtype prot`` from the database's FASTA file (before timing; cached beside
   it); BLAST+ found on PATH (bench/blastp_bench.py's blast_programs), else reported as absent
   and only our runs are made;
-* gpu-search: ``python -m gpu_search blastp -comp_based_stats 0 -num_threads N -outfmt 6
+* gpu-search: ``python -m gpu_search blastp -comp_based_stats C -num_threads N -outfmt 6
   --device gpu -query Q -db D.gsdb -out T`` (``--device cpu`` in --smoke), runs:
     - cold: compiled-code caches empty (CUPY_CACHE_DIR, NUMBA_CACHE_DIR and CUDA_CACHE_PATH
       pointed at a new empty folder), as on the first run on a fresh host.  Kernels compiled
@@ -150,13 +151,13 @@ def blast_database(fasta: Path, makeblastdb: str) -> Path:
 
 
 def ours_command(args, device, query, db, out) -> list[str]:
-    return [sys.executable, "-m", "gpu_search", "blastp", "-comp_based_stats", "0", "-num_threads",
+    return [sys.executable, "-m", "gpu_search", "blastp", "-comp_based_stats", args.comp_based_stats, "-num_threads",
             str(args.cpus), "-outfmt", "6", "--device", device, "-query", str(query), "-db", str(db),
             "-out", str(out)]
 
 
 def blast_command(args, query, blast_db, out) -> list[str]:
-    return [args.blastp, "-comp_based_stats", "0", "-num_threads", str(args.cpus), "-outfmt", "6",
+    return [args.blastp, "-comp_based_stats", args.comp_based_stats, "-num_threads", str(args.cpus), "-outfmt", "6",
             "-query", str(query), "-db", str(blast_db), "-out", str(out)]
 
 
@@ -345,7 +346,8 @@ def write_outputs(out: Path, cells, host, device):
              f"{host['cpus']} threads for every tool; "
              f"gpu-search {host.get('gpu_search', '?')}, {host.get('blastp') or 'no BLAST+ (absent)'}",
              "times: wall seconds of the whole command; ours read the .gsdb, BLAST+ the database "
-             "makeblastdb made from the same FASTA file; -comp_based_stats 0 -outfmt 6 on both sides",
+             f"makeblastdb made from the same FASTA file; -comp_based_stats {host['comp_based_stats']} "
+             "-outfmt 6 on both sides",
              cubin_note(host),
              "skipped: our --device cpu run where BLAST+ took over "
              f"{host['cheap_seconds']:.0f} s (or where BLAST+ did not run); '> T s': stopped at the "
@@ -522,6 +524,8 @@ def main():
     ap.add_argument("--homologs", default="few,many")
     ap.add_argument("--cells", help="explicit cells QUERIES:DB:HOMOLOGS,... (instead of the three above)")
     ap.add_argument("--cpus", type=int, default=os.cpu_count(), help="threads for every tool (default: all cores)")
+    ap.add_argument("--comp-based-stats", choices=("0", "1", "2", "3"), default="2",
+                    help="-comp_based_stats of both tools (default: BLAST+'s, 2)")
     ap.add_argument("--device", choices=("gpu", "cpu"), default="gpu", help="our device for the cold/warm runs")
     ap.add_argument("--budget-seconds", type=float, default=500,
                     help="cells whose estimate does not fit in what is left are not run")
@@ -565,8 +569,8 @@ def main():
     deadline = start + args.budget_seconds
     host = host_info(args)
     host["cold"] = args.cold
-    host.update(cheap_seconds=args.cheap_seconds, tool_timeout=args.tool_timeout, smoke=args.smoke,
-                budget_seconds=args.budget_seconds, base_seqs=args.n_proteins, copies=args.copies,
+    host.update(comp_based_stats=args.comp_based_stats, cheap_seconds=args.cheap_seconds,
+                tool_timeout=args.tool_timeout, smoke=args.smoke, budget_seconds=args.budget_seconds, base_seqs=args.n_proteins, copies=args.copies,
                 query_seed=QUERY_SEED)
     print(f"host: {host.get('gpu') or 'no GPU'}; {args.cpus} threads; device {args.device}; "
           f"gpu-search {host['gpu_search']}, {host['blastp'] or 'BLAST+ absent'}; "
