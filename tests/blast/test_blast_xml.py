@@ -1,0 +1,189 @@
+"""blastp -outfmt 5 (gpu_search/blast/xml.py) against BLAST+ 2.12's own XML, byte for byte.
+
+The writer is fed the rows BLAST+ itself found (its tabular output of the same
+search), so these tests check the XML, not the search.  Tabular output rounds
+bit scores and E-values further than the XML does, so each row's bit score and
+E-value are recomputed from its raw score as blastp does without composition
+statistics (-comp_based_stats 0), by gpu-search's statistics (stats.py: the
+gapped Karlin block's bit score, Spouge's E-value).  The per-query length
+adjustment and effective search space are read from BLAST+'s XML (the writer
+only formats them); K, lambda and H are the gapped block's.
+Needs blastp and makeblastdb of BLAST+ 2.12 (Debian package ncbi-blast+).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+import subprocess
+
+import pytest
+from conftest import TEST_DATA
+
+from gpu_search.blast.output import Hsp
+from gpu_search.blast.stats import bit_score, gapped_params, spouge_evalue
+from gpu_search.blast.xml import XmlWriter, escape, format_score
+
+BLASTP = shutil.which("blastp")
+MAKEBLASTDB = shutil.which("makeblastdb")
+pytestmark = pytest.mark.skipif(
+    not (BLASTP and MAKEBLASTDB), reason="BLAST+ (blastp, makeblastdb) not installed: apt-get install ncbi-blast+")
+
+# subject titles changed in the database: XML's special characters and UTF-8 letters
+SPECIAL_TITLES = {
+    3: 'AT&T <kinase> "quoted" \'apos\' caf\u00e9 \u03b1-helix',
+    10: "only_an_id",
+    20: "a&b&&c <<x>> >",
+}
+# columns BLAST+'s tabular output gives for each row (qseqid for the query, stitle for the subject)
+COLUMNS = "qseqid stitle slen score qstart qend sstart send qseq sseq nident positive gaps gapopen qlen"
+
+
+
+def read_fasta(path):
+    records, title, seq = [], None, []
+    for line in open(path, encoding="utf-8"):
+        line = line.rstrip("\n")
+        if line.startswith(">"):
+            if title is not None:
+                records.append((title, "".join(seq)))
+            title, seq = line[1:], []
+        else:
+            seq.append(line)
+    records.append((title, "".join(seq)))
+    return records
+
+
+def write_fasta(path, records):
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("".join(f">{t}\n{s}\n" for t, s in records))
+
+
+@pytest.fixture(scope="module")
+def case(tmp_path_factory):
+    """A BLAST db of the test proteome with three titles changed, and queries: the three
+    test queries, copies of the special-title subjects (titles with special characters too,
+    or an id only), and a proline run that finds nothing."""
+    d = tmp_path_factory.mktemp("xml")
+    subjects = read_fasta(TEST_DATA / "proteome.faa")
+    for oid, title in SPECIAL_TITLES.items():
+        subjects[oid] = (title, subjects[oid][1])
+    write_fasta(d / "db.faa", subjects)
+    subprocess.run([MAKEBLASTDB, "-in", "db.faa", "-dbtype", "prot", "-out", "db"], cwd=d,
+                   check=True, capture_output=True)
+    queries = read_fasta(TEST_DATA / "blastp-queries.faa")
+    queries += [("q_special x & y <z> \"q\" 'a' na\u00efve", subjects[3][1]),
+                ("q_id_only", subjects[10][1][:120]),
+                ("q_third <&> part", subjects[20][1][:150]),
+                ("q_nohit no hits expected", "P" * 15)]
+    write_fasta(d / "q.faa", queries)
+    return {"dir": d, "subjects": subjects, "queries": queries}
+
+
+def blast(case, *args):
+    r = subprocess.run([BLASTP, "-query", "q.faa", "-db", "db", "-comp_based_stats", "0", *args],
+                       cwd=case["dir"], capture_output=True, check=True)
+    return r.stdout
+
+
+def iteration_stats(xml: str) -> list[dict]:
+    """Each Iteration's statistics as BLAST+ wrote them."""
+    stats = []
+    for block in re.findall(r"<Iteration_stat>(.*?)</Iteration_stat>", xml, re.S):
+        stats.append({k: v for k, v in re.findall(r"<Statistics_([a-z-]+)>([^<]*)<", block)})
+    return stats
+
+
+def rows_from_tabular(case, tabular: str, gapped, db_length: int) -> list[list[Hsp]]:
+    """BLAST+'s tabular rows as output.Hsp, grouped by query (input order)."""
+    query_index = {t.split()[0]: i for i, (t, _) in enumerate(case["queries"])}
+    # BLAST+ prints the titles as makeblastdb stored them: each non-ASCII byte as '#'
+    oid = {re.sub(rb"[\x80-\xff]", b"#", t.encode()).decode(): i for i, (t, _) in enumerate(case["subjects"])}
+    by_query = [[] for _ in case["queries"]]
+    for line in tabular.splitlines():
+        (qid, stitle, slen, score, qs, qe, ss, se, qseq, sseq, nident, positive, gaps, gapopen,
+         qlen) = line.split("\t")
+        qi = query_index[qid]
+        score = int(score)
+        by_query[qi].append(Hsp(
+            query_id=qid, query_title=case["queries"][qi][0], query_length=int(qlen),
+            subject_id=stitle.split()[0], subject_title=case["subjects"][oid[stitle]][0],
+            subject_length=int(slen),
+            score=score, bit_score=bit_score(score, gapped.kbp),
+            evalue=spouge_evalue(score, gapped.kbp, gapped.gbp, int(qlen), int(slen), db_length),
+            q_start=int(qs), q_end=int(qe), s_start=int(ss), s_end=int(se), qseq=qseq, sseq=sseq,
+            nident=int(nident), positive=int(positive), gaps=int(gaps), gapopen=int(gapopen),
+            oid=oid[stitle]))
+    return by_query
+
+
+def ours(case, expected: str, by_query, *, matrix, evalue, gap_open, gap_extend, gapped) -> str:
+    stats = iteration_stats(expected)
+    fh = io.StringIO()
+    first_title, first_seq = case["queries"][0]
+    w = XmlWriter(fh, db_name="db", matrix=matrix, evalue=evalue, gap_open=gap_open, gap_extend=gap_extend,
+                  first_query_title=first_title, first_query_len=len(first_seq))
+    kbp = gapped.kbp
+    for i, (title, seq) in enumerate(case["queries"]):
+        st = stats[i]
+        w.query(i, title, len(seq), by_query[i], db_num_seqs=int(st["db-num"]), db_length=int(st["db-len"]),
+                length_adjustment=int(st["hsp-len"]), eff_space=int(float(st["eff-space"])),
+                kappa=kbp.K, lambda_=kbp.Lambda, entropy=kbp.H)
+    w.close()
+    return fh.getvalue()
+
+
+def compare(expected: bytes, got: str, case):
+    """Byte for byte, but for the documented differences: BlastOutput_version, and the
+    definition of a non-ASCII query title, which BLAST+ writes in Latin-1, ours in UTF-8."""
+    exp_lines, got_lines = expected.split(b"\n"), got.encode("utf-8").split(b"\n")
+    version = [i for i, line in enumerate(exp_lines) if b"<BlastOutput_version>" in line]
+    assert version == [4] and exp_lines[4] == b"  <BlastOutput_version>BLASTP 2.12.0+</BlastOutput_version>"
+    assert got_lines[4].startswith(b"  <BlastOutput_version>BLASTP 2.12.0+ (computed by gpu-search ")
+    exp_lines[4] = got_lines[4] = b"VERSION"
+    latin1 = 0
+    for i, (e, g) in enumerate(zip(exp_lines, got_lines)):
+        if e != g and b"query-def>" in e and not g.decode("utf-8").isascii():
+            assert e == g.decode("utf-8").encode("latin-1"), (e, g)
+            exp_lines[i] = g
+            latin1 += 1
+    assert latin1 == 1, "the non-ASCII query title: one Iteration_query-def in Latin-1"
+    diffs = [(i + 1, e, g) for i, (e, g) in enumerate(zip(exp_lines, got_lines)) if e != g]
+    report = "\n".join(f"line {n}:\n  BLAST+: {e!r}\n  ours:   {g!r}" for n, e, g in diffs[:20])
+    assert not diffs, f"{len(diffs)} lines differ\n{report}"
+    assert len(exp_lines) == len(got_lines)
+
+
+@pytest.mark.parametrize("matrix, gaps, evalue", [("BLOSUM62", (11, 1), "10"), ("PAM30", (9, 1), "1e-05")])
+def test_xml_equals_blast(case, matrix, gaps, evalue):
+    args = ["-matrix", matrix, "-evalue", evalue]
+    expected = blast(case, "-outfmt", "5", *args)
+    tabular = blast(case, "-outfmt", "6 " + COLUMNS, *args).decode("utf-8")
+    gapped = gapped_params(matrix, *gaps)
+    db_length = int(iteration_stats(expected.decode("latin-1"))[0]["db-len"])
+    by_query = rows_from_tabular(case, tabular, gapped, db_length)
+    # the case covers what it claims to: a query without hits, hits on the special titles,
+    # subjects with several HSPs
+    assert [len(r) for r in by_query][-1] == 0 and all(by_query[:-1])
+    if matrix == "BLOSUM62":
+        hit_oids = {h.oid for rows in by_query for h in rows}
+        assert set(SPECIAL_TITLES) <= hit_oids
+        assert any(a.oid == b.oid for rows in by_query for a, b in zip(rows, rows[1:]))
+    assert b"<Iteration_message>No hits found</Iteration_message>" in expected
+    compare(expected, ours(case, expected.decode("latin-1"), by_query, matrix=matrix, evalue=float(evalue),
+                           gap_open=gaps[0], gap_extend=gaps[1], gapped=gapped), case)
+
+
+def test_escape_and_numbers():
+    """CObjectOStreamXml's escapes and the serial library's number formats, by hand."""
+    assert escape("a&b<c>d'e\"f\tg\x01h caf\u00e9") == "a&amp;b&lt;c&gt;d&apos;e&quot;f&#x9;g&#x1;h caf\u00e9"
+    # E-values and bit scores: 6 significant digits, then %.15g (no trailing zeros)
+    assert format_score(5.917834e-93) == "5.91783e-93"
+    assert format_score(2.684577) == "2.68458"
+    assert format_score(258.8400001) == "258.84"
+    assert format_score(0.0) == "0"
+    # "%.6g" gives 1.23457e+06; read back and written with 15 digits: the plain number
+    assert format_score(1234567.0) == "1234570"
+    assert format_score(1e-5) == "1e-05"
+    assert format_score(1e-200) == "1e-200"
