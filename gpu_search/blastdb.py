@@ -245,8 +245,9 @@ class _Index:
             raise FormatError(f"{path}: sequence offsets out of order or past the end of the .psq file")
 
 
-def _read_volume(prefix: Path):
-    """(residues, lengths, names, descriptions, n, total residues from .pin) of one volume."""
+def _read_volume(prefix: Path, columns: list | None = None):
+    """(residues, lengths, names, descriptions, index) of one volume; with ``columns``, each
+    sequence's :func:`defline_columns` appended to it."""
     phr_path = prefix.parent / (prefix.name + ".phr")
     psq_path = prefix.parent / (prefix.name + ".psq")
     phr = _read(phr_path)
@@ -271,6 +272,8 @@ def _read_volume(prefix: Path):
         except _BerError as exc:
             raise FormatError(f"{phr_path}: sequence {i + 1}'s header is not a valid Blast-def-line-set "
                               f"({exc})") from None
+        if columns is not None:
+            columns.append(defline_columns(deflines))
         name, desc = _name_and_description(deflines)
         names.append(name.encode())
         descs.append(desc.encode())
@@ -305,6 +308,15 @@ def read_blast_database(prefix) -> SequenceDB:
     desc_blob, desc_offsets = _pack(descs)
     return SequenceDB(residues, offsets, name_blob, name_offsets, desc_blob, desc_offsets,
                       source=str(prefix), total_seqs=total_seqs, total_residues=total_residues)
+
+
+def subject_columns(prefix) -> list[dict[str, str]]:
+    """BLAST+ 2.12's sseqid, sallseqid, stitle and salltitles of every sequence of the
+    database ``prefix``, in database order (what a BLAST+ table shows for each subject)."""
+    columns: list = []
+    for vol in _volumes(Path(prefix), (), []):
+        _read_volume(vol, columns)
+    return columns
 
 
 def _pack(items: list[bytes]):
@@ -480,6 +492,8 @@ def _seq_id(tag: int, value) -> tuple:
     score = (80 if choice == 9 else 50) + (4 if version is None else 0) + (3 if not acc else 0) + (2 if not name else 0)
     accver = acc + (f".{version}" if version is not None and acc else "")
     kind = _TEXTSEQ[choice]
+    if choice == 7 and 0xA2 in fields and _text(fields[0xA2]) == "unreviewed":
+        kind = "tr"                              # TrEMBL: a SWISS-PROT id released "unreviewed"
     return kind, f"{kind}|{accver}|{name}", score, accver or name
 
 
