@@ -8,7 +8,8 @@ the same bytes from gpu-search's output rows (output.Hsp):
 
 - numbers: integers as they are; doubles (expect, bit score, E-value, eff-space,
   kappa, lambda, entropy) as the serial library's ``%.15g``, the bit score and
-  E-value first rounded to 6 significant digits ("%.6g", as s_SeqAlignSetToXMLHsps);
+  E-value first rounded to 6 significant digits ("%.6g", as s_SeqAlignSetToXMLHsps),
+  an E-value below 1e-180 as 0 (the Seq-align BLAST+ formats holds it so);
 - text: ``& < > ' "`` escaped as entities, control characters as ``&#xH;``;
   other characters written as they are (a UTF-8 title stays UTF-8);
 - queries are named ``Query_1``, ``Query_2``, ... in input order, as blastp names
@@ -17,7 +18,9 @@ the same bytes from gpu-search's output rows (output.Hsp):
   ``Hit_id`` ``gnl|BL_ORD_ID|<oid>``, ``Hit_accession`` the oid (0-based position
   in the database), ``Hit_def`` the whole FASTA header line, each byte of a
   non-ASCII letter's UTF-8 replaced by '#' (makeblastdb stores titles so: "café"
-  becomes "caf##", in BLAST+'s tabular output too);
+  becomes "caf##", in BLAST+'s tabular output too); or, for a database made with
+  ``-parse_seqids``, BLAST+'s sseqid, the title ("No definition line" when it has
+  none) and the best id's accession (parse_seqids_hit_fields);
 - ``Hsp_identity``, ``Hsp_positive`` and ``Hsp_midline`` are counted again on the
   aligned strings, as BLAST+ does: the letter where both are equal, '+' where the
   matrix scores the pair above 0, a space otherwise (gaps included);
@@ -70,6 +73,13 @@ def format_score(x: float) -> str:
     return format_double(float("%.6g" % x))
 
 
+SMALLEST_EVALUE = 1.0e-180      # blast_seqalign.cpp: the Seq-align keeps smaller E-values as 0
+
+
+def format_evalue(e: float) -> str:
+    return format_score(0.0 if e < SMALLEST_EVALUE else e)
+
+
 def positive_pairs(matrix_name: str) -> set[tuple[str, str]]:
     """Letter pairs the matrix scores above 0 (CBlastFormattingMatrix over NCBIstdaa)."""
     from .alphabet import NCBISTDAA
@@ -95,6 +105,36 @@ def midline(qseq: str, sseq: str, positive: set[tuple[str, str]]) -> tuple[str, 
     return "".join(out), nident, npos
 
 
+def fasta_hit_fields(h) -> tuple[str, str, str]:
+    """(Hit_id, Hit_def, Hit_accession) of a subject in a database made from FASTA without
+    -parse_seqids: BLAST's ordinal id, the whole header line, the ordinal number."""
+    return f"gnl|BL_ORD_ID|{h.oid}", h.subject_title, str(h.oid)
+
+
+def seqid_accession(seqid: str) -> str:
+    """Hit_accession of a -parse_seqids subject: the accession of its best Seq-id without
+    version ("sp|P12345|NAME" -> P12345, "ref|NP_000001.2|" -> NP_000001, a gi followed by
+    another id -> that id's accession, "pdb|1ABC|A" -> 1ABC_A, a local id -> itself)."""
+    parts = seqid.split("|")
+    if len(parts) == 1:
+        return seqid
+    if parts[0] == "gi" and len(parts) > 3:
+        parts = parts[2:]
+    if parts[0] == "pdb":
+        return f"{parts[1]}_{parts[2]}" if len(parts) > 2 and parts[2] else parts[1]
+    accession, dot, version = parts[1].rpartition(".")
+    return accession if dot and version.isdigit() else parts[1]
+
+
+def parse_seqids_hit_fields(h) -> tuple[str, str, str]:
+    """(Hit_id, Hit_def, Hit_accession) of a subject in a database made with -parse_seqids,
+    its first defline only: BLAST+'s sseqid (``h.subject_id``), the defline's title
+    (``h.subject_title``; empty, or "N/A" as the tabular stitle says it, for none) and its
+    accession."""
+    title = "" if h.subject_title == "N/A" else h.subject_title
+    return h.subject_id, title, seqid_accession(h.subject_id)
+
+
 def query_id(index: int) -> str:
     """blastp's name for the query at 0-based input position ``index``."""
     return f"Query_{index + 1}"
@@ -116,12 +156,17 @@ class XmlWriter:
     :meth:`query` call (queries in input order), the closing tags at :meth:`close`.
 
     ``evalue`` is the -evalue threshold; ``filter_string`` BLAST's filter text ("F" for
-    blastp's defaults, "L;" with -seg yes, "m;" with -soft_masking true, "L;m;" both).
+    blastp's defaults, "L;" with -seg yes, "m;" with -soft_masking true, "L;m;" both);
+    ``hit_fields`` gives a subject's (Hit_id, Hit_def, Hit_accession) from its first row:
+    :func:`fasta_hit_fields` (FASTA databases, BLAST databases made without -parse_seqids)
+    or :func:`parse_seqids_hit_fields`.
     """
 
     def __init__(self, fh, *, db_name: str, matrix: str, evalue: float, gap_open: int, gap_extend: int,
-                 first_query_title: str, first_query_len: int, filter_string: str = "F"):
+                 first_query_title: str, first_query_len: int, filter_string: str = "F",
+                 hit_fields=fasta_hit_fields):
         self.fh = fh
+        self.hit_fields = hit_fields
         self.positive = positive_pairs(matrix)
         fh.write(
             '<?xml version="1.0"?>\n'
@@ -169,11 +214,12 @@ class XmlWriter:
                 j += 1
             hit_num += 1
             first = hsps[i]
+            hit_id, hit_def, accession = self.hit_fields(first)
             w.append("<Hit>\n"
                      f"  <Hit_num>{hit_num}</Hit_num>\n"
-                     f"  <Hit_id>gnl|BL_ORD_ID|{first.oid}</Hit_id>\n"
-                     f"  <Hit_def>{_definition(stored_title(first.subject_title))}</Hit_def>\n"
-                     f"  <Hit_accession>{first.oid}</Hit_accession>\n"
+                     f"  <Hit_id>{escape(hit_id)}</Hit_id>\n"
+                     f"  <Hit_def>{_definition(stored_title(hit_def))}</Hit_def>\n"
+                     f"  <Hit_accession>{escape(accession)}</Hit_accession>\n"
                      f"  <Hit_len>{first.subject_length}</Hit_len>\n"
                      "  <Hit_hsps>\n")
             for num, h in enumerate(hsps[i:j], 1):
@@ -182,7 +228,7 @@ class XmlWriter:
                          f"      <Hsp_num>{num}</Hsp_num>\n"
                          f"      <Hsp_bit-score>{format_score(h.bit_score)}</Hsp_bit-score>\n"
                          f"      <Hsp_score>{h.score}</Hsp_score>\n"
-                         f"      <Hsp_evalue>{format_score(h.evalue)}</Hsp_evalue>\n"
+                         f"      <Hsp_evalue>{format_evalue(h.evalue)}</Hsp_evalue>\n"
                          f"      <Hsp_query-from>{h.q_start}</Hsp_query-from>\n"
                          f"      <Hsp_query-to>{h.q_end}</Hsp_query-to>\n"
                          f"      <Hsp_hit-from>{h.s_start}</Hsp_hit-from>\n"

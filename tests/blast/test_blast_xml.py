@@ -23,7 +23,8 @@ from conftest import TEST_DATA
 
 from gpu_search.blast.output import Hsp
 from gpu_search.blast.stats import bit_score, gapped_params, spouge_evalue
-from gpu_search.blast.xml import XmlWriter, escape, format_score
+from gpu_search.blast.xml import (XmlWriter, escape, fasta_hit_fields, format_evalue, format_score,
+                                  parse_seqids_hit_fields)
 
 BLASTP = shutil.which("blastp")
 MAKEBLASTDB = shutil.which("makeblastdb")
@@ -37,7 +38,7 @@ SPECIAL_TITLES = {
     20: "a&b&&c <<x>> >",
 }
 # columns BLAST+'s tabular output gives for each row (qseqid for the query, stitle for the subject)
-COLUMNS = "qseqid stitle slen score qstart qend sstart send qseq sseq nident positive gaps gapopen qlen"
+COLUMNS = "qseqid sseqid stitle slen score qstart qend sstart send qseq sseq nident positive gaps gapopen qlen"
 
 
 
@@ -81,8 +82,8 @@ def case(tmp_path_factory):
     return {"dir": d, "subjects": subjects, "queries": queries}
 
 
-def blast(case, *args):
-    r = subprocess.run([BLASTP, "-query", "q.faa", "-db", "db", "-comp_based_stats", "0", *args],
+def blast(case, *args, db="db", query="q.faa"):
+    r = subprocess.run([BLASTP, "-query", query, "-db", db, "-comp_based_stats", "0", *args],
                        cwd=case["dir"], capture_output=True, check=True)
     return r.stdout
 
@@ -95,35 +96,46 @@ def iteration_stats(xml: str) -> list[dict]:
     return stats
 
 
-def rows_from_tabular(case, tabular: str, gapped, db_length: int) -> list[list[Hsp]]:
+def rows_from_tabular(case, tabular: str, gapped, db_length: int, parse_seqids=False) -> list[list[Hsp]]:
     """BLAST+'s tabular rows as output.Hsp, grouped by query (input order)."""
     query_index = {t.split()[0]: i for i, (t, _) in enumerate(case["queries"])}
-    # BLAST+ prints the titles as makeblastdb stored them: each non-ASCII byte as '#'
-    oid = {re.sub(rb"[\x80-\xff]", b"#", t.encode()).decode(): i for i, (t, _) in enumerate(case["subjects"])}
+    if parse_seqids:
+        # subjects of different lengths: the length tells the database position
+        oid = {str(len(seq)): i for i, (_, seq) in enumerate(case["subjects"])}
+        assert len(oid) == len(case["subjects"])
+    else:
+        # BLAST+ prints the titles as makeblastdb stored them: each non-ASCII byte as '#'
+        oid = {re.sub(rb"[\x80-\xff]", b"#", t.encode()).decode(): i for i, (t, _) in enumerate(case["subjects"])}
     by_query = [[] for _ in case["queries"]]
     for line in tabular.splitlines():
-        (qid, stitle, slen, score, qs, qe, ss, se, qseq, sseq, nident, positive, gaps, gapopen,
+        (qid, sseqid, stitle, slen, score, qs, qe, ss, se, qseq, sseq, nident, positive, gaps, gapopen,
          qlen) = line.split("\t")
         qi = query_index[qid]
         score = int(score)
+        if parse_seqids:        # rows as a -parse_seqids database gives them: sseqid, stitle
+            s_oid, subject_id, subject_title = oid[slen], sseqid, stitle
+        else:                   # a FASTA database: the header's first word, the whole header
+            s_oid = oid[stitle]
+            subject_title = case["subjects"][s_oid][0]
+            subject_id = subject_title.split()[0]
         by_query[qi].append(Hsp(
             query_id=qid, query_title=case["queries"][qi][0], query_length=int(qlen),
-            subject_id=stitle.split()[0], subject_title=case["subjects"][oid[stitle]][0],
-            subject_length=int(slen),
+            subject_id=subject_id, subject_title=subject_title, subject_length=int(slen),
             score=score, bit_score=bit_score(score, gapped.kbp),
             evalue=spouge_evalue(score, gapped.kbp, gapped.gbp, int(qlen), int(slen), db_length),
             q_start=int(qs), q_end=int(qe), s_start=int(ss), s_end=int(se), qseq=qseq, sseq=sseq,
             nident=int(nident), positive=int(positive), gaps=int(gaps), gapopen=int(gapopen),
-            oid=oid[stitle]))
+            oid=s_oid))
     return by_query
 
 
-def ours(case, expected: str, by_query, *, matrix, evalue, gap_open, gap_extend, gapped) -> str:
+def ours(case, expected: str, by_query, *, matrix, evalue, gap_open, gap_extend, gapped, db_name="db",
+         hit_fields=fasta_hit_fields) -> str:
     stats = iteration_stats(expected)
     fh = io.StringIO()
     first_title, first_seq = case["queries"][0]
-    w = XmlWriter(fh, db_name="db", matrix=matrix, evalue=evalue, gap_open=gap_open, gap_extend=gap_extend,
-                  first_query_title=first_title, first_query_len=len(first_seq))
+    w = XmlWriter(fh, db_name=db_name, matrix=matrix, evalue=evalue, gap_open=gap_open, gap_extend=gap_extend,
+                  first_query_title=first_title, first_query_len=len(first_seq), hit_fields=hit_fields)
     kbp = gapped.kbp
     for i, (title, seq) in enumerate(case["queries"]):
         st = stats[i]
@@ -134,7 +146,7 @@ def ours(case, expected: str, by_query, *, matrix, evalue, gap_open, gap_extend,
     return fh.getvalue()
 
 
-def compare(expected: bytes, got: str, case):
+def compare(expected: bytes, got: str, case, latin1_titles=1):
     """Byte for byte, but for the documented differences: BlastOutput_version, and the
     definition of a non-ASCII query title, which BLAST+ writes in Latin-1, ours in UTF-8."""
     exp_lines, got_lines = expected.split(b"\n"), got.encode("utf-8").split(b"\n")
@@ -148,7 +160,7 @@ def compare(expected: bytes, got: str, case):
             assert e == g.decode("utf-8").encode("latin-1"), (e, g)
             exp_lines[i] = g
             latin1 += 1
-    assert latin1 == 1, "the non-ASCII query title: one Iteration_query-def in Latin-1"
+    assert latin1 == latin1_titles, "the non-ASCII query titles' Iteration_query-def in Latin-1"
     diffs = [(i + 1, e, g) for i, (e, g) in enumerate(zip(exp_lines, got_lines)) if e != g]
     report = "\n".join(f"line {n}:\n  BLAST+: {e!r}\n  ours:   {g!r}" for n, e, g in diffs[:20])
     assert not diffs, f"{len(diffs)} lines differ\n{report}"
@@ -175,6 +187,35 @@ def test_xml_equals_blast(case, matrix, gaps, evalue):
                            gap_open=gaps[0], gap_extend=gaps[1], gapped=gapped), case)
 
 
+# -parse_seqids ids of the kinds BLAST+ reads from FASTA headers, and their titles
+SEQIDS = ["sp|P12345|NAME_HUMAN", "tr|Q9XYZ1|Q9XYZ1_ECOLI desc & more", "ref|NP_000001.2| desc <2>",
+          "myprot_1", "gi|12345|gb|AAA12345.1| desc 4", "gb|AAB99999.3| desc 5", "lcl|loc7",
+          "pdb|1ABC|A desc 7", "emb|CAA00001.1| desc 8", "P99999.2", "XP_123456.1 desc 10"]
+
+
+def test_xml_parse_seqids(case):
+    """A database made with -parse_seqids: Hit_id is BLAST+'s sseqid, Hit_def the title or
+    "No definition line", Hit_accession the best id's accession without version."""
+    d = case["dir"]
+    subjects = [(t, s) for t, (_, s) in zip(SEQIDS, case["subjects"])]
+    write_fasta(d / "ids.faa", subjects)
+    subprocess.run([MAKEBLASTDB, "-in", "ids.faa", "-dbtype", "prot", "-parse_seqids", "-out", "ids"], cwd=d,
+                   check=True, capture_output=True)
+    # a query file of their own: each subject's sequence
+    queries = [(f"q{i} subject {i}", seq) for i, (_, seq) in enumerate(subjects)]
+    write_fasta(d / "q_ids.faa", queries)
+    ids_case = {"dir": d, "subjects": subjects, "queries": queries}
+    expected = blast(ids_case, "-outfmt", "5", db="ids", query="q_ids.faa")
+    tabular = blast(ids_case, "-outfmt", "6 " + COLUMNS, db="ids", query="q_ids.faa").decode("utf-8")
+    gapped = gapped_params("BLOSUM62", 11, 1)
+    db_length = int(iteration_stats(expected.decode("latin-1"))[0]["db-len"])
+    by_query = rows_from_tabular(ids_case, tabular, gapped, db_length, parse_seqids=True)
+    assert len({h.oid for rows in by_query for h in rows}) == len(SEQIDS), "every kind of id among the hits"
+    got = ours(ids_case, expected.decode("latin-1"), by_query, matrix="BLOSUM62", evalue=10.0, gap_open=11,
+               gap_extend=1, gapped=gapped, db_name="ids", hit_fields=parse_seqids_hit_fields)
+    compare(expected, got, ids_case, latin1_titles=0)
+
+
 def test_escape_and_numbers():
     """CObjectOStreamXml's escapes and the serial library's number formats, by hand."""
     assert escape("a&b<c>d'e\"f\tg\x01h caf\u00e9") == "a&amp;b&lt;c&gt;d&apos;e&quot;f&#x9;g&#x1;h caf\u00e9"
@@ -187,3 +228,5 @@ def test_escape_and_numbers():
     assert format_score(1234567.0) == "1234570"
     assert format_score(1e-5) == "1e-05"
     assert format_score(1e-200) == "1e-200"
+    # below 1e-180 an E-value is 0 (the self-hits of the -parse_seqids test meet it in BLAST+'s output)
+    assert format_evalue(1.00001e-180) == "1.00001e-180" and format_evalue(9.9e-181) == "0"
