@@ -347,3 +347,53 @@ def test_alias_errors(dbs, tmp_path):
     (a / "count.pal").write_text("DBLIST v4\nNSEQ many\n")
     _refused(a / "count", errors.FormatError, "NSEQ")
     _refused(a / "none", errors.InputFileError, "no BLAST protein database")
+
+
+# --- the header reader's two ways, and ids BLAST+ chooses among ---------------------------
+
+def test_fast_header_path_equals_the_ber_reader(tmp_path, monkeypatch):
+    """makeblastdb's usual header layout (no -parse_seqids; with a taxid, ord ids past 127)
+    is read by a whole-header match; the strict BER reader must give the same names."""
+    entries = [(f"{('sp|P1|X_HUMAN', 'w')[i % 2]} #{i}", BASE) for i in range(300)]
+    fasta = tmp_path / "f.fa"
+    fasta.write_bytes(_fasta(entries))
+    prefix = _makeblastdb(fasta, tmp_path / "f", "-taxid", "9606")
+    fast_titles = []
+    reader = blastdb._ord_id_title
+
+    def counted(*args):
+        title = reader(*args)
+        fast_titles.append(title)
+        return title
+
+    monkeypatch.setattr(blastdb, "_ord_id_title", counted)
+    fast = blastdb.read_blast_database(prefix)
+    assert len(fast_titles) == 300 and None not in fast_titles
+    monkeypatch.setattr(blastdb, "_ord_id_title", lambda *args: None)
+    slow = blastdb.read_blast_database(prefix)
+    for db in (fast, slow):
+        assert [f"{db.name(i)} {db.description(i)}" for i in range(db.n_seqs)] == [h for h, _ in entries]
+
+
+# FASTA ids of several Seq-ids each: BLAST+ shows a gi first, then the best other id
+# (CSeq_id's score: local before general; text ids before local, RefSeq after other
+# text ids, a text id without version after one with it; the first of equals)
+SEVERAL_IDS = ["sp|P1|N1|gnl|db|t1 a", "gnl|db|t2|sp|P2|N2 b", "lcl|l3|gnl|db|t3 c", "gnl|db|t4|lcl|l4 d",
+               "ref|NP_5.1||sp|P5|N5 e", "gb|AB6|N6|emb|CC6.2| f", "pdb|1XY7|C|sp|P7.3|N7 g", "gnl|db|99 h",
+               "pir||PQ9 i", "prf||1234A j", "gi|10 k", "gi|11|gnl|db|t11 l", "dbj|BA12.1| m",
+               "tpg|DAA13.1| n", "pat|US|RE33188|1 o", "pdb|1ABC|AA q"]
+
+
+def test_several_ids_equal_blastp(dbs, tmp_path):
+    d, _ = dbs
+    fasta = tmp_path / "ids.fa"
+    fasta.write_bytes(_fasta([(h, BASE[:i] + "W" + BASE[i + 1:]) for i, h in enumerate(SEVERAL_IDS)]))
+    # (makeblastdb 2.12 stops on some of these ids in format 5: its accession index)
+    prefix = _makeblastdb(fasta, tmp_path / "ids", "-parse_seqids", "-blastdb_version", "4")
+    out = _run("blastp", "-query", str(d / "q.fa"), "-db", prefix, "-evalue", "1000", "-max_hsps", "1",
+               "-outfmt", "6 sseqid sallseqid stitle salltitles")
+    want = sorted(tuple(line.split("\t")) for line in out.splitlines())
+    got = sorted((c["sseqid"], c["sallseqid"], c["stitle"], c["salltitles"])
+                 for c in blastdb.subject_columns(prefix))
+    assert len(want) == len(SEVERAL_IDS)
+    assert got == want
