@@ -112,16 +112,25 @@ def fasta_hit_fields(h) -> tuple[str, str, str]:
 
 
 def seqid_accession(seqid: str) -> str:
-    """Hit_accession of a -parse_seqids subject: the accession of its best Seq-id without
-    version ("sp|P12345|NAME" -> P12345, "ref|NP_000001.2|" -> NP_000001, a gi followed by
-    another id -> that id's accession, "pdb|1ABC|A" -> 1ABC_A, a local id -> itself)."""
+    """Hit_accession of a -parse_seqids subject: the label of its best Seq-id, without
+    version (CAlignFormatUtil::GetLabel), as BLAST+ 2.12 writes it for each kind of id:
+    "sp|P12345|NAME" -> P12345, "ref|NP_000001.2|" -> NP_000001, a gi followed by another
+    id -> that id's, "gi|555" -> 555, "pdb|1ABC|A" -> 1ABC_A, "gnl|db|tag" -> tag,
+    "pir||name" -> name, "pat|US|123|1" -> US123_1, a local id -> itself."""
     parts = seqid.split("|")
     if len(parts) == 1:
         return seqid
     if parts[0] == "gi" and len(parts) > 3:
         parts = parts[2:]
-    if parts[0] == "pdb":
+    kind = parts[0]
+    if kind == "pdb":
         return f"{parts[1]}_{parts[2]}" if len(parts) > 2 and parts[2] else parts[1]
+    if kind == "gnl":
+        return parts[2]
+    if kind == "pat":
+        return f"{parts[1]}{parts[2]}_{parts[3]}"
+    if not parts[1] and len(parts) > 2:        # pir||name, prf||name: no accession, a name
+        return parts[2]
     accession, dot, version = parts[1].rpartition(".")
     return accession if dot and version.isdigit() else parts[1]
 

@@ -190,7 +190,9 @@ def test_xml_equals_blast(case, matrix, gaps, evalue):
 # -parse_seqids ids of the kinds BLAST+ reads from FASTA headers, and their titles
 SEQIDS = ["sp|P12345|NAME_HUMAN", "tr|Q9XYZ1|Q9XYZ1_ECOLI desc & more", "ref|NP_000001.2| desc <2>",
           "myprot_1", "gi|12345|gb|AAA12345.1| desc 4", "gb|AAB99999.3| desc 5", "lcl|loc7",
-          "pdb|1ABC|A desc 7", "emb|CAA00001.1| desc 8", "P99999.2", "XP_123456.1 desc 10"]
+          "pdb|1ABC|A desc 7", "emb|CAA00001.1| desc 8", "P99999.2", "XP_123456.1 desc 10",
+          "gnl|xx|33 general", "pir||ABC123", "prf||2209341A desc", "pat|US|123|1 patent",
+          "dbj|BAA00001.1| desc"]
 
 
 def test_xml_parse_seqids(case):
