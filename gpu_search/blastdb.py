@@ -164,17 +164,17 @@ def _volumes(prefix: Path, seen: tuple, sizes: list) -> list[Path]:
     raise InputFileError(f"{prefix}: no BLAST protein database here: neither {pal.name} nor {pin.name}{where}")
 
 
-def _total(node, volume_sizes: dict, keys: tuple[str, ...], index: int) -> int:
-    """A tree node's size for BLAST's statistics: an alias file's own count (first key of
-    ``keys`` it holds), else the sum over its DBLIST; a volume's from its .pin."""
+def _total(node, volume_sizes: dict, key: str, index: int) -> int:
+    """A tree node's size as CSeqDB's alias walkers count it: an alias file's own ``key``
+    count, else the sum over its DBLIST; a volume's from its .pin, except for the STATS_
+    keys, where a volume counts 0 (only alias files give them)."""
     what, children = node
     if children is None:
-        return volume_sizes[what][index]
-    for key in keys:
-        value = what.count(key)
-        if value is not None:
-            return value
-    return sum(_total(c, volume_sizes, keys, index) for c in children)
+        return 0 if key.startswith("STATS_") else volume_sizes[what][index]
+    value = what.count(key)
+    if value is not None:
+        return value
+    return sum(_total(c, volume_sizes, key, index) for c in children)
 
 
 # --- volumes --------------------------------------------------------------------
@@ -231,7 +231,7 @@ class _Index:
             raise FormatError(f"{path}: truncated BLAST index file")
         self.total_residues = int.from_bytes(data[self.pos:self.pos + 8], "little")
         self.pos += 8
-        int32()                                  # longest sequence
+        self.longest = int32()
         end = self.pos + 8 * (n + 1)
         if n >= 1 << 31 or end > len(data):
             raise FormatError(f"{path}: truncated BLAST index file ({n:,} sequences declared)")
@@ -263,6 +263,9 @@ def _read_volume(prefix: Path, columns: list | None = None):
     keep[ends] = False
     keep[index.seq[-1]:] = False
     codes = STDAA_TO_EASEL[psq[keep]]
+    if len(codes) != index.total_residues or (index.n and int(lengths.max()) != index.longest):
+        raise FormatError(f"{index.path}: its residue count or longest sequence disagrees with "
+                          f"{psq_path.name} (corrupt file)")
     if np.any(codes == 255):
         raise FormatError(f"{psq_path}: a byte that is no NCBIstdaa residue code (corrupt file)")
     names, descs = [], []
@@ -284,16 +287,16 @@ def _read_volume(prefix: Path, columns: list | None = None):
         if columns is not None:
             columns.append(defline_columns(deflines))
         name, desc = _name_and_description(deflines)
-        names.append(name.encode("latin-1"))
-        descs.append(desc.encode("latin-1"))
+        names.append(name.encode("utf-8", "surrogateescape"))
+        descs.append(desc.encode("utf-8", "surrogateescape"))
     return codes, lengths, names, descs, index
 
 
 def read_blast_database(prefix) -> SequenceDB:
     """Every sequence of the BLAST protein database ``prefix`` (all volumes, in BLAST's
-    order), with the sequence and residue counts BLAST+ uses for its statistics: an alias
-    file's STATS_NSEQ / STATS_TOTLEN, else its NSEQ / LENGTH, else the sums of its list;
-    a volume's from its .pin."""
+    order), with the sequence and residue counts BLAST+ uses for its statistics: the
+    alias files' STATS_NSEQ / STATS_TOTLEN where there are any, else their NSEQ / LENGTH,
+    else the volumes' counts from their .pin files."""
     prefix = Path(prefix)
     tree: list = []
     vols = _volumes(prefix, (), tree)
@@ -311,8 +314,12 @@ def read_blast_database(prefix) -> SequenceDB:
     residues = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.uint8)
     names = [n for p in parts for n in p[2]]
     descs = [d for p in parts for d in p[3]]
-    total_seqs = _total(tree[0], volume_sizes, ("STATS_NSEQ", "NSEQ"), 0)
-    total_residues = _total(tree[0], volume_sizes, ("STATS_TOTLEN", "LENGTH"), 1)
+    # BLAST's statistics take the STATS_ counts where alias files give them (a branch
+    # without them adds nothing), else NSEQ / LENGTH, else the volumes' counts
+    total_seqs = (_total(tree[0], volume_sizes, "STATS_NSEQ", 0)
+                  or _total(tree[0], volume_sizes, "NSEQ", 0))
+    total_residues = (_total(tree[0], volume_sizes, "STATS_TOTLEN", 1)
+                      or _total(tree[0], volume_sizes, "LENGTH", 1))
     name_blob, name_offsets = _pack(names)
     desc_blob, desc_offsets = _pack(descs)
     return SequenceDB(residues, offsets, name_blob, name_offsets, desc_blob, desc_offsets,
@@ -395,9 +402,14 @@ def _tlv(buf: bytes, pos: int, end: int):
     return tag, pos, pos + length
 
 
-def _node(buf: bytes, pos: int, end: int):
+MAX_BER_DEPTH = 16               # a Blast-def-line-set nests 8 deep at most (a patent id)
+
+
+def _node(buf: bytes, pos: int, end: int, depth: int = 0):
     """(tag, value, next position): value is bytes for a primitive, a list of (tag, value)
     for a constructed value."""
+    if depth > MAX_BER_DEPTH:
+        raise _BerError("nested too deep")
     tag, start, stop = _tlv(buf, pos, end)
     if not tag & 0x20:
         return tag, buf[start:stop], stop
@@ -412,7 +424,7 @@ def _node(buf: bytes, pos: int, end: int):
                 return tag, children, pos + 2
         elif pos == stop:
             return tag, children, pos
-        ctag, value, pos = _node(buf, pos, limit)
+        ctag, value, pos = _node(buf, pos, limit, depth + 1)
         children.append((ctag, value))
 
 
@@ -424,7 +436,7 @@ def _one(value, tag: int):
 
 
 def _text(value) -> str:
-    return _one(value, 0x1A).decode("latin-1")
+    return _one(value, 0x1A).decode("utf-8", "surrogateescape")   # any byte kept as it is
 
 
 def _integer(value) -> int:

@@ -36,11 +36,12 @@ ENTRIES = [
      BASE[:30] + "W" + BASE[31:]),
     ("gi|55|emb|CAA1.1|xx\x01pdb|2XYZ|B chain b", BASE[:20] + "G" + BASE[21:]),
     ("ref|XP_1.1| with, comma \"and quotes\"", BASE[:40] + "Y" + BASE[41:]),
+    ("sp|Q9|Z_HUMAN Protéine α (UTF-8)", BASE[:50] + "H" + BASE[51:]),
 ]
 
 
 def _fasta(entries) -> bytes:
-    return b"".join(f">{h}\n{s}\n".encode("latin-1") for h, s in entries)
+    return b"".join(f">{h}\n{s}\n".encode() for h, s in entries)
 
 
 def _run(*args, cwd=None) -> str:
@@ -216,6 +217,16 @@ def test_alias_counts_used_by_blast(dbs, tmp_path):
     db = blastdb.read_blast_database(a / "s")
     assert (db.total_seqs, db.total_residues) == (90, 900_000)
     assert db.n_seqs == 2 * len(ENTRIES)
+    # an alias file without STATS_ counts adds nothing to them: blastp's effective search
+    # space is 24897500 for this pair as for one alias file of STATS_NSEQ 100 and
+    # STATS_TOTLEN 1000000 (24902125 with the outer volume's 7 and 472 added)
+    (a / "inner.pal").write_text("DBLIST v4p\nSTATS_NSEQ 100\nSTATS_TOTLEN 1000000\n")
+    (a / "outer.pal").write_text("DBLIST v4 inner\nLENGTH 7\n")
+    db = blastdb.read_blast_database(a / "outer")
+    assert (db.total_seqs, db.total_residues) == (100, 1_000_000)
+    (a / "outer.pal").write_text("DBLIST v4 inner\nSTATS_NSEQ 0\n")
+    db = blastdb.read_blast_database(a / "outer")
+    assert (db.total_seqs, db.total_residues) == (2 * len(ENTRIES), 1_000_000)
 
 
 def test_prefix_forms(dbs, volumes, tmp_path):
@@ -323,6 +334,21 @@ def test_damaged_contents(dbs, tmp_path):
         _refused(prefix, errors.FormatError, "Blast-def-line-set")
     phr.write_bytes(b"\x00" * len(original))
     _refused(prefix, errors.FormatError, "Blast-def-line-set")
+    phr.write_bytes(b"\x30\x80" * (len(original) // 2) + b"\x00" * (len(original) % 2))
+    _refused(prefix, errors.FormatError, "nested too deep")     # not Python's recursion limit
+
+
+def test_counts_disagreeing_with_the_sequences(dbs, tmp_path):
+    prefix = _copy(dbs, tmp_path, "v4")
+    pin = prefix.with_name(prefix.name + ".pin")
+    data = pin.read_bytes()
+    n = len(ENTRIES)
+    at = len(data) - 8 * (n + 1) - 12                       # total residues, then longest
+    _patch(pin, at, (7).to_bytes(8, "little"))
+    _refused(prefix, errors.FormatError, "disagrees")
+    pin.write_bytes(data)
+    _patch(pin, at + 8, (7).to_bytes(4, "big"))
+    _refused(prefix, errors.FormatError, "disagrees")
 
 
 def test_alias_errors(dbs, tmp_path):
