@@ -10,15 +10,16 @@ the same bytes from gpu-search's output rows (output.Hsp):
   kappa, lambda, entropy) as the serial library's ``%.15g``, the bit score and
   E-value first rounded to 6 significant digits ("%.6g", as s_SeqAlignSetToXMLHsps),
   an E-value below 1e-180 as 0 (the Seq-align BLAST+ formats holds it so);
-- text: ``& < > ' "`` escaped as entities, control characters as ``&#xH;``;
-  other characters written as they are (a UTF-8 title stays UTF-8);
+- text: ``& < > ' "`` escaped as entities (control characters as ``&#xH;``, though
+  none reaches the XML: see below); other characters written as they are;
 - queries are named ``Query_1``, ``Query_2``, ... in input order, as blastp names
-  FASTA queries; their definition is the whole FASTA header line;
+  FASTA queries; their definition is the FASTA header line, cut at its first control
+  character (tab included), as blastp reads it;
 - subjects as in a database made by makeblastdb without ``-parse_seqids``:
   ``Hit_id`` ``gnl|BL_ORD_ID|<oid>``, ``Hit_accession`` the oid (0-based position
-  in the database), ``Hit_def`` the whole FASTA header line, each byte of a
-  non-ASCII letter's UTF-8 replaced by '#' (makeblastdb stores titles so: "café"
-  becomes "caf##", in BLAST+'s tabular output too); or, for a database made with
+  in the database), ``Hit_def`` the whole FASTA header line as makeblastdb stores
+  it (stored_title: "café" becomes "caf##", in BLAST+'s tabular output too; a tab as three
+  spaces, control characters '#'); or, for a database made with
   ``-parse_seqids``, BLAST+'s sseqid, the title ("No definition line" when it has
   none) and the best id's accession (parse_seqids_hit_fields);
 - ``Hsp_identity``, ``Hsp_positive`` and ``Hsp_midline`` are counted again on the
@@ -32,12 +33,13 @@ What differs from BLAST+:
   file.  BLAST+ 2.12 writes such a title in Latin-1 (one byte 0xEF for "ï"), which
   leaves a file no XML parser reads as the UTF-8 it declares, and stops with an
   exception, writing no report, for a letter outside Latin-1 ("α").
-- ``BlastOutput_version``:
-``BLASTP 2.12.0+ (computed by gpu-search <version>)`` instead of ``BLASTP 2.12.0+``,
-as -outfmt 7's program line says it; parsers that read BLAST's version from this
-element (Biopython's) still find 2.12.0+ first.  ``BlastOutput_reference`` is
-BLAST's, the publication of the method whose numbers gpu-search reproduces, and
-``BlastOutput_db`` is the database name the caller gives (blastp writes its -db).
+- ``BlastOutput_version``: ``BLASTP 2.12.0+ (computed by gpu-search <version>)``
+  instead of ``BLASTP 2.12.0+``, as -outfmt 7's program line says it; parsers that
+  read BLAST's version from this element (Biopython's) still find 2.12.0+ first.
+
+``BlastOutput_reference`` is BLAST's, the publication of the method whose numbers
+gpu-search reproduces, and ``BlastOutput_db`` is the database name the caller gives
+(blastp writes its -db as given).
 """
 
 from __future__ import annotations
@@ -154,10 +156,32 @@ def _definition(title: str) -> str:
 
 
 def stored_title(title: str) -> str:
-    """A FASTA title as makeblastdb stores it: each byte of a non-ASCII letter's UTF-8 as '#'."""
-    if title.isascii():
+    """A FASTA title as makeblastdb 2.12 stores it: a tab as three spaces (wherever it
+    stands), Ctrl-A as a space, other control characters and DEL as '#', and each byte of a
+    non-ASCII letter's UTF-8 as '#'."""
+    if title.isascii() and title.isprintable():
         return title
-    return "".join(c if c.isascii() else "#" * len(c.encode("utf-8", "surrogateescape")) for c in title)
+    out: list[str] = []
+    for c in title:
+        if c == "\t":
+            out.append("   ")
+        elif c == "\x01":
+            out.append(" ")
+        elif c < " " or c == "\x7f":
+            out.append("#")
+        elif not c.isascii():
+            out.extend("#" * len(c.encode("utf-8", "surrogateescape")))
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def query_definition(title: str) -> str:
+    """A query's title as blastp 2.12 reads it from FASTA: cut at its first control character."""
+    for i, c in enumerate(title):
+        if c < " ":
+            return title[:i]
+    return title
 
 
 class XmlWriter:
@@ -187,7 +211,7 @@ class XmlWriter:
             f"  <BlastOutput_reference>{escape(REFERENCE)}</BlastOutput_reference>\n"
             f"  <BlastOutput_db>{escape(db_name)}</BlastOutput_db>\n"
             f"  <BlastOutput_query-ID>{query_id(0)}</BlastOutput_query-ID>\n"
-            f"  <BlastOutput_query-def>{_definition(first_query_title)}</BlastOutput_query-def>\n"
+            f"  <BlastOutput_query-def>{_definition(query_definition(first_query_title))}</BlastOutput_query-def>\n"
             f"  <BlastOutput_query-len>{first_query_len}</BlastOutput_query-len>\n"
             "  <BlastOutput_param>\n"
             "    <Parameters>\n"
@@ -211,7 +235,7 @@ class XmlWriter:
         w.append("<Iteration>\n"
                  f"  <Iteration_iter-num>{index + 1}</Iteration_iter-num>\n"
                  f"  <Iteration_query-ID>{query_id(index)}</Iteration_query-ID>\n"
-                 f"  <Iteration_query-def>{_definition(query_title)}</Iteration_query-def>\n"
+                 f"  <Iteration_query-def>{_definition(query_definition(query_title))}</Iteration_query-def>\n"
                  f"  <Iteration_query-len>{query_len}</Iteration_query-len>\n"
                  "<Iteration_hits>\n")
         hit_num = 0

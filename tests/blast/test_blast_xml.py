@@ -31,11 +31,12 @@ MAKEBLASTDB = shutil.which("makeblastdb")
 pytestmark = pytest.mark.skipif(
     not (BLASTP and MAKEBLASTDB), reason="BLAST+ (blastp, makeblastdb) not installed: apt-get install ncbi-blast+")
 
-# subject titles changed in the database: XML's special characters and UTF-8 letters
+# subject titles changed in the database: XML's special characters, UTF-8 letters, tabs, control characters
 SPECIAL_TITLES = {
     3: 'AT&T <kinase> "quoted" \'apos\' caf\u00e9 \u03b1-helix',
     10: "only_an_id",
     20: "a&b&&c <<x>> >",
+    30: "ctl a\tb\x01c\x02d\x7fe x\ty\t\tz caf\u00e9\tend",
 }
 # columns BLAST+'s tabular output gives for each row (qseqid for the query, stitle for the subject)
 COLUMNS = "qseqid sseqid stitle slen score qstart qend sstart send qseq sseq nident positive gaps gapopen qlen"
@@ -74,9 +75,10 @@ def case(tmp_path_factory):
     subprocess.run([MAKEBLASTDB, "-in", "db.faa", "-dbtype", "prot", "-out", "db"], cwd=d,
                    check=True, capture_output=True)
     queries = read_fasta(TEST_DATA / "blastp-queries.faa")
-    queries += [("q_special x & y <z> \"q\" 'a' na\u00efve", subjects[3][1]),
+    queries += [("q_special x & y <z> \"q\" 'a' na\u00efve\x01 cut here", subjects[3][1]),
                 ("q_id_only", subjects[10][1][:120]),
                 ("q_third <&> part", subjects[20][1][:150]),
+                ("q_ctl del\x7fhere cut\there", subjects[30][1][:150]),
                 ("q_nohit no hits expected", "P" * 15)]
     write_fasta(d / "q.faa", queries)
     return {"dir": d, "subjects": subjects, "queries": queries}
@@ -104,8 +106,9 @@ def rows_from_tabular(case, tabular: str, gapped, db_length: int, parse_seqids=F
         oid = {str(len(seq)): i for i, (_, seq) in enumerate(case["subjects"])}
         assert len(oid) == len(case["subjects"])
     else:
-        # BLAST+ prints the titles as makeblastdb stored them: each non-ASCII byte as '#'
-        oid = {re.sub(rb"[\x80-\xff]", b"#", t.encode()).decode(): i for i, (t, _) in enumerate(case["subjects"])}
+        # BLAST+ prints the titles as makeblastdb stored them (non-ASCII bytes and control
+        # characters '#', tabs expanded): the titles' first words tell them apart
+        oid = {t.split()[0]: i for i, (t, _) in enumerate(case["subjects"])}
     by_query = [[] for _ in case["queries"]]
     for line in tabular.splitlines():
         (qid, sseqid, stitle, slen, score, qs, qe, ss, se, qseq, sseq, nident, positive, gaps, gapopen,
@@ -115,7 +118,7 @@ def rows_from_tabular(case, tabular: str, gapped, db_length: int, parse_seqids=F
         if parse_seqids:        # rows as a -parse_seqids database gives them: sseqid, stitle
             s_oid, subject_id, subject_title = oid[slen], sseqid, stitle
         else:                   # a FASTA database: the header's first word, the whole header
-            s_oid = oid[stitle]
+            s_oid = oid[stitle.split()[0]]
             subject_title = case["subjects"][s_oid][0]
             subject_id = subject_title.split()[0]
         by_query[qi].append(Hsp(
