@@ -5,16 +5,15 @@ search), so these tests check the XML, not the search.  Tabular output rounds
 bit scores and E-values further than the XML does, so each row's bit score and
 E-value are recomputed from its raw score as blastp does without composition
 statistics (-comp_based_stats 0), by gpu-search's statistics (stats.py: the
-gapped Karlin block's bit score, Spouge's E-value).  The per-query length
-adjustment and effective search space are read from BLAST+'s XML (the writer
-only formats them); K, lambda and H are the gapped block's.
+gapped Karlin block's bit score, Spouge's E-value).  Each query's statistics
+come from stats.py too, as the engine will pass them: the length adjustment and
+effective search space of effective_lengths, the gapped block's K, lambda, H.
 Needs blastp and makeblastdb of BLAST+ 2.12 (Debian package ncbi-blast+).
 """
 
 from __future__ import annotations
 
 import io
-import re
 import shutil
 import subprocess
 
@@ -22,7 +21,7 @@ import pytest
 from conftest import TEST_DATA
 
 from gpu_search.blast.output import Hsp
-from gpu_search.blast.stats import bit_score, gapped_params, spouge_evalue
+from gpu_search.blast.stats import bit_score, effective_lengths, gapped_params, spouge_evalue
 from gpu_search.blast.xml import (XmlWriter, escape, fasta_hit_fields, format_evalue, format_score,
                                   parse_seqids_hit_fields)
 
@@ -90,14 +89,6 @@ def blast(case, *args, db="db", query="q.faa"):
     return r.stdout
 
 
-def iteration_stats(xml: str) -> list[dict]:
-    """Each Iteration's statistics as BLAST+ wrote them."""
-    stats = []
-    for block in re.findall(r"<Iteration_stat>(.*?)</Iteration_stat>", xml, re.S):
-        stats.append({k: v for k, v in re.findall(r"<Statistics_([a-z-]+)>([^<]*)<", block)})
-    return stats
-
-
 def rows_from_tabular(case, tabular: str, gapped, db_length: int, parse_seqids=False) -> list[list[Hsp]]:
     """BLAST+'s tabular rows as output.Hsp, grouped by query (input order)."""
     query_index = {t.split()[0]: i for i, (t, _) in enumerate(case["queries"])}
@@ -132,18 +123,19 @@ def rows_from_tabular(case, tabular: str, gapped, db_length: int, parse_seqids=F
     return by_query
 
 
-def ours(case, expected: str, by_query, *, matrix, evalue, gap_open, gap_extend, gapped, db_name="db",
+def ours(case, by_query, *, matrix, evalue, gap_open, gap_extend, gapped, db_name="db",
          hit_fields=fasta_hit_fields) -> str:
-    stats = iteration_stats(expected)
+    """The writer's XML, with each query's statistics as gpu-search computes them."""
+    db_num_seqs, db_length = len(case["subjects"]), sum(len(seq) for _, seq in case["subjects"])
     fh = io.StringIO()
     first_title, first_seq = case["queries"][0]
     w = XmlWriter(fh, db_name=db_name, matrix=matrix, evalue=evalue, gap_open=gap_open, gap_extend=gap_extend,
                   first_query_title=first_title, first_query_len=len(first_seq), hit_fields=hit_fields)
     kbp = gapped.kbp
     for i, (title, seq) in enumerate(case["queries"]):
-        st = stats[i]
-        w.query(i, title, len(seq), by_query[i], db_num_seqs=int(st["db-num"]), db_length=int(st["db-len"]),
-                length_adjustment=int(st["hsp-len"]), eff_space=int(float(st["eff-space"])),
+        eff = effective_lengths(len(seq), db_length, db_num_seqs, gapped)
+        w.query(i, title, len(seq), by_query[i], db_num_seqs=db_num_seqs, db_length=db_length,
+                length_adjustment=eff.length_adjustment, eff_space=eff.eff_searchsp,
                 kappa=kbp.K, lambda_=kbp.Lambda, entropy=kbp.H)
     w.close()
     return fh.getvalue()
@@ -176,7 +168,7 @@ def test_xml_equals_blast(case, matrix, gaps, evalue):
     expected = blast(case, "-outfmt", "5", *args)
     tabular = blast(case, "-outfmt", "6 " + COLUMNS, *args).decode("utf-8")
     gapped = gapped_params(matrix, *gaps)
-    db_length = int(iteration_stats(expected.decode("latin-1"))[0]["db-len"])
+    db_length = sum(len(seq) for _, seq in case["subjects"])
     by_query = rows_from_tabular(case, tabular, gapped, db_length)
     # the case covers what it claims to: a query without hits, hits on the special titles,
     # subjects with several HSPs
@@ -186,7 +178,7 @@ def test_xml_equals_blast(case, matrix, gaps, evalue):
         assert set(SPECIAL_TITLES) <= hit_oids
         assert any(a.oid == b.oid for rows in by_query for a, b in zip(rows, rows[1:]))
     assert b"<Iteration_message>No hits found</Iteration_message>" in expected
-    compare(expected, ours(case, expected.decode("latin-1"), by_query, matrix=matrix, evalue=float(evalue),
+    compare(expected, ours(case, by_query, matrix=matrix, evalue=float(evalue),
                            gap_open=gaps[0], gap_extend=gaps[1], gapped=gapped), case)
 
 
@@ -213,10 +205,10 @@ def test_xml_parse_seqids(case):
     expected = blast(ids_case, "-outfmt", "5", db="ids", query="q_ids.faa")
     tabular = blast(ids_case, "-outfmt", "6 " + COLUMNS, db="ids", query="q_ids.faa").decode("utf-8")
     gapped = gapped_params("BLOSUM62", 11, 1)
-    db_length = int(iteration_stats(expected.decode("latin-1"))[0]["db-len"])
+    db_length = sum(len(seq) for _, seq in subjects)
     by_query = rows_from_tabular(ids_case, tabular, gapped, db_length, parse_seqids=True)
     assert len({h.oid for rows in by_query for h in rows}) == len(SEQIDS), "every kind of id among the hits"
-    got = ours(ids_case, expected.decode("latin-1"), by_query, matrix="BLOSUM62", evalue=10.0, gap_open=11,
+    got = ours(ids_case, by_query, matrix="BLOSUM62", evalue=10.0, gap_open=11,
                gap_extend=1, gapped=gapped, db_name="ids", hit_fields=parse_seqids_hit_fields)
     compare(expected, got, ids_case, latin1_titles=0)
 
