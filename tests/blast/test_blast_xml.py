@@ -27,7 +27,7 @@ from gpu_search.blast.xml import (XmlWriter, escape, fasta_hit_fields, format_ev
 
 BLASTP = shutil.which("blastp")
 MAKEBLASTDB = shutil.which("makeblastdb")
-pytestmark = pytest.mark.skipif(
+needs_blast = pytest.mark.skipif(
     not (BLASTP and MAKEBLASTDB), reason="BLAST+ (blastp, makeblastdb) not installed: apt-get install ncbi-blast+")
 
 # subject titles changed in the database: XML's special characters, UTF-8 letters, tabs, control characters
@@ -162,6 +162,7 @@ def compare(expected: bytes, got: str, case, latin1_titles=1):
     assert len(exp_lines) == len(got_lines)
 
 
+@needs_blast
 @pytest.mark.parametrize("matrix, gaps, evalue", [("BLOSUM62", (11, 1), "10"), ("PAM30", (9, 1), "1e-05")])
 def test_xml_equals_blast(case, matrix, gaps, evalue):
     args = ["-matrix", matrix, "-evalue", evalue]
@@ -190,6 +191,7 @@ SEQIDS = ["sp|P12345|NAME_HUMAN", "tr|Q9XYZ1|Q9XYZ1_ECOLI desc & more", "ref|NP_
           "dbj|BAA00001.1| desc"]
 
 
+@needs_blast
 def test_xml_parse_seqids(case):
     """A database made with -parse_seqids: Hit_id is BLAST+'s sseqid, Hit_def the title or
     "No definition line", Hit_accession the best id's accession without version."""
