@@ -486,7 +486,8 @@ def _object_id(value) -> str:
 
 def _seq_id(tag: int, value) -> tuple:
     """A Seq-id (seqloc.asn's CHOICE) as (type, FASTA string, score for the best-id choice,
-    content label).  The score is CSeq_id::Score's of BLAST+ (lower is better): 20 gi, 15
+    content label, accession): the label and accession as blastp's saccver and sacc show
+    them (the accession is the label without a text id's version).  The score is CSeq_id::Score's of BLAST+ (lower is better): 20 gi, 15
     general, 10 local or patent, 8 RefSeq, 5 other text ids, x10, plus 4 / 3 / 2 for a text
     id without version / accession / name."""
     choice = tag - 0xA0
@@ -494,23 +495,23 @@ def _seq_id(tag: int, value) -> tuple:
         raise _BerError("unknown Seq-id type")
     if choice == 0:                              # local Object-id
         label = _object_id(value)
-        return "lcl", f"lcl|{label}", 100, label
+        return "lcl", f"lcl|{label}", 100, label, label
     if choice in (1, 2, 11):                     # gibbsq, gibbmt, gi INTEGER
         number = _integer(value)
         kind = {1: "bbs", 2: "bbm", 11: "gi"}[choice]
-        return kind, f"{kind}|{number}", 200 if choice == 11 else 150, str(number)
+        return kind, f"{kind}|{number}", 200 if choice == 11 else 150, str(number), str(number)
     if choice == 3:                              # giim Giimport-id: id INTEGER, db, release
         fields = dict(_one(value, 0x30))
         if 0xA0 not in fields:
             raise _BerError("Giimport-id without id")
         number = _integer(fields[0xA0])
-        return "gim", f"gim|{number}", 200, str(number)
+        return "gim", f"gim|{number}", 200, str(number), str(number)
     if choice == 10:                             # general Dbtag: db, tag
         fields = dict(_one(value, 0x30))
         if 0xA0 not in fields or 0xA1 not in fields:
             raise _BerError("Dbtag without db or tag")
         db, label = _text(fields[0xA0]), _object_id(fields[0xA1])
-        return "gnl", f"gnl|{db}|{label}", 150, label
+        return "gnl", f"gnl|{db}|{label}", 150, f"{db}:{label}", f"{db}:{label}"
     if choice == 8:                              # patent: seqid INTEGER, cit Id-pat
         fields = dict(_one(value, 0x30))
         if 0xA0 not in fields or 0xA1 not in fields:
@@ -523,8 +524,9 @@ def _seq_id(tag: int, value) -> tuple:
         pat = cit[0xA1]                          # CHOICE of number or app-number
         if not isinstance(pat, list) or len(pat) != 1 or pat[0][0] not in (0xA0, 0xA1):
             raise _BerError("bad Id-pat id")
-        label = f"{country}|{_text(pat[0][1])}|{number}"
-        return "pat", f"pat|{label}", 100, label
+        fasta = f"{country}|{_text(pat[0][1])}|{number}"
+        label = f"{country}{_text(pat[0][1])}_{number}"
+        return "pat", f"pat|{fasta}", 100, label, label
     if choice == 14:                             # pdb: mol, chain, rel, chain-id
         fields = dict(_one(value, 0x30))
         if 0xA0 not in fields:
@@ -534,7 +536,7 @@ def _seq_id(tag: int, value) -> tuple:
             chain = _text(fields[0xA3])
         else:
             chain = chr(_integer(fields[0xA1])) if 0xA1 in fields else " "
-        return "pdb", f"pdb|{mol}|{chain}", 50, f"{mol}_{chain}"
+        return "pdb", f"pdb|{mol}|{chain}", 50, f"{mol}_{chain}", f"{mol}_{chain}"
     fields = dict(_one(value, 0x30))              # Textseq-id: name, accession, release, version
     name = _text(fields[0xA0]) if 0xA0 in fields else ""
     acc = _text(fields[0xA1]) if 0xA1 in fields else ""
@@ -544,7 +546,7 @@ def _seq_id(tag: int, value) -> tuple:
     kind = _TEXTSEQ[choice]
     if choice == 7 and 0xA2 in fields and _text(fields[0xA2]) == "unreviewed":
         kind = "tr"                              # TrEMBL: a SWISS-PROT id released "unreviewed"
-    return kind, f"{kind}|{accver}|{name}", score, accver or name
+    return kind, f"{kind}|{accver}|{name}", score, accver or name, acc or name
 
 
 def _id_string(ids: list[tuple]) -> str:
@@ -569,14 +571,18 @@ def _is_ord_id(ids: list[tuple]) -> bool:
 
 
 def defline_columns(deflines) -> dict[str, str]:
-    """BLAST+ 2.12's tabular subject columns sseqid, sallseqid, stitle, salltitles for one
-    header's deflines."""
+    """BLAST+ 2.12's tabular subject columns sseqid, sallseqid, stitle, salltitles, sacc,
+    saccver, sallacc for one header's deflines."""
     title, ids = deflines[0]
     if _is_ord_id(ids):
         word = title.split(" ", 1)[0]
-        return {"sseqid": word, "sallseqid": word, "stitle": title, "salltitles": title}
+        return {"sseqid": word, "sallseqid": word, "stitle": title, "salltitles": title,
+                "sacc": word, "saccver": word, "sallacc": word}
+    best = min(ids, key=lambda i: i[2])
     return {"sseqid": _id_string(ids),
             "sallseqid": ";".join(_id_string(i) for _, i in deflines),
+            "sacc": best[4], "saccver": best[3],
+            "sallacc": ";".join(min(i, key=lambda x: x[2])[4] for _, i in deflines),
             "stitle": title or "N/A",
             "salltitles": "<>".join(t or "N/A" for t, _ in deflines)}
 

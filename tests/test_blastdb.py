@@ -70,6 +70,7 @@ def dbs(tmp_path_factory):
 
 
 ALL_DBS = ["v4", "v4p", "v5", "v5p"]
+COLUMNS = ("sseqid", "sallseqid", "stitle", "salltitles", "sacc", "saccver", "sallacc")
 
 
 @pytest.mark.parametrize("name", ALL_DBS)
@@ -99,7 +100,7 @@ def test_sizes_equal_blastdbcmd(dbs, name):
 def _blastp_columns(d, prefix):
     """blastp's subject columns, one row per subject, sorted."""
     out = _run("blastp", "-query", str(d / "q.fa"), "-db", prefix, "-evalue", "1000", "-max_hsps", "1",
-               "-max_target_seqs", "500", "-outfmt", "6 sseqid sallseqid stitle salltitles")
+               "-max_target_seqs", "500", "-outfmt", "6 sseqid sallseqid stitle salltitles sacc saccver sallacc")
     rows = sorted(tuple(line.split("\t")) for line in out.splitlines())
     assert len(rows) == len(ENTRIES)
     return rows
@@ -108,7 +109,7 @@ def _blastp_columns(d, prefix):
 @pytest.mark.parametrize("name", ALL_DBS)
 def test_subject_columns_equal_blastp(dbs, name):
     d, made = dbs
-    got = sorted((c["sseqid"], c["sallseqid"], c["stitle"], c["salltitles"])
+    got = sorted(tuple(c[k] for k in COLUMNS)
                  for c in blastdb.subject_columns(made[name]))
     assert got == _blastp_columns(d, made[name])
 
@@ -407,7 +408,7 @@ def test_fast_header_path_equals_the_ber_reader(tmp_path, monkeypatch):
 SEVERAL_IDS = ["sp|P1|N1|gnl|db|t1 a", "gnl|db|t2|sp|P2|N2 b", "lcl|l3|gnl|db|t3 c", "gnl|db|t4|lcl|l4 d",
                "ref|NP_5.1||sp|P5|N5 e", "gb|AB6|N6|emb|CC6.2| f", "pdb|1XY7|C|sp|P7.3|N7 g", "gnl|db|99 h",
                "pir||PQ9 i", "prf||1234A j", "gi|10 k", "gi|11|gnl|db|t11 l", "dbj|BA12.1| m",
-               "tpg|DAA13.1| n", "pat|US|RE33188|1 o", "pdb|1ABC|AA q"]
+               "tpg|DAA13.1| n", "pat|US|RE33188|1 o", "pdb|1ABC|AA q", "lcl|77 r", "sp|P8.4|N8 s"]
 
 
 def test_several_ids_equal_blastp(dbs, tmp_path):
@@ -417,9 +418,9 @@ def test_several_ids_equal_blastp(dbs, tmp_path):
     # (makeblastdb 2.12 stops on some of these ids in format 5: its accession index)
     prefix = _makeblastdb(fasta, tmp_path / "ids", "-parse_seqids", "-blastdb_version", "4")
     out = _run("blastp", "-query", str(d / "q.fa"), "-db", prefix, "-evalue", "1000", "-max_hsps", "1",
-               "-outfmt", "6 sseqid sallseqid stitle salltitles")
+               "-outfmt", "6 sseqid sallseqid stitle salltitles sacc saccver sallacc")
     want = sorted(tuple(line.split("\t")) for line in out.splitlines())
-    got = sorted((c["sseqid"], c["sallseqid"], c["stitle"], c["salltitles"])
+    got = sorted(tuple(c[k] for k in COLUMNS)
                  for c in blastdb.subject_columns(prefix))
     assert len(want) == len(SEVERAL_IDS)
     assert got == want
