@@ -103,13 +103,29 @@ def test_rows_are_blast_rows_in_each_mode(proteome_case, mode):
 
 @needs_blast
 def test_other_matrices_and_a_large_evalue(proteome_case):
-    """Adjusted BLOSUM45 and PAM30 matrices (their own joint probabilities), and -evalue 10000
+    """Adjusted BLOSUM45 and PAM30 matrices (their own joint probabilities), -evalue 10000
     (weak hits, where the redo's containment and end-point rules decide more)."""
     d = proteome_case
     for args in (["-matrix", "BLOSUM45"], ["-matrix", "PAM30"], ["-evalue", "10000"]):
         args = [*args, "-outfmt", EXTENDED]
         assert_same(blast_rows(d / "q.faa", d / "db.faa", d, *args), our_rows(d / "q.faa", d / "db.faa", *args),
                     " ".join(args[:2]))
+
+
+@needs_blast
+def test_few_target_seqs_keep_a_long_preliminary_list(proteome_path, tmp_path):
+    """-max_target_seqs 20 against the 2,100-protein proteome: the preliminary list stays at
+    least 1,050 subjects long (BLAST+ 2.12 reports subjects ranked down to 218th there; a list
+    of 2 x 20 + 50 loses rows)."""
+    from gpu_search.seqdb import open_database
+
+    db = open_database(proteome_path)
+    names = [db.name(i) for i in range(db.n_seqs)]
+    picks = [names.index("938293.PRJEB85.HG003686_866"), 5, 700, 1400]
+    (tmp_path / "q.faa").write_text(fasta([(db.name(i), db.description(i), db.text(i)) for i in picks]))
+    args = ["-max_target_seqs", "20", "-outfmt", EXTENDED]
+    assert_same(blast_rows(tmp_path / "q.faa", proteome_path, tmp_path, *args),
+                our_rows(tmp_path / "q.faa", proteome_path, *args), "-max_target_seqs 20")
 
 
 @pytest.fixture(scope="module")
