@@ -237,7 +237,8 @@ def hmmsearch(hmmfile, seqdb, output, tblout, domtblout, pfamtblout, acc, noali,
     """Search profile HMM(s) in HMMFILE against the protein sequences of SEQDB.
 
     HMMFILE holds one or more HMMER3 profiles (text or binary, may be gzipped);
-    SEQDB is a protein FASTA file (may be gzipped) or a .gsdb from `gpu-search makedb`.
+    SEQDB is a protein FASTA file (may be gzipped), a .gsdb from `gpu-search makedb`, or a
+    BLAST protein database made by makeblastdb (its name or folder).
     Scores, E-values, hits and domains are those of HMMER 3.4's hmmsearch.
     """
     from . import device as dev
@@ -488,7 +489,9 @@ _COMP_BASED_STATS = {"0": 0, "F": 0, "f": 0, "1": 1, "2": 2, "T": 2, "t": 2, "D"
 
 @cli.command(cls=BlastCommand, context_settings=CONTEXT, epilog=exit_code_help())
 @click.option("-query", "query", required=True, metavar="FILE", help="Query protein FASTA (many queries, may be gzipped).")
-@click.option("-db", "db", required=True, metavar="DB", help="Subject database: protein FASTA (may be gzipped) or .gsdb.")
+@click.option("-db", "db", required=True, metavar="DB",
+              help="Subject database: protein FASTA (may be gzipped), .gsdb, or a BLAST database made by "
+                   "makeblastdb (its name, as BLAST+ takes it, or its folder).")
 @click.option("-out", "out", metavar="FILE", help="Output file (default: stdout).")
 @click.option("-task", "task", default="blastp", show_default=True,
               help="Only blastp (blastp-fast and blastp-short are not implemented).")
@@ -636,7 +639,8 @@ def _blast_settings(ctx, **given):
                    "(written as DB.shardIofN.gsdb; each knows the whole database's size).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress, and nothing printed on success.")
 def makedb(fasta, out, shards, quiet):
-    """Pre-digitize a protein FASTA (may be gzipped) into a memory-mappable .gsdb."""
+    """Pre-digitize a protein FASTA (may be gzipped), or a BLAST database made by makeblastdb,
+    into a memory-mappable .gsdb."""
     from .output import check_outputs
     from .seqdb import makedb as build
 

@@ -306,7 +306,13 @@ def _gunzip(pieces, source):
 
 
 def open_database(path: str | os.PathLike) -> SequenceDB:
-    """Load a protein database from FASTA (plain or .gz) or a .gsdb file, a pipe too."""
+    """Load a protein database from FASTA (plain or .gz) or a .gsdb file, a pipe too, or a
+    BLAST database made by makeblastdb (its prefix, as blastp's -db: :mod:`.blastdb`)."""
+    from .blastdb import blast_database_prefix, read_blast_database
+
+    prefix = blast_database_prefix(path)
+    if prefix is not None:
+        return read_blast_database(prefix)
     with _Input(path) as inp:
         if inp.is_gsdb:
             if inp.regular:
@@ -863,7 +869,12 @@ def makedb(fasta: str | os.PathLike, out: str | os.PathLike, shards: int = 1, *,
     is written: the whole .gsdb is written first to an unnamed temporary file beside ``out``,
     then cut.  Progress on stderr on a terminal, unless ``quiet``.
     """
+    from .blastdb import blast_database_prefix, read_blast_database
+
     out = Path(out)
+    prefix = blast_database_prefix(fasta)
+    if prefix is not None:          # a BLAST database: loaded whole, then written (or cut)
+        return _makedb_of(read_blast_database(prefix), out, shards)
     with _Input(fasta) as inp:
         if inp.is_gsdb:             # a .gsdb again: rewritten, or cut, as loaded
             db = (read_gsdb(fasta) if inp.regular else
