@@ -102,6 +102,16 @@ def test_rows_are_blast_rows_in_each_mode(proteome_case, mode):
 
 
 @needs_blast
+def test_a_blast_database_as_db(proteome_case):
+    """-db naming the BLAST database makeblastdb made (read without BLAST+): BLAST+'s rows, ids
+    and titles."""
+    d = proteome_case
+    args = ["-outfmt", EXTENDED + " stitle salltitles"]
+    theirs = blast_rows(d / "q.faa", d / "db.faa", d, *args)
+    assert_same(theirs, our_rows(d / "q.faa", d / "blastdb", *args), "-db blastdb")
+
+
+@needs_blast
 def test_other_matrices_and_a_large_evalue(proteome_case):
     """Adjusted BLOSUM45 and PAM30 matrices (their own joint probabilities), -evalue 10000
     (weak hits, where the redo's containment and end-point rules decide more)."""
