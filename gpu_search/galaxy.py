@@ -283,9 +283,10 @@ def build_tool():
     blast = gxtp.When("blastp")
     blast.append(gxtp.DataParam("query", format="fasta,fasta.gz", label="Query protein sequences"))
     blast.append(gxtp.DataParam("subject", format="fasta,fasta.gz", label="Protein sequences to search"))
-    blast.append(gxtp.SelectParam("outfmt", label="Output columns", options={
-        f"6 {BLAST_STD}": "12 standard columns",
-        f"6 {BLAST_EXT}": "25 extended columns",
+    blast.append(gxtp.SelectParam("outfmt", label="Output format", options={
+        f"6 {BLAST_STD}": "Tabular, 12 standard columns",
+        f"6 {BLAST_EXT}": "Tabular, 25 extended columns",
+        "5": "BLAST XML",
     }, default=f"6 {BLAST_EXT}"))
     badv = gxtp.Section("adv", title="Advanced options", expanded=False)
     badv.append(gxtp.FloatParam("evalue", value=0.001, min=0, label="Expectation value threshold (-evalue)"))
@@ -330,6 +331,9 @@ def build_tool():
         outputs.append(out)
     bout = gxtp.OutputData("blast_out", format="tabular", label="${tool.name} on ${on_string}: blastp")
     bout.append(gxtp.OutputFilter("search['type'] == 'blastp'"))
+    xml = gxtp.ChangeFormat()          # Galaxy's blastxml datatype, as the IUC BLAST+ wrapper's
+    xml.append(gxtp.ChangeFormatWhen(input="search.outfmt", value="5", format="blastxml"))
+    bout.append(xml)
     outputs.append(bout)
     tool.outputs = outputs
 
@@ -377,6 +381,16 @@ def build_tool():
     t.append(gxtp.TestParam("search|adv|max_target_seqs", value="5"))
     t.append(gxtp.TestParam("search|adv|comp_based_stats", value="0"))
     t.append(gxtp.TestOutput("blast_out", file="blastp-queries.ext.tsv"))
+    tests.append(t)
+    # 5. blastp, BLAST XML; BLAST+'s file differs in two lines, each counted twice: its version
+    # and its database's path (the tool writes the dataset's name)
+    t = gxtp.Test(expect_num_outputs=1)
+    t.append(gxtp.TestParam("search|type", value="blastp"))
+    t.append(gxtp.TestParam("search|query", value="blastp-queries.faa"))
+    t.append(gxtp.TestParam("search|subject", value="proteome.faa"))
+    t.append(gxtp.TestParam("search|outfmt", value="5"))
+    t.append(gxtp.TestParam("search|adv|evalue", value="10"))
+    t.append(gxtp.TestOutput("blast_out", file="blastp-queries.xml", ftype="blastxml", lines_diff=4))
     tests.append(t)
     tool.tests = tests
 

@@ -24,3 +24,6 @@ blastp -query $T/blastp-queries.faa -db "$tmp/proteome" -comp_based_stats 0 -eva
 # BLAST+'s defaults (-comp_based_stats 2): what a run without options gives
 blastp -query $T/blastp-queries.faa -db "$tmp/proteome" -evalue 10 \
        -outfmt "6 $STD" > $T/blastp-queries.cbs2.std.tsv
+# the same as BLAST XML (Galaxy's blastxml); the database found through BLASTDB, so that the file
+# names it "proteome", not by a temporary folder's path
+BLASTDB="$tmp" blastp -query $T/blastp-queries.faa -db proteome -evalue 10 -outfmt 5 > $T/blastp-queries.xml

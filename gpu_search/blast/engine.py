@@ -23,7 +23,7 @@ from . import pipeline, workers
 from .crossover import auto_device
 from .hitlist import select
 from .options import BlastOptions
-from .output import write_footer, write_query
+from .output import XML, write_footer, write_query
 from .scheduler import PhaseTimes, Scheduler
 from .settings import BlastSettings
 
@@ -108,6 +108,30 @@ def _warm_up_lookup(queries, setup) -> None:
         pass
 
 
+def _xml_writer(fh, queries, subjects, setup, db_name: str):
+    """-outfmt 5: the BLAST XML writer, its header from the first query and the run's settings."""
+    from .xml import XmlWriter
+
+    name, desc = queries.name(0), queries.description(0)
+    return XmlWriter(fh, db_name=db_name, matrix=setup.matrix.name, evalue=setup.options.evalue,
+                     gap_open=setup.gap_open, gap_extend=setup.gap_extend,
+                     first_query_title=f"{name} {desc}" if desc else name,
+                     first_query_len=int(queries.lengths[0]))
+
+
+def _xml_query(xml, i: int, title: str, length: int, rows, subjects, setup) -> None:
+    """One query's Iteration, with its statistics as BLAST+ reports them: the whole database's
+    real size (-dbsize counts in the search space only), the gapped K, lambda and H."""
+    from . import stats
+
+    g = setup.gapped
+    eff = stats.effective_lengths(length, int(subjects.total_residues), int(subjects.total_seqs), g,
+                                  dbsize=setup.options.dbsize)
+    xml.query(i, title, length, rows, db_num_seqs=int(subjects.total_seqs),
+              db_length=int(subjects.total_residues), length_adjustment=eff.length_adjustment,
+              eff_space=eff.eff_searchsp, kappa=g.kbp.K, lambda_=g.kbp.Lambda, entropy=g.kbp.H)
+
+
 def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, columns: list[str],
                db_name: str, quiet: bool = False, hits_out=None, device: str = "cpu",
                gpus: list[int] | None = None, settings: BlastSettings | None = None,
@@ -181,11 +205,16 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
                 scheduler = Scheduler(queries, setup, pool, threads, engines.ungapped, times, engines.gapped,
                                       procs, settings)
                 # queries are independent: several at a time, written in input order
+                xml = _xml_writer(fh, queries, subjects, setup, db_name) if fmt == XML else None
                 for i, results in enumerate(scheduler.results_in_order()):
                     qname, qdesc = queries.name(i), queries.description(i)
                     qtitle = f"{qname} {qdesc}" if qdesc else qname
-                    rows = [h for r in select(results, options.max_target_seqs, options.comp_based_stats) for h in r.rows]
-                    write_query(fh, fmt, columns, qtitle, db_name, rows)
+                    rows = [h for r in select(results, options.max_target_seqs, options.comp_based_stats)
+                            for h in r.rows]
+                    if xml is not None:
+                        _xml_query(xml, i, qtitle, int(queries.lengths[i]), rows, subjects, setup)
+                    else:
+                        write_query(fh, fmt, columns, qtitle, db_name, rows)
                     if hits_out is not None:
                         saved.append((qtitle, results))
                     n_done += 1
@@ -201,7 +230,10 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
                 times.add_seconds("preliminary gapped kernel (GPU time)", prelim.kernel_seconds)
                 for part, seconds in prelim.seconds.items():
                     times.add_seconds(f"gapped GPU threads: {part}", seconds)
-        write_footer(fh, fmt, n_done)
+        if fmt == XML:
+            xml.close()
+        else:
+            write_footer(fh, fmt, n_done)
         if hits_out is not None:
             from .merge import save_hits
 

@@ -229,3 +229,34 @@ def test_escape_and_numbers():
     assert format_score(1e-200) == "1e-200"
     # below 1e-180 an E-value is 0 (the self-hits of the -parse_seqids test meet it in BLAST+'s output)
     assert format_evalue(1.00001e-180) == "1.00001e-180" and format_evalue(9.9e-181) == "0"
+
+
+@needs_blast
+@pytest.mark.parametrize("args", [[], ["-comp_based_stats", "0", "-evalue", "1e-5", "-max_target_seqs", "5"]])
+def test_blastp_outfmt_5_through_the_command_line(tmp_path, args):
+    """`gpu-search blastp -outfmt 5` end to end (the search, its statistics, the writer): BLAST+
+    2.12's XML of the same search, every line but BlastOutput_version and BlastOutput_db (the
+    database's name without its folder, as in -outfmt 7's comment line)."""
+    import os
+    import sys
+
+    from conftest import ROOT
+
+    from gpu_search import __version__
+
+    subprocess.run(["makeblastdb", "-in", str(TEST_DATA / "proteome.faa"), "-dbtype", "prot", "-out",
+                    str(tmp_path / "db")], check=True, capture_output=True)
+    query = TEST_DATA / "blastp-queries.faa"
+    theirs = subprocess.run([BLASTP, "-query", str(query), "-db", str(tmp_path / "db"), "-outfmt", "5", *args],
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-m", "gpu_search", "blastp", "-query", str(query), "-db", str(tmp_path / "db"),
+                        "-outfmt", "5", "--device", "cpu", "-q", *args], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    ours = r.stdout.splitlines()
+    assert len(ours) == len(theirs) > 50
+    differ = [(a.strip(), b.strip()) for a, b in zip(theirs, ours) if a != b]
+    assert differ == [("<BlastOutput_version>BLASTP 2.12.0+</BlastOutput_version>",
+                       "<BlastOutput_version>BLASTP 2.12.0+ (computed by gpu-search "
+                       f"{__version__})</BlastOutput_version>"),
+                      (f"<BlastOutput_db>{tmp_path / 'db'}</BlastOutput_db>", "<BlastOutput_db>db</BlastOutput_db>")], differ[:5]
