@@ -276,13 +276,23 @@ def test_sharded_hmmsearch_tasks_equal_unsharded(tmp_path):
     assert len(data_lines(whole / "t.tbl")) > 10
 
 
-def test_sharded_blastp_tasks_equal_unsharded_in_params_outfmt(tmp_path):
+@pytest.mark.parametrize("source", ["fasta", "makeblastdb folder"])
+def test_sharded_blastp_tasks_equal_unsharded_in_params_outfmt(tmp_path, source):
     """params.outfmt (25 columns by default) reaches the shards' searches and the merge: the merged
-    table equals one search of the whole database with those columns."""
+    table equals one search of the whole database with those columns.  The database as FASTA, or
+    as nf-core's makeblastdb module gives it: a folder holding a BLAST database."""
     outfmt = re.search(r"^params\.outfmt\s*=\s*'([^']*)'", MAIN_NF.read_text(), re.M).group(1)
     assert len(outfmt.split()) == 15          # 6, std (12 columns) and 13 more
+    db = TEST_DATA / "proteome.faa"
+    if source != "fasta":
+        if shutil.which("makeblastdb") is None:
+            pytest.skip("makeblastdb (BLAST+) not installed")
+        (tmp_path / "blastdb").mkdir()
+        subprocess.run(["makeblastdb", "-in", str(db), "-dbtype", "prot", "-out", str(tmp_path / "blastdb" / "proteome")],
+                       check=True, capture_output=True)
+        db = tmp_path / "blastdb"
     run_task("GPU_SEARCH_MAKEDB", tmp_path / "makedb",
-             {"meta": SimpleNamespace(id="proteome"), "fasta": TEST_DATA / "proteome.faa", "n_shards": 3})
+             {"meta": SimpleNamespace(id="proteome"), "fasta": db, "n_shards": 3})
     hits = []
     for shard in sorted((tmp_path / "makedb").glob("*.gsdb")):
         wd = tmp_path / shard.stem
