@@ -362,36 +362,26 @@ def build_tool():
     t.append(gxtp.TestParam("search|adv|cutoffs", value="cut_ga"))
     t.append(gxtp.TestOutput("tblout", file="PF02826.cut_ga.tblout", lines_diff=11))
     tests.append(t)
+    def blastp_test(params: dict, output: gxtp.TestOutput) -> gxtp.Test:
+        """A blastp test of the three test queries against the test proteome."""
+        t = gxtp.Test(expect_num_outputs=1)
+        for name, value in {"type": "blastp", "query": "blastp-queries.faa", "subject": "proteome.faa",
+                            **params}.items():
+            t.append(gxtp.TestParam(f"search|{name}", value=value))
+        t.append(output)
+        return t
+
     # 3. blastp, 12 columns, BLAST+'s default statistics; expected file made by BLAST+ 2.12
     # (test-data/make.sh)
-    t = gxtp.Test(expect_num_outputs=1)
-    t.append(gxtp.TestParam("search|type", value="blastp"))
-    t.append(gxtp.TestParam("search|query", value="blastp-queries.faa"))
-    t.append(gxtp.TestParam("search|subject", value="proteome.faa"))
-    t.append(gxtp.TestParam("search|outfmt", value=f"6 {BLAST_STD}"))
-    t.append(gxtp.TestParam("search|adv|evalue", value="10"))
-    t.append(gxtp.TestOutput("blast_out", file="blastp-queries.cbs2.std.tsv"))
-    tests.append(t)
+    tests.append(blastp_test({"outfmt": f"6 {BLAST_STD}", "adv|evalue": "10"},
+                             gxtp.TestOutput("blast_out", file="blastp-queries.cbs2.std.tsv")))
     # 4. blastp, 25 columns, -evalue 1e-5 -max_target_seqs 5 -comp_based_stats 0
-    t = gxtp.Test(expect_num_outputs=1)
-    t.append(gxtp.TestParam("search|type", value="blastp"))
-    t.append(gxtp.TestParam("search|query", value="blastp-queries.faa"))
-    t.append(gxtp.TestParam("search|subject", value="proteome.faa"))
-    t.append(gxtp.TestParam("search|adv|evalue", value="1e-5"))
-    t.append(gxtp.TestParam("search|adv|max_target_seqs", value="5"))
-    t.append(gxtp.TestParam("search|adv|comp_based_stats", value="0"))
-    t.append(gxtp.TestOutput("blast_out", file="blastp-queries.ext.tsv"))
-    tests.append(t)
+    tests.append(blastp_test({"adv|evalue": "1e-5", "adv|max_target_seqs": "5", "adv|comp_based_stats": "0"},
+                             gxtp.TestOutput("blast_out", file="blastp-queries.ext.tsv")))
     # 5. blastp, BLAST XML; BLAST+'s file differs in two lines, each counted twice: its version
     # and its database's path (the tool writes the dataset's name)
-    t = gxtp.Test(expect_num_outputs=1)
-    t.append(gxtp.TestParam("search|type", value="blastp"))
-    t.append(gxtp.TestParam("search|query", value="blastp-queries.faa"))
-    t.append(gxtp.TestParam("search|subject", value="proteome.faa"))
-    t.append(gxtp.TestParam("search|outfmt", value="5"))
-    t.append(gxtp.TestParam("search|adv|evalue", value="10"))
-    t.append(gxtp.TestOutput("blast_out", file="blastp-queries.xml", ftype="blastxml", lines_diff=4))
-    tests.append(t)
+    tests.append(blastp_test({"outfmt": "5", "adv|evalue": "10"},
+                             gxtp.TestOutput("blast_out", file="blastp-queries.xml", ftype="blastxml", lines_diff=4)))
     tool.tests = tests
 
     tool.help = HELP

@@ -62,6 +62,7 @@ import numpy as np
 from .._numba import numba
 from .alphabet import ALPHABET_SIZE
 from .matrix import load_matrix
+from .stats import lambda_nr
 
 # NCBIstdaa codes (alphabet.NCBISTDAA) the compiled loops below write as numbers:
 # B 2, C 3, D 4, E 5, I 9, L 11, N 13, Q 15, X 21, Z 23, U 24, '*' 25, O 26, J 27.
@@ -928,22 +929,10 @@ def _matrix_score_probs(matrix, subject_prob, query_prob, true_positions):
 
 
 @numba.njit(cache=True)
-def _gcd(a, b):
-    """BLAST_Gcd (ncbi_math.c) of two positive numbers."""
-    if b > a:
-        a, b = b, a
-    while b != 0:
-        a, b = b, a % b
-    return a
-
-
-@numba.njit(cache=True)
 def _calc_lambda(probs, min_score, max_score, lambda0):
     """s_CalcLambda (blast_kappa.c): Blast_KarlinLambdaNR (blast_stat.c) of the score
-    probabilities ``probs[s - min_score]``, -1 where lambda does not exist.
-
-    The same iteration as stats.karlin_lambda_nr, compiled: mode 1 runs it once a pair.
-    """
+    probabilities ``probs[s - min_score]``, -1 where lambda does not exist (compiled: mode 1
+    runs it once a pair)."""
     avg = 0.0
     for i in range(max_score - min_score + 1):
         avg += (min_score + i) * probs[i]
@@ -951,59 +940,7 @@ def _calc_lambda(probs, min_score, max_score, lambda0):
     if avg >= 0.0 or low >= 0 or high <= 0 or low < -32768 or high > 32767 \
             or high - low > 65535:             # BlastScoreChk
         return -1.0
-    d = -low                                   # the scores' greatest common divisor
-    i = 1
-    while i <= high - low and d > 1:
-        if probs[i] != 0.0:
-            d = _gcd(d, i)
-        i += 1
-    tolx, itmax, max_newton = 1.0e-5, 20, 20 + 17
-    x0 = math.exp(-lambda0)
-    x = x0 if 0 < x0 < 1 else 0.5
-    a, b = 0.0, 1.0
-    f = 4.0
-    is_newton = False
-    for k in range(itmax):
-        fold = f
-        was_newton = is_newton
-        is_newton = False
-        # f(x) = sum_s p(s) x^(high - s) - x^high by Horner's rule, g = f'(x)
-        g = 0.0
-        f = probs[0]
-        i = low + d
-        while i < 0:
-            g = x * g + f
-            f = f * x + probs[i - low]
-            i += d
-        g = x * g + f
-        f = f * x + probs[-low] - 1
-        i = d
-        while i <= high:
-            g = x * g + f
-            f = f * x + probs[i - low]
-            i += d
-        if f > 0:
-            a = x
-        elif f < 0:
-            b = x
-        else:
-            break
-        if b - a < 2 * a * (1 - b) * tolx:
-            x = (a + b) / 2
-            break
-        if k >= max_newton or (was_newton and abs(f) > .9 * abs(fold)) or g >= 0:
-            x = (a + b) / 2
-        else:
-            step = -f / g
-            y = x + step
-            if y <= a or y >= b:
-                x = (a + b) / 2
-            else:
-                is_newton = True
-                x = y
-                if abs(step) < tolx * x * (1 - x):
-                    break
-    return -math.log(x) / d
+    return lambda_nr(probs, low, high, lambda0)
 
 
 def composition_based_stats(info: MatrixInfo, query_probs28: np.ndarray,

@@ -264,8 +264,8 @@ def redo_stage(work: QueryWork, setup: SearchSetup, queries, hits: list[tuple]) 
     for key, s in hits:
         a, b = setup.offsets[s], setup.offsets[s + 1]
         subject = setup.residues[a:b]
-        done = kappa.finish_subject(kappa.redo_subject(work.prelim[s], kq, subject, setup.matrix.scores), kq, setup, int(b - a),
-                                    opts.evalue)
+        aligns = kappa.redo_subject(work.prelim[s], kq, subject, setup.matrix.scores)
+        done = kappa.finish_subject(aligns, kq, setup, int(b - a), opts.evalue)
         if done is None:
             continue
         # Blast_HSPListSortByEvalue: E-value up, then the redo's score order
@@ -279,54 +279,49 @@ def redo_stage(work: QueryWork, setup: SearchSetup, queries, hits: list[tuple]) 
     return results
 
 
+def _pair_fields(work: QueryWork, setup: SearchSetup, queries, s: int) -> dict:
+    """The fields every output row of query ``work`` against subject ``s`` shares."""
+    db = setup.subjects
+    qname, qdesc = queries.name(work.index), queries.description(work.index)
+    sname, sdesc = db.name(s), db.description(s)
+    return dict(query_id=qname, query_title=f"{qname} {qdesc}" if qdesc else qname,
+                query_length=len(work.codes), subject_id=sname,
+                subject_title=f"{sname} {sdesc}" if sdesc else sname,
+                subject_length=int(setup.offsets[s + 1] - setup.offsets[s]), oid=int(db.first_index) + int(s))
+
+
 def redone_hsps(work: QueryWork, setup: SearchSetup, queries, s: int, done, order) -> list[Hsp]:
     """Output rows of one redone subject: numbers counted on the unmasked sequences."""
-    db = setup.subjects
-    qname = queries.name(work.index)
-    qdesc = queries.description(work.index)
-    qtitle = f"{qname} {qdesc}" if qdesc else qname
-    a, b = setup.offsets[s], setup.offsets[s + 1]
-    subject = setup.residues[a:b]
-    sname, sdesc = db.name(s), db.description(s)
+    pair = _pair_fields(work, setup, queries, s)
+    subject = setup.residues[setup.offsets[s]:setup.offsets[s + 1]]
     rows = []
     for i in order:
         al = done.aligns[i]
         ident, pos, _length, gaps, opens = kappa.alignment_numbers(al, work.codes, subject, setup.matrix.scores)
         qseq, sseq = traceback.alignment_strings(work.codes, subject, al.q0, al.s0, al.ops, al.nums, NCBISTDAA)
         rows.append(Hsp(
-            query_id=qname, query_title=qtitle, query_length=len(work.codes),
-            subject_id=sname, subject_title=f"{sname} {sdesc}" if sdesc else sname,
-            subject_length=int(b - a), score=int(done.scores[i]), bit_score=float(done.bit_scores[i]),
-            evalue=float(done.evalues[i]), q_start=al.q0 + 1, q_end=al.q1, s_start=al.s0 + 1, s_end=al.s1,
-            qseq=qseq, sseq=sseq, nident=int(ident), positive=int(pos), gaps=int(gaps), gapopen=int(opens),
-            oid=int(db.first_index) + int(s)))
+            **pair, score=int(done.scores[i]), bit_score=float(done.bit_scores[i]), evalue=float(done.evalues[i]),
+            q_start=al.q0 + 1, q_end=al.q1, s_start=al.s0 + 1, s_end=al.s1, qseq=qseq, sseq=sseq,
+            nident=int(ident), positive=int(pos), gaps=int(gaps), gapopen=int(opens)))
     return rows
 
 
 def to_hsps(work: QueryWork, setup: SearchSetup, queries, s: int, res, order) -> list[Hsp]:
     """Output rows of one subject."""
-    db = setup.subjects
-    qname = queries.name(work.index)
-    qdesc = queries.description(work.index)
-    qtitle = f"{qname} {qdesc}" if qdesc else qname
+    pair = _pair_fields(work, setup, queries, s)
     g = setup.gapped
-    a, b = setup.offsets[s], setup.offsets[s + 1]
-    subject = setup.residues[a:b]
-    sname, sdesc = db.name(s), db.description(s)
+    subject = setup.residues[setup.offsets[s]:setup.offsets[s + 1]]
     strings = res.strings(work.codes, subject, NCBISTDAA)
     rows = []
     for i in order:
         h = res.hsps[i]
         qseq, sseq = strings[i]
         rows.append(Hsp(
-            query_id=qname, query_title=qtitle, query_length=len(work.codes),
-            subject_id=sname, subject_title=f"{sname} {sdesc}" if sdesc else sname,
-            subject_length=int(b - a), score=int(h["score"]),
-            bit_score=stats.bit_score(int(h["score"]), g.kbp), evalue=float(h["evalue"]),
-            q_start=int(h["q_start"]) + 1, q_end=int(h["q_end"]),
-            s_start=int(h["s_start"]) + 1, s_end=int(h["s_end"]),
-            qseq=qseq, sseq=sseq, nident=int(h["num_ident"]), positive=int(h["num_positives"]),
-            gaps=int(h["gaps"]), gapopen=int(h["gap_opens"]), oid=int(db.first_index) + int(s)))
+            **pair, score=int(h["score"]), bit_score=stats.bit_score(int(h["score"]), g.kbp),
+            evalue=float(h["evalue"]), q_start=int(h["q_start"]) + 1, q_end=int(h["q_end"]),
+            s_start=int(h["s_start"]) + 1, s_end=int(h["s_end"]), qseq=qseq, sseq=sseq,
+            nident=int(h["num_ident"]), positive=int(h["num_positives"]), gaps=int(h["gaps"]),
+            gapopen=int(h["gap_opens"])))
     return rows
 
 

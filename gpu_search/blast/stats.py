@@ -405,17 +405,28 @@ def _score_chk(lo: int, hi: int) -> bool:
 def karlin_lambda_nr(sfp: ScoreFreq, lambda0: float = 0.5) -> float:
     """Lambda of a score distribution: Blast_KarlinLambdaNR -> NlmKarlinLambdaNR (blast_stat.c).
 
-    Safeguarded Newton iteration on x = exp(-lambda); -1 on failure.
+    Safeguarded Newton iteration on x = exp(-lambda) (``lambda_nr``); -1 on failure.
     """
     low, high = sfp.obs_min, sfp.obs_max
     if sfp.score_avg >= 0.0 or not _score_chk(low, high):
         return -1.0
-    p = sfp.p
+    probs = np.array([sfp.p(s) for s in range(low, high + 1)], dtype=np.float64)
+    return float(lambda_nr(probs, low, high, lambda0))
+
+
+@numba.njit(cache=True, nogil=True)
+def lambda_nr(probs, low: int, high: int, lambda0: float) -> float:
+    """NlmKarlinLambdaNR's iteration, for score probabilities ``probs[s - low]`` whose mean is
+    negative (low < 0 < high): the scores' greatest common divisor d, then safeguarded Newton
+    steps on x = exp(-lambda d) from exp(-lambda0); lambda = -ln(x) / d."""
     d = -low
     i = 1
     while i <= high - low and d > 1:
-        if p(i + low) != 0.0:
-            d = math.gcd(d, i)
+        if probs[i] != 0.0:
+            a, b = d, i
+            while b:
+                a, b = b, a % b
+            d = a
         i += 1
     tolx, itmax, max_newton = 1.0e-5, 20, 20 + 17
     x0 = math.exp(-lambda0)
@@ -425,20 +436,22 @@ def karlin_lambda_nr(sfp: ScoreFreq, lambda0: float = 0.5) -> float:
     is_newton = False
     for k in range(itmax):
         fold = f
-        was_newton, is_newton = is_newton, False
+        was_newton = is_newton
+        is_newton = False
+        # f(x) = sum_s p(s) x^(high - s) - x^high by Horner's rule, g = f'(x)
         g = 0.0
-        f = p(low)
+        f = probs[0]
         i = low + d
         while i < 0:
             g = x * g + f
-            f = f * x + p(i)
+            f = f * x + probs[i - low]
             i += d
         g = x * g + f
-        f = f * x + p(0) - 1
+        f = f * x + probs[-low] - 1
         i = d
         while i <= high:
             g = x * g + f
-            f = f * x + p(i)
+            f = f * x + probs[i - low]
             i += d
         if f > 0:
             a = x
