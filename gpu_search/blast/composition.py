@@ -964,17 +964,20 @@ def composition_based_stats(info: MatrixInfo, query_probs28: np.ndarray,
     return matrix, ratio
 
 
+@numba.njit(cache=True)
 def _apply_pseudocounts(probs20, n_observations, background, pseudocounts):
     """Blast_ApplyPseudocounts: normalise, then mix in pseudocounts of the background."""
     total = 0.0
-    for p in probs20:
-        total += float(p)
+    for i in range(len(probs20)):
+        total += probs20[i]
     if total == 0.0:
         total = 1.0
     dpseudocounts = float(pseudocounts)
     weight = dpseudocounts / (n_observations + dpseudocounts)
-    return np.array([(1.0 - weight) * float(probs20[i]) / total + weight * float(background[i])
-                     for i in range(NUM_TRUE_AA)])
+    out = np.empty(NUM_TRUE_AA)
+    for i in range(NUM_TRUE_AA):
+        out[i] = (1.0 - weight) * probs20[i] / total + weight * background[i]
+    return out
 
 
 def composition_matrix_adj(info: MatrixInfo, rule: int, length1: int, length2: int,
