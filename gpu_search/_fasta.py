@@ -23,14 +23,28 @@ from ._numba import numba
 
 IGNORED = 254
 ILLEGAL = 255
-NL, CR, GT = 10, 13, 62
+# byte codes of blastp's tables only (NCBI's CFastaReader, which BLAST+ 2.12 reads FASTA with)
+DROPPED = 253           # not a residue: left out of the sequence, and counted for a warning
+COMMENT = 252           # ';': the rest of its line is a comment
+LINE_COMMENT = 251      # '!' or '#': a comment line when first on its line, else DROPPED
+NL, CR, GT, SEMICOLON, HYPHEN = 10, 13, 62, 59, 45
+
+# CFastaReader refuses a sequence's first data line that looks unlike sequence: one that has
+# at least a third as many other bytes as letters among its first PLAUSIBLE_SPAN bytes
+PLAUSIBLE_SPAN = 70
+LOOKAHEAD = 4096        # bytes of such a line wanted in a piece before it is judged
 
 # what scan() found wrong at position ``bad``
 BAD_RESIDUE = 1         # a byte that is not a residue letter (or a residue before any header)
 BAD_NO_NAME = 2         # a header line with no sequence name
+BAD_IMPLAUSIBLE = 3     # blastp: a first data line CFastaReader refuses
 
-# the state carried from piece to piece (an int64 array)
+# the state carried from piece to piece (an int64 array of STATE_SIZE): the first four for
+# every reader; the others for blastp's (comment, blank line so far, the open sequence has a
+# residue, and the letters dropped: how many, the first one's byte, line and header)
 AT_LINE_START, AFTER_CR, LINE, IN_SEQUENCE = 0, 1, 2, 3
+IN_COMMENT, LINE_BLANK, HAS_RESIDUES, DROPS, DROP_BYTE, DROP_LINE, DROP_SEQ = 4, 5, 6, 7, 8, 9, 10
+STATE_SIZE = 11
 
 
 @numba.njit(cache=True, nogil=True)
@@ -49,25 +63,71 @@ def count_gt(buf):
 
 
 @numba.njit(cache=True, nogil=True)
-def scan(buf, table, final, state, residues, hstart, hend, lengths):
+def _implausible(buf, p, n, final, hyphen_good):
+    """CFastaReader's test of a sequence's first data line, whose first byte other than
+    whitespace is buf[p] (CheckDataLine: the line trimmed of whitespace, its first
+    PLAUSIBLE_SPAN bytes; letters and '*' count as good, whitespace and digits as neither, ';'
+    ends the line, anything else is bad; '-' is good where the reader keeps hyphens
+    (makeblastdb), neither where it drops them (blastp's queries)).
+
+    Returns 1 if refused, 0 if not, -1 if ``buf`` holds too little of the line to tell."""
+    e = p
+    while e < n and buf[e] != NL and buf[e] != CR:
+        e += 1
+    if e == n and not final and e - p < LOOKAHEAD:
+        return -1
+    t = e
+    while t > p and _is_space(buf[t - 1]):
+        t -= 1
+    span = min(t - p, PLAUSIBLE_SPAN)
+    good = 0
+    bad = 0
+    for j in range(p, p + span):
+        c = buf[j]
+        if (65 <= c <= 90) or (97 <= c <= 122) or c == 42:
+            good += 1
+        elif c == HYPHEN:
+            if hyphen_good:
+                good += 1
+        elif _is_space(c) or (48 <= c <= 57):
+            pass
+        elif c == SEMICOLON:
+            break
+        else:
+            bad += 1
+    if bad >= good // 3 and (span > 3 or good == 0 or bad > good):
+        return 1
+    return 0
+
+
+@numba.njit(cache=True, nogil=True)
+def scan(buf, table, final, state, residues, hstart, hend, lengths, blast):
     """Digitize a piece of a FASTA file.
 
-    ``state`` (AT_LINE_START, AFTER_CR, LINE, IN_SEQUENCE) comes from the previous piece
-    and is updated for the next; ``residues`` holds len(buf) bytes, ``hstart``,
-    ``hend`` and ``lengths`` one entry a '>' in ``buf``.  Unless ``final``, a header
-    line not ended within ``buf`` is left for the next piece.
+    ``state`` (see STATE_SIZE) comes from the previous piece and is updated for the next;
+    ``residues`` holds len(buf) bytes, ``hstart``, ``hend`` and ``lengths`` one entry a '>'
+    in ``buf``.  Unless ``final``, a header line not ended within ``buf`` is left for the next
+    piece (with ``blast``, a first data line too short to judge as well).
+
+    ``blast``: read as BLAST+ reads FASTA (``table`` one of blastp's): DROPPED bytes left
+    out and counted, comments skipped, a first data line CFastaReader refuses an error.
 
     Returns (n_res, lead, k, consumed, bad, bad_kind): residues written; how many of
     them come before the first header (they continue the previous piece's last
     sequence); headers found (start at '>', end at the line's end; residues of each in
     ``lengths``); bytes of ``buf`` used; the position of the first error (-1 if none)
-    and what it is (BAD_RESIDUE, BAD_NO_NAME); ``state[LINE]`` is then its line.
+    and what it is (BAD_RESIDUE, BAD_NO_NAME, BAD_IMPLAUSIBLE); ``state[LINE]`` is then
+    its line.
     """
     n = len(buf)
     line_start = state[AT_LINE_START] != 0
     after_cr = state[AFTER_CR] != 0
     line = state[LINE]
     in_seq = state[IN_SEQUENCE] != 0
+    in_comment = state[IN_COMMENT] != 0
+    blank = state[LINE_BLANK] != 0
+    has_res = state[HAS_RESIDUES] != 0
+    hyphen_good = table[HYPHEN] != DROPPED
     k = 0
     n_res = 0
     lead = 0
@@ -77,6 +137,9 @@ def scan(buf, table, final, state, residues, hstart, hend, lengths):
     bad_kind = 0
     while p < n:
         c = buf[p]
+        if in_comment and c != NL and c != CR:
+            p += 1
+            continue
         if line_start and c == GT:
             q = p + 1
             while q < n and buf[q] != NL and buf[q] != CR:
@@ -99,6 +162,7 @@ def scan(buf, table, final, state, residues, hstart, hend, lengths):
             hend[k] = q
             k += 1
             in_seq = True
+            has_res = False
             line_start = False
             after_cr = False
             p = q                       # its line end is counted below
@@ -108,12 +172,16 @@ def scan(buf, table, final, state, residues, hstart, hend, lengths):
                 line += 1
             after_cr = False
             line_start = True
+            in_comment = False
+            blank = True
             p += 1
             continue
         if c == CR:
             line += 1
             after_cr = True
             line_start = True
+            in_comment = False
+            blank = True
             p += 1
             continue
         after_cr = False
@@ -122,13 +190,41 @@ def scan(buf, table, final, state, residues, hstart, hend, lengths):
         if code == IGNORED:
             p += 1
             continue
-        if code == ILLEGAL or not in_seq:
+        if blast:
+            if blank:                   # the line's first byte other than whitespace
+                if code == LINE_COMMENT or code == COMMENT:
+                    in_comment = True
+                    p += 1
+                    continue
+                if in_seq and not has_res:
+                    verdict = _implausible(buf, p, n, final, hyphen_good)
+                    if verdict < 0:
+                        break           # judged in the next piece, from here
+                    if verdict > 0:
+                        bad = p
+                        bad_kind = BAD_IMPLAUSIBLE
+                        break
+                blank = False
+            if code == COMMENT:
+                in_comment = True
+                p += 1
+                continue
+            if in_seq and (code == DROPPED or code == LINE_COMMENT):
+                if state[DROPS] == 0:
+                    state[DROP_BYTE] = c
+                    state[DROP_LINE] = line
+                    state[DROP_SEQ] = k - 1     # -1: the sequence an earlier piece began
+                state[DROPS] += 1
+                p += 1
+                continue
+        if code >= LINE_COMMENT or not in_seq:
             bad = p
             bad_kind = BAD_RESIDUE
             break
         residues[n_res] = code
         n_res += 1
         run += 1
+        has_res = True
         p += 1
     if k == 0:
         lead = run
@@ -138,6 +234,9 @@ def scan(buf, table, final, state, residues, hstart, hend, lengths):
     state[AFTER_CR] = 1 if after_cr else 0
     state[LINE] = line
     state[IN_SEQUENCE] = 1 if in_seq else 0
+    state[IN_COMMENT] = 1 if in_comment else 0
+    state[LINE_BLANK] = 1 if blank else 0
+    state[HAS_RESIDUES] = 1 if has_res else 0
     return n_res, lead, k, p, bad, bad_kind
 
 

@@ -585,11 +585,11 @@ def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps,
                                gapped_cells=gpu_gapped_cells, extension=gpu_extension,
                                window_lanes=None if gpu_window_lanes == "auto" else int(gpu_window_lanes),
                                timings=timings, timeline=timeline)
-    queries = read_fasta(query)        # (small: read first, to know whether the GPU pays)
+    queries = read_fasta(query, blast="query")   # (small: read first, to know whether the GPU pays)
     hint = residues_hint(db) if device == "auto" else None
     if hint is None or choose_device(queries.n_seqs, queries.n_residues, hint, options.num_threads)[0] == "gpu":
         start_cuda(device, gpu_ids)    # the GPUs' start overlaps reading the database
-    subjects = open_database(db)       # (run_blastp decides --device auto from its exact size)
+    subjects = open_database(db, blast=True)     # (run_blastp decides --device auto from its exact size)
     stamps = [("cli", _IMPORTED), ("inputs", time.time())]
     with OutputSet() as outs:
         fh = outs.open(out) if out else io.StringIO()

@@ -33,6 +33,7 @@ import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
 import zlib
 from dataclasses import dataclass, field
@@ -72,6 +73,38 @@ def _amino_map() -> np.ndarray:
 
 
 AMINO_MAP = _amino_map()
+
+
+def _blast_map(hyphen: int) -> np.ndarray:
+    """Byte -> code table of blastp's reader, as NCBI's CFastaReader reads protein FASTA in
+    BLAST+ 2.12: letters in either case and '*' are residues (Easel's codes); spaces, tabs,
+    vertical tabs and form feeds are ignored; ';' starts a comment to the line's end, '!'
+    and '#' a comment line when first on it; any other byte ('.', '_', '~', digits, other
+    punctuation, control and non-ASCII bytes) is dropped with a warning.  ``hyphen``: the
+    code of '-' (dropped in blastp's queries, a gap residue in makeblastdb's databases)."""
+    from ._fasta import COMMENT, DROPPED, LINE_COMMENT
+
+    table = np.full(256, DROPPED, dtype=np.uint8)
+    for code, sym in enumerate(AMINO_SYMBOLS):
+        if sym.isalpha() or sym == "*":
+            table[ord(sym)] = table[ord(sym.lower())] = code
+    table[ord("-")] = hyphen
+    table[ord(";")] = COMMENT
+    table[ord("!")] = table[ord("#")] = LINE_COMMENT
+    for ws in b" \t\r\n\x0b\x0c":
+        table[ws] = IGNORED
+    return table
+
+
+def _blast_maps() -> dict:
+    from ._fasta import DROPPED
+
+    return {"query": _blast_map(DROPPED), "db": _blast_map(GAP_CODE)}
+
+
+BLAST_MAPS = _blast_maps()
+# Easel codes a .gsdb (Easel's rules) may hold that blastp's reader drops: '.' and '_' (gaps), '~'
+BLAST_DROPPED_CODES = (GAP_CODE, AMINO_SYMBOLS.index("~"))
 
 
 def amino_degeneracy() -> np.ndarray:
@@ -305,9 +338,13 @@ def _gunzip(pieces, source):
         raise FormatError(f"{source}: corrupt or truncated gzip file ({exc})") from None
 
 
-def open_database(path: str | os.PathLike) -> SequenceDB:
+def open_database(path: str | os.PathLike, blast: bool = False) -> SequenceDB:
     """Load a protein database from FASTA (plain or .gz) or a .gsdb file, a pipe too, or a
-    BLAST database made by makeblastdb (its prefix, as blastp's -db: :mod:`.blastdb`)."""
+    BLAST database made by makeblastdb (its prefix, as blastp's -db: :mod:`.blastdb`).
+
+    ``blast``: the database as blastp's -db: FASTA read as makeblastdb reads it (see
+    :func:`_blast_map`; sequences left without a residue left out, as makeblastdb leaves
+    them), a .gsdb without the letters that reader drops (:func:`blast_view`)."""
     from .blastdb import blast_database_prefix, read_blast_database
 
     prefix = blast_database_prefix(path)
@@ -316,9 +353,11 @@ def open_database(path: str | os.PathLike) -> SequenceDB:
     with _Input(path) as inp:
         if inp.is_gsdb:
             if inp.regular:
-                return read_gsdb(path)
-            return _gsdb_from_buffer(np.frombuffer(b"".join(inp.raw_pieces()), dtype=np.uint8), Path(path))
-        return _collect(inp.pieces(), str(path))
+                db = read_gsdb(path)
+            else:
+                db = _gsdb_from_buffer(np.frombuffer(b"".join(inp.raw_pieces()), dtype=np.uint8), Path(path))
+            return blast_view(db) if blast else db
+        return _collect(inp.pieces(), str(path), "db" if blast else None)
 
 
 def residues_hint(path: str | os.PathLike) -> int | None:
@@ -360,15 +399,23 @@ def read_bytes(path: Path) -> bytes:
         return b"".join(inp.pieces())
 
 
-def read_fasta(path: str | os.PathLike) -> SequenceDB:
-    """Parse a protein FASTA file (plain or gzip; a pipe too), a piece at a time."""
+def read_fasta(path: str | os.PathLike, blast: str | None = None) -> SequenceDB:
+    """Parse a protein FASTA file (plain or gzip; a pipe too), a piece at a time.
+
+    ``blast``: None (Easel's rules), "query" (as blastp reads its queries: empty ones kept,
+    searched without hits) or "db" (as makeblastdb reads a database): see :func:`_blast_map`."""
     with _Input(path) as inp:
-        return _collect(inp.pieces(), str(path))
+        return _collect(inp.pieces(), str(path), blast)
 
 
-def parse_fasta(data: bytes, source: str = "<fasta>") -> SequenceDB:
-    """Parse FASTA bytes into a :class:`SequenceDB` (see module docstring for the rules)."""
-    return _collect(iter([data]), source)
+def parse_fasta(data: bytes, source: str = "<fasta>", blast: str | None = None) -> SequenceDB:
+    """Parse FASTA bytes into a :class:`SequenceDB` (see module docstring, and ``read_fasta``)."""
+    return _collect(iter([data]), source, blast)
+
+
+def _warn(message: str) -> None:
+    """A warning on stderr, one line (the input was read, with something left out)."""
+    print(f"gpu-search: warning: {message}", file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -384,16 +431,24 @@ class _Batch:
     desc_lens: np.ndarray
 
 
-def _fasta_batches(pieces, source: str):
-    """Digitize FASTA pieces (bytes) into :class:`_Batch`es, checking it as Easel reads it.
+def _fasta_batches(pieces, source: str, blast: str | None = None):
+    """Digitize FASTA pieces (bytes) into :class:`_Batch`es, checking it as Easel reads it
+    (``blast``: as blastp or makeblastdb reads it, see ``read_fasta``).
 
     The first byte other than whitespace must be '>': anything else (an HMM file, NUL bytes,
     binary) is refused at once.  Errors are raised where they are found, in file order;
-    empty sequences and nucleotide input once the whole file is read.
+    empty sequences and nucleotide input once the whole file is read (with ``blast``, empty
+    sequences are kept: their warning is :func:`_collect`'s).  Letters blastp's reader drops
+    are told in one warning.
     """
-    from ._fasta import BAD_NO_NAME, IN_SEQUENCE, LINE, count_gt, scan, split_headers
+    from ._fasta import (AT_LINE_START, BAD_IMPLAUSIBLE, BAD_NO_NAME, DROP_BYTE, DROP_LINE, DROP_SEQ, DROPS,
+                         IN_SEQUENCE, LINE, LINE_BLANK, PLAUSIBLE_SPAN, STATE_SIZE, count_gt, scan,
+                         split_headers)
 
-    state = np.array([1, 0, 1, 0], dtype=np.int64)   # at a line's start, line 1, no sequence yet
+    state = np.zeros(STATE_SIZE, dtype=np.int64)    # at a line's start, line 1, no sequence yet
+    state[AT_LINE_START] = state[LINE] = state[LINE_BLANK] = 1
+    table = AMINO_MAP if blast is None else BLAST_MAPS[blast]
+    first_drop = ""             # the sequence of the first dropped letter
     started = False
     carry = b""                 # a header line begun at the end of the previous piece
     open_name = ""              # the name of the sequence the last piece ended in
@@ -403,12 +458,14 @@ def _fasta_batches(pieces, source: str):
     sample, sample_len = [], 0  # the first residues, for the nucleotide check
 
     def scan_piece(data: bytes, final: bool):
-        nonlocal open_name, open_len, n_seqs, empty, first_empty, sample_len
+        nonlocal open_name, open_len, n_seqs, empty, first_empty, sample_len, first_drop
         buf = np.frombuffer(data, dtype=np.uint8)
         heads = count_gt(buf)
         residues = np.empty(len(buf), dtype=np.uint8)
         hstart, hend, lengths = (np.empty(heads, dtype=np.int64) for _ in range(3))
-        n_res, lead, k, used, bad, kind = scan(buf, AMINO_MAP, final, state, residues, hstart, hend, lengths)
+        had_drops = bool(state[DROPS])
+        n_res, lead, k, used, bad, kind = scan(buf, table, final, state, residues, hstart, hend, lengths,
+                                               blast is not None)
         header_bytes = int((hend[:k] - hstart[:k]).sum())
         name_blob, desc_blob = np.empty(header_bytes, np.uint8), np.empty(header_bytes, np.uint8)
         name_lens, desc_lens = np.empty(k, np.int64), np.empty(k, np.int64)
@@ -418,11 +475,18 @@ def _fasta_batches(pieces, source: str):
         def name(i):            # (decoded only where one is needed)
             return bytes(name_blob[name_ends[i] - name_lens[i]:name_ends[i]]).decode("utf-8", "replace")
 
+        if state[DROPS] and not had_drops:
+            first_drop = name(int(state[DROP_SEQ])) if state[DROP_SEQ] >= 0 else open_name
         if bad >= 0:
             line = int(state[LINE])
             if kind == BAD_NO_NAME:
                 raise FormatError(f"{source}: FASTA header without a sequence name (line {line})")
             seq = name(k - 1) if k else open_name
+            if kind == BAD_IMPLAUSIBLE:
+                raise FormatError(
+                    f"{source}: line {line} of sequence '{shown(seq)}' is not plausible sequence (its first "
+                    f"{PLAUSIBLE_SPAN} bytes hold a third as many non-letters as letters, or more); "
+                    f"BLAST+ refuses such a first line of a sequence")
             if not seq:
                 raise FormatError(f"{source}: not FASTA (a FASTA file starts with '>' header lines)")
             c = int(buf[bad])
@@ -480,7 +544,14 @@ def _fasta_batches(pieces, source: str):
     yield batch
     if n_seqs == 0:
         raise EmptyInputError(f"{source}: no sequences")
-    if empty:
+    if state[DROPS]:
+        c = int(state[DROP_BYTE])
+        ch = chr(c) if 32 < c < 127 else f"\\x{c:02x}"
+        n = int(state[DROPS])
+        _warn(f"{source}: {n:,} {'letter' if n == 1 else 'letters'} BLAST+ does not take "
+              f"{'was' if n == 1 else 'were'} dropped (first: '{ch}' in sequence '{shown(first_drop)}', "
+              f"line {int(state[DROP_LINE])})")
+    if empty and blast is None:
         raise SequenceError(f"{source}: sequence '{shown(first_empty)}' is empty "
                             f"({empty} empty sequence(s)); remove them first")
     _check_protein(np.concatenate(sample), source)
@@ -505,19 +576,73 @@ def _check_protein(sample: np.ndarray, source: str) -> None:
         )
 
 
-def _collect(pieces, source: str) -> SequenceDB:
-    """A FASTA input read into memory, a piece at a time (the input is never held whole)."""
+def _collect(pieces, source: str, blast: str | None = None) -> SequenceDB:
+    """A FASTA input read into memory, a piece at a time (the input is never held whole);
+    ``blast``: see ``read_fasta``."""
     residues, names, descs = bytearray(), bytearray(), bytearray()
     lengths, name_lens, desc_lens = [], [], []
-    for b in _fasta_batches(pieces, source):
+    for b in _fasta_batches(pieces, source, blast):
         residues += memoryview(b.residues)      # (an array would add itself element-wise)
         names += memoryview(b.name_blob)
         descs += memoryview(b.desc_blob)
         lengths.append(b.lengths)
         name_lens.append(b.name_lens)
         desc_lens.append(b.desc_lens)
-    return SequenceDB(np.frombuffer(residues, dtype=np.uint8), _ends(lengths), bytes(names), _ends(name_lens),
-                      bytes(descs), _ends(desc_lens), source=source)
+    db = SequenceDB(np.frombuffer(residues, dtype=np.uint8), _ends(lengths), bytes(names), _ends(name_lens),
+                    bytes(descs), _ends(desc_lens), source=source)
+    return _blast_empties(db, blast == "db") if blast else db
+
+
+def _blast_empties(db: SequenceDB, leave_out: bool) -> SequenceDB:
+    """Sequences without a residue (a header alone, or only letters dropped), as BLAST+ 2.12
+    takes them: blastp searches such a query and finds nothing ("Sequence contains no data");
+    makeblastdb leaves such a sequence out of the database (the next one takes its place).
+    One warning for the file; an error if every sequence is empty."""
+    empty = np.flatnonzero(db.lengths == 0)
+    if not len(empty):
+        return db
+    if len(empty) == db.n_seqs:
+        raise EmptyInputError(f"{db.source}: no sequence holds a letter BLAST+ takes")
+    what = "left out of the database, as makeblastdb leaves them" if leave_out else "searched without hits, as blastp does"
+    n = len(empty)
+    _warn(f"{db.source}: {n:,} {'sequence' if n == 1 else 'sequences'} without a residue "
+          f"{what} (first: '{shown(db.name(int(empty[0])))}')")
+    if not leave_out:
+        return db
+    kept = db.subset(np.flatnonzero(db.lengths > 0))
+    kept.shard, kept.first_index = db.shard, db.first_index
+    kept.total_seqs = kept.n_seqs if not db.shard else db.total_seqs - n
+    return kept
+
+
+def blast_view(db: SequenceDB) -> SequenceDB:
+    """A .gsdb's database as blastp takes it: without the codes of letters blastp's reader
+    drops ('.', '_' and '~', which Easel's rules keep), sequences left empty left out, as
+    makeblastdb would have read the FASTA the .gsdb was made from.  The database itself
+    when it holds none (no copy).
+
+    A shard's whole-database size is then its own less the letters this shard drops: the
+    other shards' are not known here."""
+    residues = np.asarray(db.residues)
+    drop = np.zeros(len(residues), dtype=bool)
+    for code in BLAST_DROPPED_CODES:
+        drop |= residues == code
+    n_drop = int(np.count_nonzero(drop))
+    if not n_drop:
+        return db
+    seq_of = np.repeat(np.arange(db.n_seqs, dtype=np.int64), db.lengths)
+    lengths = db.lengths - np.bincount(seq_of[drop], minlength=db.n_seqs)
+    offsets = np.zeros(db.n_seqs + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    i = int(seq_of[np.flatnonzero(drop)[0]])
+    _warn(f"{db.source}: {n_drop:,} {'letter' if n_drop == 1 else 'letters'} BLAST+ does not take "
+          f"{'was' if n_drop == 1 else 'were'} dropped (first in sequence '{shown(db.name(i))}')")
+    kept = SequenceDB(residues[~drop], offsets, db.name_blob, db.name_offsets, db.desc_blob, db.desc_offsets,
+                      source=db.source, total_seqs=db.total_seqs, total_residues=db.total_residues - n_drop,
+                      shard=db.shard, first_index=db.first_index)
+    if not kept.shard:
+        kept.total_residues = kept.n_residues
+    return _blast_empties(kept, True)
 
 
 def _ends(parts) -> np.ndarray:
