@@ -20,7 +20,10 @@ for its E-values.
 FASTA is read the way Easel reads it (same letters accepted, same codes):
 letters in either case, '*' and '~', '.' or '_' as gap; spaces and tabs
 ignored; lines ending with LF, CR LF or CR alone (old Mac files); anything
-else is an error, as in HMMER.  An input is read once, a piece at a time, so
+else is an error, as in HMMER.  blastp reads it as BLAST+ 2.12 does instead
+(``read_fasta``'s ``blast``, :func:`_blast_map`): what is not a letter or '*'
+is dropped with a warning, and a .gsdb's '.', '_' and '~' are left out
+(:func:`blast_view`).  An input is read once, a piece at a time, so
 that a pipe works as a file does; ``makedb`` writes as it reads.
 """
 
@@ -104,7 +107,8 @@ def _blast_maps() -> dict:
 
 BLAST_MAPS = _blast_maps()
 # Easel codes a .gsdb (Easel's rules) may hold that blastp's reader drops: '.' and '_' (gaps), '~'
-BLAST_DROPPED_CODES = (GAP_CODE, AMINO_SYMBOLS.index("~"))
+BLAST_DROPPED = np.zeros(256, dtype=bool)
+BLAST_DROPPED[[GAP_CODE, AMINO_SYMBOLS.index("~")]] = True
 
 
 def amino_degeneracy() -> np.ndarray:
@@ -624,17 +628,16 @@ def blast_view(db: SequenceDB) -> SequenceDB:
     A shard's whole-database size is then its own less the letters this shard drops: the
     other shards' are not known here."""
     residues = np.asarray(db.residues)
-    drop = np.zeros(len(residues), dtype=bool)
-    for code in BLAST_DROPPED_CODES:
-        drop |= residues == code
-    n_drop = int(np.count_nonzero(drop))
+    drop = BLAST_DROPPED[residues]
+    where = np.flatnonzero(drop)
+    n_drop = len(where)
     if not n_drop:
         return db
-    seq_of = np.repeat(np.arange(db.n_seqs, dtype=np.int64), db.lengths)
-    lengths = db.lengths - np.bincount(seq_of[drop], minlength=db.n_seqs)
+    seq_of = np.searchsorted(db.offsets, where, side="right") - 1     # the sequence of each
+    lengths = db.lengths - np.bincount(seq_of, minlength=db.n_seqs)
     offsets = np.zeros(db.n_seqs + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    i = int(seq_of[np.flatnonzero(drop)[0]])
+    i = int(seq_of[0])
     _warn(f"{db.source}: {n_drop:,} {'letter' if n_drop == 1 else 'letters'} BLAST+ does not take "
           f"{'was' if n_drop == 1 else 'were'} dropped (first in sequence '{shown(db.name(i))}')")
     kept = SequenceDB(residues[~drop], offsets, db.name_blob, db.name_offsets, db.desc_blob, db.desc_offsets,

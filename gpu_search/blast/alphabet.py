@@ -8,7 +8,10 @@ matrices of matrix.py are indexed by these codes.
 
 gpu-search's sequence database holds residues in Easel's amino alphabet
 (``gpu_search.seqdb.AMINO_SYMBOLS``); ``EASEL_TO_NCBISTDAA`` converts them with
-one ``take``.  Easel's '~' (missing data) has no NCBIstdaa letter and becomes X.
+one ``take``.  Easel's '~' (missing data) has no NCBIstdaa letter and becomes X,
+though blastp's sequences never hold it: blastp reads FASTA as BLAST+ does, and a
+.gsdb's '.', '_' and '~' are left out before (``seqdb.blast_view``), so the gap code
+reaches blastp only from a '-' that makeblastdb keeps in a database sequence.
 """
 
 from __future__ import annotations
