@@ -525,7 +525,8 @@ def _fasta_batches(pieces, source: str, blast: str | None = None):
             if first is not None:
                 started = True
                 at = first.start()
-                if piece[at:at + 1] != b">":
+                # (BLAST+ takes comment lines before the first header: the scanner skips them)
+                if piece[at:at + 1] != b">" and not (blast and piece[at:at + 1] in (b"!", b"#", b";")):
                     what = "an HMM file" if piece[at:at + 5] == b"HMMER" else "not FASTA"
                     raise FormatError(f"{source}: {what} (a FASTA file starts with '>' header lines)")
         data = carry + piece if carry else piece

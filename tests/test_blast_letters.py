@@ -24,7 +24,7 @@ import pytest
 from conftest import ROOT
 
 from gpu_search import seqdb
-from gpu_search.errors import FormatError, SequenceError
+from gpu_search.errors import EmptyInputError, FormatError, SequenceError
 
 BLASTP = shutil.which("blastp")
 MAKEBLASTDB = shutil.which("makeblastdb")
@@ -219,6 +219,10 @@ def test_queries_against_blast_plus(tmp_path, proteins):
     db_fasta = write(tmp_path / "db.faa", [(n.encode(), wrap(s)) for n, s in proteins])
     db = makeblastdb(db_fasta, tmp_path / "db")
     query = write(tmp_path / "q.faa", query_records(proteins))
+    with open(query, "rb") as fh:              # comment lines before the first header too
+        data = fh.read()
+    with open(query, "wb") as fh:
+        fh.write(b"# queries\n  ;with every kind of letter\n!\n" + data)
     theirs, ours = run_blastp(query, db), ours_blastp(query, db_fasta)
     assert theirs.returncode == 0 and ours.returncode == 0, ours.stderr
     rows = theirs.stdout.splitlines()
@@ -226,7 +230,7 @@ def test_queries_against_blast_plus(tmp_path, proteins):
     assert ours.stdout.splitlines() == rows
     assert ours.stderr.splitlines() == [
         f"gpu-search: warning: {query}: {JUNK_BYTES + 4} letters BLAST+ does not take were dropped "
-        "(first: '.' in sequence 'qjunk', line 3)",
+        "(first: '.' in sequence 'qjunk', line 6)",
         f"gpu-search: warning: {query}: 1 sequence without a residue searched without hits, as blastp does "
         "(first: 'qempty')"]
 
@@ -260,23 +264,29 @@ def test_database_against_makeblastdb(tmp_path, proteins):
     easel = [r for i, r in enumerate(records) if i not in (2, 5, 9)]
     easel_fasta = write(tmp_path / "easel.faa", easel)
     gsdb = tmp_path / "easel.gsdb"
-    assert run_ours("makedb", easel_fasta, "-o", gsdb, "--quiet").returncode == 0
+    seqdb.makedb(easel_fasta, gsdb, quiet=True)
     theirs = run_blastp(query, makeblastdb(easel_fasta, tmp_path / "easel"))
     assert theirs.returncode == 0 and theirs.stdout
     assert ours_blastp(query, gsdb).stdout == theirs.stdout
 
 
 @needs_blast
-@pytest.mark.parametrize("body,code", [(b"", 4), (b"MKTA.\n", 5), (b"..\n", 5), (b"1234\n", 5)])
-def test_refused_as_blast_plus_refuses(tmp_path, body, code, proteins):
-    """A file of one empty query, or a first line BLAST+ finds implausible: refused by both,
-    here with one line and its exit code."""
+def test_refused_as_blast_plus_refuses(tmp_path, proteins):
+    """Files BLAST+ refuses (one empty query, first lines it finds implausible), refused here
+    too; through the command: one line, the exit code of the error (FormatError: 5)."""
     db_fasta = write(tmp_path / "db.faa", [(n.encode(), wrap(s)) for n, s in proteins[:3]])
-    query = write(tmp_path / "q.faa", [(b"a", body)])
-    assert run_blastp(query, makeblastdb(db_fasta, tmp_path / "db")).returncode != 0
+    db = makeblastdb(db_fasta, tmp_path / "db")
+    for i, (body, error) in enumerate([(b"", EmptyInputError), (b"MKTA.\n", FormatError), (b"..\n", FormatError),
+                                       (b"1234\n", FormatError)]):
+        query = write(tmp_path / f"q{i}.faa", [(b"a", body)])
+        assert run_blastp(query, db).returncode != 0, body
+        with pytest.raises(error):
+            seqdb.read_fasta(query, "query")
     ours = ours_blastp(query, db_fasta)
-    assert ours.returncode == code and ours.stdout == ""
-    assert len(ours.stderr.splitlines()) == 1 and ours.stderr.startswith("gpu-search: error: ")
+    assert ours.returncode == FormatError.exit_code and ours.stdout == ""
+    assert ours.stderr.splitlines() == [f"gpu-search: error: {query}: line 2 of sequence 'a' is not plausible "
+                                        "sequence (its first 70 bytes hold a third as many non-letters as "
+                                        "letters, or more); BLAST+ refuses such a first line of a sequence"]
 
 
 @needs_blast
