@@ -94,6 +94,35 @@ TABULAR = {6: "\t", 7: "\t", 10: ","}     # -outfmt -> the separator of its colu
 XML = 5                                    # -outfmt 5: BLAST XML
 
 
+def stored_title(title: str) -> str:
+    """A FASTA title as makeblastdb 2.12 stores it: a tab as three spaces (wherever it
+    stands), Ctrl-A as a space, other control characters and DEL as '#', and each byte of a
+    non-ASCII letter's UTF-8 as '#'."""
+    if title.isascii() and title.isprintable():
+        return title
+    out: list[str] = []
+    for c in title:
+        if c == "\t":
+            out.append("   ")
+        elif c == "\x01":
+            out.append(" ")
+        elif c < " " or c == "\x7f":
+            out.append("#")
+        elif not c.isascii():
+            out.extend("#" * len(c.encode("utf-8", "surrogateescape")))
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def query_definition(title: str) -> str:
+    """A query's title as blastp 2.12 reads it from FASTA: cut at its first control character."""
+    for i, c in enumerate(title):
+        if c < " ":
+            return title[:i]
+    return title
+
+
 def parse_outfmt(spec: str) -> tuple[int, list[str]]:
     """``-outfmt`` text -> (format number, column list).  The tabular formats: 6 (tabs), 7 (tabs
     and comment lines) and 10 (commas, as BLAST+ writes them: nothing quoted); 5, BLAST XML
@@ -190,7 +219,7 @@ def write_query(fh, fmt: int, columns: list[str], query_title: str, db_name: str
         # parser of format 7 reads them as rows); a database named with a newline in its path
         # keeps it escaped, so that every comment line starts with '#'
         fh.write(f"# BLASTP 2.12.0+ (computed by gpu-search {__version__})\n")
-        fh.write(f"# Query: {query_title}\n")
+        fh.write(f"# Query: {query_definition(query_title)}\n")
         fh.write("# Database: %s\n" % db_name.replace("\r", "\\r").replace("\n", "\\n"))
         if hsps:
             fh.write("# Fields: " + ", ".join(FIELD_NAMES[c] for c in columns) + "\n")

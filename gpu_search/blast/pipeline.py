@@ -37,7 +37,7 @@ from .hitlist import SubjectResult, evalue_key, evalues, evalues_by_length, hit_
 from .lookup import build_lookup
 from .matrix import load_matrix
 from .options import BlastOptions
-from .output import Hsp
+from .output import Hsp, stored_title
 from .ungapped import UngappedJob, ungapped_extensions
 
 
@@ -280,10 +280,12 @@ def redo_stage(work: QueryWork, setup: SearchSetup, queries, hits: list[tuple]) 
 
 
 def _pair_fields(work: QueryWork, setup: SearchSetup, queries, s: int) -> dict:
-    """The fields every output row of query ``work`` against subject ``s`` shares."""
+    """The fields every output row of query ``work`` against subject ``s`` shares; the
+    subject's id and title as a BLAST database made from the FASTA holds them
+    (``output.stored_title``: non-ASCII bytes as '#', a tab as three spaces)."""
     db = setup.subjects
     qname, qdesc = queries.name(work.index), queries.description(work.index)
-    sname, sdesc = db.name(s), db.description(s)
+    sname, sdesc = stored_title(db.name(s)), stored_title(db.description(s))
     return dict(query_id=qname, query_title=f"{qname} {qdesc}" if qdesc else qname,
                 query_length=len(work.codes), subject_id=sname,
                 subject_title=f"{sname} {sdesc}" if sdesc else sname,

@@ -45,6 +45,7 @@ gpu-search reproduces, and ``BlastOutput_db`` is the database name the caller gi
 from __future__ import annotations
 
 from .. import __version__
+from .output import query_definition, stored_title
 
 VERSION = f"BLASTP 2.12.0+ (computed by gpu-search {__version__})"
 
@@ -153,35 +154,6 @@ def query_id(index: int) -> str:
 
 def _definition(title: str) -> str:
     return escape(title) if title else "No definition line"
-
-
-def stored_title(title: str) -> str:
-    """A FASTA title as makeblastdb 2.12 stores it: a tab as three spaces (wherever it
-    stands), Ctrl-A as a space, other control characters and DEL as '#', and each byte of a
-    non-ASCII letter's UTF-8 as '#'."""
-    if title.isascii() and title.isprintable():
-        return title
-    out: list[str] = []
-    for c in title:
-        if c == "\t":
-            out.append("   ")
-        elif c == "\x01":
-            out.append(" ")
-        elif c < " " or c == "\x7f":
-            out.append("#")
-        elif not c.isascii():
-            out.extend("#" * len(c.encode("utf-8", "surrogateescape")))
-        else:
-            out.append(c)
-    return "".join(out)
-
-
-def query_definition(title: str) -> str:
-    """A query's title as blastp 2.12 reads it from FASTA: cut at its first control character."""
-    for i, c in enumerate(title):
-        if c < " ":
-            return title[:i]
-    return title
 
 
 class XmlWriter:
