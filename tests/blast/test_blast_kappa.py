@@ -205,3 +205,23 @@ def test_merged_shards_are_the_whole_search(dense_case, tmp_path):
     whole = our_rows(d / "q.faa", d / "db.faa", "-max_target_seqs", "4", "-outfmt", "6")
     assert r.stdout.splitlines() == whole
     assert whole == blast_rows(d / "q.faa", d / "db.faa", d, "-max_target_seqs", "4", "-outfmt", "6")
+
+
+@needs_blast
+def test_titles_as_blast_stores_them(tmp_path):
+    """A subject whose id and title hold non-ASCII letters and a tab, a query title with a tab:
+    sseqid, stitle, salltitles as BLAST+ prints them from the database makeblastdb makes of the
+    FASTA (each byte of a non-ASCII letter '#', a tab three spaces), and -outfmt 7's query line
+    cut at the tab, as BLAST+ reads the query."""
+    records = proteome_records()
+    seq = records[0][2]
+    (tmp_path / "db.faa").write_text(f">s\u00fcbj1 caf\u00e9 au lait\twith tab\n{seq}\n>plain2 normal title\n{seq[::-1]}\n",
+                                     encoding="utf-8")
+    (tmp_path / "q.faa").write_text(f">q\u00fc1 qu\u00e9ry\ttab\n{seq}\n", encoding="utf-8")
+    for args in (["-outfmt", "6 qseqid sseqid stitle salltitles sallseqid"], ["-outfmt", "7"]):
+        theirs = blast_rows(tmp_path / "q.faa", tmp_path / "db.faa", tmp_path, *args)
+        ours = our_rows(tmp_path / "q.faa", tmp_path / "db.faa", *args)
+        if args[1] == "7":            # (the program and database lines name their programs and paths)
+            theirs = [r for r in theirs if not r.startswith(("# BLASTP", "# Database"))]
+            ours = [r for r in ours if not r.startswith(("# BLASTP", "# Database"))]
+        assert_same(theirs, ours, args[1])
