@@ -30,6 +30,7 @@ that a pipe works as a file does; ``makedb`` writes as it reads.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
 import os
@@ -141,6 +142,9 @@ class SequenceDB:
     total_residues: int | None = None
     shard: tuple[int, int] | None = None  # (i, n): shard i of n, 1-based
     first_index: int = 0                  # index of this file's first sequence in the whole database
+    # the whole database's residues as blastp counts them, without '.', '_' and '~' (see
+    # blast_view): a shard's .gsdb records it; None where not known
+    total_blast_residues: int | None = None
     lengths: np.ndarray = field(init=False)
     _order: np.ndarray | None = field(default=None, repr=False)
 
@@ -626,14 +630,17 @@ def blast_view(db: SequenceDB) -> SequenceDB:
     makeblastdb would have read the FASTA the .gsdb was made from.  The database itself
     when it holds none (no copy).
 
-    A shard's whole-database size is then its own less the letters this shard drops: the
-    other shards' are not known here."""
+    A shard's whole-database size is the one its .gsdb records (a .gsdb written before it
+    recorded one: its own size less the letters this shard drops)."""
     residues = np.asarray(db.residues)
-    drop = BLAST_DROPPED[residues]
-    where = np.flatnonzero(drop)
+    where = np.flatnonzero(BLAST_DROPPED[residues])
     n_drop = len(where)
+    if db.shard and db.total_blast_residues is not None:
+        total = db.total_blast_residues
+    else:
+        total = db.total_residues - n_drop
     if not n_drop:
-        return db
+        return db if total == db.total_residues else dataclasses.replace(db, total_residues=total)
     seq_of = np.searchsorted(db.offsets, where, side="right") - 1     # the sequence of each
     lengths = db.lengths - np.bincount(seq_of, minlength=db.n_seqs)
     offsets = np.zeros(db.n_seqs + 1, dtype=np.int64)
@@ -641,12 +648,17 @@ def blast_view(db: SequenceDB) -> SequenceDB:
     i = int(seq_of[0])
     _warn(f"{db.source}: {n_drop:,} {'letter' if n_drop == 1 else 'letters'} BLAST+ does not take "
           f"{'was' if n_drop == 1 else 'were'} dropped (first in sequence '{shown(db.name(i))}')")
-    kept = SequenceDB(residues[~drop], offsets, db.name_blob, db.name_offsets, db.desc_blob, db.desc_offsets,
-                      source=db.source, total_seqs=db.total_seqs, total_residues=db.total_residues - n_drop,
+    kept = SequenceDB(np.delete(residues, where), offsets, db.name_blob, db.name_offsets, db.desc_blob,
+                      db.desc_offsets, source=db.source, total_seqs=db.total_seqs, total_residues=total,
                       shard=db.shard, first_index=db.first_index)
-    if not kept.shard:
-        kept.total_residues = kept.n_residues
     return _blast_empties(kept, True)
+
+
+def _blast_dropped(residues) -> int:
+    """How many of ``residues`` (Easel's codes, bytes or an array) blastp leaves out."""
+    return int(np.count_nonzero(BLAST_DROPPED[np.frombuffer(residues, dtype=np.uint8)
+                                              if isinstance(residues, (bytes, bytearray, memoryview))
+                                              else np.asarray(residues)]))
 
 
 def _ends(parts) -> np.ndarray:
@@ -666,7 +678,7 @@ _HEADER_SIZE = 4096             # the JSON header's reserved room; the sections 
 
 
 def _gsdb_header(counts: dict, *, n_seqs, n_residues, total_seqs, total_residues, shard, first_index,
-                 source) -> tuple[bytes, dict, int]:
+                 source, total_blast_residues=None) -> tuple[bytes, dict, int]:
     """The header's bytes, the header, and the file's size, for sections of ``counts`` items."""
     header = {
         "format": "gsdb",
@@ -681,6 +693,9 @@ def _gsdb_header(counts: dict, *, n_seqs, n_residues, total_seqs, total_residues
         "source": os.path.basename(source),
         "sections": {},
     }
+    # only where blastp counts fewer (a database without '.', '_', '~' is written as before)
+    if total_blast_residues is not None and total_blast_residues != total_residues:
+        header["total_blast_residues"] = int(total_blast_residues)
     # lay the sections out after a header of fixed reserved size
     pos = _HEADER_SIZE
     for name in _SECTIONS:
@@ -694,7 +709,7 @@ def _gsdb_header(counts: dict, *, n_seqs, n_residues, total_seqs, total_residues
 
 
 def write_gsdb(db, path: str | os.PathLike, *, total_seqs=None, total_residues=None,
-               shard=None, first_index: int = 0) -> None:
+               shard=None, first_index: int = 0, total_blast_residues=None) -> None:
     """Write ``db`` as a .gsdb file (atomically: temp file, then rename).
 
     ``db`` is a :class:`SequenceDB`, or (makedb's shards) a :class:`_GsdbRun`, sequences of a
@@ -702,8 +717,12 @@ def write_gsdb(db, path: str | os.PathLike, *, total_seqs=None, total_residues=N
     if isinstance(db, _GsdbRun):
         with atomic_path(path) as tmp, open(tmp, "wb") as fh:
             db.write(fh, Path(tmp).parent, total_seqs=total_seqs, total_residues=total_residues, shard=shard,
-                     first_index=first_index)
+                     first_index=first_index, total_blast_residues=total_blast_residues)
         return
+    if total_blast_residues is None:
+        total_blast_residues = db.total_blast_residues
+    if total_blast_residues is None and not db.shard:
+        total_blast_residues = db.n_residues - _blast_dropped(db.residues)
     arrays = {
         "residues": np.ascontiguousarray(db.residues, dtype=np.uint8),
         "offsets": np.ascontiguousarray(db.offsets, dtype=np.int64),
@@ -717,7 +736,7 @@ def write_gsdb(db, path: str | os.PathLike, *, total_seqs=None, total_residues=N
         {name: a.size for name, a in arrays.items()}, n_seqs=db.n_seqs, n_residues=db.n_residues,
         total_seqs=total_seqs if total_seqs is not None else db.total_seqs,
         total_residues=total_residues if total_residues is not None else db.total_residues,
-        shard=shard, first_index=first_index, source=db.source)
+        shard=shard, first_index=first_index, source=db.source, total_blast_residues=total_blast_residues)
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:
             fh.write(head)
@@ -744,6 +763,7 @@ class _GsdbWriter:
                                    "desc_offsets"), 0)
         self.counts = dict.fromkeys(_SECTIONS, 0)
         self.histogram = {}         # sequence length -> sequences of that length (for length_order)
+        self.blast_dropped = 0      # residues blastp leaves out (blast_view)
 
     def close(self):
         for f in self.spools.values():
@@ -752,6 +772,7 @@ class _GsdbWriter:
     def residues(self, data):
         self.fh.write(data)
         self.counts["residues"] += len(data)
+        self.blast_dropped += _blast_dropped(data)
 
     def offsets(self, section, lens):
         """Append the running sums of ``lens`` (with those before) to a section of offsets."""
@@ -770,7 +791,8 @@ class _GsdbWriter:
         self.spools[section].write(data)
         self.counts[section] += len(data)
 
-    def finish(self, *, source, total_seqs=None, total_residues=None, shard=None, first_index=0):
+    def finish(self, *, source, total_seqs=None, total_residues=None, shard=None, first_index=0,
+               total_blast_residues=None):
         n_seqs, n_res = self.counts["offsets"], self.counts["residues"]
         if (self.sums["offsets"] != n_res or self.counts["name_offsets"] != n_seqs
                 or self.counts["desc_offsets"] != n_seqs):
@@ -781,7 +803,10 @@ class _GsdbWriter:
             counts, n_seqs=n_seqs, n_residues=n_res,
             total_seqs=n_seqs if total_seqs is None else total_seqs,
             total_residues=n_res if total_residues is None else total_residues,
-            shard=shard, first_index=first_index, source=source)
+            shard=shard, first_index=first_index, source=source,
+            # (a shard is given the whole database's counts; none recorded: nothing dropped)
+            total_blast_residues=total_blast_residues if total_blast_residues is not None else
+            n_res - self.blast_dropped if total_residues is None else total_residues)
         fh, where = self.fh, header["sections"]
         for name in _SECTIONS[1:-1]:
             fh.seek(where[name]["offset"])
@@ -877,6 +902,7 @@ def _gsdb_from_buffer(buf: np.ndarray, path: Path) -> SequenceDB:
         total_seqs=header["total_seqs"], total_residues=header["total_residues"],
         shard=tuple(header["shard"]) if header.get("shard") else None,
         first_index=int(header.get("first_index", 0)),
+        total_blast_residues=header.get("total_blast_residues"),
     )
     if db.n_seqs != header["n_seqs"] or db.n_residues != header["n_residues"]:
         raise FormatError(f"{path}: .gsdb counts do not match its contents; rebuild it")
@@ -1045,7 +1071,7 @@ def _write_shards(whole, header: dict, out: Path, shards: int) -> list[Path]:
     bounds = _cut(n, total, shards, cums)
     return _write_shard_set(out, bounds, lambda i, a, b, p: write_gsdb(
         _GsdbRun(whole, header, a, b), p, total_seqs=n, total_residues=total, shard=(i, len(bounds)),
-        first_index=a))
+        first_index=a, total_blast_residues=header.get("total_blast_residues")))
 
 
 def _write_shard_set(out: Path, bounds, write_shard) -> list[Path]:
@@ -1070,6 +1096,7 @@ def _makedb_of(db: SequenceDB, out: Path, shards: int) -> list[Path]:
         write_gsdb(db, out)
         return [out]
     bounds = shard_bounds(db.lengths, shards)
+    blast_residues = db.n_residues - _blast_dropped(db.residues)
     return _write_shard_set(out, bounds, lambda i, a, b, p: write_gsdb(
         db.subset(np.arange(a, b)), p, total_seqs=db.n_seqs, total_residues=db.n_residues,
-        shard=(i, len(bounds)), first_index=a))
+        shard=(i, len(bounds)), first_index=a, total_blast_residues=blast_residues))

@@ -271,6 +271,31 @@ def test_database_against_makeblastdb(tmp_path, proteins):
 
 
 @needs_blast
+def test_gsdb_shards_against_makeblastdb(tmp_path, proteins, capsys):
+    """Shards of a .gsdb whose '.', '_' and '~' fall in both: each shard's search counts the
+    whole database's size as blastp does (the shards record it), so together they give the
+    rows of BLAST+ on the whole database."""
+    records = [(n.encode(), wrap(s)) for n, s in proteins]
+    for i in (4, 11, 20, 27):
+        records[i] = (records[i][0], spiked(proteins[i][1], [b".", b"_", b"~", b"."]))
+    fasta = write(tmp_path / "db.faa", records)
+    letters = sum(len(s) for _, s in proteins)
+    shards = seqdb.makedb(fasta, tmp_path / "db.gsdb", shards=2, quiet=True)
+    for path in shards:
+        db = seqdb.open_database(path, blast=True)
+        assert db.shard and db.total_residues == letters
+    capsys.readouterr()
+    query = write(tmp_path / "q.faa", [(n.encode(), s) for n, s in (proteins[4], proteins[20], proteins[27])])
+    theirs = run_blastp(query, makeblastdb(fasta, tmp_path / "db"))
+    assert theirs.returncode == 0
+    ours = [ours_blastp(query, path) for path in shards]
+    assert all(r.returncode == 0 for r in ours)
+    rows = theirs.stdout.splitlines()
+    assert {r.split("\t")[1] for r in rows} >= {proteins[i][0] for i in (4, 20, 27)}
+    assert sorted(row for r in ours for row in r.stdout.splitlines()) == sorted(rows)
+
+
+@needs_blast
 def test_refused_as_blast_plus_refuses(tmp_path, proteins):
     """Files BLAST+ refuses (one empty query, first lines it finds implausible), refused here
     too; through the command: one line, the exit code of the error (FormatError: 5)."""
