@@ -315,10 +315,9 @@ def test_refused_as_blast_plus_refuses(tmp_path, proteins):
 
 
 @needs_blast
-@pytest.mark.xfail(strict=True, reason="a subject's '-' (kept by makeblastdb) facing a gap in the query: BLAST+ "
-                   "counts the column an identity and a positive (its aligned strings agree); the traceback's "
-                   "counts do not yet")
 def test_hyphen_in_subject(tmp_path, proteins):
+    """A subject's '-' (kept by makeblastdb) facing a gap in the query: BLAST+ counts the column
+    an identity and a positive (its aligned strings agree), and so does gpu-search."""
     name, seq = proteins[4]
     db_fasta = write(tmp_path / "db.faa", [(name.encode(), spiked(seq, [b"-", b"--"]))])
     query = write(tmp_path / "q.faa", [(b"q", wrap(seq))])

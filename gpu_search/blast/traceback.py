@@ -386,7 +386,9 @@ def alignment_stats(qp, sp, matrix, q_start, s_start, ops, nums):
     """``Blast_HSPGetNumIdentitiesAndPositives`` and ``Blast_HSPCalcLengthAndGaps``.
 
     Returns (num_ident, num_positives, align_length, gaps, gap_opens): positives
-    are identities plus pairs scoring above 0.
+    are identities plus pairs scoring above 0.  A gap facing a '-' of the other
+    sequence (makeblastdb keeps '-' in database sequences) counts as an identity, as
+    BLAST+'s report counts it from the aligned strings.
     """
     q = q_start
     s = s_start
@@ -409,10 +411,16 @@ def alignment_stats(qp, sp, matrix, q_start, s_start, ops, nums):
                 q += 1
                 s += 1
         elif ops[k] == OP_DEL:
+            for j in range(n):
+                if sp[s + 1 + j] == 0:
+                    ident += 1
             s += n
             gaps += n
             opens += 1
         else:
+            for j in range(n):
+                if qp[q + 1 + j] == 0:
+                    ident += 1
             q += n
             gaps += n
             opens += 1
