@@ -17,9 +17,12 @@ and one subject at a time; :mod:`.composition` computes the adjusted matrices,
   (``s_preliminaryTestNearIdentical``: at least 1.74 bits a position, then
   ``s_TestNearIdentical``: more than 96% identities) is realigned with the
   subject unmasked, every other one with the subject masked by SEG (window 10,
-  locut 1.8, hicut 2.1, ``s_DoSegSequenceData``); the subject composition and
-  the adjusted matrix are recomputed for the first HSP and whenever the
-  near-identity status changes; an HSP contained in an earlier alignment
+  locut 1.8, hicut 2.1, ``s_DoSegSequenceData``; the identity test looks at the
+  subject's first HSP, whichever HSP asks, and once SEG has found nothing to mask
+  the status is no longer tested); the subject composition and the adjusted
+  matrix are recomputed for the first HSP and whenever the near-identity status
+  changes (an adjustment that fails skips the HSP and leaves the last matrix, or
+  the search's own, in place); an HSP contained in an earlier alignment
   scoring 2 bits more (``s_IsContained``) is skipped; the realignment starts at
   the preliminary start point (``s_RedoOneAlignment``:
   ``BLAST_GappedAlignmentWithTraceback`` with the scaled matrix and X-drop);
