@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import itertools
 import json
 import os
@@ -100,13 +101,14 @@ def _blast_map(hyphen: int) -> np.ndarray:
     return table
 
 
+@functools.lru_cache(maxsize=None)
 def _blast_maps() -> dict:
+    """blastp's two tables (queries, databases); made on first use: they need the compiled
+    scanner's constants, and a search that reads no FASTA imports no numba."""
     from ._fasta import DROPPED
 
     return {"query": _blast_map(DROPPED), "db": _blast_map(GAP_CODE)}
 
-
-BLAST_MAPS = _blast_maps()
 # Easel codes a .gsdb (Easel's rules) may hold that blastp's reader drops: '.' and '_' (gaps), '~'
 BLAST_DROPPED = np.zeros(256, dtype=bool)
 BLAST_DROPPED[[GAP_CODE, AMINO_SYMBOLS.index("~")]] = True
@@ -455,7 +457,7 @@ def _fasta_batches(pieces, source: str, blast: str | None = None):
 
     state = np.zeros(STATE_SIZE, dtype=np.int64)    # at a line's start, line 1, no sequence yet
     state[AT_LINE_START] = state[LINE] = state[LINE_BLANK] = 1
-    table = AMINO_MAP if blast is None else BLAST_MAPS[blast]
+    table = AMINO_MAP if blast is None else _blast_maps()[blast]
     first_drop = ""             # the sequence of the first dropped letter
     started = False
     carry = b""                 # a header line begun at the end of the previous piece
