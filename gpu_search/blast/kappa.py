@@ -340,8 +340,6 @@ def _subject_data(subject: np.ndarray, kq: KappaQuery, test_identical: bool, q0,
     """s_SequenceGetProteinRange: the subject as the redo aligns it, and whether SEG
     masked anything in it (None: not looked at).  Masked by SEG unless the HSP passed the
     preliminary near-identity test and really is nearly identical."""
-    if kq.mode == 0:
-        return subject, None
     if test_identical and near_identical(kq.data, kq.words, subject, q0, q1, s0, s1):
         return subject, None
     segments = seg.seg_intervals(subject, seg.KAPPA_WINDOW, seg.KAPPA_LOCUT, seg.KAPPA_HICUT)
@@ -388,7 +386,7 @@ def redo_subject(prelim: np.ndarray, kq: KappaQuery, subject: np.ndarray, start_
                 adjustments += 1
             if not failed:
                 new = _redo_one(h, kq, padded, len(data), matrix)
-                if new is not None and new.score >= 1:
+                if new.score >= 1:
                     aligns = _with_distinct_ends(new, aligns, adjustments == 1)
         old_near = near
     return aligns
@@ -403,7 +401,7 @@ def _adjusted_matrix(kq: KappaQuery, subject_data: np.ndarray):
     return adj.matrix, adj.failed
 
 
-def _redo_one(h, kq: KappaQuery, subject_padded, subject_len: int, matrix) -> Alignment | None:
+def _redo_one(h, kq: KappaQuery, subject_padded, subject_len: int, matrix) -> Alignment:
     """s_RedoOneAlignment: BLAST_GappedAlignmentWithTraceback from the preliminary start point."""
     t_score, q0, q1, s0, s1, ops, nums = gapped_alignment_with_traceback(
         kq.padded, len(kq.data), subject_padded, subject_len, int(h["q_gapped_start"]),
@@ -482,14 +480,10 @@ def alignment_numbers(a: Alignment, query: np.ndarray, subject: np.ndarray, matr
 # Which subjects are kept (BlastCompo_Heap)
 # --------------------------------------------------------------------------------------------
 
-def _worse(a: tuple, b: tuple) -> bool:
-    """s_CompoHeapRecordCompare(a, b): a is worse (E-value up, score down, and the lower
-    database position worse)."""
-    if a[0] != b[0]:
-        return a[0] > b[0]
-    if a[1] != b[1]:
-        return a[1] < b[1]
-    return a[2] < b[2]
+def _badness(record: tuple) -> tuple:
+    """s_CompoHeapRecordCompare's order as a key: the larger, the worse (E-value up, score
+    down, and the lower database position worse)."""
+    return (record[0], -record[1], -record[2])
 
 
 def heap_select(candidates: list, hitlist_size: int) -> list:
@@ -514,25 +508,10 @@ def heap_select(candidates: list, hitlist_size: int) -> list:
             kept.append((record, item))
             worst = max(worst, e)
             continue
-        if not (e <= INCLUSION_ETHRESH or e < worst):
-            # BlastCompo_HeapWouldInsert: only if the worst record is worse than this one
-            w = max(range(len(kept)), key=lambda k: _Key(kept[k][0]))
-            if not _worse(kept[w][0], record):
-                continue
-        w = max(range(len(kept)), key=lambda k: _Key(kept[k][0]))
-        if _worse(kept[w][0], record):
+        # BlastCompo_HeapWouldInsert then BlastCompo_HeapInsert: a full heap takes the
+        # record only in place of a worse one
+        w = max(range(len(kept)), key=lambda k: _badness(kept[k][0]))
+        if _badness(kept[w][0]) > _badness(record):
             kept[w] = (record, item)
-        worst = max(r[0] for r, _ in kept)
+            worst = max(r[0] for r, _ in kept)
     return [item for _, item in kept]
-
-
-class _Key:
-    """Orders heap records so that max() is the worst (s_CompoHeapRecordCompare)."""
-
-    __slots__ = ("r",)
-
-    def __init__(self, r):
-        self.r = r
-
-    def __lt__(self, other):
-        return _worse(other.r, self.r)
