@@ -520,7 +520,9 @@ _COMP_BASED_STATS = {"0": 0, "F": 0, "f": 0, "1": 1, "2": 2, "T": 2, "t": 2, "D"
                    "statistics), 2, T or D (conditional compositional score-matrix adjustment, BLAST+'s "
                    "default), 3 (unconditional compositional score-matrix adjustment).")
 @click.option("-num_threads", "num_threads", type=click.IntRange(min=1), default=None,
-              help="CPU threads (default: all cores).")
+              help="CPU threads (default: all cores). With composition-based statistics the rows are "
+                   "those of BLAST+ run with this -num_threads (BLAST+'s default 1, at most the cores): "
+                   "BLAST+'s own rows depend on it.")
 @click.option("--hits-out", "hits_out", metavar="FILE",
               help="Also save the rows at full precision (.gsblast) for `gpu-search merge` of database shards.")
 @click.option("--gpu-extension", "gpu_extension", type=click.Choice(["auto", "window", "diagonal"]),
@@ -578,7 +580,8 @@ def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps,
     options = BlastOptions(evalue=evalue, max_target_seqs=max_target_seqs, max_hsps=max_hsps, dbsize=dbsize,
                            matrix=matrix, gapopen=gapopen, gapextend=gapextend, word_size=word_size,
                            threshold=threshold, window_size=window_size, comp_based_stats=cbs,
-                           num_threads=num_threads or os.cpu_count() or 1)
+                           num_threads=num_threads or os.cpu_count() or 1,
+                           blast_threads=min(num_threads or 1, os.cpu_count() or 1))
     fmt, columns = parse_outfmt(outfmt)
     gpu_ids = _parse_gpus(gpus)
     settings = _blast_settings(click.get_current_context(), streams=gpu_streams, gapped=gpu_gapped,

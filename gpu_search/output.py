@@ -161,17 +161,18 @@ class OutputSet:
 #
 # A shard's results travel between jobs, shared storage and other people's workflow steps
 # before ``gpu-search merge`` reads them, so they are plain data, checked field by field on
-# reading, never a Python pickle (which runs whatever it names).  Layout (version 2):
+# reading, never a Python pickle (which runs whatever it names).  Layout (since version 2):
 #
 #     0   7 bytes   kind: b"GSHITS\0" (hmmsearch) or b"GSBLAST" (blastp)
-#     7   1 byte    format version (2; 1 was a Python pickle, no longer read)
+#     7   1 byte    format version (4; 1 was a Python pickle; 2 and 3 lacked fields now
+#                     read: none of them is read)
 #     8   8 bytes   H, the header's length (unsigned, little-endian)
 #    16   H bytes   header: one JSON object (UTF-8): what was searched, how, and the results
 #         8 bytes   D, the data's length
 #         D bytes   data: binary parts the header points into as [offset, length]
 #        32 bytes   SHA-256 of every byte before it (a damaged or cut file is refused)
 
-RESULTS_VERSION = 3
+RESULTS_VERSION = 4
 _DIGEST = 32
 INT64 = (-(1 << 63), (1 << 63) - 1)
 

@@ -421,7 +421,7 @@ def _blast_file(path, subjects, *, database, queries=("q1",), evalue=10.0):
     for q in queries:
         results = [SubjectResult(oid, list_order_key(e, s, oid), list_order_key(e, s, oid), [_row(oid, e, s, q)])
                    for oid, e, s in subjects]
-        per_query.append((f"{q} a query", results))
+        per_query.append((f"{q} a query", 100, results))
     blast_merge.save_hits(path, per_query, options=BlastOptions(evalue=evalue, max_target_seqs=3),
                           db_name="db.gsdb", database=database)
     return path
@@ -488,7 +488,7 @@ CRAFTED_GSBLAST = {
 def test_a_crafted_gsblast_file_is_refused(case, tmp_path):
     good = _blast_file(tmp_path / "a.gsblast", [(1, 1e-30, 90)], database=_Shard(1, 2, 0, 10))
     header, data = parts(good)
-    assert blast_merge.load_hits(good)["queries"][0][1][0].rows[0] == _row(1, 1e-30, 90)
+    assert blast_merge.load_hits(good)["queries"][0][2][0].rows[0] == _row(1, 1e-30, 90)
     bad = tmp_path / "bad.gsblast"
     bad.write_bytes(container(blast_merge.KIND, CRAFTED_GSBLAST[case](header), data))
     with pytest.raises(FormatError, match="corrupt .gsblast file"):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from . import pipeline, workers
 from .crossover import auto_device
-from .hitlist import select
+from .hitlist import query_batches, select_batch
 from .options import BlastOptions
 from .output import XML, write_footer, write_query
 from .scheduler import PhaseTimes, Scheduler
@@ -206,18 +206,29 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
                                       procs, settings)
                 # queries are independent: several at a time, written in input order
                 xml = _xml_writer(fh, queries, subjects, setup, db_name) if fmt == XML else None
+                # with composition-based statistics which subjects BLAST+ keeps depends on the
+                # other queries of its batch: a batch's queries are written together
+                batch_ends = {b.stop - 1 for b in query_batches(queries.lengths)} \
+                    if options.comp_based_stats else None
+                pending = []
                 for i, results in enumerate(scheduler.results_in_order()):
-                    qname, qdesc = queries.name(i), queries.description(i)
-                    qtitle = f"{qname} {qdesc}" if qdesc else qname
-                    rows = [h for r in select(results, options.max_target_seqs, options.comp_based_stats)
-                            for h in r.rows]
-                    if xml is not None:
-                        _xml_query(xml, i, qtitle, int(queries.lengths[i]), rows, subjects, setup)
-                    else:
-                        write_query(fh, fmt, columns, qtitle, db_name, rows)
-                    if hits_out is not None:
-                        saved.append((qtitle, results))
-                    n_done += 1
+                    pending.append(results)
+                    if batch_ends is not None and i not in batch_ends:
+                        continue
+                    chosen = select_batch(pending, options.max_target_seqs, options.comp_based_stats,
+                                          options.blast_threads)
+                    for k, (results, kept) in enumerate(zip(pending, chosen), start=i + 1 - len(pending)):
+                        qname, qdesc = queries.name(k), queries.description(k)
+                        qtitle = f"{qname} {qdesc}" if qdesc else qname
+                        rows = [h for r in kept for h in r.rows]
+                        if xml is not None:
+                            _xml_query(xml, k, qtitle, int(queries.lengths[k]), rows, subjects, setup)
+                        else:
+                            write_query(fh, fmt, columns, qtitle, db_name, rows)
+                        if hits_out is not None:
+                            saved.append((qtitle, int(queries.lengths[k]), results))
+                    n_done += len(pending)
+                    pending = []
                     progress.update(n_done)
         finally:
             sys.setswitchinterval(switch_interval)

@@ -4,8 +4,10 @@ BLAST keeps, per query, the best ``prelim_hitlist_size`` subjects of the
 preliminary gapped stage (``Blast_HitListUpdate``, ordered by
 ``s_EvalueCompareHSPLists``: best E-value, then best score, then the later
 database position first), traces back only those, and writes the best
-``-max_target_seqs`` of them.  The same cuts serve one search and the union of
-database shards' results (:mod:`.merge`).
+``-max_target_seqs`` of them.  With composition-based statistics the subjects
+kept also depend on the other queries of BLAST+'s batch of queries and on its
+thread count (``select_batch``).  The same cuts serve one search and the union
+of database shards' results (:mod:`.merge`).
 """
 
 from __future__ import annotations
@@ -114,16 +116,52 @@ def hit_list(work, setup) -> list[tuple]:
     return lists[: prelim_hitlist_size(setup.options.max_target_seqs, setup.options.comp_based_stats)]
 
 
-def select(results: list[SubjectResult], max_target_seqs: int, comp_based_stats: int = 0) -> list[SubjectResult]:
-    """BLAST's subjects for output: the preliminary hit list (its best
-    ``prelim_hitlist_size`` subjects), traced back (with composition-based statistics:
-    redone, and kept as ``kappa.heap_select`` keeps them), sorted, cut to max_target_seqs.
+def select(results: list[SubjectResult], max_target_seqs: int, comp_based_stats: int = 0,
+           threads: int = 1) -> list[SubjectResult]:
+    """BLAST's subjects for output of one query searched alone (a batch of one query):
+    ``select_batch``'s."""
+    return select_batch([results], max_target_seqs, comp_based_stats, threads)[0]
+
+
+def select_batch(batch: list[list[SubjectResult]], max_target_seqs: int, comp_based_stats: int = 0,
+                 threads: int = 1) -> list[list[SubjectResult]]:
+    """BLAST's subjects for output, per query of one batch of queries (``query_batches``):
+    the preliminary hit list (its best ``prelim_hitlist_size`` subjects), traced back, sorted,
+    cut to max_target_seqs.
+
+    With composition-based statistics the subjects are redone, and which of them are kept
+    depends on the batch's other queries and on BLAST+'s thread count ``threads``
+    (``kappa.redo_selection``): each thread's heaps of a query are cut to max_target_seqs
+    (s_FillResultsFromCompoHeaps), the threads' lists joined, sorted and cut again.
 
     Works on one search's results or on the union of database shards' results.
     """
-    kept = sorted(results, key=lambda r: r.prelim_key)[: prelim_hitlist_size(max_target_seqs, comp_based_stats)]
-    if comp_based_stats:
-        from .kappa import heap_select
+    size = prelim_hitlist_size(max_target_seqs, comp_based_stats)
+    lists = [sorted(results, key=lambda r: r.prelim_key)[:size] for results in batch]
+    if not comp_based_stats:
+        return [sorted(kept, key=lambda r: r.final_key)[:max_target_seqs] for kept in lists]
+    from .kappa import redo_selection
 
-        kept = heap_select([(r.prelim_key[0], r.heap_record, r) for r in kept], max_target_seqs)
-    return sorted(kept, key=lambda r: r.final_key)[:max_target_seqs]
+    matches = [(q, r.prelim_key[0], r.heap_record, r) for q, kept in enumerate(lists) for r in kept]
+    joined: list[list[SubjectResult]] = [[] for _ in batch]
+    for per_query in redo_selection(matches, len(batch), max_target_seqs, threads):
+        for q, items in enumerate(per_query):
+            joined[q] += sorted(items, key=lambda r: r.final_key)[:max_target_seqs]
+    return [sorted(kept, key=lambda r: r.final_key)[:max_target_seqs] for kept in joined]
+
+
+QUERY_BATCH_RESIDUES = 10_000      # GetQueryBatchSize(eBlastp)
+
+
+def query_batches(lengths) -> list[range]:
+    """BLAST+'s batches of concatenated queries (CBlastInput::GetNextSeqBatch): queries are
+    added to a batch until it holds at least 10,000 residues, the last one included."""
+    batches, start, size = [], 0, 0
+    for i, n in enumerate(lengths):
+        size += int(n)
+        if size >= QUERY_BATCH_RESIDUES:
+            batches.append(range(start, i + 1))
+            start, size = i + 1, 0
+    if start < len(lengths):
+        batches.append(range(start, len(lengths)))
+    return batches

@@ -35,9 +35,10 @@ and one subject at a time; :mod:`.composition` computes the adjusted matrices,
   identities counted on the unmasked sequences (``s_ComputeNumIdentities``).
 * which subjects are kept: ``BlastCompo_Heap`` (compo_heap.c) with
   -max_target_seqs records, every subject with E <= 0.002 kept beyond them, and
-  ``BlastCompo_EarlyTermination``: once the heap holds that many such subjects,
-  the subjects whose preliminary E-value is above 5 x 0.002 are not redone
-  (``heap_select``).
+  ``BlastCompo_EarlyTermination``: once the heaps of every query of the batch hold
+  that many such subjects, the subjects whose preliminary E-value is above 5 x
+  0.002 are not redone.  ``Blast_RedoAlignmentCore_MT`` deals a batch's subjects
+  to its threads, each with heaps of its own (``redo_selection``).
 
 Coordinates are 0-based, ends exclusive, as in :mod:`.traceback`.
 """
@@ -486,32 +487,71 @@ def _badness(record: tuple) -> tuple:
     return (record[0], -record[1], -record[2])
 
 
-def heap_select(candidates: list, hitlist_size: int) -> list:
-    """The subjects the redo keeps, in the order they were redone.
+class CompoHeap:
+    """BlastCompo_Heap of one query: the redone subjects kept, ``hitlist_size`` of them,
+    or more while every one kept has E <= INCLUSION_ETHRESH.  Mirrors
+    BlastCompo_HeapWouldInsert, BlastCompo_HeapInsert and BlastCompo_HeapFilledToCutoff."""
 
-    ``candidates``: (preliminary best E-value, record, item) in the order BLAST redoes
-    the subjects (its preliminary hit list), where record is (best E-value, best scaled
-    score, database position) of a subject with an HSP left after the reap, or None for
-    a subject left without one.  Mirrors BlastCompo_HeapWouldInsert, BlastCompo_HeapInsert
-    and BlastCompo_EarlyTermination.
-    """
-    kept: list = []             # (record, item)
-    worst = 0.0
-    for prelim_evalue, record, item in candidates:
-        if (len(kept) >= hitlist_size and worst <= INCLUSION_ETHRESH
-                and prelim_evalue > EVALUE_STRETCH * INCLUSION_ETHRESH):
-            break               # BlastCompo_EarlyTermination
-        if record is None:
-            continue
+    def __init__(self, hitlist_size: int):
+        self.hitlist_size = hitlist_size
+        self.kept: list = []        # (record, item)
+        self.worst = 0.0            # the largest E-value kept
+
+    def filled_to_cutoff(self) -> bool:
+        return len(self.kept) >= self.hitlist_size and self.worst <= INCLUSION_ETHRESH
+
+    def offer(self, record: tuple, item) -> None:
+        """record: (best E-value, best scaled score, database position) of a redone subject."""
         e = record[0]
-        if len(kept) < hitlist_size or (e <= INCLUSION_ETHRESH and worst <= INCLUSION_ETHRESH):
-            kept.append((record, item))
-            worst = max(worst, e)
-            continue
-        # BlastCompo_HeapWouldInsert then BlastCompo_HeapInsert: a full heap takes the
-        # record only in place of a worse one
-        w = max(range(len(kept)), key=lambda k: _badness(kept[k][0]))
-        if _badness(kept[w][0]) > _badness(record):
-            kept[w] = (record, item)
-            worst = max(r[0] for r, _ in kept)
-    return [item for _, item in kept]
+        if len(self.kept) < self.hitlist_size or (e <= INCLUSION_ETHRESH and self.worst <= INCLUSION_ETHRESH):
+            self.kept.append((record, item))
+            self.worst = max(self.worst, e)
+            return
+        # a full heap takes the record only in place of a worse one
+        w = max(range(len(self.kept)), key=lambda k: _badness(self.kept[k][0]))
+        if _badness(self.kept[w][0]) > _badness(record):
+            self.kept[w] = (record, item)
+            self.worst = max(r[0] for r, _ in self.kept)
+
+    def items(self) -> list:
+        return [item for _, item in self.kept]
+
+
+def early_termination(prelim_evalue: float, heaps: list[CompoHeap]) -> bool:
+    """BlastCompo_EarlyTermination: a subject is not redone once the heap of *every* query
+    of the batch is filled to its cutoff and its preliminary E-value is above 5 x 0.002."""
+    return prelim_evalue > EVALUE_STRETCH * INCLUSION_ETHRESH and all(h.filled_to_cutoff() for h in heaps)
+
+
+def thread_ranges(n: int, threads: int) -> list[range]:
+    """OpenMP's ``schedule(static)`` as libgomp deals it: n iterations in one contiguous
+    range per thread, the first n % threads ranges one longer."""
+    q, t = divmod(n, threads)
+    return [range(q * i + min(i, t), q * (i + 1) + min(i + 1, t)) for i in range(threads)]
+
+
+def redo_selection(matches: list, n_queries: int, hitlist_size: int, threads: int) -> list[list[list]]:
+    """Which redone subjects Blast_RedoAlignmentCore_MT keeps, for one batch of queries.
+
+    ``matches``: (query index in the batch, preliminary best E-value, record, item) in the
+    order BLAST reads them from its HSP stream (the batch's queries one after the other,
+    each its preliminary hit list best first); record is (best E-value, best scaled score,
+    database position) of a subject with an HSP left after the reap, or None for one left
+    without.  BLAST+ deals the matches to ``threads`` OpenMP threads in contiguous ranges;
+    each thread has its own heap per query, and stops redoing (``early_termination``) by
+    its own heaps of every query of the batch.  So the rows BLAST+ prints depend on its
+    -num_threads and on which queries share a batch.
+
+    Returns, per thread, per query, the items its heap kept.
+    """
+    kept = []
+    for span in thread_ranges(len(matches), threads):
+        heaps = [CompoHeap(hitlist_size) for _ in range(n_queries)]
+        for k in span:
+            q, prelim_evalue, record, item = matches[k]
+            if early_termination(prelim_evalue, heaps):
+                continue
+            if record is not None:
+                heaps[q].offer(record, item)
+        kept.append([h.items() for h in heaps])
+    return kept

@@ -12,7 +12,8 @@ result, even when those lists are full.
 
 A ``.gsblast`` file (layout: gpu_search.output, "result files") holds plain
 data only: a JSON header with the database and shard searched, the options,
-and per query its subjects, each row's fields in the order of ``Hsp``.
+and per query its title, its length (which queries BLAST+ reads together) and
+its subjects, each row's fields in the order of ``Hsp``.
 Every field is checked on reading.
 """
 
@@ -23,7 +24,7 @@ from dataclasses import fields
 from ..errors import OptionError
 from ..output import (Fields, check_database_record, check_shard_set, database_record, read_results,
                       write_results)
-from .hitlist import SubjectResult, select
+from .hitlist import SubjectResult, query_batches, select_batch
 from .options import BlastOptions
 from .output import Hsp, write_footer, write_query
 
@@ -31,7 +32,7 @@ KIND = b"GSBLAST"
 SUFFIX, WRITER = ".gsblast", "gpu-search blastp --hits-out"
 
 HEADER_FIELDS = ("program", "db_name", "database", "options", "queries")
-QUERY_FIELDS = ("title", "subjects")
+QUERY_FIELDS = ("title", "length", "subjects")
 SUBJECT_FIELDS = ("oid", "prelim_key", "final_key", "heap_record", "rows")
 OPTION_FIELDS = tuple(f.name for f in fields(BlastOptions))
 # BlastOptions that change rows or E-values: equal in every shard merged
@@ -44,19 +45,19 @@ INT32 = (-(1 << 31), (1 << 31) - 1)
 
 
 def save_hits(path, per_query, *, options, db_name: str, database=None) -> None:
-    """Write [(query title, [SubjectResult, ...]), ...] of one shard.
+    """Write [(query title, query length, [SubjectResult, ...]), ...] of one shard.
 
     ``database``: the ``SequenceDB`` searched, whose place in a set of shards
     ``merge`` checks (without it the file says only ``db_name``).
     """
     queries = []
-    for title, results in per_query:
+    for title, length, results in per_query:
         subjects = [{"oid": int(r.oid), "prelim_key": _key_fields(r.prelim_key),
                      "final_key": _key_fields(r.final_key),
                      "heap_record": None if r.heap_record is None else _key_fields(r.heap_record),
                      "rows": [_hsp_fields(h) for h in r.rows]}
                     for r in results]
-        queries.append({"title": str(title), "subjects": subjects})
+        queries.append({"title": str(title), "length": int(length), "subjects": subjects})
     header = {
         "program": "blastp",
         "db_name": str(db_name),
@@ -93,7 +94,7 @@ def is_blast_hits(path) -> bool:
 
 def load_hits(path) -> dict:
     """Read and check a .gsblast file: a dict with db_name, database, options (BlastOptions),
-    queries [(title, [SubjectResult, ...])], digest (SHA-256 of the file), path."""
+    queries [(title, length, [SubjectResult, ...])], digest (SHA-256 of the file), path."""
     header, data, digest = read_results(path, KIND, SUFFIX, WRITER)
     f = Fields(path, SUFFIX)
     f.record(header, HEADER_FIELDS, "header")
@@ -106,7 +107,8 @@ def load_hits(path) -> dict:
         f.record(query, QUERY_FIELDS, what)
         subjects = [_read_subject(f, s, f"{what} subject {j + 1}")
                     for j, s in enumerate(f.items(query["subjects"], f"{what} subjects"))]
-        queries.append((f.text(query["title"], f"{what} title"), subjects))
+        queries.append((f.text(query["title"], f"{what} title"), f.integer(query["length"], f"{what} length", 0),
+                        subjects))
     return {"db_name": f.text(header["db_name"], "db_name", line=False), "database": database,
             "options": _read_options(f, header["options"]), "queries": queries, "digest": digest,
             "path": str(path)}
@@ -164,16 +166,18 @@ def _read_subject(f: Fields, obj, what: str) -> SubjectResult:
     return SubjectResult(oid, prelim, final, rows, heap_record=heap)
 
 
-def merge_results(shard_results: list[list], max_target_seqs: int, comp_based_stats: int = 0) -> list:
-    """One query's rows from several shards, exactly as one search of the whole database.
+def merge_results(shard_batch: list[list[list]], options: BlastOptions) -> list[list]:
+    """The rows of one batch of queries (``hitlist.query_batches``) from several shards
+    (per query, each shard's subjects), exactly as one search of the whole database.
 
     Each shard saved every subject of its own preliminary hit list; the whole
     database's preliminary hit list is the best of their union (a subject in
     the global list is in its shard's list), then (with composition-based
     statistics) the subjects the redo keeps, BLAST's output order and cut.
     """
-    union = [r for results in shard_results for r in results]
-    return [h for r in select(union, max_target_seqs, comp_based_stats) for h in r.rows]
+    unions = [[r for results in per_shard for r in results] for per_shard in shard_batch]
+    chosen = select_batch(unions, options.max_target_seqs, options.comp_based_stats, options.blast_threads)
+    return [[h for r in kept for h in r.rows] for kept in chosen]
 
 
 def _check_shards(loaded: list[dict]) -> None:
@@ -181,7 +185,7 @@ def _check_shards(loaded: list[dict]) -> None:
     check_shard_set([(d["path"], d["digest"], d["database"]) for d in loaded], SUFFIX)
     first = loaded[0]
     for d in loaded[1:]:
-        if [t for t, _ in d["queries"]] != [t for t, _ in first["queries"]]:
+        if [q[:2] for q in d["queries"]] != [q[:2] for q in first["queries"]]:
             raise OptionError(f"{first['path']} and {d['path']} hold the results of different queries: "
                               f"search every shard with the same query file")
         for name in MATCHING:
@@ -198,7 +202,7 @@ def _check_shards(loaded: list[dict]) -> None:
     for q in range(len(first["queries"])):
         owner: dict[int, str] = {}
         for d in placed:
-            for r in d["queries"][q][1]:
+            for r in d["queries"][q][2]:
                 if owner.setdefault(r.oid, d["path"]) != d["path"]:
                     raise OptionError(f"{owner[r.oid]} and {d['path']} both hold database sequence "
                                       f"{r.oid + 1}: each sequence once")
@@ -214,8 +218,12 @@ def merge_files(paths, fh, *, fmt: int, columns: list[str]) -> None:
     loaded = [load_hits(p) for p in paths]      # order-independent: subjects carry their database position
     _check_shards(loaded)
     first = loaded[0]
-    limit = first["options"].max_target_seqs
-    for q, (title, _) in enumerate(first["queries"]):
-        rows = merge_results([d["queries"][q][1] for d in loaded], limit, first["options"].comp_based_stats)
-        write_query(fh, fmt, columns, title, first["db_name"], rows)
+    options = first["options"]
+    # with composition-based statistics a query's rows depend on the other queries of its batch
+    lengths = [length for _, length, _ in first["queries"]]
+    batches = query_batches(lengths) if options.comp_based_stats else [range(q, q + 1) for q in range(len(lengths))]
+    for batch in batches:
+        rows = merge_results([[d["queries"][q][2] for d in loaded] for q in batch], options)
+        for q, query_rows in zip(batch, rows):
+            write_query(fh, fmt, columns, first["queries"][q][0], first["db_name"], query_rows)
     write_footer(fh, fmt, len(first["queries"]))

@@ -23,6 +23,10 @@ class BlastOptions:
     window_size: int | None = None     # matrix default when None (40 for BLOSUM62)
     comp_based_stats: int = 0
     num_threads: int = 1
+    # the threads of the BLAST+ run whose rows are reproduced (its -num_threads, default 1, at
+    # most the CPUs, as BLAST+ reduces it): with composition-based statistics BLAST+'s rows
+    # depend on it (kappa.redo_selection)
+    blast_threads: int = 1
 
     def __post_init__(self):
         if self.evalue <= 0:
@@ -40,5 +44,5 @@ class BlastOptions:
             raise OptionError("-window_size must be >= 0")
         if self.comp_based_stats not in (0, 1, 2, 3):
             raise OptionError(f"-comp_based_stats {self.comp_based_stats}: expected 0, 1, 2 or 3")
-        if self.num_threads < 1:
+        if self.num_threads < 1 or self.blast_threads < 1:
             raise OptionError("-num_threads must be >= 1")

@@ -53,12 +53,18 @@ def homolog_dense(records, seed: int = 3):
     return out
 
 
+def threads(args) -> list[str]:
+    """-num_threads 2 unless the arguments say: BLAST+'s rows with composition-based statistics
+    depend on its thread count, and gpu-search reproduces those of the count it is given."""
+    return [] if "-num_threads" in map(str, args) else ["-num_threads", "2"]
+
+
 def blast_rows(query, db_fasta, tmp, *args) -> list[str]:
     db = tmp / "blastdb"
     if not db.with_suffix(".pin").exists():
         subprocess.run([MAKEBLASTDB, "-in", str(db_fasta), "-dbtype", "prot", "-out", str(db)],
                        check=True, capture_output=True)
-    r = subprocess.run([BLASTP, "-query", str(query), "-db", str(db), *map(str, args)],
+    r = subprocess.run([BLASTP, "-query", str(query), "-db", str(db), *threads(args), *map(str, args)],
                        capture_output=True, text=True, check=True)
     return r.stdout.splitlines()
 
@@ -66,7 +72,7 @@ def blast_rows(query, db_fasta, tmp, *args) -> list[str]:
 def our_rows(query, db_fasta, *args) -> list[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, "-m", "gpu_search", "blastp", "-query", str(query), "-db", str(db_fasta),
-                        "--device", "cpu", "-q", "-num_threads", "2", *map(str, args)],
+                        "--device", "cpu", "-q", *threads(args), *map(str, args)],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     return r.stdout.splitlines()
@@ -166,6 +172,73 @@ def test_near_identity_and_the_heap_of_subjects(dense_case):
     pair = [r.split("\t") for r in rows["10"]
             if r.startswith("938293.PRJEB85.HG003686_163\t938293.PRJEB85.HG003686_163_m0\t")]
     assert [p[11] for p in pair] == ["490"], pair         # (bit score)
+
+
+@pytest.fixture(scope="module")
+def family_case(tmp_path_factory, proteome):
+    """Two proteins of the 2,100-protein proteome with large families (HG003686_154 first),
+    and a database of their families' proteins each with 99 mutated copies (90, 70, 50, 35%
+    of the letters kept): more than 500 subjects of E <= 0.002 per query, the heap of
+    -max_target_seqs 500 full of them."""
+    d = tmp_path_factory.mktemp("family")
+    names = [proteome.name(i) for i in range(proteome.n_seqs)]
+    records = {n: (n, proteome.description(i), proteome.text(i)) for i, n in enumerate(names)}
+    queries = [records["938293.PRJEB85.HG003686_154"], records["938293.PRJEB85.HG003685_348"]]
+    (d / "q.faa").write_text(fasta(queries))
+    (d / "proteome.faa").write_text(fasta(records.values()))
+    (d / "p").mkdir()              # (blast_rows makes its database in the folder given)
+    family = {r.split("\t")[1] for r in blast_rows(d / "q.faa", d / "proteome.faa", d / "p",
+                                                    "-max_target_seqs", "5000", "-outfmt", "6")}
+    rng = np.random.default_rng(7)
+    out = []
+    for name in names:
+        if name not in family:
+            continue
+        _, _, seq = records[name]
+        out.append((name, "orig", seq))
+        for c in range(99):
+            a = np.frombuffer(seq.encode(), dtype=np.uint8).copy()
+            m = rng.random(len(a)) > (0.9, 0.7, 0.5, 0.35)[c % 4]
+            a[m] = AMINO[rng.integers(0, 20, int(m.sum()))]
+            out.append((f"{name}_c{c}", "copy", a.tobytes().decode()))
+    (d / "db.faa").write_text(fasta(out))
+    return d, queries
+
+
+@needs_blast
+def test_threads_and_query_batches(family_case, tmp_path):
+    """Which redone subjects BLAST+ keeps depends on its -num_threads and on the queries that
+    share its batch (Blast_RedoAlignmentCore_MT): each OpenMP thread has heaps of its own and
+    stops redoing subjects (BlastCompo_EarlyTermination) only once its heaps of *every* query
+    of the batch are full; queries are read in batches of 10,000 residues.  gpu-search gives
+    BLAST+'s rows with 1 and 2 threads, and with a query before the two that shares their
+    batch (its empty heap: no early termination) or fills a batch of its own."""
+    d, queries = family_case
+    rows = {}
+    for n in ("1", "2"):
+        args = ["-num_threads", n, "-outfmt", "6"]
+        rows[n] = theirs = blast_rows(d / "q.faa", d / "db.faa", d, *args)
+        assert_same(theirs, our_rows(d / "q.faa", d / "db.faa", *args), f"-num_threads {n}")
+    assert rows["1"] != rows["2"]            # (else the test tests less than it says)
+    rng = np.random.default_rng(1)
+    for length in (100, 10_000):             # (a random protein: hits next to nothing)
+        first = ("random", "", AMINO[rng.integers(0, 20, length)].tobytes().decode())
+        (tmp_path / "q.faa").write_text(fasta([first, *queries]))
+        args = ["-num_threads", "1", "-outfmt", "6"]
+        rows[length] = theirs = blast_rows(tmp_path / "q.faa", d / "db.faa", d, *args)
+        assert_same(theirs, our_rows(tmp_path / "q.faa", d / "db.faa", *args), f"a first query of {length}")
+    last = queries[1][0]
+    assert [r for r in rows[100] if r.startswith(last)] != [r for r in rows[10_000] if r.startswith(last)]
+
+
+def test_query_batches():
+    """CBlastInput::GetNextSeqBatch: queries join a batch until it holds 10,000 residues or
+    more, the one that reaches it included."""
+    from gpu_search.blast.hitlist import query_batches
+
+    assert query_batches([]) == []
+    assert query_batches([9_999, 1, 5]) == [range(0, 2), range(2, 3)]
+    assert query_batches([4_000, 5_000, 2_000, 10_000, 0]) == [range(0, 3), range(3, 4), range(4, 5)]
 
 
 def test_near_identity_counts(tmp_path):
