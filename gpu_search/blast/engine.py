@@ -169,7 +169,11 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
     procs = None
     maybe_gpu = engine_types is not None or device == "gpu" or \
         (device == "auto" and importlib.util.find_spec("cupy") is not None)
-    if maybe_gpu and settings.traceback_processes:
+    # a CPU run with composition-based statistics runs whole queries on the processes: the
+    # Python between the redo's compiled steps runs on one thread at a time on threads (the
+    # interpreter lock)
+    cpu_processes = bool(options.comp_based_stats) and threads > 1
+    if (maybe_gpu or cpu_processes) and settings.traceback_processes:
         # the traceback's processes, forked before any thread of ours but device.start_cuda's,
         # which may be starting CUDA in the driver (the workers never call CUDA, as PyTorch's
         # DataLoader workers forked after CUDA's start, and CuPy was imported on this thread):
@@ -186,7 +190,7 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
 
     try:
         engines = _start_gpus(setup, device, quiet, gpus, settings, engine_types, times, warm_up)
-        if not engines.ungapped:
+        if not engines.ungapped and not cpu_processes:
             workers.shut_down(procs)           # a CPU run: threads do everything
             procs = None
         progress = Progress("blastp", queries.n_seqs, "queries", quiet)

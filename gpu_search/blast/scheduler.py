@@ -251,6 +251,9 @@ class Scheduler:
     # --- the writer (the caller's thread) ----------------------------------------------------
     def results_in_order(self):
         """Each query's results, in query order."""
+        if not self.engines and self.procs is not None:     # a CPU run on processes
+            yield from self.procs.map(workers.search_task, range(self.n))
+            return
         if not self.engines:
             yield from self.pool.map(lambda i: pipeline.search_query(i, self.queries, self.setup), range(self.n))
             return

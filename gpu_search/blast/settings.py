@@ -51,7 +51,8 @@ class BlastSettings:
         switch_interval: the interpreter's GIL switch interval (seconds) while the GPUs are
             fed (0: left as it is).
         traceback_processes: the traceback of a GPU run on forked worker processes (else
-            on threads, sharing the GIL with the threads that feed the GPUs).
+            on threads, sharing the GIL with the threads that feed the GPUs); in a CPU run
+            with composition-based statistics, whole queries on them.
         timings: print where the run's time went on stderr (``--timings``).
         timeline: write every timed interval to this JSON file (``bench/probes/timeline.py``).
     """

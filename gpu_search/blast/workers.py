@@ -60,6 +60,18 @@ def traceback_task(index: int, codes, kbp, cutoffs, prelim: dict, gpu_hsps=None,
     return ("results", results), t0, time.perf_counter(), os.getpid()
 
 
+def search_task(index: int):
+    """One whole query in a worker process (a CPU run with composition-based statistics):
+    its results (``pipeline.search_query``)."""
+    setup, queries = _FORKED
+    try:
+        return pipeline.search_query(index, queries, setup)
+    except Exception as exc:
+        import traceback as tb
+
+        raise RuntimeError(f"search of query {index + 1} failed: {exc!r}\n{tb.format_exc()}") from None
+
+
 def hit_list_pieces(hits: list, prelim: dict, split: int) -> list[tuple]:
     """A hit list cut, in order, into pieces whose HSPs span about ``split`` query letters
     each: [(hits, {subject: rows})] (the whole list as one piece when it spans less)."""
