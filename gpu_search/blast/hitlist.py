@@ -116,13 +116,6 @@ def hit_list(work, setup) -> list[tuple]:
     return lists[: prelim_hitlist_size(setup.options.max_target_seqs, setup.options.comp_based_stats)]
 
 
-def select(results: list[SubjectResult], max_target_seqs: int, comp_based_stats: int = 0,
-           threads: int = 1) -> list[SubjectResult]:
-    """BLAST's subjects for output of one query searched alone (a batch of one query):
-    ``select_batch``'s."""
-    return select_batch([results], max_target_seqs, comp_based_stats, threads)[0]
-
-
 def select_batch(batch: list[list[SubjectResult]], max_target_seqs: int, comp_based_stats: int = 0,
                  threads: int = 1) -> list[list[SubjectResult]]:
     """BLAST's subjects for output, per query of one batch of queries (``query_batches``):

@@ -16,7 +16,7 @@ batches, but every decision below is taken per query: checked against the binary
 4. traceback per subject (:mod:`.traceback`): ALIGN_EX, purging, E-values,
    reap by -evalue; ``-max_hsps``;
 5. subjects sorted by best E-value, then best score, then later database
-   position first, cut to ``-max_target_seqs`` (``hitlist.select``).
+   position first, cut to ``-max_target_seqs`` (``hitlist.select_batch``).
 
 Like HMMER's p7_pipeline.c, this module holds the stages only; who runs them
 where (threads, GPUs, worker processes) is :mod:`.scheduler`'s and
@@ -255,7 +255,7 @@ def traceback_stage(work: QueryWork, setup: SearchSetup, queries, hits: list[tup
 
 def redo_stage(work: QueryWork, setup: SearchSetup, queries, hits: list[tuple]) -> list[SubjectResult]:
     """The subjects of ``hits`` redone with composition-based statistics, each with its
-    heap record (which of them BLAST keeps is ``hitlist.select``'s business: it depends on
+    heap record (which of them BLAST keeps is ``hitlist.select_batch``'s business: it depends on
     the other subjects)."""
     opts = setup.options
     first = int(setup.subjects.first_index)
