@@ -498,8 +498,9 @@ _COMP_BASED_STATS = {"0": 0, "F": 0, "f": 0, "1": 1, "2": 2, "T": 2, "t": 2, "D"
 @click.option("-seg", "seg", default="no", show_default=True,
               help="SEG masking of the query: only no, BLAST+ blastp's default.")
 @click.option("-outfmt", "outfmt", default="6", show_default=True,
-              help='Output: "5" (BLAST XML), or tabular: "6" (tabs), "7" (tabs and comment lines) or "10" '
-                   '(commas), optionally followed by columns, e.g. "6 std qlen slen".')
+              help='Output: "0" (BLAST\'s pairwise report, BLAST+\'s default), "5" (BLAST XML), or tabular: '
+                   '"6" (tabs), "7" (tabs and comment lines) or "10" (commas), optionally followed by '
+                   'columns, e.g. "6 std qlen slen".')
 @click.option("-evalue", "evalue", type=FINITE, default=10.0, show_default=True, help="Expectation value threshold.")
 @click.option("-max_target_seqs", "max_target_seqs", type=INT32, default=500, show_default=True,
               help="Maximum number of aligned sequences to keep per query.")

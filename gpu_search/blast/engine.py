@@ -23,7 +23,7 @@ from . import pipeline, workers
 from .crossover import auto_device
 from .hitlist import query_batches, select_batch
 from .options import BlastOptions
-from .output import XML, write_footer, write_query
+from .output import PAIRWISE, XML, write_footer, write_query
 from .scheduler import PhaseTimes, Scheduler
 from .settings import BlastSettings
 
@@ -132,6 +132,42 @@ def _xml_query(xml, i: int, title: str, length: int, rows, subjects, setup) -> N
               eff_space=eff.eff_searchsp, kappa=g.kbp.K, lambda_=g.kbp.Lambda, entropy=g.kbp.H)
 
 
+def _pairwise_writer(fh, subjects, setup, db_name: str):
+    """-outfmt 0: the pairwise report's writer.  BLAST+ shows -max_target_seqs descriptions
+    and alignments where it is given, else 500 and 250: the default 500 stands for not given."""
+    from .pairwise import PairwiseWriter
+
+    n = setup.options.max_target_seqs
+    return PairwiseWriter(fh, db_name=db_name, db_num_seqs=int(subjects.total_seqs),
+                          db_length=int(subjects.total_residues), matrix=setup.matrix.name,
+                          gap_open=setup.gap_open, gap_extend=setup.gap_extend, threshold=setup.threshold,
+                          window_size=setup.window_size, num_descriptions=n,
+                          num_alignments=250 if n == 500 else n)
+
+
+def _pairwise_query(pw, i: int, title: str, length: int, rows, queries, subjects, setup) -> None:
+    """One query's part of the pairwise report, with its statistics as BLAST+ reports them:
+    the query's ungapped Karlin block, the gapped one, the effective search space, and each
+    subject's composition-statistics method."""
+    from . import stats
+    from .pairwise import subject_groups, adjustment_methods
+
+    codes = pipeline.new_work(i, queries).codes
+    g = setup.gapped
+    eff = stats.effective_lengths(length, int(subjects.total_residues), int(subjects.total_seqs), g,
+                                  dbsize=setup.options.dbsize)
+    first = int(setup.subjects.first_index)
+
+    def subject_codes(oid):
+        s = oid - first
+        return setup.residues[setup.offsets[s]:setup.offsets[s + 1]]
+
+    groups = subject_groups(rows)[:pw.num_alignments]
+    methods = adjustment_methods(groups, codes, subject_codes, setup, setup.options.comp_based_stats)
+    pw.query(title, length, rows, ungapped=stats.ungapped_params(codes, setup.matrix), gapped=g,
+             eff_space=eff.eff_searchsp, methods=methods)
+
+
 def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, columns: list[str],
                db_name: str, quiet: bool = False, hits_out=None, device: str = "cpu",
                gpus: list[int] | None = None, settings: BlastSettings | None = None,
@@ -210,6 +246,7 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
                                       procs, settings)
                 # queries are independent: several at a time, written in input order
                 xml = _xml_writer(fh, queries, subjects, setup, db_name) if fmt == XML else None
+                pw = _pairwise_writer(fh, subjects, setup, db_name) if fmt == PAIRWISE else None
                 # with composition-based statistics which subjects BLAST+ keeps depends on the
                 # other queries of its batch: a batch's queries are written together
                 batch_ends = {b.stop - 1 for b in query_batches(queries.lengths)} \
@@ -227,6 +264,9 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
                         rows = [h for r in kept for h in r.rows]
                         if xml is not None:
                             _xml_query(xml, k, qtitle, int(queries.lengths[k]), rows, subjects, setup)
+                        elif pw is not None:
+                            _pairwise_query(pw, k, qtitle, int(queries.lengths[k]), rows, queries, subjects,
+                                            setup)
                         else:
                             write_query(fh, fmt, columns, qtitle, db_name, rows)
                         if hits_out is not None:
@@ -247,6 +287,8 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
                     times.add_seconds(f"gapped GPU threads: {part}", seconds)
         if fmt == XML:
             xml.close()
+        elif fmt == PAIRWISE:
+            pw.close()
         else:
             write_footer(fh, fmt, n_done)
         if hits_out is not None:

@@ -215,6 +215,9 @@ def merge_files(paths, fh, *, fmt: int, columns: list[str]) -> None:
     if fmt == 5:
         raise OptionError("-outfmt 5: merge writes the tabular formats (6, 7, 10); BLAST XML of merged "
                           "shards is not implemented")
+    if fmt == 0:
+        raise OptionError("-outfmt 0: merge writes the tabular formats (6, 7, 10); the pairwise report of "
+                          "merged shards is not implemented")
     loaded = [load_hits(p) for p in paths]      # order-independent: subjects carry their database position
     _check_shards(loaded)
     first = loaded[0]

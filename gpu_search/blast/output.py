@@ -92,6 +92,7 @@ class Hsp:
 
 TABULAR = {6: "\t", 7: "\t", 10: ","}     # -outfmt -> the separator of its columns
 XML = 5                                    # -outfmt 5: BLAST XML
+PAIRWISE = 0                               # -outfmt 0: BLAST's pairwise report
 
 
 def stored_title(title: str) -> str:
@@ -126,18 +127,20 @@ def query_definition(title: str) -> str:
 def parse_outfmt(spec: str) -> tuple[int, list[str]]:
     """``-outfmt`` text -> (format number, column list).  The tabular formats: 6 (tabs), 7 (tabs
     and comment lines) and 10 (commas, as BLAST+ writes them: nothing quoted); 5, BLAST XML
-    (:mod:`.xml`), takes no columns (BLAST+ ignores words after it, and so does this)."""
+    (:mod:`.xml`), and 0, the pairwise report (:mod:`.pairwise`), take no columns (BLAST+
+    ignores words after them, and so does this)."""
     parts = str(spec).split()
     if not parts:
         raise OptionError("-outfmt is empty")
     try:
         fmt = int(parts[0])
     except ValueError:
-        raise OptionError(f"-outfmt {spec!r}: the format must be 5, or 6, 7 or 10 then columns") from None
-    if fmt == XML:
+        raise OptionError(f"-outfmt {spec!r}: the format must be 0, 5, or 6, 7 or 10 then columns") from None
+    if fmt in (XML, PAIRWISE):
         return fmt, []
     if fmt not in TABULAR:
-        raise OptionError(f"-outfmt {fmt}: only BLAST XML (5) and the tabular formats 6, 7 and 10 are supported")
+        raise OptionError(f"-outfmt {fmt}: only the pairwise report (0), BLAST XML (5) and the tabular "
+                          "formats 6, 7 and 10 are supported")
     columns: list[str] = []
     for word in parts[1:] or ["std"]:
         if word == "std":
