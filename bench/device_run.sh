@@ -20,7 +20,7 @@ export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}
 # bytecode compiled once, as pip leaves an installation: the GPU host sets
 # PYTHONDONTWRITEBYTECODE=1, and its site-packages and the wheels above (--no-compile) have
 # none, so every command compiled numpy's, pyhmmer's and our sources again (about 0.4 s of a
-# 3 s hmmsearch run, more than pyhmmer's own start pays)
+# 3 s hmmsearch run, py-spy)
 python3 -m compileall -q -j 0 /tmp/site gpu_search \
     "$(python3 -c 'import numpy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))')" > /dev/null 2>&1 || true
 if [ -d .whl/deb ]; then
