@@ -288,6 +288,13 @@ def _auto_hmmsearch_device(hmms, db, cpus, quiet) -> str:
     return used
 
 
+def _given(ctx, name: str) -> bool:
+    """Whether option ``name`` was given (on the command line or by a caller), not defaulted."""
+    from click.core import ParameterSource
+
+    return ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)
+
+
 def _typed_options(ctx) -> dict[str, str | bool]:
     """The options given on the command line, as typed (HMMER echoes them so).
 
@@ -461,9 +468,11 @@ class BlastCommand(click.Command):
         "-subject_loc": "BLAST+'s two-sequences mode is not offered",
         "-remote": "remote searches at NCBI are not offered",
         "-entrez_query": "remote searches at NCBI are not offered",
-        "-html": "only tabular output (-outfmt 6, 7 or 10) is written",
-        "-num_descriptions": "only tabular output (-outfmt 6, 7 or 10) is written",
-        "-num_alignments": "only tabular output (-outfmt 6, 7 or 10) is written",
+        "-html": "HTML output is not written (-outfmt 0, 5, 6, 7 or 10)",
+        "-num_descriptions": "give -max_target_seqs: -outfmt 0 shows that many descriptions and "
+                             "alignments (500 and 250 without it)",
+        "-num_alignments": "give -max_target_seqs: -outfmt 0 shows that many descriptions and "
+                           "alignments (500 and 250 without it)",
     }
 
     def parse_args(self, ctx, args):
@@ -599,7 +608,9 @@ def blastp(query, db, out, task, seg, outfmt, evalue, max_target_seqs, max_hsps,
         fh = outs.open(out) if out else io.StringIO()
         run_blastp(queries, subjects, options, fh, fmt=fmt, columns=columns,
                    db_name=os.path.basename(str(db)), quiet=quiet, hits_out=hits_out,
-                   device=device, gpus=gpu_ids, settings=settings)
+                   device=device, gpus=gpu_ids, settings=settings,
+                   # -outfmt 0 without -max_target_seqs: BLAST+'s 500 descriptions, 250 alignments
+                   num_alignments=None if _given(click.get_current_context(), "max_target_seqs") else 250)
         stamps.append(("searched", time.time()))
         if not out:
             sys.stdout.write(fh.getvalue())

@@ -132,9 +132,9 @@ def _xml_query(xml, i: int, title: str, length: int, rows, subjects, setup) -> N
               eff_space=eff.eff_searchsp, kappa=g.kbp.K, lambda_=g.kbp.Lambda, entropy=g.kbp.H)
 
 
-def _pairwise_writer(fh, subjects, setup, db_name: str):
+def _pairwise_writer(fh, subjects, setup, db_name: str, num_alignments: int | None):
     """-outfmt 0: the pairwise report's writer.  BLAST+ shows -max_target_seqs descriptions
-    and alignments where it is given, else 500 and 250: the default 500 stands for not given."""
+    and alignments where it is given, else 500 and 250 (``num_alignments`` None: not given)."""
     from .pairwise import PairwiseWriter
 
     n = setup.options.max_target_seqs
@@ -142,7 +142,7 @@ def _pairwise_writer(fh, subjects, setup, db_name: str):
                           db_length=int(subjects.total_residues), matrix=setup.matrix.name,
                           gap_open=setup.gap_open, gap_extend=setup.gap_extend, threshold=setup.threshold,
                           window_size=setup.window_size, num_descriptions=n,
-                          num_alignments=250 if n == 500 else n)
+                          num_alignments=n if num_alignments is None else num_alignments)
 
 
 def _pairwise_query(pw, i: int, title: str, length: int, rows, queries, subjects, setup) -> None:
@@ -171,7 +171,7 @@ def _pairwise_query(pw, i: int, title: str, length: int, rows, queries, subjects
 def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, columns: list[str],
                db_name: str, quiet: bool = False, hits_out=None, device: str = "cpu",
                gpus: list[int] | None = None, settings: BlastSettings | None = None,
-               engine_types: GpuEngineTypes | None = None) -> None:
+               engine_types: GpuEngineTypes | None = None, num_alignments: int | None = None) -> None:
     """Search every query against the database and write the rows.
 
     ``device`` (``--device``: auto, gpu, cpu; resolved once the options
@@ -183,7 +183,8 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
     runs everything on CPU threads.  The rows are the same.  ``settings``:
     how the machine is used (:class:`BlastSettings`, defaults measured);
     ``engine_types``: the GPU engines' classes, for stand-ins (then no GPU is
-    looked for).
+    looked for).  ``num_alignments``: -outfmt 0's alignments shown (None: as many as
+    -max_target_seqs, BLAST+'s rule where it is given).
 
     With ``hits_out`` the rows are also saved, with full-precision E-values
     and database positions, for merging the results of database shards
@@ -246,7 +247,7 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
                                       procs, settings)
                 # queries are independent: several at a time, written in input order
                 xml = _xml_writer(fh, queries, subjects, setup, db_name) if fmt == XML else None
-                pw = _pairwise_writer(fh, subjects, setup, db_name) if fmt == PAIRWISE else None
+                pw = _pairwise_writer(fh, subjects, setup, db_name, num_alignments) if fmt == PAIRWISE else None
                 # with composition-based statistics which subjects BLAST+ keeps depends on the
                 # other queries of its batch: a batch's queries are written together
                 batch_ends = {b.stop - 1 for b in query_batches(queries.lengths)} \

@@ -159,9 +159,11 @@ def test_pairwise_equals_blast(case, args):
 
 @needs_blast
 def test_pairwise_default_limits(case):
-    """Without -max_target_seqs BLAST+ lists 500 subjects and aligns 250; with it, that many of each."""
+    """Without -max_target_seqs BLAST+ lists 500 subjects and aligns 250; with it, that many of
+    each, also when it is given as 500 (the default's value)."""
     family(case)
-    for args, (descriptions, alignments) in [([], (500, 250)), (["-max_target_seqs", "300"], (300, 300))]:
+    for args, (descriptions, alignments) in [([], (500, 250)), (["-max_target_seqs", "300"], (300, 300)),
+                                             (["-max_target_seqs", "500"], (500, 500))]:
         theirs = compare(case, "famq.faa", "fam", "-comp_based_stats", "0", *args)
         assert sum(1 for line in theirs if line.startswith("fam")) == descriptions
         assert sum(1 for line in theirs if line.startswith(">")) == alignments

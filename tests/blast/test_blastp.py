@@ -196,7 +196,7 @@ def test_shards_merged_equal_unsharded(blast_setup, tmp_path):
 
 @pytest.mark.parametrize("case", ["empty query", "dna query", "implausible first line", "missing query",
                                   "query folder", "missing db", "unknown matrix",
-                                  "bad outfmt", "outfmt 0", "bad gap costs"])
+                                  "bad outfmt", "outfmt 1", "bad gap costs"])
 def test_bad_input(case, blast_setup, tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     q, db = blast_setup["singles"][130], blast_setup["db_fasta"]
@@ -217,8 +217,8 @@ def test_bad_input(case, blast_setup, tmp_path):
         extra = ["-matrix", "BLOSUM99"]
     elif case == "bad outfmt":
         extra = ["-outfmt", "6 qseqid nonsense"]
-    elif case == "outfmt 0":
-        extra = ["-outfmt", "0"]
+    elif case == "outfmt 1":
+        extra = ["-outfmt", "1"]
     elif case == "bad gap costs":
         extra = ["-gapopen", "3", "-gapextend", "3"]
     out = tmp_path / "out.tsv"
