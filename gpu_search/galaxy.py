@@ -287,6 +287,7 @@ def build_tool():
         f"6 {BLAST_STD}": "Tabular, 12 standard columns",
         f"6 {BLAST_EXT}": "Tabular, 25 extended columns",
         "5": "BLAST XML",
+        "0": "Pairwise report (BLAST+'s default text)",
     }, default=f"6 {BLAST_EXT}"))
     badv = gxtp.Section("adv", title="Advanced options", expanded=False)
     badv.append(gxtp.FloatParam("evalue", value=0.001, min=0, label="Expectation value threshold (-evalue)"))
@@ -333,6 +334,7 @@ def build_tool():
     bout.append(gxtp.OutputFilter("search['type'] == 'blastp'"))
     xml = gxtp.ChangeFormat()          # Galaxy's blastxml datatype, as the IUC BLAST+ wrapper's
     xml.append(gxtp.ChangeFormatWhen(input="search.outfmt", value="5", format="blastxml"))
+    xml.append(gxtp.ChangeFormatWhen(input="search.outfmt", value="0", format="txt"))
     bout.append(xml)
     outputs.append(bout)
     tool.outputs = outputs
@@ -382,6 +384,11 @@ def build_tool():
     # and its database's path (the tool writes the dataset's name)
     tests.append(blastp_test({"outfmt": "5", "adv|evalue": "10"},
                              gxtp.TestOutput("blast_out", file="blastp-queries.xml", ftype="blastxml", lines_diff=4)))
+    # 6. blastp, the pairwise report; BLAST+'s differs in its first line (the version) and its
+    # two Database: lines (the dataset's name), each counted twice, and its Posted date line
+    tests.append(blastp_test({"outfmt": "0", "adv|evalue": "10"},
+                             gxtp.TestOutput("blast_out", file="blastp-queries.pairwise.txt", ftype="txt",
+                                             lines_diff=7)))
     tool.tests = tests
 
     tool.help = HELP

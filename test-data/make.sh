@@ -14,7 +14,7 @@ T=test-data
 
 # blastp (BLAST+ 2.12, Debian's ncbi-blast+)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-makeblastdb -in $T/proteome.faa -dbtype prot -out "$tmp/proteome" > /dev/null
+makeblastdb -in $T/proteome.faa -dbtype prot -title proteome.faa -out "$tmp/proteome" > /dev/null
 STD="qseqid sseqid pident length mismatch gapopen qstart qend sstart send evalue bitscore"
 EXT="$STD sallseqid score nident positive gaps ppos qframe sframe qseq sseq qlen slen salltitles"
 blastp -query $T/blastp-queries.faa -db "$tmp/proteome" -comp_based_stats 0 -evalue 10 \
@@ -27,3 +27,6 @@ blastp -query $T/blastp-queries.faa -db "$tmp/proteome" -evalue 10 \
 # the same as BLAST XML (Galaxy's blastxml); the database found through BLASTDB, so that the file
 # names it "proteome", not by a temporary folder's path
 BLASTDB="$tmp" blastp -query $T/blastp-queries.faa -db proteome -evalue 10 -outfmt 5 > $T/blastp-queries.xml
+# and as the pairwise report, with -max_target_seqs given as Galaxy's tool gives it
+BLASTDB="$tmp" blastp -query $T/blastp-queries.faa -db proteome -evalue 10 -max_target_seqs 500 -outfmt 0 \
+       > $T/blastp-queries.pairwise.txt
