@@ -34,9 +34,8 @@ SEG masking changes the rule, would show another method on some HSPs.
 
 Descriptions and alignments: blastp 2.12 with -outfmt 0 shows as many of each as
 -max_target_seqs where it is given, else 500 descriptions and 250 alignments
-(-num_descriptions, -num_alignments).  The command line's -max_target_seqs default
-is 500, so 250 alignments are shown unless -max_target_seqs is other than 500
-(BLAST+ given -max_target_seqs 500 shows 500).
+(-num_descriptions, -num_alignments); the command line tells the writer whether
+-max_target_seqs was given (``num_alignments``), its default being 500 too.
 
 What differs from BLAST+:
 
@@ -57,6 +56,7 @@ import re
 from html.entities import name2codepoint
 
 from .. import __version__
+from .stats import score_string_evalue as format_evalue
 from .xml import midline, positive_pairs
 
 PROGRAM = f"BLASTP 2.12.0+ (computed by gpu-search {__version__})"
@@ -217,23 +217,6 @@ def description_title(title: str) -> str:
     s = _html_decode(s)
     s = s.rstrip(",;~ ") or s
     return _clean_and_compress(s).replace(". [", " [").replace(", [", " [")
-
-
-def format_evalue(e: float) -> str:
-    """E-value text of the descriptions and score lines: CAlignFormatUtil::GetScoreString."""
-    if e < 1.0e-180:
-        return "0.0"
-    if e < 1.0e-99:
-        return "%2.0e" % e
-    if e < 0.0009:
-        return "%3.0e" % e
-    if e < 0.1:
-        return "%4.3f" % e
-    if e < 1.0:
-        return "%3.2f" % e
-    if e < 10.0:
-        return "%2.1f" % e
-    return "%2.0f" % e
 
 
 def format_bits(b: float) -> str:

@@ -1044,16 +1044,15 @@ def search_cutoffs(kbp_ungapped: KarlinBlk, gapped: GappedParams, query_len: int
 # BLAST+'s tabular number formats
 # ---------------------------------------------------------------------------
 
-def format_evalue(e: float) -> str:
-    """E-value text of -outfmt 6/7: CBlastTabularInfo::SetScores (tabular.cpp).
-
-    CAlignFormatUtil::GetScoreString's formats, with tabular's override of
-    [1e-180, 0.0009) by NStr::DoubleToString(evalue, 2, fDoubleScientific).
-    """
+def score_string_evalue(e: float) -> str:
+    """E-value text of CAlignFormatUtil::GetScoreString (align_format_util.cpp): the pairwise
+    report's descriptions and score lines."""
     if e < 1.0e-180:
         return "0.0"
+    if e < 1.0e-99:
+        return "%2.0e" % e
     if e < 0.0009:
-        return "%.2e" % e
+        return "%3.0e" % e
     if e < 0.1:
         return "%4.3f" % e
     if e < 1.0:
@@ -1061,6 +1060,17 @@ def format_evalue(e: float) -> str:
     if e < 10.0:
         return "%2.1f" % e
     return "%2.0f" % e
+
+
+def format_evalue(e: float) -> str:
+    """E-value text of -outfmt 6/7: CBlastTabularInfo::SetScores (tabular.cpp).
+
+    CAlignFormatUtil::GetScoreString's formats, with tabular's override of
+    [1e-180, 0.0009) by NStr::DoubleToString(evalue, 2, fDoubleScientific).
+    """
+    if 1.0e-180 <= e < 0.0009:
+        return "%.2e" % e
+    return score_string_evalue(e)
 
 
 def format_bitscore(b: float) -> str:

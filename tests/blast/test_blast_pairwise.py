@@ -23,6 +23,7 @@ import sys
 
 import pytest
 from conftest import ROOT, TEST_DATA
+from test_blast_xml import read_fasta, write_fasta
 
 from gpu_search import __version__
 
@@ -39,25 +40,6 @@ LONG_TITLES = {
     11: "exact69 " + "y" * 61,
     13: "nospaces_" + "z" * 130 + " then space " + "q" * 70 + " end",
 }
-
-
-def read_fasta(path):
-    records, title, seq = [], None, []
-    for line in open(path, encoding="utf-8"):
-        line = line.rstrip("\n")
-        if line.startswith(">"):
-            if title is not None:
-                records.append((title, "".join(seq)))
-            title, seq = line[1:], []
-        else:
-            seq.append(line)
-    records.append((title, "".join(seq)))
-    return records
-
-
-def write_fasta(path, records):
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write("".join(f">{t}\n{s}\n" for t, s in records))
 
 
 @pytest.fixture(scope="module")
