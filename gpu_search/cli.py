@@ -258,7 +258,7 @@ def hmmsearch(hmmfile, seqdb, output, tblout, domtblout, pfamtblout, acc, noali,
                             textw=textw, notextw=notextw, noali=noali, acc=acc)
     options.given = _typed_options(click.get_current_context())
     gpu_ids = _parse_gpus(gpus)
-    dev.start_cuda(device, gpu_ids, import_on_helper=True)   # overlaps reading the inputs
+    dev.start_cuda(device, gpu_ids)         # the GPUs' start overlaps reading the inputs
     hmms = read_hmms(hmmfile, threads=cpu)
     db = open_database(seqdb)
     db.check_for_hmmsearch(skip_long)       # report bad input before any note about the device

@@ -464,19 +464,6 @@ def test_cuda_started_on_a_helper_thread(monkeypatch):
     device.start_cuda("auto")
     device.wait_cuda()
     assert [c[:2] for c in calls] == [("device", 0), ("free", 0), ("device", 1), ("free", 0)]
-    # hmmsearch forks nothing: CuPy's import too on the helper thread
-    imported = []
-    real_import = device._import_cupy
-    monkeypatch.setattr(device, "_import_cupy",
-                        lambda: imported.append(threading.current_thread().name) or real_import())
-    monkeypatch.setattr(device, "_cuda_start", None)
-    device.start_cuda("gpu", [0], import_on_helper=True)
-    device.wait_cuda()
-    assert imported == ["cuda-start"]
-    monkeypatch.setattr(device, "_cuda_start", None)
-    device.start_cuda("gpu", [0])
-    device.wait_cuda()
-    assert imported[1] == threading.main_thread().name
     monkeypatch.setattr(device, "_cuda_start", None)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
     device.start_cuda("gpu")
