@@ -1,6 +1,7 @@
 """The progress line on stderr: only on a terminal, never with --quiet; done/total, rate and time left."""
 
 import io
+from types import SimpleNamespace
 
 from gpu_search.progress import Progress
 
@@ -10,10 +11,11 @@ class Terminal(io.StringIO):
         return True
 
 
-def test_progress_shows_rate_and_time_left_on_a_terminal():
+def test_progress_shows_rate_and_time_left_on_a_terminal(monkeypatch):
     out = Terminal()
+    clock = iter([100.0, 104.0, 104.0])  # started at 100 s, updated at 104 s (then closed)
+    monkeypatch.setattr("gpu_search.progress.time", SimpleNamespace(monotonic=lambda: next(clock)))
     p = Progress("hmmsearch", 20, "models", stream=out)
-    p.start -= 4.0                     # as if started 4 s ago
     p.update(5)
     assert "5/20 models" in out.getvalue()
     assert "1.25/s" in out.getvalue()
