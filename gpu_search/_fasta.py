@@ -241,14 +241,14 @@ def scan(buf, table, final, state, residues, hstart, hend, lengths, blast):
 
 
 @numba.njit(cache=True, nogil=True)
-def split_headers(buf, hstart, hend, k, name_blob, name_lens, desc_blob, desc_lens):
-    """Name and description of each header, as Easel splits them.
+def split_headers(buf, hstart, hend, k, name_blob, name_lens, header_blob, header_lens):
+    """Name and header line of each header.
 
-    The name runs up to the first whitespace after '>' (leading whitespace
-    skipped); the description is the rest with leading whitespace removed,
-    trailing whitespace kept (the line's end, LF, CR or CR LF, is not in it).
-    ``name_blob`` and ``desc_blob`` hold the headers' bytes (the sum of hend - hstart);
-    each header's name and description lengths go to ``name_lens`` and ``desc_lens``.
+    The name is Easel's: it runs up to the first whitespace after '>' (leading whitespace
+    skipped).  The header is the whole line after '>' as written (the line's end, LF, CR or
+    CR LF, is not in it): BLAST's titles keep its spacing, Easel's description is cut from it
+    (``SequenceDB.description``).  ``name_blob`` and ``header_blob`` take the bytes; each
+    header's name and line lengths go to ``name_lens`` and ``header_lens``.
     Returns the bytes written to each blob.
     """
     nn = 0
@@ -256,6 +256,10 @@ def split_headers(buf, hstart, hend, k, name_blob, name_lens, desc_blob, desc_le
     for i in range(k):
         a = hstart[i] + 1
         b = hend[i]
+        for j in range(a, b):
+            header_blob[nd] = buf[j]
+            nd += 1
+        header_lens[i] = b - a
         while a < b and _is_space(buf[a]):
             a += 1
         e = a
@@ -264,12 +268,5 @@ def split_headers(buf, hstart, hend, k, name_blob, name_lens, desc_blob, desc_le
         for j in range(a, e):
             name_blob[nn] = buf[j]
             nn += 1
-        d = e
-        while d < b and _is_space(buf[d]):
-            d += 1
-        for j in range(d, b):
-            desc_blob[nd] = buf[j]
-            nd += 1
         name_lens[i] = e - a
-        desc_lens[i] = b - d
     return nn, nd

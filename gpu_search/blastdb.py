@@ -15,16 +15,17 @@ Format 5 adds a volume number and the name of its LMDB file to the .pin header; 
 sequence and header files are the same.  The other files (.pdb, .pot, .pog, .psi, ...) are
 indexes of accessions and taxids, not needed to read every sequence.
 
-Names and descriptions are made so that gpu-search's subject columns come out as
+Names and headers are made so that gpu-search's subject columns come out as
 BLAST+ 2.12 prints them:
 
 * without -parse_seqids the only Seq-id is ``gnl|BL_ORD_ID|n`` and the title is the whole
   FASTA header line: BLAST+ shows the title's first word as the subject's id and the whole
-  title as its title, so the name is that word and the description the rest;
+  title as its title, so the name is that word and the header the title;
 * with -parse_seqids the name is BLAST+'s sseqid (``gi|N|`` first when there is a gi, then
-  the best other id in FASTA form, a local id without ``lcl|``) and the description is the
-  first defline's title.  BLAST+'s stitle is then the title alone (``N/A`` when empty),
-  not name + title: see :func:`defline_columns` for every column.
+  the best other id in FASTA form, a local id without ``lcl|``) and the header is the name
+  and the first defline's title.  BLAST+'s stitle is then the title alone (``N/A`` when
+  empty), and the other deflines give sallseqid, salltitles and sallacc: each sequence's
+  columns (:func:`defline_columns`) are kept with it (``SequenceDB.blast_columns``).
 
 Alias features that select part of a database (GILIST, SEQIDLIST, OIDLIST, TAXIDLIST,
 MEMB_BIT, OID ranges) are refused, not ignored.
@@ -40,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import FormatError, InputFileError, printable
-from .seqdb import AMINO_MAP, GAP_CODE, SequenceDB
+from .seqdb import AMINO_MAP, BLAST_COLUMNS, GAP_CODE, SequenceDB
 
 PROTEIN = 1                      # .pin sequence type (0 is nucleotide)
 NCBISTDAA = "-ABCDEFGHIKLMNPQRSTVWXYZU*OJ"
@@ -247,7 +248,8 @@ class _Index:
 
 
 def _read_volume(prefix: Path, columns: list | None = None):
-    """(residues, lengths, names, descriptions, index) of one volume; with ``columns``, each
+    """(residues, lengths, names, headers, BLAST_COLUMNS texts, index) of one volume (a
+    sequence's columns text is empty without -parse_seqids); with ``columns``, each
     sequence's :func:`defline_columns` appended to it."""
     phr_path = prefix.parent / (prefix.name + ".phr")
     psq_path = prefix.parent / (prefix.name + ".psq")
@@ -268,28 +270,34 @@ def _read_volume(prefix: Path, columns: list | None = None):
                           f"{psq_path.name} (corrupt file)")
     if np.any(codes == 255):
         raise FormatError(f"{psq_path}: a byte that is no NCBIstdaa residue code (corrupt file)")
-    names, descs = [], []
+    names, headers, texts = [], [], []
     hdr = index.hdr.tolist()
     for i in range(index.n):
         a, b = hdr[i], hdr[i + 1]
         if columns is None:
             title = _ord_id_title(phr, a, b)
             if title is not None:
-                name, _, desc = title.partition(b" ")
-                names.append(name)
-                descs.append(desc)
+                names.append(_first_word(title))
+                headers.append(title)
+                texts.append(b"")
                 continue
         try:
             deflines = parse_defline_set(phr, a, b)
         except _BerError as exc:
             raise FormatError(f"{phr_path}: sequence {i + 1}'s header is not a valid Blast-def-line-set "
                               f"({exc})") from None
+        found = defline_columns(deflines)
         if columns is not None:
-            columns.append(defline_columns(deflines))
-        name, desc = _name_and_description(deflines)
-        names.append(name.encode("utf-8", "surrogateescape"))
-        descs.append(desc.encode("utf-8", "surrogateescape"))
-    return codes, lengths, names, descs, index
+            columns.append(found)
+        title, ids = deflines[0]
+        names.append(found["sseqid"].encode("utf-8", "surrogateescape"))
+        if _is_ord_id(ids):
+            headers.append(title.encode("utf-8", "surrogateescape"))
+            texts.append(b"")
+        else:
+            headers.append(f"{found['sseqid']} {title}".encode("utf-8", "surrogateescape"))
+            texts.append("\t".join(found[c] for c in BLAST_COLUMNS).encode("utf-8", "surrogateescape"))
+    return codes, lengths, names, headers, texts, index
 
 
 def read_blast_database(prefix) -> SequenceDB:
@@ -302,8 +310,8 @@ def read_blast_database(prefix) -> SequenceDB:
     vols = _volumes(prefix, (), tree)
     parts, volume_sizes, versions = [], {}, set()
     for vol in vols:
-        codes, lengths, names, descs, index = _read_volume(vol)
-        parts.append((codes, lengths, names, descs))
+        codes, lengths, names, headers, texts, index = _read_volume(vol)
+        parts.append((codes, lengths, names, headers, texts))
         volume_sizes[vol.parent / (vol.name + ".pin")] = (index.n, index.total_residues)
         versions.add(index.version)
     if len(versions) > 1:
@@ -313,7 +321,8 @@ def read_blast_database(prefix) -> SequenceDB:
     np.cumsum(lengths, out=offsets[1:])
     residues = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.uint8)
     names = [n for p in parts for n in p[2]]
-    descs = [d for p in parts for d in p[3]]
+    headers = [d for p in parts for d in p[3]]
+    texts = [t for p in parts for t in p[4]]
     # BLAST's statistics take the STATS_ counts where alias files give them (a branch
     # without them adds nothing), else NSEQ / LENGTH, else the volumes' counts
     total_seqs = (_total(tree[0], volume_sizes, "STATS_NSEQ", 0)
@@ -321,9 +330,10 @@ def read_blast_database(prefix) -> SequenceDB:
     total_residues = (_total(tree[0], volume_sizes, "STATS_TOTLEN", 1)
                       or _total(tree[0], volume_sizes, "LENGTH", 1))
     name_blob, name_offsets = _pack(names)
-    desc_blob, desc_offsets = _pack(descs)
-    return SequenceDB(residues, offsets, name_blob, name_offsets, desc_blob, desc_offsets,
-                      source=str(prefix), total_seqs=total_seqs, total_residues=total_residues)
+    header_blob, header_offsets = _pack(headers)
+    columns_blob, columns_offsets = _pack(texts) if any(texts) else (b"", None)
+    return SequenceDB(residues, offsets, name_blob, name_offsets, header_blob, header_offsets,
+                      columns_blob=columns_blob, columns_offsets=columns_offsets, source=str(prefix), total_seqs=total_seqs, total_residues=total_residues)
 
 
 def subject_columns(prefix) -> list[dict[str, str]]:
@@ -572,25 +582,28 @@ def _is_ord_id(ids: list[tuple]) -> bool:
 
 def defline_columns(deflines) -> dict[str, str]:
     """BLAST+ 2.12's tabular subject columns sseqid, sallseqid, stitle, salltitles, sacc,
-    saccver, sallacc for one header's deflines."""
+    saccver, sallacc (and sallaccver, see seqdb.BLAST_COLUMNS) for one header's deflines.
+    The id columns are the first defline's, or the first defline's with a gi where a later
+    one has one (as blastp shows them: its title stays the first defline's)."""
     title, ids = deflines[0]
     if _is_ord_id(ids):
-        word = title.split(" ", 1)[0]
+        word = _first_word(title)
         return {"sseqid": word, "sallseqid": word, "stitle": title, "salltitles": title,
-                "sacc": word, "saccver": word, "sallacc": word}
+                "sacc": word, "saccver": word, "sallacc": word, "sallaccver": word}
+    ids = next((i for _, i in deflines if any(x[0] == "gi" for x in i)), ids)
     best = min(ids, key=lambda i: i[2])
     return {"sseqid": _id_string(ids),
             "sallseqid": ";".join(_id_string(i) for _, i in deflines),
             "sacc": best[4], "saccver": best[3],
             "sallacc": ";".join(min(i, key=lambda x: x[2])[4] for _, i in deflines),
+            "sallaccver": ";".join(min(i, key=lambda x: x[2])[3] for _, i in deflines),
             "stitle": title or "N/A",
             "salltitles": "<>".join(t or "N/A" for t, _ in deflines)}
 
 
-def _name_and_description(deflines) -> tuple[str, str]:
-    title, ids = deflines[0]
-    if _is_ord_id(ids):
-        name, _, desc = title.partition(" ")
-        return name, desc
-    return _id_string(ids), title
+def _first_word(title):
+    """The subject id BLAST+ shows for a title without -parse_seqids: its first word (a
+    title may begin with spaces, from a header '> name ...')."""
+    words = title.split(maxsplit=1)
+    return words[0] if words else title[:0]
 

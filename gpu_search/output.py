@@ -172,7 +172,7 @@ class OutputSet:
 #         D bytes   data: binary parts the header points into as [offset, length]
 #        32 bytes   SHA-256 of every byte before it (a damaged or cut file is refused)
 
-RESULTS_VERSION = 4
+RESULTS_VERSION = 5
 _DIGEST = 32
 INT64 = (-(1 << 63), (1 << 63) - 1)
 

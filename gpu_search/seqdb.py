@@ -8,8 +8,13 @@ GPU alike (the layout of the early GPU hmmsearch papers: one residue stream plus
                        '*' 27, '~' 28: the codes HMMER's profiles index)
     offsets    int64   sequence i is residues[offsets[i]:offsets[i+1]]
     lengths    int32   offsets[i+1] - offsets[i]
-    names, descriptions   packed bytes with offsets (decoded on demand)
+    names, headers   packed bytes with offsets (decoded on demand): Easel's name of each
+                     sequence, and its header line after '>' as written (BLAST's title;
+                     Easel's description is cut from it)
     length_order  int32   sequence indices by decreasing length (for batching)
+    columns  packed text with offsets, only for a BLAST database made with -parse_seqids:
+             each sequence's BLAST+ title and id columns (BLAST_COLUMNS), which its
+             deflines give and a FASTA header does not
 
 A ``.gsdb`` file is these arrays written once (``gpu-search makedb``), each
 64-byte aligned after a small JSON header, and memory-mapped on load.  It
@@ -60,6 +65,13 @@ ILLEGAL = 255       # byte maps: not allowed in a sequence
 
 GSDB_MAGIC = b"GSDB\x00\x00\x00\x01"
 GSDB_ALIGN = 64
+# 2: the header line kept whole (BLAST's titles keep its spacing); format 1 kept Easel's
+# description alone
+GSDB_VERSION = 2
+# a -parse_seqids BLAST database's columns kept per sequence (SequenceDB.blast_columns), in
+# this order; sseqid is the sequence's name.  sallaccver (each defline's saccver, ';' between
+# them) is no BLAST+ column: the pairwise report shows it
+BLAST_COLUMNS = ("stitle", "salltitles", "sallseqid", "sacc", "saccver", "sallacc", "sallaccver")
 HMMER_MAX_LENGTH = 100_000  # pyhmmer/HMMER 3.4 comparison pipeline limit
 
 
@@ -137,9 +149,13 @@ class SequenceDB:
     offsets: np.ndarray
     name_blob: bytes | np.ndarray
     name_offsets: np.ndarray
-    desc_blob: bytes | np.ndarray
-    desc_offsets: np.ndarray
+    header_blob: bytes | np.ndarray
+    header_offsets: np.ndarray
     source: str = ""
+    # BLAST_COLUMNS of each sequence, tab-separated (empty: none, the columns follow from the
+    # name and header); offsets None where no sequence has them
+    columns_blob: bytes | np.ndarray = b""
+    columns_offsets: np.ndarray | None = None
     total_seqs: int | None = None       # of the whole database, when this is a shard
     total_residues: int | None = None
     shard: tuple[int, int] | None = None  # (i, n): shard i of n, 1-based
@@ -181,9 +197,28 @@ class SequenceDB:
         a, b = int(self.name_offsets[i]), int(self.name_offsets[i + 1])
         return bytes(self.name_blob[a:b]).decode("utf-8", "replace")
 
+    def header(self, i: int) -> str:
+        """The header line after '>' as written: BLAST's title."""
+        a, b = int(self.header_offsets[i]), int(self.header_offsets[i + 1])
+        return bytes(self.header_blob[a:b]).decode("utf-8", "replace")
+
     def description(self, i: int) -> str:
-        a, b = int(self.desc_offsets[i]), int(self.desc_offsets[i + 1])
-        return bytes(self.desc_blob[a:b]).decode("utf-8", "replace")
+        """Easel's description: the header after the name, leading whitespace removed."""
+        return self._description(i).decode("utf-8", "replace")
+
+    def _description(self, i: int) -> bytes:
+        a, b = int(self.header_offsets[i]), int(self.header_offsets[i + 1])
+        n = int(self.name_offsets[i + 1] - self.name_offsets[i])
+        # (bytes.lstrip takes the whitespace Easel skips: space, \t, \n, \v, \f, \r)
+        return bytes(self.header_blob[a:b]).lstrip()[n:].lstrip()
+
+    def blast_columns(self, i: int) -> str:
+        """Sequence ``i``'s BLAST_COLUMNS, tab-separated, from a -parse_seqids BLAST database;
+        "" for any other."""
+        if self.columns_offsets is None:
+            return ""
+        a, b = int(self.columns_offsets[i]), int(self.columns_offsets[i + 1])
+        return bytes(self.columns_blob[a:b]).decode("utf-8", "surrogateescape")
 
     def sequence(self, i: int) -> np.ndarray:
         return self.residues[self.offsets[i] : self.offsets[i + 1]]
@@ -199,9 +234,11 @@ class SequenceDB:
         np.cumsum(lens, out=offsets[1:])
         residues = _gather(self.residues, self.offsets[idx], lens)
         nb, no = _gather_blob(self.name_blob, self.name_offsets, idx)
-        db_, do = _gather_blob(self.desc_blob, self.desc_offsets, idx)
-        return SequenceDB(residues, offsets, nb, no, db_, do, source=self.source,
-                          total_seqs=self.total_seqs, total_residues=self.total_residues)
+        hb, ho = _gather_blob(self.header_blob, self.header_offsets, idx)
+        cb, co = (b"", None) if self.columns_offsets is None else _gather_blob(self.columns_blob,
+                                                                              self.columns_offsets, idx)
+        return SequenceDB(residues, offsets, nb, no, hb, ho, source=self.source, columns_blob=cb,
+                          columns_offsets=co, total_seqs=self.total_seqs, total_residues=self.total_residues)
 
     def digital_block(self, idx=None, alphabet=None):
         """A pyhmmer ``DigitalSequenceBlock`` of sequences ``idx`` (all by default)."""
@@ -210,14 +247,14 @@ class SequenceDB:
         abc = alphabet or Alphabet.amino()
         idx = range(self.n_seqs) if idx is None else idx
         block = DigitalSequenceBlock(abc)
-        nb, no, db_, do = self.name_blob, self.name_offsets, self.desc_blob, self.desc_offsets
+        nb, no = self.name_blob, self.name_offsets
         res, off = self.residues, self.offsets
         for i in idx:
             i = int(i)
             block.append(DigitalSequence(
                 abc,
                 name=bytes(nb[no[i]:no[i + 1]]).decode("utf-8", "replace"),
-                description=bytes(db_[do[i]:do[i + 1]]).decode("utf-8", "replace"),
+                description=self._description(i).decode("utf-8", "replace"),
                 sequence=res[off[i]:off[i + 1]],
             ))
         return block
@@ -431,14 +468,14 @@ def _warn(message: str) -> None:
 @dataclass
 class _Batch:
     """What one piece of FASTA held: its residues; the lengths of the sequences it ended
-    (one begun in an earlier piece may end in it); names and descriptions of the headers in it."""
+    (one begun in an earlier piece may end in it); names and header lines of the headers in it."""
 
     residues: np.ndarray
     lengths: np.ndarray
     name_blob: np.ndarray
     name_lens: np.ndarray
-    desc_blob: np.ndarray
-    desc_lens: np.ndarray
+    header_blob: np.ndarray
+    header_lens: np.ndarray
 
 
 def _fasta_batches(pieces, source: str, blast: str | None = None):
@@ -477,9 +514,9 @@ def _fasta_batches(pieces, source: str, blast: str | None = None):
         n_res, lead, k, used, bad, kind = scan(buf, table, final, state, residues, hstart, hend, lengths,
                                                blast is not None)
         header_bytes = int((hend[:k] - hstart[:k]).sum())
-        name_blob, desc_blob = np.empty(header_bytes, np.uint8), np.empty(header_bytes, np.uint8)
-        name_lens, desc_lens = np.empty(k, np.int64), np.empty(k, np.int64)
-        nn, nd = split_headers(buf, hstart, hend, k, name_blob, name_lens, desc_blob, desc_lens)
+        name_blob, header_blob = np.empty(header_bytes, np.uint8), np.empty(header_bytes, np.uint8)
+        name_lens, header_lens = np.empty(k, np.int64), np.empty(k, np.int64)
+        nn, nd = split_headers(buf, hstart, hend, k, name_blob, name_lens, header_blob, header_lens)
         name_ends = np.cumsum(name_lens)
 
         def name(i):            # (decoded only where one is needed)
@@ -523,7 +560,7 @@ def _fasta_batches(pieces, source: str, blast: str | None = None):
             sample.append(residues[:min(n_res, _SAMPLE - sample_len)].copy())
             sample_len += len(sample[-1])
         return used, _Batch(residues[:n_res], ended.astype(np.int64), name_blob[:nn], name_lens,
-                            desc_blob[:nd], desc_lens)
+                            header_blob[:nd], header_lens)
 
     for piece in pieces:
         if not started:
@@ -590,17 +627,17 @@ def _check_protein(sample: np.ndarray, source: str) -> None:
 def _collect(pieces, source: str, blast: str | None = None) -> SequenceDB:
     """A FASTA input read into memory, a piece at a time (the input is never held whole);
     ``blast``: see ``read_fasta``."""
-    residues, names, descs = bytearray(), bytearray(), bytearray()
-    lengths, name_lens, desc_lens = [], [], []
+    residues, names, headers = bytearray(), bytearray(), bytearray()
+    lengths, name_lens, header_lens = [], [], []
     for b in _fasta_batches(pieces, source, blast):
         residues += memoryview(b.residues)      # (an array would add itself element-wise)
         names += memoryview(b.name_blob)
-        descs += memoryview(b.desc_blob)
+        headers += memoryview(b.header_blob)
         lengths.append(b.lengths)
         name_lens.append(b.name_lens)
-        desc_lens.append(b.desc_lens)
+        header_lens.append(b.header_lens)
     db = SequenceDB(np.frombuffer(residues, dtype=np.uint8), _ends(lengths), bytes(names), _ends(name_lens),
-                    bytes(descs), _ends(desc_lens), source=source)
+                    bytes(headers), _ends(header_lens), source=source)
     return _blast_empties(db, blast == "db") if blast else db
 
 
@@ -650,8 +687,9 @@ def blast_view(db: SequenceDB) -> SequenceDB:
     i = int(seq_of[0])
     _warn(f"{db.source}: {n_drop:,} {'letter' if n_drop == 1 else 'letters'} BLAST+ does not take "
           f"{'was' if n_drop == 1 else 'were'} dropped (first in sequence '{shown(db.name(i))}')")
-    kept = SequenceDB(np.delete(residues, where), offsets, db.name_blob, db.name_offsets, db.desc_blob,
-                      db.desc_offsets, source=db.source, total_seqs=db.total_seqs, total_residues=total,
+    kept = SequenceDB(np.delete(residues, where), offsets, db.name_blob, db.name_offsets, db.header_blob,
+                      db.header_offsets, source=db.source, columns_blob=db.columns_blob,
+                      columns_offsets=db.columns_offsets, total_seqs=db.total_seqs, total_residues=total,
                       shard=db.shard, first_index=db.first_index)
     return _blast_empties(kept, True)
 
@@ -673,9 +711,13 @@ def _ends(parts) -> np.ndarray:
 
 # --- .gsdb -------------------------------------------------------------------------------
 
-_SECTIONS = ("residues", "offsets", "name_blob", "name_offsets", "desc_blob", "desc_offsets", "length_order")
+# (columns_blob and columns_offsets are empty where the database has no BLAST columns;
+# length_order stays last)
+_SECTIONS = ("residues", "offsets", "name_blob", "name_offsets", "header_blob", "header_offsets",
+             "columns_blob", "columns_offsets", "length_order")
 _DTYPES = {"residues": "|u1", "offsets": "<i8", "name_blob": "|u1", "name_offsets": "<i8",
-           "desc_blob": "|u1", "desc_offsets": "<i8", "length_order": "<i4"}
+           "header_blob": "|u1", "header_offsets": "<i8", "columns_blob": "|u1", "columns_offsets": "<i8",
+           "length_order": "<i4"}
 _HEADER_SIZE = 4096             # the JSON header's reserved room; the sections follow
 
 
@@ -684,7 +726,7 @@ def _gsdb_header(counts: dict, *, n_seqs, n_residues, total_seqs, total_residues
     """The header's bytes, the header, and the file's size, for sections of ``counts`` items."""
     header = {
         "format": "gsdb",
-        "version": 1,
+        "version": GSDB_VERSION,
         "alphabet": "amino",
         "n_seqs": int(n_seqs),
         "n_residues": int(n_residues),
@@ -730,8 +772,11 @@ def write_gsdb(db, path: str | os.PathLike, *, total_seqs=None, total_residues=N
         "offsets": np.ascontiguousarray(db.offsets, dtype=np.int64),
         "name_blob": np.frombuffer(bytes(db.name_blob), dtype=np.uint8),
         "name_offsets": np.ascontiguousarray(db.name_offsets, dtype=np.int64),
-        "desc_blob": np.frombuffer(bytes(db.desc_blob), dtype=np.uint8),
-        "desc_offsets": np.ascontiguousarray(db.desc_offsets, dtype=np.int64),
+        "header_blob": np.frombuffer(bytes(db.header_blob), dtype=np.uint8),
+        "header_offsets": np.ascontiguousarray(db.header_offsets, dtype=np.int64),
+        "columns_blob": np.frombuffer(bytes(db.columns_blob), dtype=np.uint8),
+        "columns_offsets": np.ascontiguousarray(db.columns_offsets if db.columns_offsets is not None else
+                                                np.zeros(0), dtype=np.int64),
         "length_order": np.ascontiguousarray(db.length_order, dtype=np.int32),
     }
     head, header, end = _gsdb_header(
@@ -754,15 +799,14 @@ class _GsdbWriter:
     (gone however the program ends), copied after the residues by :meth:`finish`.
 
     The parts come in any grouping: residues, sequence lengths, name bytes and name
-    lengths, description bytes and lengths, each in file order."""
+    lengths, header bytes and lengths, each in file order."""
 
     def __init__(self, fh, spool_dir):
         self.fh = fh
         fh.seek(_HEADER_SIZE)
         self.spools = {name: tempfile.TemporaryFile(dir=spool_dir)
-                       for name in ("offsets", "name_blob", "name_offsets", "desc_blob", "desc_offsets")}
-        self.sums = dict.fromkeys(("residues", "offsets", "name_blob", "name_offsets", "desc_blob",
-                                   "desc_offsets"), 0)
+                       for name in _SECTIONS[1:-1]}
+        self.sums = dict.fromkeys(_SECTIONS[:-1], 0)
         self.counts = dict.fromkeys(_SECTIONS, 0)
         self.histogram = {}         # sequence length -> sequences of that length (for length_order)
         self.blast_dropped = 0      # residues blastp leaves out (blast_view)
@@ -797,10 +841,11 @@ class _GsdbWriter:
                total_blast_residues=None):
         n_seqs, n_res = self.counts["offsets"], self.counts["residues"]
         if (self.sums["offsets"] != n_res or self.counts["name_offsets"] != n_seqs
-                or self.counts["desc_offsets"] != n_seqs):
+                or self.counts["header_offsets"] != n_seqs or self.counts["columns_offsets"] not in (0, n_seqs)):
             raise AssertionError("internal: .gsdb sections of different sequence counts")
-        counts = dict(self.counts, offsets=n_seqs + 1, name_offsets=n_seqs + 1, desc_offsets=n_seqs + 1,
-                      length_order=n_seqs)
+        columns = self.counts["columns_offsets"] > 0
+        counts = dict(self.counts, offsets=n_seqs + 1, name_offsets=n_seqs + 1, header_offsets=n_seqs + 1,
+                      columns_offsets=n_seqs + 1 if columns else 0, length_order=n_seqs)
         head, header, end = _gsdb_header(
             counts, n_seqs=n_seqs, n_residues=n_res,
             total_seqs=n_seqs if total_seqs is None else total_seqs,
@@ -812,7 +857,7 @@ class _GsdbWriter:
         fh, where = self.fh, header["sections"]
         for name in _SECTIONS[1:-1]:
             fh.seek(where[name]["offset"])
-            if name.endswith("offsets"):
+            if name.endswith("offsets") and counts[name]:
                 fh.write(bytes(8))                  # the leading 0
             spool = self.spools[name]
             spool.seek(0)
@@ -879,8 +924,11 @@ def _gsdb_header_of(buf, path) -> dict:
         header = json.loads(bytes(buf[len(GSDB_MAGIC) + 4:len(GSDB_MAGIC) + 4 + n]))
     except (ValueError, UnicodeDecodeError):
         raise FormatError(f"{path}: corrupt .gsdb header") from None
-    if not isinstance(header, dict) or header.get("format") != "gsdb" or header.get("version") != 1:
-        raise FormatError(f"{path}: unsupported .gsdb version; rebuild it with gpu-search makedb")
+    if not isinstance(header, dict) or header.get("format") != "gsdb":
+        raise FormatError(f"{path}: corrupt .gsdb header")
+    if header.get("version") != GSDB_VERSION:
+        raise FormatError(f"{path}: a .gsdb of format {header.get('version')}, this gpu-search reads "
+                          f"format {GSDB_VERSION}; rebuild it with gpu-search makedb")
     return header
 
 
@@ -899,8 +947,9 @@ def _gsdb_from_buffer(buf: np.ndarray, path: Path) -> SequenceDB:
     db = SequenceDB(
         arrays["residues"], arrays["offsets"],
         arrays["name_blob"], arrays["name_offsets"],
-        arrays["desc_blob"], arrays["desc_offsets"],
-        source=str(path),
+        arrays["header_blob"], arrays["header_offsets"],
+        source=str(path), columns_blob=arrays["columns_blob"],
+        columns_offsets=arrays["columns_offsets"] if len(arrays["columns_offsets"]) else None,
         total_seqs=header["total_seqs"], total_residues=header["total_residues"],
         shard=tuple(header["shard"]) if header.get("shard") else None,
         first_index=int(header.get("first_index", 0)),
@@ -975,7 +1024,9 @@ class _GsdbRun:
                 w.residues(data)
             for lens in self._lengths("offsets"):
                 w.lengths(lens)
-            for kind in ("name", "desc"):
+            kinds = ("name", "header", "columns") if self.header["sections"]["columns_offsets"]["count"] else (
+                "name", "header")
+            for kind in kinds:
                 for data in self._bytes(f"{kind}_blob", f"{kind}_offsets"):
                     w.blob(f"{kind}_blob", data)
                 for lens in self._lengths(f"{kind}_offsets"):
@@ -1003,8 +1054,8 @@ def _fasta_to_gsdb(pieces, source: str, fh, spool_dir, progress) -> None:
             w.lengths(b.lengths)
             w.blob("name_blob", b.name_blob)
             w.offsets("name_offsets", b.name_lens)
-            w.blob("desc_blob", b.desc_blob)
-            w.offsets("desc_offsets", b.desc_lens)
+            w.blob("header_blob", b.header_blob)
+            w.offsets("header_offsets", b.header_lens)
             n_seqs += len(b.name_lens)
             n_res += len(b.residues)
             progress.update(n_seqs, f"{n_res:,} residues")

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -43,21 +44,17 @@ INPUTS = {"proteome.faa": lambda: (TEST_DATA / "proteome.faa").read_bytes(),
           "gen.faa": lambda: generated_fasta(3000, 7),
           "two.faa": lambda: generated_fasta(2, 5)}
 
-# SHA-256 of the files makedb wrote before it streamed (commit e556e65, which read the whole
-# FASTA into memory, then wrote each section from it); the input's file name is in the header
-BEFORE = {
-    ("proteome.faa", 1): ["00349f13679e2ed57d08d09d41d63ab1532c1bec46ff26bf57c8035f1d4dc4d1"],
-    ("proteome.faa", 4): ["945d9a22a7306ca1d6de7a9eec890919c46e7be37a66f32789f9973e907b58ee",
-                          "931ca7bb3ed02850b7c73501167409ca624ac3d4d794799eaef72928236f9ec9",
-                          "cad33aed04cc5a06da0917af6b79fadcda256b815bb624b47a922c6cf60ef863",
-                          "40e69dd1a3068583f4b1d7db43b14b9cd15f5a8bd62db81079cc40027a34c086"],
-    ("gen.faa", 1): ["ec7fc1b2cbd01a2e42177a9571324b6a76aefa37aa123150c6f730686e782565"],
-    ("gen.faa", 3): ["ea270684f567a6d083af93ecbff5b96d5f5af40282e444ca22604362a13bf526",
-                     "13bca301686c2176bcc584569421d2e05cfee219ae537a72804d6bb7fa2acf0d",
-                     "42c66901054b8420e2d595ca25188bc8870d82101935a2e330a924f224872bfc"],
-    ("two.faa", 3): ["3b709b9134a3e5686da75e7afc7608e469268c9c3c2b05b6fa872e54b1402555",
-                     "042e5dad8f1e0a309376c42465f49cda9db008c464052a1bdfc15f1d1ab85e43"],
-}
+CASES = [("proteome.faa", 1), ("proteome.faa", 4), ("gen.faa", 1), ("gen.faa", 3), ("two.faa", 3)]
+
+
+def loaded_whole(name: str, shards: int, where: Path) -> list[str]:
+    """SHA-256 of the files makedb writes from INPUTS[name] read whole into memory and written
+    from there (the path of a database loaded whole: a BLAST database, a .gsdb), which streamed
+    makedb must equal byte for byte; ``where`` is a new folder (the input's file name is in
+    the header)."""
+    where.mkdir()
+    (where / name).write_bytes(INPUTS[name]())
+    return sha256(seqdb._makedb_of(seqdb.read_fasta(where / name), where / "db.gsdb", shards))
 
 
 def sha256(paths) -> list[str]:
@@ -96,25 +93,28 @@ def bash(script, timeout=120):
 
 
 @pytest.mark.parametrize("tiny", [False, True], ids=["pieces", "tiny-pieces"])
-@pytest.mark.parametrize("name, shards", list(BEFORE))
-def test_makedb_writes_the_files_it_wrote_before(name, shards, tiny, tmp_path, monkeypatch):
+@pytest.mark.parametrize("name, shards", CASES)
+def test_makedb_streamed_writes_the_files_of_a_database_loaded_whole(name, shards, tiny, tmp_path, monkeypatch):
+    want = loaded_whole(name, shards, tmp_path / "whole")
+    (tmp_path / "streamed").mkdir()
     if tiny:
         small_pieces(monkeypatch)
-    (tmp_path / name).write_bytes(INPUTS[name]())
-    paths = seqdb.makedb(tmp_path / name, tmp_path / "db.gsdb", shards=shards)
-    assert sha256(paths) == BEFORE[name, shards]
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([name] + [p.name for p in paths])
+    (tmp_path / "streamed" / name).write_bytes(INPUTS[name]())
+    paths = seqdb.makedb(tmp_path / "streamed" / name, tmp_path / "streamed" / "db.gsdb", shards=shards)
+    assert len(paths) == len(want) and sha256(paths) == want
+    assert sorted(p.name for p in (tmp_path / "streamed").iterdir()) == sorted([name] + [p.name for p in paths])
 
 
 @pytest.mark.parametrize("form", ["CR", "CRLF", "gzip, two members and zero padding"])
 def test_makedb_same_files_from_other_line_ends_and_gzip(form, tmp_path, monkeypatch):
+    want = loaded_whole("gen.faa", 3, tmp_path / "whole")
     small_pieces(monkeypatch)
     text = generated_fasta(3000, 7, eol={"CR": "\r", "CRLF": "\r\n"}.get(form, "\n"))
     if form.startswith("gzip"):
         cut = text.index(b">seq1001 ")
         text = gzip.compress(text[:cut]) + bytes(100) + gzip.compress(text[cut:])
     (tmp_path / "gen.faa").write_bytes(text)
-    assert sha256(seqdb.makedb(tmp_path / "gen.faa", tmp_path / "db.gsdb", shards=3)) == BEFORE["gen.faa", 3]
+    assert sha256(seqdb.makedb(tmp_path / "gen.faa", tmp_path / "db.gsdb", shards=3)) == want
 
 
 def test_shard_cuts_from_pieces_equal_shard_bounds():
@@ -135,6 +135,7 @@ def test_shard_cuts_from_pieces_equal_shard_bounds():
 def test_makedb_from_pipes(tmp_path, proteome):
     """A named pipe fed gzip, and bash's <(...) of a .gsdb, are read once: the same files as
     from the files (the format told from the bytes read, not by opening the input again)."""
+    want = loaded_whole("gen.faa", 3, tmp_path / "whole")
     text = generated_fasta(3000, 7)
     (tmp_path / "gen.faa.gz").write_bytes(gzip.compress(text))
     (tmp_path / "pipe").mkdir()
@@ -145,7 +146,7 @@ def test_makedb_from_pipes(tmp_path, proteome):
              f'--shards 3 -q; rc=$?; wait; [ $rc = 0 ] || exit $rc; '
              f'gs makedb <(cat "{tmp_path / "p.gsdb"}") -o "{tmp_path / "again.gsdb"}" -q')
     assert r.returncode == 0 and r.stderr == "", r.stderr
-    assert sha256([tmp_path / f"db.shard{i}of3.gsdb" for i in (1, 2, 3)]) == BEFORE["gen.faa", 3]
+    assert sha256([tmp_path / f"db.shard{i}of3.gsdb" for i in (1, 2, 3)]) == want
     again = seqdb.open_database(tmp_path / "again.gsdb")
     assert np.array_equal(again.residues, proteome.residues) and np.array_equal(again.offsets, proteome.offsets)
 

@@ -27,7 +27,7 @@ def test_odd_but_legal_fasta_equals_pyhmmer(tmp_path):
     from pyhmmer.easel import Alphabet, SequenceFile
 
     text = (">a first one\r\nacdefGHIK\r\nLM.NP_Q*\r\n\r\n>b\tdesc with\ttabs  \n"
-            "BJZOUX~W\n>c\nWWWW")
+            "BJZOUX~W\n>  d \t spaced   desc  \nWW\n>e  \nW\n>c\nWWWW")
     path = tmp_path / "odd.faa"
     path.write_text(text)
     db = seqdb.open_database(path)
@@ -37,6 +37,26 @@ def test_odd_but_legal_fasta_equals_pyhmmer(tmp_path):
         assert db.name(i) == s.name
         assert db.description(i) == s.description
         assert np.array_equal(db.sequence(i), np.asarray(s.sequence))
+    # the header line is kept as written (BLAST's titles)
+    headers = ["a first one", "b\tdesc with\ttabs  ", "  d \t spaced   desc  ", "e  ", "c"]
+    assert [db.header(i) for i in range(db.n_seqs)] == headers
+    seqdb.write_gsdb(db, tmp_path / "odd.gsdb")
+    again = seqdb.open_database(tmp_path / "odd.gsdb")
+    assert [again.header(i) for i in range(db.n_seqs)] == headers
+    assert [again.description(i) for i in range(db.n_seqs)] == [s.description for s in seqs]
+
+
+def test_gsdb_of_an_earlier_format_refused(tmp_path, proteome):
+    """A .gsdb of format 1 (its descriptions without the header's spacing) is refused with
+    one line that says to make it again."""
+    path = tmp_path / "old.gsdb"
+    seqdb.write_gsdb(proteome.subset(np.arange(3)), path)
+    raw = bytearray(path.read_bytes())
+    at = raw.index(b'"version": 2')
+    raw[at:at + 12] = b'"version": 1'
+    path.write_bytes(bytes(raw))
+    with pytest.raises(errors.FormatError, match="format 1, this gpu-search reads format 2; rebuild it"):
+        seqdb.open_database(path)
 
 
 def test_gzip_and_gsdb_round_trip(tmp_path, proteome_path, proteome):

@@ -112,10 +112,9 @@ def _xml_writer(fh, queries, subjects, setup, db_name: str):
     """-outfmt 5: the BLAST XML writer, its header from the first query and the run's settings."""
     from .xml import XmlWriter
 
-    name, desc = queries.name(0), queries.description(0)
     return XmlWriter(fh, db_name=db_name, matrix=setup.matrix.name, evalue=setup.options.evalue,
                      gap_open=setup.gap_open, gap_extend=setup.gap_extend,
-                     first_query_title=f"{name} {desc}" if desc else name,
+                     first_query_title=queries.header(0),
                      first_query_len=int(queries.lengths[0]))
 
 
@@ -260,8 +259,7 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
                     chosen = select_batch(pending, options.max_target_seqs, options.comp_based_stats,
                                           options.blast_threads)
                     for k, (results, kept) in enumerate(zip(pending, chosen), start=i + 1 - len(pending)):
-                        qname, qdesc = queries.name(k), queries.description(k)
-                        qtitle = f"{qname} {qdesc}" if qdesc else qname
+                        qtitle = queries.header(k)
                         rows = [h for r in kept for h in r.rows]
                         if xml is not None:
                             _xml_query(xml, k, qtitle, int(queries.lengths[k]), rows, subjects, setup)

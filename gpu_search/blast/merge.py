@@ -39,7 +39,7 @@ OPTION_FIELDS = tuple(f.name for f in fields(BlastOptions))
 MATCHING = tuple(name for name in OPTION_FIELDS if name != "num_threads")
 _OPTION_FLOAT = ("evalue", "threshold")
 HSP_FIELDS = tuple(f.name for f in fields(Hsp))
-_HSP_TEXT = ("query_id", "query_title", "subject_id", "subject_title", "qseq", "sseq")
+_HSP_TEXT = ("query_id", "query_title", "subject_id", "subject_title", "qseq", "sseq", "subject_columns")
 _HSP_FLOAT = ("bit_score", "evalue")
 INT32 = (-(1 << 31), (1 << 31) - 1)
 

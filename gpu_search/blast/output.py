@@ -4,8 +4,9 @@ Rows are written exactly as BLAST+ 2.12 writes them (align_format/tabular.cpp):
 the default 12 columns ``qaccver saccver pident length mismatch gapopen qstart
 qend sstart send evalue bitscore`` (``std``), any column list, and format 7's
 comment lines.  Identifiers follow a BLAST database made by ``makeblastdb``
-without ``-parse_seqids``: the id is the first word of the FASTA header and
-the title is the whole header line.
+without ``-parse_seqids`` where the database is FASTA: the id is the first word of the
+FASTA header and the title is the whole header line; a BLAST database made with
+``-parse_seqids`` gives its own (``Hsp.subject_columns``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from functools import lru_cache
 
 from .. import __version__
 from ..errors import OptionError
+from ..seqdb import BLAST_COLUMNS
 
 STD_COLUMNS = ["qaccver", "saccver", "pident", "length", "mismatch", "gapopen",
                "qstart", "qend", "sstart", "send", "evalue", "bitscore"]
@@ -77,6 +79,9 @@ class Hsp:
     gaps: int
     gapopen: int
     oid: int = 0        # the subject's position in the whole database (ties in ordering)
+    # from a BLAST database made with -parse_seqids: the subject's seqdb.BLAST_COLUMNS,
+    # tab-separated; "" for any other database, whose columns are subject_id and subject_title
+    subject_columns: str = ""
 
     def __reduce__(self):
         return fields_reduce(self)
@@ -116,12 +121,16 @@ def stored_title(title: str) -> str:
     return "".join(out)
 
 
-def query_definition(title: str) -> str:
-    """A query's title as blastp 2.12 reads it from FASTA: cut at its first control character."""
+def query_definition(header: str) -> str:
+    """A query's title as blastp 2.12 reads it from a FASTA header line (after '>'): leading
+    whitespace skipped, cut at the first control character after it (a tab included), trailing
+    spaces removed."""
+    title = header.lstrip(" \t\n\r\v\f")
     for i, c in enumerate(title):
         if c < " ":
-            return title[:i]
-    return title
+            title = title[:i]
+            break
+    return title.rstrip(" ")
 
 
 def parse_outfmt(spec: str) -> tuple[int, list[str]]:
@@ -178,8 +187,13 @@ def _column_getters() -> dict:
     from .stats import format_bitscore, format_evalue, format_percent
 
     getters = dict.fromkeys(("qseqid", "qacc", "qaccver"), lambda h: h.query_id)
-    getters.update(dict.fromkeys(("sseqid", "sallseqid", "sacc", "saccver", "sallacc"), lambda h: h.subject_id))
-    getters.update(dict.fromkeys(("stitle", "salltitles"), lambda h: h.subject_title))
+    getters["sseqid"] = lambda h: h.subject_id
+    getters["stitle"] = lambda h: h.subject_title
+    for k, column in enumerate(BLAST_COLUMNS):
+        if column != "stitle":
+            plain = (lambda h: h.subject_title) if column == "salltitles" else (lambda h: h.subject_id)
+            getters[column] = (lambda plain, k: lambda h: h.subject_columns.split("\t")[k] if h.subject_columns
+                               else plain(h))(plain, k)
     getters.update({
         "qlen": lambda h: str(h.query_length), "slen": lambda h: str(h.subject_length),
         "qstart": lambda h: str(h.q_start), "qend": lambda h: str(h.q_end),

@@ -52,11 +52,9 @@ What differs from BLAST+:
 
 from __future__ import annotations
 
-import re
-from html.entities import name2codepoint
-
 from .. import __version__
 from .stats import score_string_evalue as format_evalue
+from .titles import description_title, pairwise_titles
 from .xml import midline, positive_pairs
 
 PROGRAM = f"BLASTP 2.12.0+ (computed by gpu-search {__version__})"
@@ -133,90 +131,6 @@ def wrap_title_line(text: str) -> str:
             out.append("\n")
             pending = False
     return "".join(out)
-
-
-_ENTITY = re.compile(r"&(#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
-
-
-def _html_decode(text: str) -> str:
-    """NStr::HtmlDecode: character references ending in ';', named (HTML 4's) or numeric."""
-    def one(m):
-        ref = m.group(1)
-        if ref[0] == "#":
-            code = int(ref[2:], 16) if ref[1] in "xX" else int(ref[1:])
-            return chr(code) if 0 < code < 0x110000 else m.group(0)
-        code = name2codepoint.get(ref)
-        return chr(code) if code is not None else m.group(0)
-    return _ENTITY.sub(one, text) if "&" in text else text
-
-
-def _clean_and_compress(s: str) -> str:
-    """CDeflineGenerator's clean-up of a title: spaces trimmed and runs of them made one;
-    a space before a comma or semicolon (or a run of them) moved after it, unless a ')'
-    follows; a space after '(' and before ')' removed; in a run of separators after another
-    letter a comma that follows a comma made a space, the space after the run kept (before a
-    ')' too) and the run's last separator dropped each time it follows that space again.  Found by comparing BLAST+ 2.12's
-    descriptions of ~1,000 titles made of letters, spaces and punctuation."""
-    s = s.strip(" ")
-    out: list[str] = []
-    i, n = 0, len(s)
-    while i < n:
-        c = s[i]
-        nxt = s[i + 1] if i + 1 < n else ""
-        if c == " ":
-            if nxt == " " or nxt == ")":
-                i += 1
-                continue
-            if nxt in (",", ";"):
-                j = i + 1
-                while j < n and s[j] in ",;":
-                    j += 1
-                out.append(s[i + 1:j])
-                if j < n and s[j] not in " )":
-                    out.append(" ")
-                i = j
-                continue
-            out.append(c)
-            i += 1
-        elif c in ",;":
-            j = i
-            while j < n and s[j] in ",;":
-                j += 1
-            # a comma after a comma becomes a space (",," -> ", ")
-            run = s[i] + "".join(" " if b == "," and a == "," else b for a, b in zip(s[i:j], s[i + 1:j]))
-            last = s[j - 1]
-            i = j
-            if i < n and s[i] == " ":
-                # the space after the run kept, and the run's last separator dropped after it
-                run += " "
-                while i < n and s[i] == " ":
-                    i += 1
-                while i < n and s[i] == last:
-                    i += 1
-                    while i < n and s[i] == " ":
-                        i += 1
-            out.append(run)
-        elif c == "(" and nxt == " ":
-            out.append(c)
-            i += 1
-            while i < n and s[i] == " ":
-                i += 1
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
-
-
-def description_title(title: str) -> str:
-    """A subject's title as the descriptions table shows it (CDeflineGenerator::GenerateDefline
-    of a protein): trailing periods, commas, semicolons, tildes and spaces dropped (unless that
-    is all), character references decoded, then trailing commas, semicolons, tildes and spaces
-    dropped, :func:`_clean_and_compress`, and ". [" and ", [" made " [".  The '>' line shows
-    the title as stored."""
-    s = title.rstrip(".,;~ ") or title
-    s = _html_decode(s)
-    s = s.rstrip(",;~ ") or s
-    return _clean_and_compress(s).replace(". [", " [").replace(", [", " [")
 
 
 def format_bits(b: float) -> str:
@@ -336,7 +250,7 @@ class PairwiseWriter:
                      + "(Bits)" + " " * (score_len - 6 + 2) + "Value\n\n")
             for g, b, e in zip(shown, bits, evalues):
                 # cut and padded by bytes, as BLAST+ counts a decoded non-ASCII letter
-                title = description_title(g[0].subject_title).encode("utf-8")
+                title = description_title(pairwise_titles(g[0])[0]).encode("utf-8")
                 if len(title) > LINE_LENGTH:
                     title = title[:LINE_LENGTH - 3] + b"..."
                 pad = " " * (LINE_LENGTH - len(title))
@@ -344,7 +258,8 @@ class PairwiseWriter:
             w.append("\n\n")
             for k, g in enumerate(groups[:self.num_alignments]):
                 method = methods[k] if methods is not None else None
-                w.append(">" + wrap_title_line(g[0].subject_title) + "\nLength=%d\n\n" % g[0].subject_length)
+                w.append(">" + "\n ".join(wrap_title_line(t) for t in pairwise_titles(g[0])[1])
+                         + "\nLength=%d\n\n" % g[0].subject_length)
                 for h in g:
                     w.extend(_alignment(h, method, self.positive))
             w.append("\n")

@@ -280,16 +280,18 @@ def redo_stage(work: QueryWork, setup: SearchSetup, queries, hits: list[tuple]) 
 
 
 def _pair_fields(work: QueryWork, setup: SearchSetup, queries, s: int) -> dict:
-    """The fields every output row of query ``work`` against subject ``s`` shares; the
-    subject's id and title as a BLAST database made from the FASTA holds them
-    (``output.stored_title``: non-ASCII bytes as '#', a tab as three spaces)."""
+    """The fields every output row of query ``work`` against subject ``s`` shares: the
+    query's header line (``output.query_definition`` makes its title); the subject's id and
+    title as a BLAST database made from the FASTA holds them (``output.stored_title``: the
+    whole header line, non-ASCII bytes as '#', a tab as three spaces), or as a BLAST
+    database made with -parse_seqids gives them."""
     db = setup.subjects
-    qname, qdesc = queries.name(work.index), queries.description(work.index)
-    sname, sdesc = stored_title(db.name(s)), stored_title(db.description(s))
-    return dict(query_id=qname, query_title=f"{qname} {qdesc}" if qdesc else qname,
-                query_length=len(work.codes), subject_id=sname,
-                subject_title=f"{sname} {sdesc}" if sdesc else sname,
-                subject_length=int(setup.offsets[s + 1] - setup.offsets[s]), oid=int(db.first_index) + int(s))
+    columns = db.blast_columns(s)
+    return dict(query_id=queries.name(work.index), query_title=queries.header(work.index),
+                query_length=len(work.codes), subject_id=stored_title(db.name(s)),
+                subject_title=columns.split("\t", 1)[0] if columns else stored_title(db.header(s)),
+                subject_length=int(setup.offsets[s + 1] - setup.offsets[s]), oid=int(db.first_index) + int(s),
+                subject_columns=columns)
 
 
 def redone_hsps(work: QueryWork, setup: SearchSetup, queries, s: int, done, order) -> list[Hsp]:

@@ -14,7 +14,9 @@ the same bytes from gpu-search's output rows (output.Hsp):
   none reaches the XML: see below); other characters written as they are;
 - queries are named ``Query_1``, ``Query_2``, ... in input order, as blastp names
   FASTA queries; their definition is the FASTA header line, cut at its first control
-  character (tab included), as blastp reads it;
+  character (tab included), as blastp reads it, then cleaned as the pairwise report's
+  descriptions table cleans titles (``titles.description_title``: runs of spaces made one,
+  trailing periods dropped, ...);
 - subjects as in a database made by makeblastdb without ``-parse_seqids``:
   ``Hit_id`` ``gnl|BL_ORD_ID|<oid>``, ``Hit_accession`` the oid (0-based position
   in the database), ``Hit_def`` the whole FASTA header line as makeblastdb stores
@@ -46,6 +48,7 @@ from __future__ import annotations
 
 from .. import __version__
 from .output import query_definition, stored_title
+from .titles import deflines, description_title
 
 VERSION = f"BLASTP 2.12.0+ (computed by gpu-search {__version__})"
 
@@ -139,12 +142,22 @@ def seqid_accession(seqid: str) -> str:
 
 
 def parse_seqids_hit_fields(h) -> tuple[str, str, str]:
-    """(Hit_id, Hit_def, Hit_accession) of a subject in a database made with -parse_seqids,
-    its first defline only: BLAST+'s sseqid (``h.subject_id``), the defline's title
-    (``h.subject_title``; empty, or "N/A" as the tabular stitle says it, for none) and its
-    accession."""
-    title = "" if h.subject_title == "N/A" else h.subject_title
-    return h.subject_id, title, seqid_accession(h.subject_id)
+    """(Hit_id, Hit_def, Hit_accession) of a subject in a database made with -parse_seqids:
+    the first defline's id, its title followed by " >id title" of each other defline (a local
+    id with its "lcl|"), and the accession of BLAST+'s sseqid (``h.subject_id``).  Without
+    ``h.subject_columns`` (rows made before they were kept): the sseqid and the title."""
+    if not h.subject_columns:
+        return h.subject_id, "" if h.subject_title == "N/A" else h.subject_title, seqid_accession(h.subject_id)
+    found, _ = deflines(h)
+    text = found[0][2] + "".join(f" >{seqid if '|' in seqid else 'lcl|' + seqid} {title}"
+                                 for seqid, _, title in found[1:])
+    return found[0][0], text, seqid_accession(h.subject_id)
+
+
+def hit_fields(h) -> tuple[str, str, str]:
+    """(Hit_id, Hit_def, Hit_accession) of a subject: :func:`parse_seqids_hit_fields` where its
+    database gave BLAST columns (made with -parse_seqids), else :func:`fasta_hit_fields`."""
+    return parse_seqids_hit_fields(h) if h.subject_columns else fasta_hit_fields(h)
 
 
 def query_id(index: int) -> str:
@@ -156,20 +169,24 @@ def _definition(title: str) -> str:
     return escape(title) if title else "No definition line"
 
 
+def _query_definition(header: str) -> str:
+    """A query's definition from its FASTA header line (see the module docstring)."""
+    return _definition(description_title(query_definition(header)))
+
+
 class XmlWriter:
     """Writes one ``-outfmt 5`` report: the header at construction, an Iteration per
     :meth:`query` call (queries in input order), the closing tags at :meth:`close`.
 
     ``evalue`` is the -evalue threshold; ``filter_string`` BLAST's filter text ("F" for
     blastp's defaults, "L;" with -seg yes, "m;" with -soft_masking true, "L;m;" both);
-    ``hit_fields`` gives a subject's (Hit_id, Hit_def, Hit_accession) from its first row:
-    :func:`fasta_hit_fields` (FASTA databases, BLAST databases made without -parse_seqids)
-    or :func:`parse_seqids_hit_fields`.
+    ``hit_fields`` gives a subject's (Hit_id, Hit_def, Hit_accession) from its first row
+    (:func:`hit_fields` by default).
     """
 
     def __init__(self, fh, *, db_name: str, matrix: str, evalue: float, gap_open: int, gap_extend: int,
                  first_query_title: str, first_query_len: int, filter_string: str = "F",
-                 hit_fields=fasta_hit_fields):
+                 hit_fields=hit_fields):
         self.fh = fh
         self.hit_fields = hit_fields
         self.positive = positive_pairs(matrix)
@@ -183,7 +200,7 @@ class XmlWriter:
             f"  <BlastOutput_reference>{escape(REFERENCE)}</BlastOutput_reference>\n"
             f"  <BlastOutput_db>{escape(db_name)}</BlastOutput_db>\n"
             f"  <BlastOutput_query-ID>{query_id(0)}</BlastOutput_query-ID>\n"
-            f"  <BlastOutput_query-def>{_definition(query_definition(first_query_title))}</BlastOutput_query-def>\n"
+            f"  <BlastOutput_query-def>{_query_definition(first_query_title)}</BlastOutput_query-def>\n"
             f"  <BlastOutput_query-len>{first_query_len}</BlastOutput_query-len>\n"
             "  <BlastOutput_param>\n"
             "    <Parameters>\n"
@@ -207,7 +224,7 @@ class XmlWriter:
         w.append("<Iteration>\n"
                  f"  <Iteration_iter-num>{index + 1}</Iteration_iter-num>\n"
                  f"  <Iteration_query-ID>{query_id(index)}</Iteration_query-ID>\n"
-                 f"  <Iteration_query-def>{_definition(query_definition(query_title))}</Iteration_query-def>\n"
+                 f"  <Iteration_query-def>{_query_definition(query_title)}</Iteration_query-def>\n"
                  f"  <Iteration_query-len>{query_len}</Iteration_query-len>\n"
                  "<Iteration_hits>\n")
         hit_num = 0
