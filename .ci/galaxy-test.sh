@@ -255,8 +255,13 @@ EOF
 # tool_dependency_dir none + no conda + no mulled containers: Galaxy resolves no requirement
 # and pulls no container; jobs run with the local runner, gpu-search from jobbin/ on PATH.
 # Job folders are kept (cleanup_job: never) for a look after a failure.
+# the tool's test data tables (its BLAST database for the tests), where it has any
+TABLES=$(dirname "$TOOL_XML")/tool_data_table_conf.xml.test
+TABLES_LINE=
+[ -f "$TABLES" ] && TABLES_LINE="tool_data_table_config_path: $TABLES"
 cat > "$SERVER/galaxy.yml" <<EOF
 galaxy:
+  $TABLES_LINE
   data_dir: $SERVER/data
   database_connection: sqlite:///$SERVER/data/universe.sqlite?isolation_level=IMMEDIATE
   tool_config_file: $SERVER/tool_conf.xml

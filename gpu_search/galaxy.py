@@ -89,7 +89,11 @@ gpu-search hmmsearch
 #else:
 gpu-search blastp
     -query '$search.query'
-    -db '$search.subject'
+    #if $search.db_opts.db_opts_selector == 'db':
+    -db '${search.db_opts.database.fields.path}'
+    #else:
+    -db '$search.db_opts.subject'
+    #end if
     -out '$blast_out'
     -outfmt '$search.outfmt'
     -num_threads "\${GALAXY_SLOTS:-1}"
@@ -143,7 +147,8 @@ GPU, or the GPU it was given could not be used (``gpu-search: no usable GPU
 * HMM search: a file of one or more HMMER3 profiles, and protein sequences in
   FASTA (may be gzipped).
 * Protein BLAST: query protein sequences in FASTA, and the protein sequences to
-  search (FASTA, may be gzipped).
+  search: FASTA (may be gzipped) from your history, or a BLAST database the
+  server holds (its ``blastdb_p`` data table, as for the BLAST+ tools).
 
 **Outputs**
 
@@ -282,7 +287,26 @@ def build_tool():
 
     blast = gxtp.When("blastp")
     blast.append(gxtp.DataParam("query", format="fasta,fasta.gz", label="Query protein sequences"))
-    blast.append(gxtp.DataParam("subject", format="fasta,fasta.gz", label="Protein sequences to search"))
+    # the subjects: a FASTA dataset, or a BLAST database of the server's blastdb_p data table
+    # (the IUC BLAST+ wrapper's table: value, name, path of the database's prefix)
+    db_opts = gxtp.Conditional("db_opts")
+    db_opts.append(gxtp.SelectParam("db_opts_selector", label="Subject database/sequences", options={
+        "file": "FASTA file from your history",
+        "db": "Locally installed BLAST database",
+    }, default="file"))
+    from_file = gxtp.When("file")
+    from_file.append(gxtp.DataParam("subject", format="fasta,fasta.gz", label="Protein sequences to search"))
+    db_opts.append(from_file)
+    from_table = gxtp.When("db")
+    database = gxtp.SelectParam("database", label="Protein BLAST database",
+                                help="The BLAST protein databases (makeblastdb) this Galaxy server holds: "
+                                     "its blastdb_p data table")
+    options = gxtp.Options(from_data_table="blastdb_p")
+    options.append(gxtp.Filter(type="sort_by", column="2"))
+    database.append(options)
+    from_table.append(database)
+    db_opts.append(from_table)
+    blast.append(db_opts)
     blast.append(gxtp.SelectParam("outfmt", label="Output format", options={
         f"6 {BLAST_STD}": "Tabular, 12 standard columns",
         f"6 {BLAST_EXT}": "Tabular, 25 extended columns",
@@ -367,8 +391,8 @@ def build_tool():
     def blastp_test(params: dict, output: gxtp.TestOutput) -> gxtp.Test:
         """A blastp test of the three test queries against the test proteome."""
         t = gxtp.Test(expect_num_outputs=1)
-        for name, value in {"type": "blastp", "query": "blastp-queries.faa", "subject": "proteome.faa",
-                            **params}.items():
+        subject = {} if "db_opts|database" in params else {"db_opts|subject": "proteome.faa"}
+        for name, value in {"type": "blastp", "query": "blastp-queries.faa", **subject, **params}.items():
             t.append(gxtp.TestParam(f"search|{name}", value=value))
         t.append(output)
         return t
@@ -389,6 +413,11 @@ def build_tool():
     tests.append(blastp_test({"outfmt": "0", "adv|evalue": "10"},
                              gxtp.TestOutput("blast_out", file="blastp-queries.pairwise.txt", ftype="txt",
                                              lines_diff=7)))
+    # 7. blastp against the BLAST database of the test data table (test-data/blastdb_p.loc: the
+    # proteome as makeblastdb made it, test-data/make.sh): the rows of test 3
+    tests.append(blastp_test({"db_opts|db_opts_selector": "db", "db_opts|database": "proteome",
+                              "outfmt": f"6 {BLAST_STD}", "adv|evalue": "10"},
+                             gxtp.TestOutput("blast_out", file="blastp-queries.cbs2.std.tsv")))
     tool.tests = tests
 
     tool.help = HELP

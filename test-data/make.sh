@@ -27,6 +27,9 @@ blastp -query $T/blastp-queries.faa -db "$tmp/proteome" -evalue 10 \
 # the same as BLAST XML (Galaxy's blastxml); the database found through BLASTDB, so that the file
 # names it "proteome", not by a temporary folder's path
 BLASTDB="$tmp" blastp -query $T/blastp-queries.faa -db proteome -evalue 10 -outfmt 5 > $T/blastp-queries.xml
+# the BLAST database of the Galaxy tool's test data table (test-data/blastdb_p.loc)
+rm -f $T/blastdb/proteome.*
+makeblastdb -in $T/proteome.faa -dbtype prot -title proteome.faa -out $T/blastdb/proteome > /dev/null
 # and as the pairwise report, with -max_target_seqs given as Galaxy's tool gives it
 BLASTDB="$tmp" blastp -query $T/blastp-queries.faa -db proteome -evalue 10 -max_target_seqs 500 -outfmt 0 \
        > $T/blastp-queries.pairwise.txt

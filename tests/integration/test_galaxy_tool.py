@@ -118,10 +118,15 @@ def test_hmmsearch_command_quotes_everything(job, tmp_path):
     assert argv[-2:] == [HOSTILE[1], HOSTILE[0]]
 
 
-def test_blastp_command_quotes_everything(tmp_path):
+@pytest.mark.parametrize("source", ["history FASTA", "data table"])
+def test_blastp_command_quotes_everything(source, tmp_path):
     adv = _Params(evalue="0.001", max_target_seqs="500", max_hsps="", dbsize="273033200", matrix="BLOSUM62",
                   comp_based_stats="2", word_size="3", threshold="", window_size="")
-    search = dict(type="blastp", query=HOSTILE[0], subject=HOSTILE[1], outfmt=f"6 {BLAST_EXT}", adv=adv)
+    if source == "history FASTA":
+        db_opts = _Params(db_opts_selector="file", subject=HOSTILE[1])
+    else:           # a blastdb_p row: the database's prefix in its path column
+        db_opts = _Params(db_opts_selector="db", database=_Params(fields=_Params(path=HOSTILE[1])))
+    search = dict(type="blastp", query=HOSTILE[0], db_opts=db_opts, outfmt=f"6 {BLAST_EXT}", adv=adv)
     argv = run_rendered(render(search, dict(blast_out=HOSTILE[2]), {}), tmp_path, {})
     assert not (tmp_path / "PWNED").exists()
     assert argv[0] == "blastp"
@@ -132,6 +137,29 @@ def test_blastp_command_quotes_everything(tmp_path):
     assert argv[argv.index("-dbsize") + 1] == "273033200"
     assert "-max_hsps" not in argv and "-threshold" not in argv and "-window_size" not in argv
     assert shlex.join(argv)   # a plain argument vector, nothing interpreted
+
+
+def test_data_tables_name_the_table_the_tool_reads():
+    """The sample and test data tables define the blastdb_p the tool's database select reads (the
+    IUC BLAST+ columns); the test table's one database opens, the test proteome as makeblastdb
+    made it."""
+    from lxml import etree
+
+    from gpu_search import blastdb, seqdb
+
+    root = etree.fromstring(tool_xml().encode())
+    assert [o.get("from_data_table") for o in root.iter("options")] == ["blastdb_p"]
+    for conf in ("tool_data_table_conf.xml.sample", "tool_data_table_conf.xml.test"):
+        table = etree.parse(str(ROOT / conf)).find("table")
+        assert table.get("name") == "blastdb_p" and table.find("columns").text == "value, name, path"
+    rows = [line.split("\t") for line in (ROOT / "test-data" / "blastdb_p.loc").read_text().splitlines()
+            if line and not line.startswith("#")]
+    assert [r[0] for r in rows] == ["proteome"]
+    path = rows[0][2].replace("${__HERE__}", str(ROOT / "test-data"))
+    db = blastdb.read_blast_database(path)
+    fasta = seqdb.read_fasta(ROOT / "test-data" / "proteome.faa")
+    assert db.n_seqs == fasta.n_seqs == 300
+    assert (db.residues == fasta.residues).all()
 
 
 def test_container_is_the_image_users_build():
@@ -179,7 +207,8 @@ def test_job_stderr_says_which_device_searched(job, line, tmp_path):
     job_env, device = GPU_ENVS[job]
     adv = _Params(evalue="0.001", max_target_seqs="500", max_hsps="", dbsize="", matrix="BLOSUM62",
                   comp_based_stats="2", word_size="3", threshold="", window_size="")
-    search = dict(type="blastp", query="q.faa", subject="db.faa", outfmt=f"6 {BLAST_STD}", adv=adv)
+    search = dict(type="blastp", query="q.faa", db_opts=_Params(db_opts_selector="file", subject="db.faa"),
+                  outfmt=f"6 {BLAST_STD}", adv=adv)
     said = {}
     argv = run_rendered(render(search, dict(blast_out="out.tsv"), {}), tmp_path, job_env,
                         stderr_line=line if device == "auto" else "", result=said)
