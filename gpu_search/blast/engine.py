@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from . import pipeline, workers
 from .crossover import auto_device
-from .hitlist import query_batches, select_batch
+from .hitlist import output_batches, select_batch
 from .options import BlastOptions
 from .output import PAIRWISE, XML, write_footer, write_query
 from .scheduler import PhaseTimes, Scheduler
@@ -247,14 +247,12 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
                 # queries are independent: several at a time, written in input order
                 xml = _xml_writer(fh, queries, subjects, setup, db_name) if fmt == XML else None
                 pw = _pairwise_writer(fh, subjects, setup, db_name, num_alignments) if fmt == PAIRWISE else None
-                # with composition-based statistics which subjects BLAST+ keeps depends on the
-                # other queries of its batch: a batch's queries are written together
-                batch_ends = {b.stop - 1 for b in query_batches(queries.lengths)} \
-                    if options.comp_based_stats else None
+                # a batch's queries are written together (hitlist.output_batches)
+                batch_ends = {b.stop - 1 for b in output_batches(queries.lengths, options.comp_based_stats)}
                 pending = []
                 for i, results in enumerate(scheduler.results_in_order()):
                     pending.append(results)
-                    if batch_ends is not None and i not in batch_ends:
+                    if i not in batch_ends:
                         continue
                     chosen = select_batch(pending, options.max_target_seqs, options.comp_based_stats,
                                           options.blast_threads)

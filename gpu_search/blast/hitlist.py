@@ -158,3 +158,12 @@ def query_batches(lengths) -> list[range]:
     if start < len(lengths):
         batches.append(range(start, len(lengths)))
     return batches
+
+
+def output_batches(lengths, comp_based_stats: int) -> list[range]:
+    """The queries whose subjects are chosen together (``select_batch``): with composition-based
+    statistics BLAST+'s query batches (which subjects it keeps depends on the other queries of
+    the batch), without them each query alone."""
+    if comp_based_stats:
+        return query_batches(lengths)
+    return [range(q, q + 1) for q in range(len(lengths))]

@@ -24,7 +24,7 @@ from dataclasses import fields
 from ..errors import OptionError
 from ..output import (Fields, check_database_record, check_shard_set, database_record, read_results,
                       write_results)
-from .hitlist import SubjectResult, query_batches, select_batch
+from .hitlist import SubjectResult, output_batches, select_batch
 from .options import BlastOptions
 from .output import Hsp, write_footer, write_query
 
@@ -224,8 +224,7 @@ def merge_files(paths, fh, *, fmt: int, columns: list[str]) -> None:
     options = first["options"]
     # with composition-based statistics a query's rows depend on the other queries of its batch
     lengths = [length for _, length, _ in first["queries"]]
-    batches = query_batches(lengths) if options.comp_based_stats else [range(q, q + 1) for q in range(len(lengths))]
-    for batch in batches:
+    for batch in output_batches(lengths, options.comp_based_stats):
         rows = merge_results([[d["queries"][q][2] for d in loaded] for q in batch], options)
         for q, query_rows in zip(batch, rows):
             write_query(fh, fmt, columns, first["queries"][q][0], first["db_name"], query_rows)
