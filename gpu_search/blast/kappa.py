@@ -45,6 +45,7 @@ Coordinates are 0-based, ends exclusive, as in :mod:`.traceback`.
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 
@@ -481,12 +482,6 @@ def alignment_numbers(a: Alignment, query: np.ndarray, subject: np.ndarray, matr
 # Which subjects are kept (BlastCompo_Heap)
 # --------------------------------------------------------------------------------------------
 
-def _badness(record: tuple) -> tuple:
-    """s_CompoHeapRecordCompare's order as a key: the larger, the worse (E-value up, score
-    down, and the lower database position worse)."""
-    return (record[0], -record[1], -record[2])
-
-
 class CompoHeap:
     """BlastCompo_Heap of one query: the redone subjects kept, ``hitlist_size`` of them,
     or more while every one kept has E <= INCLUSION_ETHRESH.  Mirrors
@@ -494,7 +489,9 @@ class CompoHeap:
 
     def __init__(self, hitlist_size: int):
         self.hitlist_size = hitlist_size
-        self.kept: list = []        # (record, item)
+        # a min-heap of (order, arrival, item), order s_CompoHeapRecordCompare's reversed: the
+        # worst record first (E-value largest, then score smallest, then database position lowest)
+        self.kept: list = []
         self.worst = 0.0            # the largest E-value kept
 
     def filled_to_cutoff(self) -> bool:
@@ -503,18 +500,19 @@ class CompoHeap:
     def offer(self, record: tuple, item) -> None:
         """record: (best E-value, best scaled score, database position) of a redone subject."""
         e = record[0]
+        entry = ((-e, record[1], record[2]), len(self.kept), item)
         if len(self.kept) < self.hitlist_size or (e <= INCLUSION_ETHRESH and self.worst <= INCLUSION_ETHRESH):
-            self.kept.append((record, item))
+            heapq.heappush(self.kept, entry)
             self.worst = max(self.worst, e)
             return
-        # a full heap takes the record only in place of a worse one
-        w = max(range(len(self.kept)), key=lambda k: _badness(self.kept[k][0]))
-        if _badness(self.kept[w][0]) > _badness(record):
-            self.kept[w] = (record, item)
-            self.worst = max(r[0] for r, _ in self.kept)
+        # a full heap takes the record only in place of a worse one (records differ in their
+        # database position: no two are equal)
+        if self.kept[0][0] < entry[0]:
+            heapq.heapreplace(self.kept, entry)
+            self.worst = -self.kept[0][0][0]
 
     def items(self) -> list:
-        return [item for _, item in self.kept]
+        return [item for _, _, item in self.kept]
 
 
 def early_termination(prelim_evalue: float, heaps: list[CompoHeap]) -> bool:
