@@ -241,6 +241,36 @@ def test_query_batches():
     assert query_batches([4_000, 5_000, 2_000, 10_000, 0]) == [range(0, 3), range(3, 4), range(4, 5)]
 
 
+def test_compo_heap_keeps_what_blast_keeps():
+    """CompoHeap against a plain list doing what BlastCompo_HeapInsert does: keep every record
+    while fewer than hitlist_size are kept or all kept and the new one are within the inclusion
+    threshold, else put the new one in place of the worst kept (E-value, then score, then the
+    lower database position), when it is better."""
+    import random
+
+    from gpu_search.blast.kappa import INCLUSION_ETHRESH, CompoHeap
+
+    def worse(a, b):
+        return (a[0], -a[1], -a[2]) > (b[0], -b[1], -b[2])
+
+    rng = random.Random(3)
+    for _ in range(2000):
+        size = rng.choice([1, 2, 5, 20])
+        records = [(rng.choice([0.0, 1e-5, INCLUSION_ETHRESH, 0.0021, 1.0, rng.random() * 0.004,
+                                rng.random() * 10]), rng.randint(1, 60), i) for i in range(rng.randint(0, 120))]
+        rng.shuffle(records)
+        heap, kept = CompoHeap(size), []
+        for r in records:
+            heap.offer(r, r)
+            worst = max(kept, key=lambda k: (k[0], -k[1], -k[2]), default=None)
+            if len(kept) < size or (r[0] <= INCLUSION_ETHRESH and max(k[0] for k in kept) <= INCLUSION_ETHRESH):
+                kept.append(r)
+            elif worse(worst, r):
+                kept[kept.index(worst)] = r
+            assert sorted(heap.items()) == sorted(kept)
+            assert heap.filled_to_cutoff() == (len(kept) >= size and max(k[0] for k in kept) <= INCLUSION_ETHRESH)
+
+
 def test_near_identity_counts(tmp_path):
     """s_TestNearIdentical: more than 96% of the letters identical along the alignment
     (mismatches and short gaps skipped where two identities follow)."""
