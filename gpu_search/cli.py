@@ -195,6 +195,8 @@ def _device_option(f):
 @click.argument("hmmfile", type=click.Path(dir_okay=True))
 @click.argument("seqdb", type=click.Path(dir_okay=True))
 @click.option("-o", "output", metavar="FILE", help="Direct the main report to FILE, not stdout.")
+@click.option("-A", "alignment", metavar="FILE",
+              help="Save a multiple alignment (Stockholm) of all included domains to FILE.")
 @click.option("--tblout", metavar="FILE", help="Save per-sequence hits in a table.")
 @click.option("--domtblout", metavar="FILE", help="Save per-domain hits in a table.")
 @click.option("--pfamtblout", metavar="FILE", help="Save hits in Pfam's table format.")
@@ -219,6 +221,7 @@ def _device_option(f):
 @click.option("--F2", "F2", type=FINITE, default=1e-3, show_default=True, help="Viterbi filter P-value threshold.")
 @click.option("--F3", "F3", type=FINITE, default=1e-5, show_default=True, help="Forward filter P-value threshold.")
 @click.option("--nobias", is_flag=True, help="Turn off the composition bias filter.")
+@click.option("--nonull2", is_flag=True, help="Turn off biased composition score corrections (null2).")
 @click.option("-Z", "Z", type=FINITE, default=None,
               help="Number of comparisons for E-values (default: sequences in the whole database; "
                    "a .gsdb shard knows the whole database's count).")
@@ -231,9 +234,9 @@ def _device_option(f):
 @click.option("--skip-long", is_flag=True,
               help="Leave out sequences over HMMER's 100,000-residue limit instead of stopping.")
 @_device_option
-def hmmsearch(hmmfile, seqdb, output, tblout, domtblout, pfamtblout, acc, noali, notextw, textw,
+def hmmsearch(hmmfile, seqdb, output, alignment, tblout, domtblout, pfamtblout, acc, noali, notextw, textw,
               E, T, domE, domT, incE, incT, incdomE, incdomT, cut_ga, cut_nc, cut_tc, max_,
-              F1, F2, F3, nobias, Z, domZ, seed, cpu, hits_out, skip_long, device, gpus, quiet):
+              F1, F2, F3, nobias, nonull2, Z, domZ, seed, cpu, hits_out, skip_long, device, gpus, quiet):
     """Search profile HMM(s) in HMMFILE against the protein sequences of SEQDB.
 
     HMMFILE holds one or more HMMER3 profiles (text or binary, may be gzipped);
@@ -244,7 +247,7 @@ def hmmsearch(hmmfile, seqdb, output, tblout, domtblout, pfamtblout, acc, noali,
     from . import device as dev
     from .output import check_outputs
 
-    check_outputs(output, tblout, domtblout, pfamtblout, hits_out)
+    check_outputs(output, alignment, tblout, domtblout, pfamtblout, hits_out)
     from .hmmer.models import read_hmms
     from .hmmer.options import SearchOptions
     from .seqdb import open_database
@@ -254,7 +257,7 @@ def hmmsearch(hmmfile, seqdb, output, tblout, domtblout, pfamtblout, acc, noali,
         raise OptionError("use only one of --cut_ga, --cut_nc, --cut_tc")
     options = SearchOptions(E=E, T=T, domE=domE, domT=domT, incE=incE, incT=incT, incdomE=incdomE,
                             incdomT=incdomT, bit_cutoffs=cutoffs[0] if cutoffs else None, Z=Z,
-                            domZ=domZ, F1=F1, F2=F2, F3=F3, max=max_, nobias=nobias, seed=seed,
+                            domZ=domZ, F1=F1, F2=F2, F3=F3, max=max_, nobias=nobias, nonull2=nonull2, seed=seed,
                             textw=textw, notextw=notextw, noali=noali, acc=acc)
     options.given = _typed_options(click.get_current_context())
     gpu_ids = _parse_gpus(gpus)
@@ -270,8 +273,8 @@ def hmmsearch(hmmfile, seqdb, output, tblout, domtblout, pfamtblout, acc, noali,
     if db.shard and Z is None and not quiet:
         dev.note(f"{seqdb} is shard {db.shard[0]} of {db.shard[1]}: E-values use the whole "
                  f"database's {db.total_seqs:,} sequences (-Z to change)")
-    run_search(hmms, db, options, hmmfile=hmmfile, seqfile=seqdb, output=output, tblout=tblout,
-               domtblout=domtblout, pfamtblout=pfamtblout, device=used, cpus=cpu,
+    run_search(hmms, db, options, hmmfile=hmmfile, seqfile=seqdb, output=output, alignment=alignment,
+               tblout=tblout, domtblout=domtblout, pfamtblout=pfamtblout, device=used, cpus=cpu,
                skip_long=skip_long, gpus=gpu_ids, quiet=quiet, hits_out=hits_out)
 
 
@@ -353,7 +356,7 @@ def _check_cutoffs(hmms, options) -> None:
 
 
 def run_search(hmms, db, options, *, hmmfile, seqfile, output, tblout, domtblout, pfamtblout,
-               device, cpus, skip_long, gpus, quiet, hits_out=None) -> None:
+               device, cpus, skip_long, gpus, quiet, hits_out=None, alignment=None) -> None:
     """Run hmmsearch and write every output atomically."""
     from .hmmer.search import hmmsearch as run
     from .progress import Progress
@@ -367,11 +370,11 @@ def run_search(hmms, db, options, *, hmmfile, seqfile, output, tblout, domtblout
         results = list(results)
         save_results(hits_out, results, hmmfile=hmmfile, seqfile=seqfile, options=options, database=db)
     write_outputs(results, options, hmmfile=hmmfile, seqfile=seqfile, output=output, tblout=tblout,
-                  domtblout=domtblout, pfamtblout=pfamtblout, progress=progress)
+                  domtblout=domtblout, pfamtblout=pfamtblout, progress=progress, alignment=alignment)
 
 
 def write_outputs(results, options, *, hmmfile, seqfile, output, tblout, domtblout, pfamtblout,
-                  progress=None) -> None:
+                  progress=None, alignment=None) -> None:
     """HMMER's main report and tables from per-model results; all files or none."""
     from .hmmer import report
     from .output import OutputSet
@@ -381,8 +384,10 @@ def write_outputs(results, options, *, hmmfile, seqfile, output, tblout, domtblo
         main_fh = outs.open(output) if output else io.StringIO()
         tables = [(outs.open(path), fmt) for path, fmt in
                   ((tblout, "targets"), (domtblout, "domains"), (pfamtblout, "pfam"))]
+        ali_fh = outs.open(alignment) if alignment else None
         report.write_header(main_fh, hmmfile, seqfile, options,
-                            {"o": output, "tblout": tblout, "domtblout": domtblout, "pfamtblout": pfamtblout})
+                            {"o": output, "A": alignment, "tblout": tblout, "domtblout": domtblout,
+                             "pfamtblout": pfamtblout})
         first = True
         clock = (time.monotonic(), os.times())
         for result in results:
@@ -391,6 +396,8 @@ def write_outputs(results, options, *, hmmfile, seqfile, output, tblout, domtblo
                                    elapsed=now[0] - clock[0])
             clock = now
             report.write_query(main_fh, result, options, timing)
+            if ali_fh is not None:
+                report.write_alignment(ali_fh, main_fh, result, options, alignment)
             for fh, fmt in tables:
                 if fh is not None:
                     buf = io.BytesIO()
@@ -415,11 +422,13 @@ def write_outputs(results, options, *, hmmfile, seqfile, output, tblout, domtblo
 @cli.command(context_settings=CONTEXT, epilog=exit_code_help())
 @click.argument("shards", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("-o", "output", metavar="FILE", help="Main report (hmmsearch) or rows (blastp) to FILE, not stdout.")
+@click.option("-A", "alignment", metavar="FILE",
+              help="hmmsearch: save a multiple alignment (Stockholm) of all included domains to FILE.")
 @click.option("--tblout", metavar="FILE", help="hmmsearch: save per-sequence hits in a table.")
 @click.option("--domtblout", metavar="FILE", help="hmmsearch: save per-domain hits in a table.")
 @click.option("--pfamtblout", metavar="FILE", help="hmmsearch: save hits in Pfam's table format.")
 @click.option("-outfmt", "outfmt", default="6", show_default=True, help="blastp: tabular format (6, 7, 10) and columns.")
-def merge(shards, output, tblout, domtblout, pfamtblout, outfmt):
+def merge(shards, output, alignment, tblout, domtblout, pfamtblout, outfmt):
     """Merge results of database shards: .gshits (hmmsearch) or .gsblast (blastp) from --hits-out.
 
     Each shard must have been searched with the whole database's size (-Z for
@@ -431,12 +440,17 @@ def merge(shards, output, tblout, domtblout, pfamtblout, outfmt):
     from .hmmer.merge import read_shards
     from .output import check_outputs
 
-    check_outputs(output, tblout, domtblout, pfamtblout)
+    check_outputs(output, alignment, tblout, domtblout, pfamtblout)
 
     if is_blast_hits(shards[0]):
         from .blast.merge import merge_files
         from .blast.output import parse_outfmt
         from .output import OutputSet
+
+        given = [flag for flag, path in (("-A", alignment), ("--tblout", tblout), ("--domtblout", domtblout),
+                                         ("--pfamtblout", pfamtblout)) if path]
+        if given:
+            raise OptionError(f"{given[0]} is an output of hmmsearch; blastp shards take -o and -outfmt")
 
         fmt, columns = parse_outfmt(outfmt)
         with OutputSet() as outs:
@@ -449,7 +463,7 @@ def merge(shards, output, tblout, domtblout, pfamtblout, outfmt):
 
     results, meta = read_shards(shards)
     write_outputs(results, meta["options"], hmmfile=meta["hmmfile"], seqfile=meta["seqfile"],
-                  output=output, tblout=tblout, domtblout=domtblout, pfamtblout=pfamtblout)
+                  output=output, tblout=tblout, domtblout=domtblout, pfamtblout=pfamtblout, alignment=alignment)
 
 
 # --- blastp ---------------------------------------------------------------------------------

@@ -64,6 +64,9 @@ gpu-search hmmsearch
     #if 'pfamtblout' in $outs:
     --pfamtblout '$pfamtblout'
     #end if
+    #if 'alignment' in $outs:
+    -A '$alignment'
+    #end if
     #if $search.adv.cutoffs == 'none':
     -E '$search.adv.E'
     --domE '$search.adv.domE'
@@ -77,6 +80,7 @@ gpu-search hmmsearch
     --F3 '$search.adv.F3'
     $search.adv.max
     $search.adv.nobias
+    $search.adv.nonull2
     #if str($search.adv.Z):
     -Z '$search.adv.Z'
     #end if
@@ -257,6 +261,7 @@ def build_tool():
                                     "tblout": "Per-sequence hits (--tblout)",
                                     "domtblout": "Per-domain hits (--domtblout)",
                                     "pfamtblout": "Pfam-style hits (--pfamtblout)",
+                                    "alignment": "Multiple alignment of the significant hits (-A, Stockholm)",
                                 }, default="tblout"))
     adv = gxtp.Section("adv", title="Advanced options", expanded=False)
     adv.append(gxtp.SelectParam("cutoffs", label="Reporting thresholds", options={
@@ -276,6 +281,8 @@ def build_tool():
                                  label="Turn all filters off, for the most sensitivity (--max)"))
     adv.append(gxtp.BooleanParam("nobias", truevalue="--nobias", falsevalue="", checked=False,
                                  label="Turn the composition bias filter off (--nobias)"))
+    adv.append(gxtp.BooleanParam("nonull2", truevalue="--nonull2", falsevalue="", checked=False,
+                                 label="Turn the biased composition score corrections off (--nonull2)"))
     adv.append(gxtp.IntegerParam("Z", value="", optional=True, min=1,
                                  label="Database size in sequences for E-values (-Z)",
                                  help="Set it to the whole database's when searching one part of it."))
@@ -354,6 +361,11 @@ def build_tool():
         out.append(gxtp.OutputFilter(f"search['type'] == 'hmmsearch' and search['outputs'] "
                                      f"and '{name}' in search['outputs']"))
         outputs.append(out)
+    ali = gxtp.OutputData("alignment", format="stockholm",
+                          label="${tool.name} on ${on_string}: alignment of significant hits")
+    ali.append(gxtp.OutputFilter("search['type'] == 'hmmsearch' and search['outputs'] "
+                                 "and 'alignment' in search['outputs']"))
+    outputs.append(ali)
     bout = gxtp.OutputData("blast_out", format="tabular", label="${tool.name} on ${on_string}: blastp")
     bout.append(gxtp.OutputFilter("search['type'] == 'blastp'"))
     xml = gxtp.ChangeFormat()          # Galaxy's blastxml datatype, as the IUC BLAST+ wrapper's
@@ -364,20 +376,23 @@ def build_tool():
     tool.outputs = outputs
 
     tests = gxtp.Tests()
-    # 1. hmmsearch, three tables; expected files made by HMMER 3.4 (test-data/make.sh)
-    t = gxtp.Test(expect_num_outputs=4)
+    # 1. hmmsearch, three tables and the alignment; expected files made by HMMER 3.4
+    # (test-data/make.sh)
+    t = gxtp.Test(expect_num_outputs=5)
     t.append(gxtp.TestParam("search|type", value="hmmsearch"))
     t.append(gxtp.TestParam("search|hmmfile", value="four-models.hmm"))
     t.append(gxtp.TestParam("search|seqdb", value="proteome.faa"))
-    t.append(gxtp.TestParam("search|outputs", value="tblout,domtblout,pfamtblout"))
-    # lines_diff counts a changed line twice (- and +) and an added line once: 6 header
-    # lines naming Galaxy's file paths, and each model's "CPU time" and "Mc/sec" lines:
-    # (6 + 2 * 4) * 2, plus the line saying gpu-search computed the file; a table's tail:
-    # 5 lines (files, options, folder, date) * 2 + that line
-    t.append(gxtp.TestOutput("output", file="four-models.out", lines_diff=29))
+    t.append(gxtp.TestParam("search|outputs", value="tblout,domtblout,pfamtblout,alignment"))
+    # lines_diff counts a changed line twice (- and +) and an added line once: 7 header
+    # lines naming Galaxy's file paths, the 3 lines naming the alignment's file, and each
+    # model's "CPU time" and "Mc/sec" lines: (7 + 3 + 2 * 4) * 2, plus the line saying
+    # gpu-search computed the file; a table's tail: 5 lines (files, options, folder, date)
+    # * 2 + that line; the alignment: the author line of each of its 3 models * 2
+    t.append(gxtp.TestOutput("output", file="four-models.out", lines_diff=37))
     t.append(gxtp.TestOutput("tblout", file="four-models.tblout", lines_diff=11))
     t.append(gxtp.TestOutput("domtblout", file="four-models.domtblout", lines_diff=11))
     t.append(gxtp.TestOutput("pfamtblout", file="four-models.pfamtblout", lines_diff=11))
+    t.append(gxtp.TestOutput("alignment", file="four-models.sto", lines_diff=6))
     tests.append(t)
     # 2. hmmsearch with the gathering cutoff, per-sequence table only
     t = gxtp.Test(expect_num_outputs=2)

@@ -6,7 +6,7 @@ exe=$(python3 -c "import sys; sys.path.insert(0, 'tests'); from oracle.build imp
 T=test-data
 
 # hmmsearch with the options Galaxy's tool passes (tool.xml), --cpu 1 as in Galaxy's tests
-"$exe" --cpu 1 -o $T/four-models.out --tblout $T/four-models.tblout --domtblout $T/four-models.domtblout \
+"$exe" --cpu 1 -o $T/four-models.out -A $T/four-models.sto --tblout $T/four-models.tblout --domtblout $T/four-models.domtblout \
        --pfamtblout $T/four-models.pfamtblout -E 10.0 --domE 10.0 --incE 0.01 --incdomE 0.01 \
        --F1 0.02 --F2 0.001 --F3 1e-05 --seed 42 $T/four-models.hmm $T/proteome.faa
 "$exe" --cpu 1 -o /dev/null --tblout $T/PF02826.cut_ga.tblout --cut_ga \

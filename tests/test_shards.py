@@ -117,10 +117,12 @@ def outputs(results) -> dict[str, str]:
         for i, r in enumerate(results):
             r.hits.write(buf, format=fmt, header=i == 0)
         out[fmt] = buf.getvalue().decode()
-    text = io.StringIO()
+    text, alignment = io.StringIO(), io.StringIO()
     for r in results:
         report.write_query(text, r, SearchOptions(), report.Timing(user=0.0, sys=0.0, elapsed=0.0))
+        report.write_alignment(alignment, text, r, SearchOptions(), "ali.sto")
     out["report"] = text.getvalue()
+    out["alignment"] = alignment.getvalue()      # -A
     return out
 
 
@@ -136,6 +138,7 @@ def test_merged_shards_equal_one_search(shards):
     random.Random(3).shuffle(files)
     merged, meta = hmmer_merge.read_shards(files)
     assert outputs(merged) == outputs(whole)
+    assert outputs(whole)["alignment"].count("# STOCKHOLM 1.0") >= 2         # -A of the merged hits too
     assert meta["seqfile"] == "db.shard1of3.gsdb,db.shard2of3.gsdb,db.shard3of3.gsdb"
     assert [r.stats.nseqs for r in merged] == [300] * 4
     # the test can fail: one shard alone is not the whole database
@@ -454,6 +457,11 @@ def test_blast_shards_merge_and_mismatches(tmp_path):
     for message, files in cases.items():
         with pytest.raises(OptionError, match=message):
             blast_merge.merge_files(files, io.StringIO(), fmt=6, columns=["saccver"])
+    # hmmsearch's outputs asked of blastp shards: one line, exit 2, nothing written
+    for flag in ("-A", "--tblout"):
+        code, err = cli("merge", a, b, "-o", tmp_path / "rows.tsv", flag, tmp_path / "x")
+        assert code == 2 and one_line(err) and f"{flag} is an output of hmmsearch" in err, err
+        assert not (tmp_path / "rows.tsv").exists() and not (tmp_path / "x").exists()
 
 
 def _blast_edit(change):

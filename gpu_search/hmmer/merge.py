@@ -181,7 +181,7 @@ def _read_options(f: Fields, obj) -> SearchOptions:
     values = {}
     for name in OPTION_FIELDS:
         value, what = obj[name], f"option {name}"
-        if name in ("max", "nobias", "notextw", "noali", "acc"):
+        if name in ("max", "nobias", "nonull2", "notextw", "noali", "acc"):
             values[name] = f.flag(value, what)
         elif name in ("seed", "textw"):
             values[name] = f.integer(value, what, 0, INT32[1])

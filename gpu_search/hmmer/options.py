@@ -33,6 +33,7 @@ class SearchOptions:
     F3: float = 1e-5
     max: bool = False
     nobias: bool = False
+    nonull2: bool = False               # no null2 (biased composition) score corrections
     seed: int = 42
     textw: int = 120
     notextw: bool = False
@@ -69,7 +70,7 @@ class SearchOptions:
             E=self.E, T=self.T, domE=self.domE, domT=self.domT,
             incE=self.incE, incT=self.incT, incdomE=self.incdomE, incdomT=self.incdomT,
             F1=self.F1, F2=self.F2, F3=self.F3,
-            bias_filter=self.bias_filter, seed=self.seed,
+            bias_filter=self.bias_filter, null2=not self.nonull2, seed=self.seed,
             Z=Z, domZ=self.domZ,
         )
         if self.bit_cutoffs:

@@ -31,6 +31,7 @@ fixed fields in network byte order), see :func:`_expected_domains` and
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import struct
@@ -128,7 +129,7 @@ def write_header(fh, hmmfile: str, seqfile: str, options: SearchOptions,
         hmmfile: the query HMM file as named on the command line.
         seqfile: the target database as named on the command line.
         options: the search options; those given are echoed, in hmmsearch's order.
-        outputs: output files, keys ``"o"``, ``"tblout"``, ``"domtblout"``,
+        outputs: output files, keys ``"o"``, ``"A"``, ``"tblout"``, ``"domtblout"``,
             ``"pfamtblout"`` (missing or None: not written).
     """
     outputs = outputs or {}
@@ -145,6 +146,8 @@ def write_header(fh, hmmfile: str, seqfile: str, options: SearchOptions,
     ]
     if outputs.get("o"):
         lines.append("# output directed to file:         %s" % one_line(outputs["o"]))
+    if outputs.get("A"):
+        lines.append("# MSA of all hits saved to file:   %s" % one_line(outputs["A"]))
     if outputs.get("tblout"):
         lines.append("# per-seq hits tabular output:     %s" % one_line(outputs["tblout"]))
     if outputs.get("domtblout"):
@@ -191,6 +194,8 @@ def write_header(fh, hmmfile: str, seqfile: str, options: SearchOptions,
         lines.append("# Fwd filter P threshold:       <= %g" % options.F3)
     if used("nobias"):
         lines.append("# biased composition HMM filter:   off")
+    if used("nonull2"):
+        lines.append("# null2 bias corrections:          off")
     if used("Z"):
         lines.append("# sequence search space set to:    %.0f" % options.Z)
     if used("domZ"):
@@ -281,6 +286,33 @@ def write_query(fh, result, options: SearchOptions, timing: Timing | None = None
     fh.write("\n\n")
     _write_statistics(fh, result.stats, timing or Timing())
     fh.write("//\n")
+
+
+def write_alignment(afh, fh, result, options: SearchOptions, path: str) -> None:
+    """-A: the multiple alignment of one query's included domains, and the report's line
+    about it (after the query's ``//``), as hmmsearch.c does: p7_tophits_Alignment with every
+    consensus column (residues outside the domains trimmed), named, accessioned and described
+    as the model; Stockholm, or Pfam's one-block Stockholm with --notextw.  A query without
+    an included domain writes nothing there and says so.  The author line says HMMER's
+    hmmsearch, and gpu-search, computed it.
+
+    Args:
+        afh: the -A file (text); fh: the main report; path: the -A file's name as given.
+    """
+    hits, hmm = result.hits, result.hmm
+    n = sum(1 for hit in hits if hit.included for domain in hit.domains if domain.included)
+    if n == 0:
+        fh.write("# No hits satisfy inclusion thresholds; no alignment saved\n")
+        return
+    msa = hits.to_msa(hmm.alphabet, trim=True, all_consensus_cols=True)
+    msa.name = hmm.name
+    msa.accession = hmm.accession
+    msa.description = hmm.description
+    msa.author = f"hmmsearch (HMMER {HMMER_VERSION}; computed by {PROVENANCE})".encode()
+    buf = io.BytesIO()
+    msa.write(buf, "stockholm" if options.textw and not options.notextw else "pfam")
+    afh.write(buf.getvalue().decode("utf-8", "replace"))
+    fh.write("# Alignment of %d hits satisfying inclusion thresholds saved to: %s\n" % (n, one_line(path)))
 
 
 def _shown_name(name: str, accession: str | None, show_accessions: bool) -> str:

@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import difflib
 import io
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import pyhmmer_data
+from conftest import ROOT, pyhmmer_data
 
 import gpu_search
 from oracle.build import build, missing
@@ -62,7 +64,7 @@ FLAGS = {
     "--cut_ga": ("bit_cutoffs", "gathering"), "--cut_nc": ("bit_cutoffs", "noise"),
     "--cut_tc": ("bit_cutoffs", "trusted"),
     "--max": ("max", None), "--F1": ("F1", float), "--F2": ("F2", float), "--F3": ("F3", float),
-    "--nobias": ("nobias", None), "-Z": ("Z", float), "--domZ": ("domZ", float),
+    "--nobias": ("nobias", None), "--nonull2": ("nonull2", None), "-Z": ("Z", float), "--domZ": ("domZ", float),
     "--seed": ("seed", int),
 }
 
@@ -92,6 +94,8 @@ CASES = [
     ("PF02826", ["-T", "0", "--domT", "0", "--incT", "20", "--incdomT", "10"]),
     ("KR", ["--F1", "0.1", "--F2", "0.01", "--nobias", "--seed", "7"]),
     ("LuxC", ["--max"]),
+    ("PF02826", ["--nonull2"]),
+    ("RREFam", ["-E", "1e3", "--nobias", "--nonull2"]),
 ]
 
 
@@ -252,3 +256,45 @@ def test_running_Z_keeps_early_weak_hits(oracle, proteome, tmp_path):
             f.write(f">{name} {s.description}\n{s.sequence}\n")
     hmmfile = str(DATA / "hmms" / "txt" / "PF02826.hmm")
     check_case(oracle, tmp_path, open_database(fasta), hmmfile, str(fasta), ["--F3", "1"])
+
+
+# -A through the command line: (model file, options); RREFam has models without an included
+# domain ("no alignment saved"), --notextw writes Pfam's one-block Stockholm
+ALIGNMENT_CASES = [("RREFam", []), ("PF02826", ["--notextw"]), ("Thioesterase", ["--incE", "1e3", "--incdomE", "1e3"]),
+                   ("PF02826", ["--incE", "1e-300"])]
+
+
+@pytest.mark.parametrize("model,args", ALIGNMENT_CASES, ids=[f"{m}{''.join(a)}" for m, a in ALIGNMENT_CASES])
+def test_alignment_identical_to_hmmer(oracle, tmp_path, model, args):
+    """hmmsearch -A: the Stockholm file of the included domains, and the report's lines about it,
+    as HMMER writes them (the file's author line says gpu-search computed it)."""
+    hmmfile = str(DATA / "hmms" / "txt" / f"{model}.hmm")
+    for who in ("hmmer", "ours"):
+        (tmp_path / who).mkdir()
+    proc = subprocess.run([str(oracle), "-o", "out.txt", "-A", "ali.sto", *args, hmmfile, str(PROTEOME)],
+                          capture_output=True, text=True, cwd=tmp_path / "hmmer")
+    assert proc.returncode == 0, proc.stderr
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-m", "gpu_search", "hmmsearch", "-o", "out.txt", "-A", "ali.sto", *args,
+                           "--device", "cpu", "-q", hmmfile, str(PROTEOME)], capture_output=True, text=True,
+                          cwd=tmp_path / "ours", env=env)
+    assert proc.returncode == 0, proc.stderr
+    hmmer_out, ours_out = ((tmp_path / who / "out.txt").read_text() for who in ("hmmer", "ours"))
+    assert_same(hmmer_out, ours_out, EXEMPT_REPORT_PREFIXES, "main report")
+    theirs = (tmp_path / "hmmer" / "ali.sto").read_text().splitlines()
+    ours = (tmp_path / "ours" / "ali.sto").read_text().splitlines()
+    author = f"#=GF AU hmmsearch (HMMER 3.4; computed by gpu-search {gpu_search.__version__})"
+    assert len(theirs) == len(ours)
+    for a, b in zip(theirs, ours):
+        assert b == (author if a == "#=GF AU hmmsearch (HMMER 3.4)" else a)
+    saved = [line for line in hmmer_out.splitlines() if line.startswith("# Alignment of ")]
+    if "1e-300" in args:
+        assert theirs == [] and not saved and "# No hits satisfy inclusion thresholds; no alignment saved" in hmmer_out
+    else:
+        assert saved and theirs.count("# STOCKHOLM 1.0") == len(saved)
+        rows = [line.split()[0] for line in theirs if line and not line.startswith(("#", "//"))]
+        # Pfam's format: one block, each row once; Stockholm's: wrapped at 120 columns
+        if "--notextw" in args:
+            assert len(rows) == len(set(rows))
+        if model == "Thioesterase":
+            assert len(rows) > len(set(rows))

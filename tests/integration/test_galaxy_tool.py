@@ -102,10 +102,11 @@ def run_rendered(command: str, tmp_path: Path, job_env: dict, stderr_line: str =
 def test_hmmsearch_command_quotes_everything(job, tmp_path):
     job_env, device = GPU_ENVS[job]
     adv = _Params(cutoffs="none", E="10.0", domE="10.0", incE="0.01", incdomE="0.01", F1="0.02", F2="0.001",
-                  F3="1e-05", max="", nobias="--nobias", Z="", domZ="", seed="42")
+                  F3="1e-05", max="", nobias="--nobias", nonull2="--nonull2", Z="", domZ="", seed="42")
     search = dict(type="hmmsearch", hmmfile=HOSTILE[1], seqdb=HOSTILE[0],
-                  outputs=_Params(__str__="tblout,domtblout"), adv=adv)
-    outs = dict(output=HOSTILE[2], tblout=HOSTILE[3], domtblout="dom out.tsv", pfamtblout="unused")
+                  outputs=_Params(__str__="tblout,domtblout,alignment"), adv=adv)
+    outs = dict(output=HOSTILE[2], tblout=HOSTILE[3], domtblout="dom out.tsv", pfamtblout="unused",
+                alignment="ali $(touch PWNED).sto")
     argv = run_rendered(render(search, outs, {}), tmp_path, job_env)
     assert not (tmp_path / "PWNED").exists()
     assert argv[0] == "hmmsearch"
@@ -114,7 +115,9 @@ def test_hmmsearch_command_quotes_everything(job, tmp_path):
     assert argv[argv.index("-o") + 1] == HOSTILE[2]
     assert argv[argv.index("--tblout") + 1] == HOSTILE[3]
     assert argv[argv.index("--domtblout") + 1] == "dom out.tsv"
-    assert "--pfamtblout" not in argv and "--nobias" in argv and "--max" not in argv
+    assert argv[argv.index("-A") + 1] == "ali $(touch PWNED).sto"
+    assert "--pfamtblout" not in argv
+    assert "--nobias" in argv and "--nonull2" in argv and "--max" not in argv
     assert argv[-2:] == [HOSTILE[1], HOSTILE[0]]
 
 

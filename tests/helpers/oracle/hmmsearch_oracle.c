@@ -10,13 +10,14 @@
  *   --tblout         p7_tophits_TabularTargets   + p7_tophits_TabularTail
  *   --domtblout      p7_tophits_TabularDomains   + p7_tophits_TabularTail
  *   --pfamtblout     p7_tophits_TabularXfam      + p7_tophits_TabularTail
+ *   -A               p7_tophits_Alignment + esl_msafile_Write, after each query's "//"
  *
  * so gpu-search's Python writers (gpu_search/hmmer/report.py) can be compared
  * with HMMER line by line.
  *
  * Usage:  hmmsearch_oracle [options] <hmmfile> <seqfile>
  *
- * Options: -o, --tblout, --domtblout, --pfamtblout, --acc, --noali, --notextw,
+ * Options: -o, -A, --tblout, --domtblout, --pfamtblout, --acc, --noali, --notextw,
  *   --textw, -E, -T, --domE, --domT, --incE, --incT, --incdomE, --incdomT,
  *   --cut_ga, --cut_nc, --cut_tc, --max, --F1, --F2, --F3, --nobias,
  *   --nonull2, -Z, --domZ, --seed, --cpu (accepted and echoed as hmmsearch
@@ -26,7 +27,7 @@
  *   - serial only: HMMER's threaded search gives each worker its own
  *     running target count, which (only) changes which sub-threshold hits are
  *     kept in the hit list, and so the width of the name columns;
- *   - -A, --tformat and the hidden --restrictdb_* options are not offered;
+ *   - --tformat and the hidden --restrictdb_* options are not offered;
  *   - argv[0] is replaced by "hmmsearch", so the banner and the tabular
  *     "# Option settings:" line read as hmmsearch's own.
  *
@@ -41,6 +42,8 @@
 #include "easel.h"
 #include "esl_alphabet.h"
 #include "esl_getopts.h"
+#include "esl_msa.h"
+#include "esl_msafile.h"
 #include "esl_sq.h"
 #include "esl_sqio.h"
 #include "esl_stopwatch.h"
@@ -53,12 +56,13 @@
 #define INCDOMOPTS  "--incdomE,--incdomT,--cut_ga,--cut_nc,--cut_tc"
 #define THRESHOPTS  "-E,-T,--domE,--domT,--incE,--incT,--incdomE,--incdomT,--cut_ga,--cut_nc,--cut_tc"
 
-/* hmmsearch.c's option table (HMMER 3.4), less -A, --tformat and --restrictdb_*. */
+/* hmmsearch.c's option table (HMMER 3.4), less --tformat and --restrictdb_*. */
 static ESL_OPTIONS options[] = {
   /* name           type      default  env  range     toggles   reqs   incomp              help                                                      docgroup*/
   { "-h",           eslARG_NONE,   FALSE, NULL, NULL,    NULL,  NULL,  NULL,            "show brief help on version and usage",                         1 },
   /* Control of output */
   { "-o",           eslARG_OUTFILE, NULL, NULL, NULL,    NULL,  NULL,  NULL,            "direct output to file <f>, not stdout",                        2 },
+  { "-A",           eslARG_OUTFILE, NULL, NULL, NULL,    NULL,  NULL,  NULL,            "save multiple alignment of all hits to file <f>",              2 },
   { "--tblout",     eslARG_OUTFILE, NULL, NULL, NULL,    NULL,  NULL,  NULL,            "save parseable table of per-sequence hits to file <f>",        2 },
   { "--domtblout",  eslARG_OUTFILE, NULL, NULL, NULL,    NULL,  NULL,  NULL,            "save parseable table of per-domain hits to file <f>",          2 },
   { "--pfamtblout", eslARG_OUTFILE, NULL, NULL, NULL,    NULL,  NULL,  NULL,            "save table of hits and domains to file, in Pfam format <f>",   2 },
@@ -108,6 +112,7 @@ output_header(FILE *ofp, const ESL_GETOPTS *go, char *hmmfile, char *seqfile)
   fprintf(ofp, "# query HMM file:                  %s\n", hmmfile);
   fprintf(ofp, "# target sequence database:        %s\n", seqfile);
   if (esl_opt_IsUsed(go, "-o"))           fprintf(ofp, "# output directed to file:         %s\n",             esl_opt_GetString(go, "-o"));
+  if (esl_opt_IsUsed(go, "-A"))           fprintf(ofp, "# MSA of all hits saved to file:   %s\n",             esl_opt_GetString(go, "-A"));
   if (esl_opt_IsUsed(go, "--tblout"))     fprintf(ofp, "# per-seq hits tabular output:     %s\n",             esl_opt_GetString(go, "--tblout"));
   if (esl_opt_IsUsed(go, "--domtblout"))  fprintf(ofp, "# per-dom hits tabular output:     %s\n",             esl_opt_GetString(go, "--domtblout"));
   if (esl_opt_IsUsed(go, "--pfamtblout")) fprintf(ofp, "# pfam-style tabular hit output:   %s\n",             esl_opt_GetString(go, "--pfamtblout"));
@@ -204,6 +209,7 @@ main(int argc, char **argv)
   char          *hmmfile   = NULL;
   char          *dbfile    = NULL;
   FILE          *ofp       = stdout;
+  FILE          *afp       = NULL;
   FILE          *tblfp     = NULL;
   FILE          *domtblfp  = NULL;
   FILE          *pfamtblfp = NULL;
@@ -240,6 +246,7 @@ main(int argc, char **argv)
 
   /* Open the results output files */
   if (esl_opt_IsOn(go, "-o"))           { if ((ofp       = fopen(esl_opt_GetString(go, "-o"),           "w")) == NULL) p7_Fail("Failed to open output file %s for writing\n", esl_opt_GetString(go, "-o")); }
+  if (esl_opt_IsOn(go, "-A"))           { if ((afp       = fopen(esl_opt_GetString(go, "-A"),           "w")) == NULL) p7_Fail("Failed to open alignment file %s for writing\n", esl_opt_GetString(go, "-A")); }
   if (esl_opt_IsOn(go, "--tblout"))     { if ((tblfp     = fopen(esl_opt_GetString(go, "--tblout"),     "w")) == NULL) p7_Fail("Failed to open tabular per-seq output file %s for writing\n", esl_opt_GetString(go, "--tblout")); }
   if (esl_opt_IsOn(go, "--domtblout"))  { if ((domtblfp  = fopen(esl_opt_GetString(go, "--domtblout"),  "w")) == NULL) p7_Fail("Failed to open tabular per-dom output file %s for writing\n", esl_opt_GetString(go, "--domtblout")); }
   if (esl_opt_IsOn(go, "--pfamtblout")) { if ((pfamtblfp = fopen(esl_opt_GetString(go, "--pfamtblout"), "w")) == NULL) p7_Fail("Failed to open pfam-style tabular output file %s for writing\n", esl_opt_GetString(go, "--pfamtblout")); }
@@ -310,6 +317,24 @@ main(int argc, char **argv)
       esl_stopwatch_Stop(w);
       p7_pli_Statistics(ofp, pli, w);
       fprintf(ofp, "//\n");
+
+      /* -A: the included domains' alignment, as hmmsearch.c writes it */
+      if (afp)
+        {
+          ESL_MSA *msa = NULL;
+          if (p7_tophits_Alignment(th, abc, NULL, NULL, 0, p7_ALL_CONSENSUS_COLS, &msa) == eslOK)
+            {
+              esl_msa_SetName     (msa, hmm->name, -1);
+              esl_msa_SetAccession(msa, hmm->acc,  -1);
+              esl_msa_SetDesc     (msa, hmm->desc, -1);
+              esl_msa_FormatAuthor(msa, "hmmsearch (HMMER %s)", HMMER_VERSION);
+              if (textw > 0) esl_msafile_Write(afp, msa, eslMSAFILE_STOCKHOLM);
+              else           esl_msafile_Write(afp, msa, eslMSAFILE_PFAM);
+              fprintf(ofp, "# Alignment of %d hits satisfying inclusion thresholds saved to: %s\n", msa->nseq, esl_opt_GetString(go, "-A"));
+            }
+          else fprintf(ofp, "# No hits satisfy inclusion thresholds; no alignment saved\n");
+          esl_msa_Destroy(msa);
+        }
       fflush(ofp);
 
       p7_pipeline_Destroy(pli);
@@ -342,6 +367,7 @@ main(int argc, char **argv)
   esl_alphabet_Destroy(abc);
   esl_stopwatch_Destroy(w);
   if (ofp != stdout) fclose(ofp);
+  if (afp)           fclose(afp);
   if (tblfp)         fclose(tblfp);
   if (domtblfp)      fclose(domtblfp);
   if (pfamtblfp)     fclose(pfamtblfp);
