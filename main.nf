@@ -21,6 +21,7 @@ params.db        = null             // protein FASTA (may be gzipped)
 params.shards    = 4
 params.outdir    = 'results'
 params.outfmt    = '6 std sallseqid score nident positive gaps ppos qframe sframe qseq sseq qlen slen salltitles'   // blastp: the shards' and the merged table's columns
+params.write_align = false          // hmmsearch: also the merged alignment of the included domains (-A, Stockholm), as nf-core's write_align
 // The image is not published in any registry: build it once, on each machine that runs tasks
 // (or push it to a registry of yours and give its name), from the repository's root:
 //   docker build -f containers/Dockerfile -t gpu-search:0.1.0 .         (podman build: the same)
@@ -170,6 +171,7 @@ process GPU_SEARCH_MERGE {
     input:
     tuple val(meta), path(hits)     // meta.search: 'hmmsearch' | 'blastp'
     val outfmt                      // blastp: the merged table's -outfmt
+    val write_align                 // hmmsearch: also the included domains' alignment (-A)
 
     output:
     tuple val(meta), path("*.merged.*"), emit: merged
@@ -181,17 +183,19 @@ process GPU_SEARCH_MERGE {
     script:
     def args   = task.ext.args ?: ''
     def prefix = task.ext.prefix ?: "${meta.id}"
+    def align  = write_align ? " -A ${prefix}.merged.sto" : ""
     def outputs = meta.search == 'blastp' ?
         "-outfmt '${outfmt}' -o ${prefix}.merged.tsv" :
-        "-o ${prefix}.merged.txt --tblout ${prefix}.merged.tbl --domtblout ${prefix}.merged.domtbl"
+        "-o ${prefix}.merged.txt --tblout ${prefix}.merged.tbl --domtblout ${prefix}.merged.domtbl${align}"
     """
     gpu-search merge ${args} ${outputs} ${hits}
     """
 
     stub:
     def prefix = task.ext.prefix ?: "${meta.id}"
+    def align  = write_align ? " ${prefix}.merged.sto" : ""
     def outputs = meta.search == 'blastp' ? "${prefix}.merged.tsv" :
-        "${prefix}.merged.txt ${prefix}.merged.tbl ${prefix}.merged.domtbl"
+        "${prefix}.merged.txt ${prefix}.merged.tbl ${prefix}.merged.domtbl${align}"
     """
     touch ${outputs}
     """
@@ -204,6 +208,7 @@ workflow SHARDED_SEARCH {
     search    // val: 'hmmsearch' | 'blastp'
     query     // val: path of the HMM file (hmmsearch) or query FASTA (blastp)
     outfmt    // val: blastp's tabular -outfmt (not used by hmmsearch)
+    write_align  // val: hmmsearch, also the merged alignment of the included domains (not used by blastp)
 
     main:
     GPU_SEARCH_MAKEDB(db, n_shards)
@@ -233,7 +238,7 @@ workflow SHARDED_SEARCH {
     merged_in = hits
         .map { meta, h -> [meta.database + [search: search], h] }
         .groupTuple(sort: true)
-    GPU_SEARCH_MERGE(merged_in, outfmt)
+    GPU_SEARCH_MERGE(merged_in, outfmt, write_align)
 
     emit:
     merged = GPU_SEARCH_MERGE.out.merged
@@ -251,6 +256,6 @@ workflow {
         error "give --sif: the SIF made from the gpu-search image (apptainer build gpu-search-0.1.0.sif docker-daemon://gpu-search:0.1.0)"
     }
     db = Channel.of([[id: db_id(params.db)], file(params.db, checkIfExists: true)])
-    SHARDED_SEARCH(db, params.shards, params.search, query, params.outfmt)
+    SHARDED_SEARCH(db, params.shards, params.search, query, params.outfmt, params.write_align)
     SHARDED_SEARCH.out.merged.subscribe { meta, files -> log.info "merged: ${files}" }
 }

@@ -82,7 +82,7 @@ def test_processes_follow_nf_core_conventions(structure):
     sharded = next(w for w in structure["workflows"] if w["name"] == "SHARDED_SEARCH")
     assert {"take", "main", "emit"} <= set(sharded["labels"])
     # reusable: everything it needs is taken, nothing read from params (as a test with no params.db)
-    assert sharded["take"] == ["db", "n_shards", "search", "query", "outfmt"]
+    assert sharded["take"] == ["db", "n_shards", "search", "query", "outfmt", "write_align"]
     assert sharded["params"] == []
     entry = next(w for w in structure["workflows"] if w["name"] == "")
     assert "outfmt" in entry["params"]
@@ -261,19 +261,23 @@ def test_sharded_hmmsearch_tasks_equal_unsharded(tmp_path):
     random.Random(1).shuffle(hits)                       # the order merge gets them in does not matter
     # a prefix other than the meta's id: the output glob still finds the merged files
     run_task("GPU_SEARCH_MERGE", tmp_path / "merge", {"meta": merged_meta(db_meta), "hits": hits,
-                                                      "outfmt": "6 std"}, prefix="whole-db")
+                                                      "outfmt": "6 std", "write_align": True}, prefix="whole-db")
     merged = sorted(p.name for p in (tmp_path / "merge").iterdir() if fnmatch.fnmatch(p.name, "*.merged.*"))
-    assert merged == ["whole-db.merged.domtbl", "whole-db.merged.tbl", "whole-db.merged.txt"]
+    assert merged == ["whole-db.merged.domtbl", "whole-db.merged.sto", "whole-db.merged.tbl", "whole-db.merged.txt"]
     # one unsharded search, same options
     whole = tmp_path / "whole"
     whole.mkdir()
     subprocess.run([sys.executable, "-m", "gpu_search", "hmmsearch", "--quiet", "--device", "cpu", "-E", "100",
                     "--tblout", str(whole / "t.tbl"), "--domtblout", str(whole / "t.domtbl"), "-o", os.devnull,
+                    "-A", str(whole / "t.sto"),
                     str(TEST_DATA / "four-models.hmm"), str(TEST_DATA / "proteome.faa")],
                    check=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert data_lines(tmp_path / "merge" / "whole-db.merged.tbl") == data_lines(whole / "t.tbl")
     assert data_lines(tmp_path / "merge" / "whole-db.merged.domtbl") == data_lines(whole / "t.domtbl")
     assert len(data_lines(whole / "t.tbl")) > 10
+    # write_align: the merged alignment is the one search's
+    assert (tmp_path / "merge" / "whole-db.merged.sto").read_text() == (whole / "t.sto").read_text()
+    assert (whole / "t.sto").read_text().count("# STOCKHOLM 1.0") >= 2
 
 
 @pytest.mark.parametrize("source", ["fasta", "makeblastdb folder"])
@@ -302,7 +306,8 @@ def test_sharded_blastp_tasks_equal_unsharded_in_params_outfmt(tmp_path, source)
         hits.append(wd / f"{shard.stem}.gsblast")
         assert all(len(row.split("\t")) == 25 for row in data_lines(wd / f"{shard.stem}.tsv"))
     run_task("GPU_SEARCH_MERGE", tmp_path / "merge", {"meta": SimpleNamespace(id="proteome", search="blastp"),
-                                                     "hits": hits[::-1], "outfmt": outfmt})
+                                                     "hits": hits[::-1], "outfmt": outfmt,
+                                                     "write_align": True})
     whole = subprocess.run([sys.executable, "-m", "gpu_search", "blastp", "-query",
                             str(TEST_DATA / "blastp-queries.faa"), "-db", str(TEST_DATA / "proteome.faa"),
                             "-outfmt", outfmt, "-max_target_seqs", "10"], check=True, capture_output=True,
@@ -342,7 +347,7 @@ def test_search_task_keeps_the_no_gpu_line_visible(tmp_path):
 def test_stub_blocks_make_what_the_outputs_declare(process, search, tmp_path, structure):
     """Each stub makes a file for every output glob of its process (nf-test -stub)."""
     meta = SimpleNamespace(id="x", search=search)
-    run_task(process, tmp_path, {"meta": meta}, section="stub")
+    run_task(process, tmp_path, {"meta": meta, "write_align": False}, section="stub")
     proc = next(p for p in structure["processes"] if p["name"] == process)
     made = [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")]
     for out in proc["outputs"]:
