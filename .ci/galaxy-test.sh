@@ -313,7 +313,8 @@ run_tool_tests() {  # run_tool_tests TOOL_ID REPORT_BASENAME: galaxy-tool-test's
     # and two tests finishing together raced to "File exists" (a CI run of 5302f3f)
     mkdir -p "$RUN/$2-outputs"
     (cd "$RUN" && "$VENV/bin/galaxy-tool-test" -u "$URL" -k "$USER_KEY" -a "$USER_KEY" \
-        -t "$1" -j "$RUN/$2.json" -o "$RUN/$2-outputs" --parallel-tests 2 > "$RUN/$2.log" 2>&1)
+        -t "$1" -j "$RUN/$2.json" -o "$RUN/$2-outputs" --parallel-tests 2 --with-reference-data \
+        > "$RUN/$2.log" 2>&1)
 }
 
 phase_test() {
