@@ -126,3 +126,20 @@ def test_merged_shards_of_a_parse_seqids_database_equal_blastp(case):
     r = gpu_search(case, "merge", "h1.gsblast", "h2.gsblast", "-outfmt", ID_COLUMNS)
     assert r.returncode == 0, r.stderr
     assert r.stdout == _blastp(case, "ids", ID_COLUMNS)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("db", ["db.faa", "ids"])
+def test_titles_on_the_gpu_equal_the_cpu(case, db):
+    """The GPU pipeline writes the same titles and ids as the CPU path (checked above against
+    blastp), in every format that shows them."""
+    from gpu_search.device import gpu_status
+
+    usable, why, _ = gpu_status()
+    if not usable:
+        pytest.skip(f"no usable GPU: {why}")
+    for fmt in (ID_COLUMNS, "7", "5", "0"):
+        outs = [gpu_search(case, "blastp", "-query", "q.faa", "-db", db, "-outfmt", fmt, "--device", device, "-q")
+                for device in ("cpu", "gpu")]
+        assert all(r.returncode == 0 for r in outs), [r.stderr for r in outs]
+        assert outs[0].stdout == outs[1].stdout and outs[0].stdout.count("\n") > 20, fmt
