@@ -205,7 +205,8 @@ def test_a_pickle_behind_the_header_runs_nothing(kind, shards, tmp_path):
         bad = tmp_path / f"bad{i}.{kind}"
         bad.write_bytes(blob)
         out = tmp_path / "out.txt"
-        code, err = cli("merge", bad, "-o", out, "--tblout", tmp_path / "t.tbl")
+        tables = ["--tblout", tmp_path / "t.tbl"] if kind == "gshits" else []     # (hmmsearch's)
+        code, err = cli("merge", bad, "-o", out, *tables)
         assert code == 5 and one_line(err), (i, err)
         assert not marker.exists() and not out.exists() and not (tmp_path / "t.tbl").exists()
         assert sorted(os.listdir(tmp_path)) == sorted(f"bad{j}.{kind}" for j in range(i + 1))

@@ -17,7 +17,8 @@ GALAXY_OPTIONS = ["--cpu", "1", "-E", "10.0", "--domE", "10.0", "--incE", "0.01"
                   "--F1", "0.02", "--F2", "0.001", "--F3", "1e-05", "--seed", "42"]
 VARYING = ("# query HMM file", "# target sequence database", "# output directed", "# per-seq hits",
            "# per-dom hits", "# pfam-style", "# CPU time", "# Mc/sec", "# Option settings",
-           "# Current dir", "# Date", "# Query file", "# Target file")
+           "# Current dir", "# Date", "# Query file", "# Target file",
+           "# MSA of all hits saved to file", "# Alignment of ")     # (these name the -A file)
 # the line each of our files adds to HMMER's (tests/hmmer/test_report.py checks its place)
 PROVENANCE = ("# Computed by:     gpu-search ", "# computed by gpu-search ")
 
@@ -33,15 +34,22 @@ def stable(path) -> list[str]:
     return [l for l in Path(path).read_text().splitlines() if not l.startswith(VARYING + PROVENANCE)]
 
 
+def alignment_lines(path) -> list[str]:
+    """An -A file's lines, the author line (which names the program that wrote it) masked."""
+    return ["#=GF AU" if l.startswith("#=GF AU ") else l for l in Path(path).read_text().splitlines()]
+
+
 @pytest.mark.parametrize("device", ["cpu", "reference"])
 def test_readme_example_equals_hmmer(device, tmp_path):
-    """The README's example; every output identical to HMMER 3.4's (test-data/make.sh)."""
+    """The README's example with -A as the Galaxy tool's first test runs it; every output
+    identical to HMMER 3.4's (test-data/make.sh)."""
     r = run("hmmsearch", "--device", device, "--tblout", tmp_path / "t", "--domtblout", tmp_path / "d",
-            "--pfamtblout", tmp_path / "p", "-o", tmp_path / "o", "--quiet", *GALAXY_OPTIONS,
+            "--pfamtblout", tmp_path / "p", "-o", tmp_path / "o", "-A", tmp_path / "a", "--quiet", *GALAXY_OPTIONS,
             TEST_DATA / "four-models.hmm", TEST_DATA / "proteome.faa")
     assert r.returncode == 0, r.stderr
     for ours, theirs in (("t", "tblout"), ("d", "domtblout"), ("p", "pfamtblout"), ("o", "out")):
         assert stable(tmp_path / ours) == stable(TEST_DATA / f"four-models.{theirs}"), theirs
+    assert alignment_lines(tmp_path / "a") == alignment_lines(TEST_DATA / "four-models.sto")
 
 
 def test_stdout_report_and_gzip_inputs(tmp_path):
@@ -49,7 +57,7 @@ def test_stdout_report_and_gzip_inputs(tmp_path):
     hmm_gz.write_bytes(gzip.compress((TEST_DATA / "four-models.hmm").read_bytes()))
     faa_gz = tmp_path / "p.faa.gz"
     faa_gz.write_bytes(gzip.compress((TEST_DATA / "proteome.faa").read_bytes()))
-    r = run("hmmsearch", "--device", "cpu", *GALAXY_OPTIONS, hmm_gz, faa_gz)
+    r = run("hmmsearch", "--device", "cpu", "-A", tmp_path / "a.sto", *GALAXY_OPTIONS, hmm_gz, faa_gz)
     assert r.returncode == 0, r.stderr
     body = [l for l in r.stdout.splitlines() if not l.startswith(VARYING + PROVENANCE)]
     expected = [l for l in stable(TEST_DATA / "four-models.out")]
