@@ -333,7 +333,8 @@ def read_blast_database(prefix) -> SequenceDB:
     header_blob, header_offsets = _pack(headers)
     columns_blob, columns_offsets = _pack(texts) if any(texts) else (b"", None)
     return SequenceDB(residues, offsets, name_blob, name_offsets, header_blob, header_offsets,
-                      columns_blob=columns_blob, columns_offsets=columns_offsets, source=str(prefix), total_seqs=total_seqs, total_residues=total_residues)
+                      columns_blob=columns_blob, columns_offsets=columns_offsets, source=str(prefix),
+                      total_seqs=total_seqs, total_residues=total_residues)
 
 
 def subject_columns(prefix) -> list[dict[str, str]]:

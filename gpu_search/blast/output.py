@@ -182,18 +182,24 @@ def _qcovhsp(h: Hsp) -> str:
     return str(int(100.0 * (h.q_end - h.q_start + 1) / h.query_length + 0.5))
 
 
+def _blast_column(k: int, plain):
+    """The getter of BLAST_COLUMNS[k]: from a -parse_seqids subject's ``subject_columns``,
+    else ``plain`` (the subject's id or title, as a FASTA database gives them)."""
+    return lambda h: h.subject_columns.split("\t")[k] if h.subject_columns else plain(h)
+
+
 def _column_getters() -> dict:
     """column -> function of an Hsp giving its text (BLAST's number formats)."""
     from .stats import format_bitscore, format_evalue, format_percent
 
     getters = dict.fromkeys(("qseqid", "qacc", "qaccver"), lambda h: h.query_id)
     getters["sseqid"] = lambda h: h.subject_id
-    getters["stitle"] = lambda h: h.subject_title
+    getters["stitle"] = lambda h: h.subject_title      # (the columns' stitle, where they are)
     for k, column in enumerate(BLAST_COLUMNS):
-        if column != "stitle":
-            plain = (lambda h: h.subject_title) if column == "salltitles" else (lambda h: h.subject_id)
-            getters[column] = (lambda plain, k: lambda h: h.subject_columns.split("\t")[k] if h.subject_columns
-                               else plain(h))(plain, k)
+        if column == "salltitles":
+            getters[column] = _blast_column(k, lambda h: h.subject_title)
+        elif column not in ("stitle", "sallaccver"):
+            getters[column] = _blast_column(k, lambda h: h.subject_id)
     getters.update({
         "qlen": lambda h: str(h.query_length), "slen": lambda h: str(h.subject_length),
         "qstart": lambda h: str(h.q_start), "qend": lambda h: str(h.q_end),

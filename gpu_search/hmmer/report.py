@@ -310,7 +310,7 @@ def write_alignment(afh, fh, result, options: SearchOptions, path: str) -> None:
     msa.description = hmm.description
     msa.author = f"hmmsearch (HMMER {HMMER_VERSION}; computed by {PROVENANCE})".encode()
     buf = io.BytesIO()
-    msa.write(buf, "stockholm" if options.textw and not options.notextw else "pfam")
+    msa.write(buf, "pfam" if options.notextw else "stockholm")
     afh.write(buf.getvalue().decode("utf-8", "replace"))
     fh.write("# Alignment of %d hits satisfying inclusion thresholds saved to: %s\n" % (n, one_line(path)))
 
