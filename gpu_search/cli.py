@@ -1,6 +1,6 @@
 """The ``gpu-search`` command line: it parses options and calls the library.
 
-Subcommands: ``hmmsearch`` (HMMER's options and outputs), ``blastp`` (BLAST+'s options and
+Subcommands: ``hmmsearch`` and ``phmmer`` (HMMER's options and outputs), ``blastp`` (BLAST+'s options and
 tabular rows), ``makedb`` (a ``.gsdb`` database, optionally in shards), ``merge`` (the results of
 database shards), ``galaxy-xml`` (the Galaxy tool's XML) and ``info`` (versions and GPUs).
 Every user error ends as one line on stderr and a documented exit code;
@@ -22,6 +22,7 @@ _IMPORTED = time.time()          # (--timings: when the interpreter and click we
 
 from . import __version__, HMMER_DATE, HMMER_VERSION
 from .errors import GpuSearchError, OptionError, OutputError, exit_code_help, printable
+from .hmmer.options import SCORE_MATRICES
 
 CONTEXT = dict(help_option_names=["-h", "--help"], max_content_width=100)
 
@@ -181,62 +182,105 @@ def _device_option(f):
                      help="GPU ids to use, e.g. 0,1 (default: all visible).")(f)
     f = click.option("--device", type=click.Choice(["auto", "cpu", "gpu", "reference"]), default="auto",
                      show_default=True,
-                     help="Where the GPU stages run (hmmsearch: MSV/Viterbi filters; blastp: word hits, "
+                     help="Where the GPU stages run (hmmsearch and phmmer: MSV/Viterbi filters; blastp: word hits, "
                           "two-hit filter, ungapped and preliminary gapped extension): auto (GPU if usable, "
                           "else CPU; the CPU too where the work is too small to repay the GPU's start, "
                           "said on stderr), cpu, "
-                          "gpu (CUDA, error if none), reference (hmmsearch: exact numpy filters, slow, "
+                          "gpu (CUDA, error if none), reference (hmmsearch, phmmer: exact numpy filters, slow, "
                           "for testing; blastp: as cpu).  Results are the same on every device.")(f)
     f = click.option("--quiet", "-q", is_flag=True, help="No progress or notes on stderr.")(f)
     return f
 
 
+def _options(*decorators):
+    """One decorator applying click options in the order listed (the order --help shows)."""
+    def apply(f):
+        for decorator in reversed(decorators):
+            f = decorator(f)
+        return f
+    return apply
+
+
+# HMMER's options that hmmsearch and phmmer share (hmmsearch.c's and phmmer.c's option tables),
+# in three groups: phmmer puts its scoring options after the first, hmmsearch its --cut_* after
+# the second
+_hmmer_output_options = _options(
+    click.option("-o", "output", metavar="FILE", help="Direct the main report to FILE, not stdout."),
+    click.option("-A", "alignment", metavar="FILE",
+                 help="Save a multiple alignment (Stockholm) of all included domains to FILE."),
+    click.option("--tblout", metavar="FILE", help="Save per-sequence hits in a table."),
+    click.option("--domtblout", metavar="FILE", help="Save per-domain hits in a table."),
+    click.option("--pfamtblout", metavar="FILE", help="Save hits in Pfam's table format."),
+    click.option("--acc", is_flag=True, help="Prefer accessions over names in the main report."),
+    click.option("--noali", is_flag=True, help="Leave alignments out of the main report."),
+    click.option("--notextw", is_flag=True, help="Unlimited line width in the main report."),
+    click.option("--textw", type=click.IntRange(min=120), default=120, show_default=True,
+                 help="Line width of the main report."),
+)
+_hmmer_threshold_options = _options(
+    click.option("-E", "E", type=FINITE, default=10.0, show_default=True, help="Report sequences with E-value <= E."),
+    click.option("-T", "T", type=FINITE, default=None, help="Report sequences with score >= T (bits)."),
+    click.option("--domE", "domE", type=FINITE, default=10.0, show_default=True,
+                 help="Report domains with c-E-value <= this."),
+    click.option("--domT", "domT", type=FINITE, default=None, help="Report domains with score >= this."),
+    click.option("--incE", "incE", type=FINITE, default=0.01, show_default=True,
+                 help="Include sequences with E-value <= this."),
+    click.option("--incT", "incT", type=FINITE, default=None, help="Include sequences with score >= this."),
+    click.option("--incdomE", "incdomE", type=FINITE, default=0.01, show_default=True,
+                 help="Include domains with c-E-value <= this."),
+    click.option("--incdomT", "incdomT", type=FINITE, default=None, help="Include domains with score >= this."),
+)
+_hmmer_pipeline_options = _options(
+    click.option("--max", "max_", is_flag=True, help="Turn all heuristic filters off (less speed, more power)."),
+    click.option("--F1", "F1", type=FINITE, default=0.02, show_default=True, help="MSV filter P-value threshold."),
+    click.option("--F2", "F2", type=FINITE, default=1e-3, show_default=True, help="Viterbi filter P-value threshold."),
+    click.option("--F3", "F3", type=FINITE, default=1e-5, show_default=True, help="Forward filter P-value threshold."),
+    click.option("--nobias", is_flag=True, help="Turn off the composition bias filter."),
+    click.option("--nonull2", is_flag=True, help="Turn off biased composition score corrections (null2)."),
+    click.option("-Z", "Z", type=FINITE, default=None,
+                 help="Number of comparisons for E-values (default: sequences in the whole database; "
+                      "a .gsdb shard knows the whole database's count)."),
+    click.option("--domZ", "domZ", type=FINITE, default=None,
+                 help="Number of significant sequences for domain E-values."),
+    click.option("--seed", type=click.IntRange(0, (1 << 31) - 1), default=42, show_default=True,
+                 help="Random seed (0: a different one each run)."),
+    click.option("--cpu", type=click.IntRange(min=1), default=None, help="CPU threads (default: all cores)."),
+)
+_skip_long_option = click.option(
+    "--skip-long", is_flag=True,
+    help="Leave out sequences over HMMER's 100,000-residue limit instead of stopping.")
+
+# the shared options' parameters that are output files, not SearchOptions fields
+_OUTPUT_PARAMS = ("output", "alignment", "tblout", "domtblout", "pfamtblout")
+
+
+def _search_options(cls, shared: dict, **extra):
+    """The SearchOptions (or PhmmerOptions) of the shared HMMER options' values, the options
+    as typed recorded for the report's header."""
+    fields = {k: v for k, v in shared.items() if k not in _OUTPUT_PARAMS + ("cpu", "max_")}
+    options = cls(max=shared["max_"], **fields, **extra)
+    options.given = _typed_options(click.get_current_context())
+    return options
+
+
+def _outputs(shared: dict) -> dict:
+    return {k: shared[k] for k in _OUTPUT_PARAMS}
+
+
 @cli.command(context_settings=CONTEXT, epilog=exit_code_help())
 @click.argument("hmmfile", type=click.Path(dir_okay=True))
 @click.argument("seqdb", type=click.Path(dir_okay=True))
-@click.option("-o", "output", metavar="FILE", help="Direct the main report to FILE, not stdout.")
-@click.option("-A", "alignment", metavar="FILE",
-              help="Save a multiple alignment (Stockholm) of all included domains to FILE.")
-@click.option("--tblout", metavar="FILE", help="Save per-sequence hits in a table.")
-@click.option("--domtblout", metavar="FILE", help="Save per-domain hits in a table.")
-@click.option("--pfamtblout", metavar="FILE", help="Save hits in Pfam's table format.")
-@click.option("--acc", is_flag=True, help="Prefer accessions over names in the main report.")
-@click.option("--noali", is_flag=True, help="Leave alignments out of the main report.")
-@click.option("--notextw", is_flag=True, help="Unlimited line width in the main report.")
-@click.option("--textw", type=click.IntRange(min=120), default=120, show_default=True,
-              help="Line width of the main report.")
-@click.option("-E", "E", type=FINITE, default=10.0, show_default=True, help="Report sequences with E-value <= E.")
-@click.option("-T", "T", type=FINITE, default=None, help="Report sequences with score >= T (bits).")
-@click.option("--domE", "domE", type=FINITE, default=10.0, show_default=True, help="Report domains with c-E-value <= this.")
-@click.option("--domT", "domT", type=FINITE, default=None, help="Report domains with score >= this.")
-@click.option("--incE", "incE", type=FINITE, default=0.01, show_default=True, help="Include sequences with E-value <= this.")
-@click.option("--incT", "incT", type=FINITE, default=None, help="Include sequences with score >= this.")
-@click.option("--incdomE", "incdomE", type=FINITE, default=0.01, show_default=True, help="Include domains with c-E-value <= this.")
-@click.option("--incdomT", "incdomT", type=FINITE, default=None, help="Include domains with score >= this.")
+@_hmmer_output_options
+@_hmmer_threshold_options
 @click.option("--cut_ga", is_flag=True, help="Use the models' GA gathering cutoffs.")
 @click.option("--cut_nc", is_flag=True, help="Use the models' NC noise cutoffs.")
 @click.option("--cut_tc", is_flag=True, help="Use the models' TC trusted cutoffs.")
-@click.option("--max", "max_", is_flag=True, help="Turn all heuristic filters off (less speed, more power).")
-@click.option("--F1", "F1", type=FINITE, default=0.02, show_default=True, help="MSV filter P-value threshold.")
-@click.option("--F2", "F2", type=FINITE, default=1e-3, show_default=True, help="Viterbi filter P-value threshold.")
-@click.option("--F3", "F3", type=FINITE, default=1e-5, show_default=True, help="Forward filter P-value threshold.")
-@click.option("--nobias", is_flag=True, help="Turn off the composition bias filter.")
-@click.option("--nonull2", is_flag=True, help="Turn off biased composition score corrections (null2).")
-@click.option("-Z", "Z", type=FINITE, default=None,
-              help="Number of comparisons for E-values (default: sequences in the whole database; "
-                   "a .gsdb shard knows the whole database's count).")
-@click.option("--domZ", "domZ", type=FINITE, default=None, help="Number of significant sequences for domain E-values.")
-@click.option("--seed", type=click.IntRange(0, (1 << 31) - 1), default=42, show_default=True,
-              help="Random seed (0: a different one each run).")
-@click.option("--cpu", type=click.IntRange(min=1), default=None, help="CPU threads (default: all cores).")
+@_hmmer_pipeline_options
 @click.option("--hits-out", metavar="FILE",
               help="Also save the complete hits (.gshits) for `gpu-search merge` of database shards.")
-@click.option("--skip-long", is_flag=True,
-              help="Leave out sequences over HMMER's 100,000-residue limit instead of stopping.")
+@_skip_long_option
 @_device_option
-def hmmsearch(hmmfile, seqdb, output, alignment, tblout, domtblout, pfamtblout, acc, noali, notextw, textw,
-              E, T, domE, domT, incE, incT, incdomE, incdomT, cut_ga, cut_nc, cut_tc, max_,
-              F1, F2, F3, nobias, nonull2, Z, domZ, seed, cpu, hits_out, skip_long, device, gpus, quiet):
+def hmmsearch(hmmfile, seqdb, cut_ga, cut_nc, cut_tc, hits_out, skip_long, device, gpus, quiet, **shared):
     """Search profile HMM(s) in HMMFILE against the protein sequences of SEQDB.
 
     HMMFILE holds one or more HMMER3 profiles (text or binary, may be gzipped);
@@ -247,7 +291,8 @@ def hmmsearch(hmmfile, seqdb, output, alignment, tblout, domtblout, pfamtblout, 
     from . import device as dev
     from .output import check_outputs
 
-    check_outputs(output, alignment, tblout, domtblout, pfamtblout, hits_out)
+    outputs, cpu, Z = _outputs(shared), shared["cpu"], shared["Z"]
+    check_outputs(*outputs.values(), hits_out)
     from .hmmer.models import read_hmms
     from .hmmer.options import SearchOptions
     from .seqdb import open_database
@@ -255,27 +300,83 @@ def hmmsearch(hmmfile, seqdb, output, alignment, tblout, domtblout, pfamtblout, 
     cutoffs = [name for flag, name in ((cut_ga, "gathering"), (cut_nc, "noise"), (cut_tc, "trusted")) if flag]
     if len(cutoffs) > 1:
         raise OptionError("use only one of --cut_ga, --cut_nc, --cut_tc")
-    options = SearchOptions(E=E, T=T, domE=domE, domT=domT, incE=incE, incT=incT, incdomE=incdomE,
-                            incdomT=incdomT, bit_cutoffs=cutoffs[0] if cutoffs else None, Z=Z,
-                            domZ=domZ, F1=F1, F2=F2, F3=F3, max=max_, nobias=nobias, nonull2=nonull2, seed=seed,
-                            textw=textw, notextw=notextw, noali=noali, acc=acc)
-    options.given = _typed_options(click.get_current_context())
+    options = _search_options(SearchOptions, shared, bit_cutoffs=cutoffs[0] if cutoffs else None)
     gpu_ids = _parse_gpus(gpus)
     dev.start_cuda(device, gpu_ids)         # the GPUs' start overlaps reading the inputs
     hmms = read_hmms(hmmfile, threads=cpu)
     db = open_database(seqdb)
     db.check_for_hmmsearch(skip_long)       # report bad input before any note about the device
     _check_cutoffs(hmms, options)
+    used = _hmmer_device(device, hmms, db, seqdb, cpu, Z, quiet)
+    run_search(hmms, db, options, hmmfile=hmmfile, seqfile=seqdb, **outputs, device=used, cpus=cpu,
+               skip_long=skip_long, gpus=gpu_ids, quiet=quiet, hits_out=hits_out)
+
+
+# --- phmmer ----------------------------------------------------------------------------
+
+
+@cli.command(context_settings=CONTEXT, epilog=exit_code_help())
+@click.argument("seqfile", type=click.Path(dir_okay=True))
+@click.argument("seqdb", type=click.Path(dir_okay=True))
+@_hmmer_output_options
+@click.option("--popen", type=FINITE, default=0.02, show_default=True,
+              help="Gap open probability, in [0, 0.5).")
+@click.option("--pextend", type=FINITE, default=0.4, show_default=True,
+              help="Gap extend probability, in [0, 1).")
+@click.option("--mx", type=click.Choice(SCORE_MATRICES), default="BLOSUM62", show_default=True,
+              help="Substitution score matrix (HMMER's built-in ones; --mxfile is not offered).")
+@_hmmer_threshold_options
+@_hmmer_pipeline_options
+@_skip_long_option
+@_device_option
+def phmmer(seqfile, seqdb, popen, pextend, mx, skip_long, device, gpus, quiet, **shared):
+    """Search each protein sequence of SEQFILE against the protein sequences of SEQDB, as
+    HMMER's phmmer.
+
+    SEQFILE is a protein FASTA file of one or more queries (may be gzipped); SEQDB as for
+    hmmsearch: protein FASTA, a .gsdb from `gpu-search makedb`, or a BLAST protein database.
+    Each query becomes a profile HMM (phmmer's: --mx, --popen, --pextend), searched with
+    hmmsearch's engine; scores, E-values, hits, domains and every output are those of
+    HMMER 3.4's phmmer.  Not offered: --mxfile, --qformat, --tformat, the E-value
+    calibration options (--EmL, --EmN, --EvL, --EvN, --EfL, --EfN, --Eft: HMMER's defaults
+    are used), --hits-out (merge takes hmmsearch's shards only).  A query without
+    residues is refused (phmmer skips it silently).
+    """
+    from . import device as dev
+    from .output import check_outputs
+
+    outputs, cpu, Z = _outputs(shared), shared["cpu"], shared["Z"]
+    check_outputs(*outputs.values())
+    from .hmmer.options import PhmmerOptions
+    from .hmmer.phmmer import build_models, read_queries
+    from .hmmer.report import PHMMER
+    from .seqdb import open_database
+
+    options = _search_options(PhmmerOptions, shared, popen=popen, pextend=pextend, mx=mx)
+    gpu_ids = _parse_gpus(gpus)
+    dev.start_cuda(device, gpu_ids)         # the GPUs' start overlaps reading the inputs
+    queries = read_queries(seqfile)
+    db = open_database(seqdb)
+    db.check_for_hmmsearch(skip_long)       # report bad input before any note about the device
+    hmms = build_models(queries, options, cpu)
+    used = _hmmer_device(device, hmms, db, seqdb, cpu, Z, quiet)
+    run_search(hmms, db, options, hmmfile=seqfile, seqfile=seqdb, **outputs, device=used, cpus=cpu,
+               skip_long=skip_long, gpus=gpu_ids, quiet=quiet, program=PHMMER, queries=queries)
+
+
+def _hmmer_device(device, hmms, db, seqdb, cpus, Z, quiet) -> str:
+    """The device hmmsearch's engine runs on (--device resolved, with auto's choice said on
+    stderr), and the note that a shard's E-values are the whole database's."""
+    from . import device as dev
+
     dev.wait_cuda()
     used = dev.resolve(device, quiet)
     if device == "auto" and used == "gpu":
-        used = _auto_hmmsearch_device(hmms, db, cpu, quiet)
+        used = _auto_hmmsearch_device(hmms, db, cpus, quiet)
     if db.shard and Z is None and not quiet:
         dev.note(f"{seqdb} is shard {db.shard[0]} of {db.shard[1]}: E-values use the whole "
                  f"database's {db.total_seqs:,} sequences (-Z to change)")
-    run_search(hmms, db, options, hmmfile=hmmfile, seqfile=seqdb, output=output, alignment=alignment,
-               tblout=tblout, domtblout=domtblout, pfamtblout=pfamtblout, device=used, cpus=cpu,
-               skip_long=skip_long, gpus=gpu_ids, quiet=quiet, hits_out=hits_out)
+    return used
 
 
 def _auto_hmmsearch_device(hmms, db, cpus, quiet) -> str:
@@ -356,30 +457,43 @@ def _check_cutoffs(hmms, options) -> None:
 
 
 def run_search(hmms, db, options, *, hmmfile, seqfile, output, tblout, domtblout, pfamtblout,
-               device, cpus, skip_long, gpus, quiet, hits_out=None, alignment=None) -> None:
-    """Run hmmsearch and write every output atomically."""
+               device, cpus, skip_long, gpus, quiet, hits_out=None, alignment=None, program=None,
+               queries=None) -> None:
+    """Run hmmsearch's engine and write every output atomically.
+
+    phmmer: ``program`` PHMMER, ``queries`` the query sequences whose models ``hmms`` are
+    (``hmmfile`` then names the query sequence file)."""
+    from .hmmer.report import HMMSEARCH
     from .hmmer.search import hmmsearch as run
     from .progress import Progress
 
-    progress = Progress("hmmsearch", len(hmms), "models", quiet)
+    program = program or HMMSEARCH
+    progress = Progress(program.name, len(hmms), "models" if queries is None else "queries", quiet)
     results = run(hmms, db, options, device=device, cpus=cpus, skip_long=skip_long, gpus=gpus,
                   callback=lambda h, n: progress.update(n))
+    if queries is not None:
+        from .hmmer.phmmer import with_queries
+
+        results = with_queries(queries, results)
     if hits_out:
         from .hmmer.merge import save_results
 
         results = list(results)
         save_results(hits_out, results, hmmfile=hmmfile, seqfile=seqfile, options=options, database=db)
     write_outputs(results, options, hmmfile=hmmfile, seqfile=seqfile, output=output, tblout=tblout,
-                  domtblout=domtblout, pfamtblout=pfamtblout, progress=progress, alignment=alignment)
+                  domtblout=domtblout, pfamtblout=pfamtblout, progress=progress, alignment=alignment,
+                  program=program)
 
 
 def write_outputs(results, options, *, hmmfile, seqfile, output, tblout, domtblout, pfamtblout,
-                  progress=None, alignment=None) -> None:
-    """HMMER's main report and tables from per-model results; all files or none."""
+                  progress=None, alignment=None, program=None) -> None:
+    """HMMER's main report and tables from per-query results; all files or none.
+    ``program``: report.HMMSEARCH (the default) or report.PHMMER."""
     from .hmmer import report
     from .output import OutputSet
 
-    argv_line = " ".join(shlex.quote(a) for a in sys.argv[1:]) or "hmmsearch"
+    program = program or report.HMMSEARCH
+    argv_line = " ".join(shlex.quote(a) for a in sys.argv[1:]) or program.name
     with OutputSet() as outs:
         main_fh = outs.open(output) if output else io.StringIO()
         tables = [(outs.open(path), fmt) for path, fmt in
@@ -387,7 +501,7 @@ def write_outputs(results, options, *, hmmfile, seqfile, output, tblout, domtblo
         ali_fh = outs.open(alignment) if alignment else None
         report.write_header(main_fh, hmmfile, seqfile, options,
                             {"o": output, "A": alignment, "tblout": tblout, "domtblout": domtblout,
-                             "pfamtblout": pfamtblout})
+                             "pfamtblout": pfamtblout}, program=program)
         first = True
         clock = (time.monotonic(), os.times())
         for result in results:
@@ -397,7 +511,7 @@ def write_outputs(results, options, *, hmmfile, seqfile, output, tblout, domtblo
             clock = now
             report.write_query(main_fh, result, options, timing)
             if ali_fh is not None:
-                report.write_alignment(ali_fh, main_fh, result, options, alignment)
+                report.write_alignment(ali_fh, main_fh, result, options, alignment, program=program)
             for fh, fmt in tables:
                 if fh is not None:
                     buf = io.BytesIO()
@@ -409,7 +523,7 @@ def write_outputs(results, options, *, hmmfile, seqfile, output, tblout, domtblo
         report.write_footer(main_fh)
         for fh, _ in tables:
             if fh is not None:
-                report.write_tabular_tail(fh, hmmfile, seqfile, argv_line)
+                report.write_tabular_tail(fh, hmmfile, seqfile, argv_line, program=program)
         if not output:
             sys.stdout.write(main_fh.getvalue())
             sys.stdout.flush()

@@ -1,7 +1,8 @@
-"""hmmsearch's reporting, inclusion, filter and search-space options.
+"""hmmsearch's and phmmer's reporting, inclusion, filter and search-space options.
 
 One object carries what the user set on the command line, with HMMER 3.4's
-defaults, and turns it into pyhmmer ``Pipeline`` keyword arguments.
+defaults, and turns it into pyhmmer ``Pipeline`` keyword arguments; phmmer's
+(:class:`PhmmerOptions`) adds the scoring system its query models are built with.
 """
 
 from __future__ import annotations
@@ -76,3 +77,34 @@ class SearchOptions:
         if self.bit_cutoffs:
             kw["bit_cutoffs"] = self.bit_cutoffs
         return kw
+
+
+# the score matrices HMMER's p7_builder_LoadScoreSystem knows by name (esl_scorematrix.c's
+# built-in protein matrices; --mx takes one of these, spelled as here)
+SCORE_MATRICES = ("PAM30", "PAM70", "PAM120", "PAM240", "BLOSUM45", "BLOSUM50", "BLOSUM62", "BLOSUM80", "BLOSUM90")
+
+
+@dataclass
+class PhmmerOptions(SearchOptions):
+    """phmmer's options: hmmsearch's, and the scoring system each query's model is built
+    with (phmmer.c's defaults and ranges)."""
+
+    popen: float = 0.02                 # gap open probability
+    pextend: float = 0.4                # gap extend probability
+    mx: str = "BLOSUM62"                # substitution score matrix
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not 0 <= self.popen < 0.5:
+            raise OptionError("--popen must be in [0, 0.5)")
+        if not 0 <= self.pextend < 1:
+            raise OptionError("--pextend must be in [0, 1)")
+        if self.mx not in SCORE_MATRICES:
+            raise OptionError(f"--mx {self.mx}: not one of HMMER's matrices ({', '.join(SCORE_MATRICES)})")
+
+    @property
+    def builder_seed(self) -> int:
+        """The seed of the model builder's random numbers: phmmer.c reseeds its builder only
+        for --seed > 0, so --seed 0 (a one-time arbitrary seed for the pipeline) leaves the
+        builder's own 42."""
+        return self.seed if self.seed > 0 else 42

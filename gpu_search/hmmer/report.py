@@ -1,4 +1,4 @@
-"""HMMER 3.4's hmmsearch text reports, written in Python from pyhmmer results.
+"""HMMER 3.4's hmmsearch and phmmer text reports, written in Python from pyhmmer results.
 
 hmmsearch's main output (``-o``) is built from a few HMMER functions; each
 has its Python counterpart here, line for line, so that our report is
@@ -15,6 +15,11 @@ identical to HMMER's:
 
 The tabular tables themselves (--tblout, --domtblout, --pfamtblout) come
 from pyhmmer's ``TopHits.write``, which calls HMMER's own C functions.
+
+phmmer (phmmer.c) writes its reports with the same functions; what differs,
+the banner, two header lines, its scoring options' echo, the "Query:" lines
+of a sequence and the -A file's names, is a :class:`Program` parameter
+(HMMSEARCH or PHMMER) of the writers here.
 
 Numbers are formatted with Python's ``%`` operator, which follows C's
 printf (``%9.2g``, ``%6.1f``...) and rounds the same way.  Widths count
@@ -41,8 +46,6 @@ from dataclasses import dataclass
 from .. import __version__
 from .options import SearchOptions
 
-PROGRAM = "hmmsearch"
-PROGRAM_PURPOSE = "search profile(s) against a sequence database"
 HMMER_VERSION = "3.4"
 HMMER_DATE = "Aug 2023"
 HMMER_URL = "http://hmmer.org/"
@@ -63,20 +66,39 @@ def one_line(text: str) -> str:
     return text.replace("\r", "\\r").replace("\n", "\\n")
 
 MIN_ALIGNMENT_WIDTH = 40    # p7_tophits_Domains() passes 40 to p7_alidisplay_Print()
-DEFAULTS = SearchOptions()
+
+
+@dataclass(frozen=True)
+class Program:
+    """What a HMMER program's reports say of it, where phmmer's differ from hmmsearch's."""
+
+    name: str               # the banner's and the tabular tail's program name
+    purpose: str            # the banner's text after "::"
+    query_file: str         # output_header()'s line naming the query file
+    msa_file: str           # output_header()'s line naming the -A file
+
+
+HMMSEARCH = Program("hmmsearch", "search profile(s) against a sequence database",
+                    "# query HMM file:                  ", "# MSA of all hits saved to file:   ")
+PHMMER = Program("phmmer", "search a protein sequence against a protein database",
+                 "# query sequence file:             ", "# MSA of hits saved to file:       ")
+PROGRAM = HMMSEARCH.name
+PROGRAM_PURPOSE = HMMSEARCH.purpose
 
 
 # ---------------------------------------------------------------------------
 # Header and footer
 # ---------------------------------------------------------------------------
 
-# hmmsearch's option defaults as the text of its option table.  HMMER echoes
-# an option (esl_opt_IsUsed) when it is on and its text differs from this
-# text: "-E 10" is echoed, "-E 10.0" is not; options without a default text
-# (-T, -Z, the switches...) are echoed whenever given.
+# hmmsearch's and phmmer's option defaults as the text of their option tables.
+# HMMER echoes an option (esl_opt_IsUsed) when it is on and its text differs
+# from this text: "-E 10" is echoed, "-E 10.0" is not; options without a
+# default text (-T, -Z, the switches...) are echoed whenever given.  The last
+# three are phmmer's alone.
 HMMER_DEFAULT_TEXT = {
     "E": "10.0", "domE": "10.0", "incE": "0.01", "incdomE": "0.01",
     "F1": "0.02", "F2": "1e-3", "F3": "1e-5", "textw": "120", "seed": "42", "cpu": "2",
+    "popen": "0.02", "pextend": "0.4", "mx": "BLOSUM62",
 }
 
 
@@ -117,37 +139,41 @@ def _is_used(options: SearchOptions, name: str) -> bool:
         return False                    # set by --max itself, not by the user
     if name == "textw" and options.notextw:
         return False
-    return getattr(options, name) != getattr(DEFAULTS, name)
+    # (the defaults of the options' own class: phmmer's options add its scoring system)
+    return getattr(options, name) != getattr(type(options)(), name)
 
 
 def write_header(fh, hmmfile: str, seqfile: str, options: SearchOptions,
-                 outputs: dict[str, str | None] | None = None) -> None:
-    """Write hmmsearch's banner and option echo (hmmsearch.c ``output_header``).
+                 outputs: dict[str, str | None] | None = None, program: Program = HMMSEARCH) -> None:
+    """Write hmmsearch's or phmmer's banner and option echo (``output_header`` of
+    hmmsearch.c or phmmer.c).
 
     Args:
         fh: text stream.
-        hmmfile: the query HMM file as named on the command line.
+        hmmfile: the query file (HMMs, or phmmer's sequences) as named on the command line.
         seqfile: the target database as named on the command line.
-        options: the search options; those given are echoed, in hmmsearch's order.
+        options: the search options; those given are echoed, in the program's order
+            (phmmer's: its --popen, --pextend and --mx after --textw).
         outputs: output files, keys ``"o"``, ``"A"``, ``"tblout"``, ``"domtblout"``,
             ``"pfamtblout"`` (missing or None: not written).
+        program: HMMSEARCH or PHMMER.
     """
     outputs = outputs or {}
     used = lambda name: _is_used(options, name)     # noqa: E731
     lines = [
-        f"# {PROGRAM} :: {PROGRAM_PURPOSE}",
+        f"# {program.name} :: {program.purpose}",
         f"# HMMER {HMMER_VERSION} ({HMMER_DATE}); {HMMER_URL}",
         f"# computed by {PROVENANCE}: HMMER {HMMER_VERSION}'s results",
         f"# {HMMER_COPYRIGHT}",
         f"# {HMMER_LICENSE}",
         DASHES,
-        "# query HMM file:                  %s" % one_line(hmmfile),
+        program.query_file + one_line(hmmfile),
         "# target sequence database:        %s" % one_line(seqfile),
     ]
     if outputs.get("o"):
         lines.append("# output directed to file:         %s" % one_line(outputs["o"]))
     if outputs.get("A"):
-        lines.append("# MSA of all hits saved to file:   %s" % one_line(outputs["A"]))
+        lines.append(program.msa_file + one_line(outputs["A"]))
     if outputs.get("tblout"):
         lines.append("# per-seq hits tabular output:     %s" % one_line(outputs["tblout"]))
     if outputs.get("domtblout"):
@@ -162,6 +188,13 @@ def write_header(fh, hmmfile: str, seqfile: str, options: SearchOptions,
         lines.append("# max ASCII text line length:      unlimited")
     if used("textw"):
         lines.append("# max ASCII text line length:      %d" % options.textw)
+    if program is PHMMER:
+        if used("popen"):
+            lines.append("# gap open probability:            %f" % options.popen)
+        if used("pextend"):
+            lines.append("# gap extend probability:          %f" % options.pextend)
+        if used("mx"):
+            lines.append("# subst score matrix (built-in):   %s" % options.mx)
     if used("E"):
         lines.append("# sequence reporting threshold:    E-value <= %g" % options.E)
     if used("T"):
@@ -212,14 +245,15 @@ def write_header(fh, hmmfile: str, seqfile: str, options: SearchOptions,
 
 
 def write_footer(fh) -> None:
-    """Write the ``[ok]`` that ends a complete hmmsearch report."""
+    """Write the ``[ok]`` that ends a complete hmmsearch or phmmer report."""
     fh.write("[ok]\n")
 
 
-def write_tabular_tail(fh, qfile: str, tfile: str, options_line: str) -> None:
+def write_tabular_tail(fh, qfile: str, tfile: str, options_line: str, program: Program = HMMSEARCH) -> None:
     """Write the comment lines that end a tabular output (``p7_tophits_TabularTail``).
 
     Args:
+        program: HMMSEARCH or PHMMER, the "# Program:" line's name.
         qfile: the query file as named on the command line.
         tfile: the target file as named on the command line.
         options_line: the command line as HMMER spoofs it
@@ -227,7 +261,7 @@ def write_tabular_tail(fh, qfile: str, tfile: str, options_line: str) -> None:
             arguments, each followed by one space).
     """
     fh.write("#\n")
-    fh.write("# Program:         %s\n" % PROGRAM)
+    fh.write("# Program:         %s\n" % program.name)
     fh.write("# Version:         %s (%s)\n" % (HMMER_VERSION, HMMER_DATE))
     fh.write("# Computed by:     %s\n" % PROVENANCE)
     fh.write("# Pipeline mode:   %s\n" % "SEARCH")
@@ -262,24 +296,34 @@ class Timing:
 def write_query(fh, result, options: SearchOptions, timing: Timing | None = None) -> None:
     """Write one query's report: header lines, hit list, domains, statistics, ``//``.
 
-    As hmmsearch.c's loop over queries: the "Query:" lines, then
+    As hmmsearch.c's and phmmer.c's loops over queries: the "Query:" lines, then
     p7_tophits_Targets, two newlines, p7_tophits_Domains, two newlines,
     p7_pli_Statistics and "//".
 
     Args:
         result: a ``SearchResult`` (``hmm``, thresholded and sorted pyhmmer
-            ``hits``, pipeline ``stats``).
+            ``hits``, pipeline ``stats``); phmmer's also has the ``query``
+            sequence (:class:`gpu_search.hmmer.phmmer.Query`), whose lines phmmer prints.
         options: the search options (--acc, --noali, --textw, --notextw).
         timing: our own timings for the "# CPU time" and "# Mc/sec" lines
             (zeros if not given).
     """
     hmm = result.hmm
     textw = 0 if options.notextw else options.textw
-    fh.write("Query:       %s  [M=%d]\n" % (hmm.name, hmm.M))
-    if hmm.accession is not None:
-        fh.write("Accession:   %s\n" % hmm.accession)
-    if hmm.description is not None:
-        fh.write("Description: %s\n" % hmm.description)
+    query = getattr(result, "query", None)
+    if query is not None:
+        # phmmer.c prints the sequence's own name, length, accession and description
+        fh.write("Query:       %s  [L=%d]\n" % (query.name, query.length))
+        if query.accession:
+            fh.write("Accession:   %s\n" % query.accession)
+        if query.description:
+            fh.write("Description: %s\n" % query.description)
+    else:
+        fh.write("Query:       %s  [M=%d]\n" % (hmm.name, hmm.M))
+        if hmm.accession is not None:
+            fh.write("Accession:   %s\n" % hmm.accession)
+        if hmm.description is not None:
+            fh.write("Description: %s\n" % hmm.description)
     _write_targets(fh, result.hits, textw, options.acc)
     fh.write("\n\n")
     _write_domains(fh, hmm, result.hits, textw, options.acc, not options.noali)
@@ -288,16 +332,18 @@ def write_query(fh, result, options: SearchOptions, timing: Timing | None = None
     fh.write("//\n")
 
 
-def write_alignment(afh, fh, result, options: SearchOptions, path: str) -> None:
+def write_alignment(afh, fh, result, options: SearchOptions, path: str, program: Program = HMMSEARCH) -> None:
     """-A: the multiple alignment of one query's included domains, and the report's line
-    about it (after the query's ``//``), as hmmsearch.c does: p7_tophits_Alignment with every
-    consensus column (residues outside the domains trimmed), named, accessioned and described
-    as the model; Stockholm, or Pfam's one-block Stockholm with --notextw.  A query without
-    an included domain writes nothing there and says so.  The author line says HMMER's
-    hmmsearch, and gpu-search, computed it.
+    about it (after the query's ``//``), as hmmsearch.c and phmmer.c do: p7_tophits_Alignment
+    with every consensus column (residues outside the domains trimmed), named, accessioned
+    and described as the model (phmmer: the model's name, the query sequence's accession and
+    description where not empty); Stockholm, or Pfam's one-block Stockholm with --notextw.
+    A query without an included domain writes nothing there and says so.  The author line
+    says HMMER's program, and gpu-search, computed it.
 
     Args:
         afh: the -A file (text); fh: the main report; path: the -A file's name as given.
+        program: HMMSEARCH or PHMMER.
     """
     hits, hmm = result.hits, result.hmm
     n = sum(1 for hit in hits if hit.included for domain in hit.domains if domain.included)
@@ -306,9 +352,14 @@ def write_alignment(afh, fh, result, options: SearchOptions, path: str) -> None:
         return
     msa = hits.to_msa(hmm.alphabet, trim=True, all_consensus_cols=True)
     msa.name = hmm.name
-    msa.accession = hmm.accession
-    msa.description = hmm.description
-    msa.author = f"hmmsearch (HMMER {HMMER_VERSION}; computed by {PROVENANCE})".encode()
+    query = getattr(result, "query", None)
+    if query is not None:
+        msa.accession = query.accession or None
+        msa.description = query.description or None
+    else:
+        msa.accession = hmm.accession
+        msa.description = hmm.description
+    msa.author = f"{program.name} (HMMER {HMMER_VERSION}; computed by {PROVENANCE})".encode()
     buf = io.BytesIO()
     msa.write(buf, "pfam" if options.notextw else "stockholm")
     afh.write(buf.getvalue().decode("utf-8", "replace"))
