@@ -339,9 +339,123 @@ def test_skip_long_sequences(tmp_path):
     assert stable(tmp_path / "t") == stable(TEST_DATA / "four-models.tblout")
 
 
+# --- phmmer ---------------------------------------------------------------------------------
+
+# phmmer's lines that name the query file (the rest of VARYING is hmmsearch's and phmmer's)
+PHMMER_VARYING = VARYING + ("# query sequence file", "# MSA of hits saved to file")
+
+
+def phmmer_oracle():
+    """HMMER 3.4's phmmer (tests/helpers/oracle/phmmer_oracle.c); the test skips where it
+    cannot be built."""
+    from oracle.build import build, missing
+
+    exe = build("phmmer_oracle")
+    if exe is None:
+        pytest.skip(f"cannot build the HMMER oracle: {missing()}")
+    return exe
+
+
+def phmmer_stable(text: str) -> list[str]:
+    return [l for l in text.splitlines() if not l.startswith(PHMMER_VARYING + PROVENANCE)]
+
+
+@pytest.mark.parametrize("device", ["cpu", "reference"])
+def test_phmmer_readme_example_equals_hmmer(device, tmp_path):
+    """The README's phmmer example, with every output: each equal to HMMER 3.4's phmmer's
+    (the oracle), and the README's numbers (3 hits, each query itself)."""
+    outputs = ["--tblout", "t", "--domtblout", "d", "--pfamtblout", "p", "-o", "o", "-A", "a"]
+    queries, db = TEST_DATA / "blastp-queries.faa", TEST_DATA / "proteome.faa"
+    (tmp_path / "hmmer").mkdir()
+    (tmp_path / "ours").mkdir()
+    proc = subprocess.run([str(phmmer_oracle()), *outputs, str(queries), str(db)], capture_output=True, text=True,
+                          cwd=tmp_path / "hmmer")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    r = run("phmmer", "--device", device, "--quiet", *outputs, queries, db, cwd=tmp_path / "ours")
+    assert r.returncode == 0, r.stderr
+    for name in ("t", "d", "p", "o"):
+        assert phmmer_stable((tmp_path / "ours" / name).read_text()) == \
+            phmmer_stable((tmp_path / "hmmer" / name).read_text()), name
+    assert alignment_lines(tmp_path / "ours" / "a") == [
+        "#=GF AU" if l.startswith("#=GF AU ") else l for l in (tmp_path / "hmmer" / "a").read_text().splitlines()]
+    rows = [l.split() for l in (tmp_path / "ours" / "t").read_text().splitlines() if not l.startswith("#")]
+    assert [(row[0] == row[2], row[4]) for row in rows] == [(True, "1.2e-82"), (True, "0"), (True, "0")]
+
+
+def test_phmmer_stdout_report_and_gzip_inputs(tmp_path):
+    """Queries and database gzipped, the report on stdout: HMMER's report of the plain files."""
+    queries_gz = tmp_path / "q.faa.gz"
+    queries_gz.write_bytes(gzip.compress((TEST_DATA / "blastp-queries.faa").read_bytes()))
+    db_gz = tmp_path / "p.faa.gz"
+    db_gz.write_bytes(gzip.compress((TEST_DATA / "proteome.faa").read_bytes()))
+    proc = subprocess.run([str(phmmer_oracle()), "--noali", str(TEST_DATA / "blastp-queries.faa"),
+                           str(TEST_DATA / "proteome.faa")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    r = run("phmmer", "--device", "cpu", "--noali", queries_gz, db_gz)
+    assert r.returncode == 0, r.stderr
+    assert phmmer_stable(r.stdout) == phmmer_stable(proc.stdout)
+    assert r.stdout.count("Query:       ") == 3
+
+
+def phmmer_bad_inputs(tmp: Path):
+    """(name, query file, database, extra args, exit code, words in the message)."""
+    faa = TEST_DATA / "proteome.faa"
+
+    def write(name, content):
+        p = tmp / name
+        p.write_text(content)
+        return p
+
+    return [
+        ("missing query file", tmp / "nope.faa", faa, [], 3, "no such file"),
+        ("query file a directory", tmp, faa, [], 3, "directory"),
+        ("empty query file", write("e.faa", ""), faa, [], 4, "empty"),
+        ("query file not FASTA", write("x.faa", "hello world\n"), faa, [], 5, "not FASTA"),
+        ("HMM file as queries", TEST_DATA / "Thioesterase.hmm", faa, [], 5,
+         "is a profile HMM file, not protein FASTA (phmmer searches with sequences; search with HMMs by hmmsearch)"),
+        ("nucleotide queries", write("n.faa", ">a\n" + "ACGTTGCAACGTGGCATTAGC" * 5 + "\n"), faa, [], 6, "nucleotide"),
+        ("query without residues", write("z.faa", ">a\nACDEFGH\n>b\n"), faa, [], 7, "'b' is empty"),
+        ("empty database", TEST_DATA / "blastp-queries.faa", write("ed.faa", ""), [], 4, "empty"),
+        ("gap open out of range", TEST_DATA / "blastp-queries.faa", faa, ["--popen", "0.5"], 2,
+         "--popen must be in [0, 0.5)"),
+        ("gap extend out of range", TEST_DATA / "blastp-queries.faa", faa, ["--pextend", "-0.1"], 2,
+         "--pextend must be in [0, 1)"),
+        ("gpu asked, none", TEST_DATA / "blastp-queries.faa", faa, ["--device", "gpu"], 8, "no usable GPU"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(11))
+def test_phmmer_bad_input_one_line_exit_code_no_output(case, tmp_path):
+    name, seqfile, seqdb, extra, code, words = phmmer_bad_inputs(tmp_path)[case]
+    if name == "gpu asked, none":
+        from gpu_search.device import gpu_status
+
+        if gpu_status()[0]:
+            pytest.skip("a GPU is usable here")
+    out = tmp_path / "out"
+    out.mkdir()
+    r = run("phmmer", *extra, "--tblout", out / "t.tbl", "-A", out / "a.sto", "-o", out / "main.txt", seqfile, seqdb)
+    assert r.returncode == code, (name, r.returncode, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gpu-search: error:"), (name, r.stderr)
+    assert words in lines[0], (name, lines[0])
+    assert "Traceback" not in r.stderr
+    assert list(out.iterdir()) == [], f"{name}: output left behind"
+
+
+def test_phmmer_unknown_matrix_is_an_option_error(tmp_path):
+    """--mx takes HMMER's built-in matrices only (click's usage error, exit 2, naming them)."""
+    r = run("phmmer", "--mx", "BLOSUM100", "-o", tmp_path / "o", TEST_DATA / "blastp-queries.faa",
+            TEST_DATA / "proteome.faa")
+    assert r.returncode == 2 and "Invalid value for '--mx'" in r.stderr and "BLOSUM62" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and list(tmp_path.iterdir()) == []
+
+
 def test_help_lists_exit_codes_and_info_runs():
     r = run("hmmsearch", "--help")
     assert r.returncode == 0 and "Exit codes" in r.stdout and "--domtblout" in r.stdout
+    r = run("phmmer", "--help")
+    assert r.returncode == 0 and "Exit codes" in r.stdout and "--popen" in r.stdout and "--cut_ga" not in r.stdout
     r = run("info")
     assert r.returncode == 0 and "HMMER        3.4" in r.stdout and "GPU" in r.stdout
 
