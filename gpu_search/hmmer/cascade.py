@@ -151,6 +151,18 @@ def bias_margin(fwd: np.ndarray, L: np.ndarray) -> np.ndarray:
     return L * np.maximum(np.abs(np.asarray(fwd, np.float64)), 8.0) * BIAS_SETTLE_ULPS + BIAS_SETTLE_NATS
 
 
+def load_bias_filter(prof, db, tables: "LengthTables", bg_freq, degeneracy) -> None:
+    """Score one sequence with the CPU bias filter, so that its compiled loop is loaded (numba
+    imported, its machine code read from the cache: about half a second on a GPU host) before
+    the first batch needs it; run on a helper thread while the first kernels load.  Errors are
+    left to the real first use, which reports them."""
+    try:
+        _bias_filter_cpu(prof, bg_freq, degeneracy, db.residues, db.offsets, db.lengths,
+                         np.zeros(1, np.int64), length_terms=tables.bias_terms)
+    except Exception:
+        pass
+
+
 class BiasScores:
     """The bias filter's scores of the MSV survivors, exact wherever a decision needs them.
 

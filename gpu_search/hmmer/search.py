@@ -31,7 +31,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from ..seqdb import SequenceDB, amino_degeneracy
-from .cascade import LengthTables, Stopped, run_cascade_batch
+from .cascade import LengthTables, Stopped, load_bias_filter, run_cascade_batch
 from .options import SearchOptions
 from .profile import FilterProfile
 
@@ -187,7 +187,15 @@ class Finisher:
     survivors already passed MSV, bias and Viterbi filters, so F1 = F2 = 1 (MSV lets
     all through, the Viterbi filter is skipped); the bias filter stays on, since
     Forward's P-value uses its score.
+
+    A database sequence becomes a pyhmmer ``DigitalSequence`` once, the first time it
+    survives, and is reused for every later model it survives (with many homologs each
+    sequence survives many models): building one holds the interpreter lock, which the
+    filter threads and the report need too.  The sequences kept are bounded by
+    CACHED_RESIDUES; beyond it a piece's sequences are built for it alone.
     """
+
+    CACHED_RESIDUES = 1 << 28
 
     def __init__(self, db: SequenceDB, alphabet, background, kwargs: dict):
         self.db = db
@@ -195,6 +203,8 @@ class Finisher:
         self.background = background
         self.kwargs = dict(kwargs, F1=1.0, F2=1.0)
         self._local = threading.local()
+        self._sequences: dict[int, object] = {}
+        self._cached_residues = 0
 
     def _pipeline(self):
         pipeline = getattr(self._local, "pipeline", None)
@@ -204,10 +214,26 @@ class Finisher:
             pipeline = self._local.pipeline = Pipeline(self.alphabet, background=self.background, **self.kwargs)
         return pipeline
 
+    def block(self, survivors: np.ndarray):
+        """The survivors as one pyhmmer ``DigitalSequenceBlock``, in the order given."""
+        from pyhmmer.easel import DigitalSequenceBlock
+
+        cache = self._sequences
+        ids = survivors.tolist()
+        missing = [i for i in ids if i not in cache]
+        if missing:
+            made = dict(zip(missing, self.db.digital_block(missing, self.alphabet)))
+            if self._cached_residues > self.CACHED_RESIDUES:
+                return DigitalSequenceBlock(self.alphabet, [made[i] if i in made else cache[i] for i in ids])
+            for i, seq in made.items():
+                cache.setdefault(i, seq)      # (another thread may have made it too: either is right)
+            self._cached_residues += int(self.db.lengths[missing].sum())
+        return DigitalSequenceBlock(self.alphabet, [cache[i] for i in ids])
+
     def __call__(self, hmm, survivors: np.ndarray):
         """(TopHits of ``hmm`` over the database sequences ``survivors``, seconds taken)."""
         t = time.perf_counter()
-        block = self.db.digital_block(survivors, self.alphabet)
+        block = self.block(survivors)
         pipeline = self._pipeline()
         try:
             hits = pipeline.search_hmm(hmm, block)
@@ -261,8 +287,15 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
     bg = Background(first.alphabet)
     bg_freq = np.asarray(bg.residue_frequencies, dtype=np.float32)
     degeneracy = amino_degeneracy()
-    tables = LengthTables(db, searched, FilterProfile.from_hmm(first, bg))
+    first_prof = FilterProfile.from_hmm(first, bg)
+    tables = LengthTables(db, searched, first_prof)
     finish = Finisher(db, first.alphabet, bg, kwargs)
+    # the bias filter's compiled loop loads while the first batch's kernels do (it settles the
+    # GPU's scores near a threshold, and the first batch has some)
+    loading = threading.Thread(target=load_bias_filter, args=(first_prof, db, tables, bg_freq, degeneracy),
+                               name="bias-load", daemon=True)
+    if options.bias_filter and db.n_seqs:
+        loading.start()
     batch_key = getattr(backend, "batch_key", lambda M: None)
 
     stop = threading.Event()      # the kill switch: batches being filtered end at their next stage
@@ -352,7 +385,9 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
                 fill()
                 while handed in started and finished(started[handed]):
                     yield hand_on()
-                if ahead and len(started) + BATCH_MODELS <= window:
+                # (the oldest model not handed on is always started, even past a full window:
+                # a batch may have taken later models of its geometry past it)
+                if ahead and (len(started) + BATCH_MODELS <= window or handed not in started):
                     start_batch()
                 elif handed in started:
                     yield hand_on()
@@ -363,6 +398,8 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
             # batches being filtered end at their next stage, rather than run to the end
             # (kill switch); leaving the pools waits only for that
             stop.set()
+            if loading.is_alive():
+                loading.join()
             for _, fut, j in started.values():
                 if fut.cancel():
                     continue

@@ -237,12 +237,6 @@ def test_header_echoes_scoring_options_as_phmmer():
         "# - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "search.py's _search_filtered with cpus=1: its window of models in flight is one batch "
-    "(BATCH_MODELS), so when a batch took models of one kernel geometry past a model of another "
-    "(phmmer's queries of other lengths), the loop finds the window full and the next model to "
-    "hand on not started, and ends: the later models are silently left out (hmmsearch's too). "
-    "Starting a batch whenever the next model to hand on is not started would fix it."))
 def test_one_cpu_with_gpu_batches_reports_every_query(queries):
     """--cpu 1 on the GPU's batching (the reference filters, batched by the GPU's kernel
     geometry of each query's length): every query still has its result."""

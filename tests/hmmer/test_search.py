@@ -353,3 +353,59 @@ def test_forward_reference_close_to_hmmer(data_dir, proteome, proteome_path, fil
     o = run_filters_oracle(filters_oracle, path, proteome_path)[hmm.name]
     f = reference.forward_score(FilterProfile.from_hmm(hmm), proteome.residues, proteome.offsets, proteome.lengths)
     assert np.max(np.abs(f - o["fwd"])) < 1e-3
+
+
+def test_finisher_builds_each_survivor_once(data_dir, proteome, monkeypatch):
+    """The finishing stage's blocks hold the survivors asked for, in that order, as
+    ``digital_block`` makes them; a sequence that survives again is the same object (built
+    once); past the cache's bound a piece's new sequences are built for it alone; and the
+    finished hits are those of a block built afresh."""
+    from pyhmmer.plan7 import Background, Pipeline
+
+    hmm = read_hmms(data_dir / "hmms" / "txt" / "Thioesterase.hmm")[0]
+    bg = Background(hmm.alphabet)
+    kwargs = SearchOptions().pipeline_kwargs(float(proteome.n_seqs))
+    finish = search.Finisher(proteome, hmm.alphabet, bg, kwargs)
+    built = []
+    real = proteome.digital_block
+    monkeypatch.setattr(proteome, "digital_block", lambda idx, abc=None: built.extend(idx) or real(idx, abc))
+
+    def same(block, idx):
+        fresh = real(idx, hmm.alphabet)
+        return [(s.name, s.description, bytes(s.sequence)) for s in block] == \
+               [(s.name, s.description, bytes(s.sequence)) for s in fresh]
+
+    first = np.array([5, 3, 200, 7])
+    block = finish.block(first)
+    assert same(block, first) and sorted(built) == [3, 5, 7, 200]
+    again = finish.block(np.array([7, 9, 5]))
+    assert same(again, [7, 9, 5]) and sorted(built) == [3, 5, 7, 9, 200]
+    assert again[0] is block[3] and again[2] is block[0]
+    monkeypatch.setattr(search.Finisher, "CACHED_RESIDUES", 0)      # the bound passed
+    past = finish.block(np.array([11, 5]))
+    assert same(past, [11, 5]) and past[1] is block[0] and 11 not in finish._sequences
+    hits, _ = finish(hmm, np.arange(0, proteome.n_seqs, 2))
+    pipeline = Pipeline(hmm.alphabet, background=bg, **dict(kwargs, F1=1.0, F2=1.0))
+    expected = pipeline.search_hmm(hmm, real(np.arange(0, proteome.n_seqs, 2), hmm.alphabet))
+    assert [(h.name, h.score, h.evalue) for h in hits] == [(h.name, h.score, h.evalue) for h in expected]
+    assert len(hits) > 0
+
+
+@pytest.mark.parametrize("cpus", [1, 2])
+def test_few_cpus_and_batches_of_one_geometry_keep_every_model(data_dir, proteome, cpus):
+    """With one or two CPUs the window of models in flight is one or two batches wide; a batch
+    takes the models of its kernel geometry from further on, past models of another: every
+    model is still searched and handed on, in order (models were left out, silently)."""
+    from gpu_search.hmmer.gpu.geometry import msv_geometry
+
+    small = read_hmms(data_dir / "hmms" / "txt" / "Thioesterase.hmm")
+    large = read_hmms(data_dir / "hmms" / "txt" / "LuxC.hmm")
+    assert msv_geometry(small[0].M).G != msv_geometry(large[0].M).G
+    hmms = (small + large + large) * 30
+    db = proteome.subset(range(60))
+    backend = search.make_backend("reference", db)
+    backend.batch_key = lambda M: msv_geometry(M).G
+    got = list(search.hmmsearch(hmms, db, device="reference", backend=backend, cpus=cpus))
+    assert [r.hmm.name for r in got] == [h.name for h in hmms]
+    cpu = list(search.hmmsearch(hmms[:3], db, device="cpu", cpus=2))
+    assert tables(got[:3]) == tables(cpu)
