@@ -1,4 +1,4 @@
-"""The one way a CUDA kernel file becomes callable functions: NVRTC through CuPy.
+"""The one way a CUDA kernel file becomes callable functions: NVRTC, loaded through CuPy.
 
 Every kernel of both searches (HMMER's filters.cu and forward.cu, blastp's
 ungapped.cu, order.cu and gapped.cu) is compiled here at run time, with its
@@ -11,7 +11,9 @@ The compile-time constants become ``#define`` lines before the source
 (:func:`source_with_defines` says why), then ``#line 1 "<file>"`` so that
 NVRTC's messages name the real file and line; the file's folder is on the
 include path (filters.cu and forward.cu include groups.cuh).  A shape compiled ahead of
-time for the device's architecture (:mod:`.compiled`) is loaded from its cubin instead.
+time for the device's architecture (:mod:`.compiled`) is loaded from its cubin instead;
+any other shape is compiled to a cubin once a host and kept in CuPy's cache folder
+(:func:`_host_cubin`), so that a later run loads it without calling NVRTC.
 
 CuPy keeps what NVRTC made (ours and its own array operations') in a folder it must be able
 to write, CUPY_CACHE_DIR or ``~/.cupy/kernel_cache``, and fails where it cannot (a container
@@ -25,6 +27,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -98,17 +101,60 @@ def _compiled(path: Path, options: tuple, names: tuple, device_id: int) -> tuple
     source, flags = source_with_defines(path.read_text(), options, path.name)
     flags = (compiled.STD, *flags)
     with cp.cuda.Device(device_id):
-        # compiled ahead of time for this architecture (a container image's build): no NVRTC
-        cubin = (compiled.cubin_path(source, flags, path.parent, cp.cuda.Device(device_id).compute_capability)
-                 if compiled.FOLDER.is_dir() else None)
-        if cubin is not None and cubin.exists():
+        arch = cp.cuda.Device(device_id).compute_capability
+        # compiled ahead of time for this architecture (a container image's build), or by an
+        # earlier run on this host: no NVRTC
+        ahead = compiled.cubin_path(source, flags, path.parent, arch) if compiled.FOLDER.is_dir() else None
+        here = _host_cubin(source, flags, path.parent, arch)
+        for cubin in (ahead, here):
+            if cubin is not None and cubin.exists():
+                try:
+                    module = cp.RawModule(path=str(cubin))
+                    return tuple(module.get_function(name) for name in names)
+                except cp.cuda.driver.CUDADriverError:
+                    pass           # a cubin this driver cannot load: compiled again below
+        module = None
+        if here is not None:
             try:
-                module = cp.RawModule(path=str(cubin))
-                return tuple(module.get_function(name) for name in names)
-            except cp.cuda.driver.CUDADriverError:
-                pass               # a cubin this driver cannot load: compiled below as usual
-        module = cp.RawModule(code=source, options=(*flags, f"-I{path.parent}"))
+                data = compiled.compile_cubin(source, flags, path.parent, arch, path.name)
+                tmp = here.with_name(f"{here.name}.tmp{os.getpid()}.{threading.get_ident()}")
+                tmp.write_bytes(data)
+                os.replace(tmp, here)       # whole or not at all (other threads and runs read it)
+                module = cp.RawModule(path=str(here))
+            except Exception:
+                module = None       # NVRTC's error, or no room to save: CuPy compiles it and says why
+        if module is None:
+            module = cp.RawModule(code=source, options=(*flags, f"-I{path.parent}"))
         return tuple(module.get_function(name) for name in names)
+
+
+def _host_cubin(source: str, flags: tuple, folder: Path, arch: str) -> Path | None:
+    """Where this host keeps a kernel shape NVRTC compiled for it: a folder of CuPy's kernel
+    cache, each cubin named as the ahead-of-time ones are, plus NVRTC's version (a new NVRTC
+    compiles again).  None where NVRTC's bindings or the folder are missing.
+
+    A cubin loaded directly costs no NVRTC call at all, where CuPy's own cache, reached through
+    ``RawModule(code=...)``, first compiles an empty program once a process for each set of
+    options (to learn NVRTC's version): 0.1-0.4 s before a run's first kernel on an H200.
+    """
+    version = _nvrtc_version()
+    if version is None:
+        return None
+    top = Path(os.environ.get("CUPY_CACHE_DIR", os.path.expanduser("~/.cupy/kernel_cache"))) / "gpu-search"
+    try:
+        top.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return top / f"{compiled.key(source, flags, folder, arch)}.sm_{arch}.nvrtc{version[0]}.{version[1]}.cubin"
+
+
+def _nvrtc_version() -> tuple | None:
+    try:
+        from cupy_backends.cuda.libs import nvrtc
+
+        return tuple(nvrtc.getVersion())
+    except Exception:           # (CuPy without NVRTC: its own compile path reports that)
+        return None
 
 
 def clear_cache() -> None:

@@ -10,6 +10,7 @@ import re
 import sys
 import tempfile
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -132,6 +133,7 @@ def test_loader_compiles_once_per_device(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path / "kernel_cache"))
     gpu.loader.clear_cache()
+    monkeypatch.setattr(gpu.loader, "_nvrtc_version", lambda: None)     # no NVRTC: CuPy compiles
     kernel = tmp_path / "k.cu"
     kernel.write_text('extern "C" __global__ void a() {}\n')
     try:
@@ -159,6 +161,73 @@ def test_loader_compiles_once_per_device(tmp_path, monkeypatch):
     finally:
         gpu.loader.clear_cache()
     assert loaded == [(str(cubin), 0)] and compiled[-1][0].startswith("#define X 4\n")
+
+
+def test_loader_keeps_what_nvrtc_made_for_later_runs(tmp_path, monkeypatch):
+    """A shape without an ahead-of-time cubin is compiled by NVRTC to a cubin once a host, saved
+    in CuPy's cache folder under a name holding NVRTC's version, and loaded from there by later
+    runs (a fresh process: the loader's memory cleared) without NVRTC; a newer NVRTC compiles
+    it again; where NVRTC fails, CuPy's own compile path runs (and reports the error)."""
+    nvrtc_calls, loaded, cupy_compiled = [], [], []
+
+    class RawModule:
+        def __init__(self, code=None, options=(), path=None):
+            (loaded.append(Path(path).read_bytes()) if path is not None else cupy_compiled.append(code))
+
+        def get_function(self, name):
+            return name
+
+    class Device:
+        compute_capability = "90"
+
+        def __init__(self, device_id):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            pass
+
+    def compile_cubin(source, flags, folder, arch, name):
+        nvrtc_calls.append((source, arch))
+        if "broken" in source:
+            raise RuntimeError("NVRTC: error")
+        return b"cubin of " + source.encode()
+
+    cupy = types.SimpleNamespace(RawModule=RawModule, cuda=types.SimpleNamespace(Device=Device))
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path / "kernel_cache"))
+    monkeypatch.setattr(gpu.compiled, "FOLDER", tmp_path / "none")
+    monkeypatch.setattr(gpu.compiled, "compile_cubin", compile_cubin)
+    version = [(12, 4)]
+    kernel = tmp_path / "k.cu"
+    kernel.write_text('extern "C" __global__ void a() {}\n')
+
+    def fresh_run(options):
+        gpu.loader.clear_cache()
+        monkeypatch.setattr(gpu.loader, "_nvrtc_version", lambda: version[0])
+        try:
+            return gpu.load_functions(kernel, options, ("a",), 0)
+        finally:
+            gpu.loader.clear_cache()
+
+    assert fresh_run(("-DX=1",)) == ("a",)
+    assert len(nvrtc_calls) == 1 and loaded == [b"cubin of " + nvrtc_calls[0][0].encode()]
+    saved = list((tmp_path / "kernel_cache" / "gpu-search").iterdir())
+    assert [p.name.endswith(".sm_90.nvrtc12.4.cubin") for p in saved] == [True]
+    fresh_run(("-DX=1",))                       # a later run: loaded, not compiled
+    assert len(nvrtc_calls) == 1 and len(loaded) == 2 and loaded[1] == loaded[0]
+    fresh_run(("-DX=2",))                       # another shape: compiled once
+    assert len(nvrtc_calls) == 2 and len(saved) + 1 == len(list(saved[0].parent.iterdir()))
+    version[0] = (12, 8)                        # a newer NVRTC: compiled again
+    fresh_run(("-DX=1",))
+    assert len(nvrtc_calls) == 3 and cupy_compiled == []
+    kernel.write_text("broken\n")             # NVRTC fails: CuPy's compile path, nothing saved
+    n_saved = len(list(saved[0].parent.iterdir()))
+    fresh_run(("-DX=1",))
+    assert len(cupy_compiled) == 1 and "broken" in cupy_compiled[0]
+    assert len(list(saved[0].parent.iterdir())) == n_saved
 
 
 def test_defines_as_nvcc_reads_them():
