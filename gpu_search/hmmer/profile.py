@@ -220,7 +220,11 @@ def _libm_logf():
     name = ctypes.util.find_library("m")
     if name is None:
         return None
-    fn = ctypes.CDLL(name).logf
+    # PyDLL: called holding the interpreter lock.  Through CDLL each call gave the lock up and
+    # took it back, and among busy threads (a search's filter and finishing threads) each
+    # taking back could wait a whole switch interval: a length table of a few thousand calls
+    # took 0.2 s on a GPU host, before the first kernel launch.
+    fn = ctypes.PyDLL(name).logf
     fn.restype = ctypes.c_float
     fn.argtypes = [ctypes.c_float]
     return fn

@@ -215,7 +215,8 @@ class GpuBackend:
         """
         key = (kind, float(prof.scale_b if kind == "tjb" else prof.scale_w), float(prof.nj))
         if key not in self._tables:
-            self._tables[key] = {"host": length_table(kind, prof, self.max_len)}
+            present = np.flatnonzero(np.bincount(self.db.lengths)) if self.db.n_seqs else None
+            self._tables[key] = {"host": length_table(kind, prof, self.max_len, present)}
         return self._tables[key]
 
     def _device_table(self, kind, prof, part):
