@@ -247,15 +247,21 @@ class SequenceDB:
         abc = alphabet or Alphabet.amino()
         idx = range(self.n_seqs) if idx is None else idx
         block = DigitalSequenceBlock(abc)
-        nb, no = self.name_blob, self.name_offsets
-        res, off = self.residues, self.offsets
+        # plain arrays, not np.memmap (a .gsdb's): slicing a memmap runs Python code for each
+        # slice, half of this loop's time (21,000 sequences: 0.24 -> 0.1 s)
+        nb, no, hb, ho, res, off = (a if isinstance(a, (bytes, bytearray)) else np.asarray(a) for a in (
+            self.name_blob, self.name_offsets, self.header_blob, self.header_offsets, self.residues, self.offsets))
         for i in idx:
             i = int(i)
+            a, b = int(no[i]), int(no[i + 1])
+            name = bytes(nb[a:b])
+            # Easel's description: the header after the name (as _description cuts it)
+            header = bytes(hb[int(ho[i]):int(ho[i + 1])]).lstrip()
             block.append(DigitalSequence(
                 abc,
-                name=bytes(nb[no[i]:no[i + 1]]).decode("utf-8", "replace"),
-                description=self._description(i).decode("utf-8", "replace"),
-                sequence=res[off[i]:off[i + 1]],
+                name=name.decode("utf-8", "replace"),
+                description=header[b - a:].lstrip().decode("utf-8", "replace"),
+                sequence=res[int(off[i]):int(off[i + 1])],
             ))
         return block
 
