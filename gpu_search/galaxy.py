@@ -31,6 +31,7 @@ it is in no public registry, so a Galaxy server builds it once (the tool's help 
 from __future__ import annotations
 
 from . import __version__
+from .hmmer.options import SCORE_MATRICES
 
 TOOL_ID = "gpu_search"
 TOOL_VERSION = f"{__version__}+galaxy0"
@@ -48,8 +49,8 @@ device=cpu;
 if [ "\${GALAXY_GPU_ENABLED:-false}" = "true" ]; then device=auto; fi;
 case "\${CUDA_VISIBLE_DEVICES:-}" in ''|-1|NoDevFiles) ;; *) device=auto ;; esac;
 if [ "\$device" = cpu ]; then echo "gpu-search: this job was given no GPU (neither GALAXY_GPU_ENABLED=true nor CUDA_VISIBLE_DEVICES); searching on the CPU, same results" >&2; fi;
-#if $search.type == 'hmmsearch':
-gpu-search hmmsearch
+#if $search.type in ('hmmsearch', 'phmmer'):
+gpu-search '$search.type'
     --cpu "\${GALAXY_SLOTS:-1}"
     --device "\$device"
     --quiet
@@ -67,13 +68,13 @@ gpu-search hmmsearch
     #if 'alignment' in $outs:
     -A '$alignment'
     #end if
-    #if $search.adv.cutoffs == 'none':
+    #if $search.type == 'hmmsearch' and $search.adv.cutoffs != 'none':
+    '--$search.adv.cutoffs'
+    #else:
     -E '$search.adv.E'
     --domE '$search.adv.domE'
     --incE '$search.adv.incE'
     --incdomE '$search.adv.incdomE'
-    #else:
-    '--$search.adv.cutoffs'
     #end if
     --F1 '$search.adv.F1'
     --F2 '$search.adv.F2'
@@ -88,7 +89,14 @@ gpu-search hmmsearch
     --domZ '$search.adv.domZ'
     #end if
     --seed '$search.adv.seed'
+    #if $search.type == 'phmmer':
+    --popen '$search.adv.popen'
+    --pextend '$search.adv.pextend'
+    --mx '$search.adv.mx'
+    '$search.query'
+    #else:
     '$search.hmmfile'
+    #end if
     '$search.seqdb'
 #else:
 gpu-search blastp
@@ -132,6 +140,8 @@ of the standard tools, only faster on a GPU:
 * **HMM search** searches profile HMMs (for example Pfam families) against
   protein sequences, exactly as HMMER 3.4's ``hmmsearch`` does: same hits,
   scores, E-values, domains and alignments.
+* **Protein HMMER search** searches protein queries against protein sequences,
+  exactly as HMMER 3.4's ``phmmer`` does (each query becomes a profile HMM).
 * **Protein BLAST** searches protein queries against protein sequences,
   exactly as NCBI BLAST+ 2.12 ``blastp`` does (same rows), with its
   composition-based statistics (``-comp_based_stats`` 2 by default; 0, 1 and 3
@@ -150,13 +160,15 @@ GPU, or the GPU it was given could not be used (``gpu-search: no usable GPU
 
 * HMM search: a file of one or more HMMER3 profiles, and protein sequences in
   FASTA (may be gzipped).
+* Protein HMMER search: query protein sequences in FASTA, and protein sequences
+  in FASTA to search.
 * Protein BLAST: query protein sequences in FASTA, and the protein sequences to
   search: FASTA (may be gzipped) from your history, or a BLAST database the
   server holds (its ``blastdb_p`` data table, as for the BLAST+ tools).
 
 **Outputs**
 
-* HMM search: HMMER's main report, and on request the per-sequence table
+* HMM search and protein HMMER search: HMMER's main report, and on request the per-sequence table
   (``--tblout``), the per-domain table (``--domtblout``) and the Pfam-style table
   (``--pfamtblout``), exactly in HMMER's formats.
 * Protein BLAST: a tabular file, either the 12 standard columns
@@ -167,7 +179,7 @@ GPU, or the GPU it was given could not be used (``gpu-search: no usable GPU
 **Searching a database in parts**
 
 E-values depend on the size of the whole database.  If you split a database
-and search the parts separately, set the **database size** (HMM search: *Z*,
+and search the parts separately, set the **database size** (HMMER searches: *Z*,
 the number of sequences; BLAST: *dbsize*, the number of residues) of the whole
 database in the advanced options of every part.
 
@@ -233,7 +245,7 @@ def build_tool():
         node_name = "resource"
 
     tool = gxt.Tool("GPU protein search", TOOL_ID, TOOL_VERSION,
-                    "HMMER hmmsearch and BLAST+ blastp, accelerated on GPUs", "gpu-search",
+                    "HMMER hmmsearch and phmmer, BLAST+ blastp, accelerated on GPUs", "gpu-search",
                     version_command="gpu-search --version", command_override=[COMMAND.strip()],
                     profile="22.05")
     tool.command = gxtp.Command(detect_errors="aggressive")
@@ -248,49 +260,77 @@ def build_tool():
     search = gxtp.Conditional("search")
     search.append(gxtp.SelectParam("type", label="Search type", options={
         "hmmsearch": "HMM search: profile HMMs against protein sequences (hmmsearch)",
+        "phmmer": "Protein HMMER search: protein queries against protein sequences (phmmer)",
         "blastp": "Protein BLAST: protein queries against protein sequences (blastp)",
     }, default="hmmsearch"))
+
+    def hmmer_outputs():
+        return gxtp.SelectParam("outputs", label="Tables to produce", multiple=True, display="checkboxes",
+                                optional=True, options={
+                                    "tblout": "Per-sequence hits (--tblout)",
+                                    "domtblout": "Per-domain hits (--domtblout)",
+                                    "pfamtblout": "Pfam-style hits (--pfamtblout)",
+                                    "alignment": "Multiple alignment of the significant hits (-A, Stockholm)",
+                                }, default="tblout")
+
+    def hmmer_advanced(program: str):
+        """hmmsearch's and phmmer's advanced options: hmmsearch's model cutoffs, phmmer's
+        scoring system (phmmer.c's defaults and ranges)."""
+        adv = gxtp.Section("adv", title="Advanced options", expanded=False)
+        if program == "hmmsearch":
+            adv.append(gxtp.SelectParam("cutoffs", label="Reporting thresholds", options={
+                "none": "E-values below",
+                "cut_ga": "The models' gathering cutoffs (--cut_ga)",
+                "cut_nc": "The models' noise cutoffs (--cut_nc)",
+                "cut_tc": "The models' trusted cutoffs (--cut_tc)",
+            }, default="none"))
+        adv.append(gxtp.FloatParam("E", value=10.0, min=0, label="Report sequences with E-value at most (-E)"))
+        adv.append(gxtp.FloatParam("domE", value=10.0, min=0,
+                                   label="Report domains with conditional E-value at most (--domE)"))
+        adv.append(gxtp.FloatParam("incE", value=0.01, min=0, label="Include sequences with E-value at most (--incE)"))
+        adv.append(gxtp.FloatParam("incdomE", value=0.01, min=0,
+                                   label="Include domains with conditional E-value at most (--incdomE)"))
+        if program == "phmmer":
+            adv.append(gxtp.FloatParam("popen", value=0.02, min=0, max=0.49999,
+                                       label="Gap open probability (--popen)"))
+            adv.append(gxtp.FloatParam("pextend", value=0.4, min=0, max=0.99999,
+                                       label="Gap extend probability (--pextend)"))
+            adv.append(gxtp.SelectParam("mx", label="Substitution score matrix (--mx)",
+                                        options={m: m for m in SCORE_MATRICES}, default="BLOSUM62"))
+        adv.append(gxtp.FloatParam("F1", value=0.02, min=0, max=1, label="MSV filter P-value threshold (--F1)"))
+        adv.append(gxtp.FloatParam("F2", value=0.001, min=0, max=1, label="Viterbi filter P-value threshold (--F2)"))
+        adv.append(gxtp.FloatParam("F3", value=0.00001, min=0, max=1, label="Forward filter P-value threshold (--F3)"))
+        adv.append(gxtp.BooleanParam("max", truevalue="--max", falsevalue="", checked=False,
+                                     label="Turn all filters off, for the most sensitivity (--max)"))
+        adv.append(gxtp.BooleanParam("nobias", truevalue="--nobias", falsevalue="", checked=False,
+                                     label="Turn the composition bias filter off (--nobias)"))
+        adv.append(gxtp.BooleanParam("nonull2", truevalue="--nonull2", falsevalue="", checked=False,
+                                     label="Turn the biased composition score corrections off (--nonull2)"))
+        adv.append(gxtp.IntegerParam("Z", value="", optional=True, min=1,
+                                     label="Database size in sequences for E-values (-Z)",
+                                     help="Set it to the whole database's when searching one part of it."))
+        adv.append(gxtp.IntegerParam("domZ", value="", optional=True, min=1,
+                                     label="Number of significant sequences for domain E-values (--domZ)"))
+        adv.append(gxtp.IntegerParam("seed", value=42, min=0, label="Random seed (--seed)"))
+        return adv
 
     hmm = gxtp.When("hmmsearch")
     hmm.append(gxtp.DataParam("hmmfile", argument=None, format="hmm3,txt", label="Profile HMM file",
                               help="One or more HMMER3 profiles (e.g. Pfam families)."))
     hmm.append(gxtp.DataParam("seqdb", format="fasta,fasta.gz", label="Protein sequences to search",
                               help="Protein FASTA."))
-    hmm.append(gxtp.SelectParam("outputs", label="Tables to produce", multiple=True, display="checkboxes",
-                                optional=True, options={
-                                    "tblout": "Per-sequence hits (--tblout)",
-                                    "domtblout": "Per-domain hits (--domtblout)",
-                                    "pfamtblout": "Pfam-style hits (--pfamtblout)",
-                                    "alignment": "Multiple alignment of the significant hits (-A, Stockholm)",
-                                }, default="tblout"))
-    adv = gxtp.Section("adv", title="Advanced options", expanded=False)
-    adv.append(gxtp.SelectParam("cutoffs", label="Reporting thresholds", options={
-        "none": "E-values below",
-        "cut_ga": "The models' gathering cutoffs (--cut_ga)",
-        "cut_nc": "The models' noise cutoffs (--cut_nc)",
-        "cut_tc": "The models' trusted cutoffs (--cut_tc)",
-    }, default="none"))
-    adv.append(gxtp.FloatParam("E", value=10.0, min=0, label="Report sequences with E-value at most (-E)"))
-    adv.append(gxtp.FloatParam("domE", value=10.0, min=0, label="Report domains with conditional E-value at most (--domE)"))
-    adv.append(gxtp.FloatParam("incE", value=0.01, min=0, label="Include sequences with E-value at most (--incE)"))
-    adv.append(gxtp.FloatParam("incdomE", value=0.01, min=0, label="Include domains with conditional E-value at most (--incdomE)"))
-    adv.append(gxtp.FloatParam("F1", value=0.02, min=0, max=1, label="MSV filter P-value threshold (--F1)"))
-    adv.append(gxtp.FloatParam("F2", value=0.001, min=0, max=1, label="Viterbi filter P-value threshold (--F2)"))
-    adv.append(gxtp.FloatParam("F3", value=0.00001, min=0, max=1, label="Forward filter P-value threshold (--F3)"))
-    adv.append(gxtp.BooleanParam("max", truevalue="--max", falsevalue="", checked=False,
-                                 label="Turn all filters off, for the most sensitivity (--max)"))
-    adv.append(gxtp.BooleanParam("nobias", truevalue="--nobias", falsevalue="", checked=False,
-                                 label="Turn the composition bias filter off (--nobias)"))
-    adv.append(gxtp.BooleanParam("nonull2", truevalue="--nonull2", falsevalue="", checked=False,
-                                 label="Turn the biased composition score corrections off (--nonull2)"))
-    adv.append(gxtp.IntegerParam("Z", value="", optional=True, min=1,
-                                 label="Database size in sequences for E-values (-Z)",
-                                 help="Set it to the whole database's when searching one part of it."))
-    adv.append(gxtp.IntegerParam("domZ", value="", optional=True, min=1,
-                                 label="Number of significant sequences for domain E-values (--domZ)"))
-    adv.append(gxtp.IntegerParam("seed", value=42, min=0, label="Random seed (--seed)"))
-    hmm.append(adv)
+    hmm.append(hmmer_outputs())
+    hmm.append(hmmer_advanced("hmmsearch"))
     search.append(hmm)
+
+    seq = gxtp.When("phmmer")
+    seq.append(gxtp.DataParam("query", format="fasta,fasta.gz", label="Query protein sequences",
+                              help="Protein FASTA: each sequence is searched on its own."))
+    seq.append(gxtp.DataParam("seqdb", format="fasta,fasta.gz", label="Protein sequences to search",
+                              help="Protein FASTA."))
+    seq.append(hmmer_outputs())
+    seq.append(hmmer_advanced("phmmer"))
+    search.append(seq)
 
     blast = gxtp.When("blastp")
     blast.append(gxtp.DataParam("query", format="fasta,fasta.gz", label="Query protein sequences"))
@@ -352,18 +392,18 @@ def build_tool():
     tool.inputs = inputs
 
     outputs = gxtp.Outputs()
-    main = gxtp.OutputData("output", format="txt", label="${tool.name} on ${on_string}: hmmsearch report")
-    main.append(gxtp.OutputFilter("search['type'] == 'hmmsearch'"))
+    main = gxtp.OutputData("output", format="txt", label="${tool.name} on ${on_string}: ${search.type} report")
+    main.append(gxtp.OutputFilter("search['type'] in ('hmmsearch', 'phmmer')"))
     outputs.append(main)
     for name, what in (("tblout", "per-sequence hits"), ("domtblout", "per-domain hits"),
                        ("pfamtblout", "Pfam-style hits")):
         out = gxtp.OutputData(name, format="tabular", label=f"${{tool.name}} on ${{on_string}}: {what}")
-        out.append(gxtp.OutputFilter(f"search['type'] == 'hmmsearch' and search['outputs'] "
+        out.append(gxtp.OutputFilter(f"search['type'] in ('hmmsearch', 'phmmer') and search['outputs'] "
                                      f"and '{name}' in search['outputs']"))
         outputs.append(out)
     ali = gxtp.OutputData("alignment", format="stockholm",
                           label="${tool.name} on ${on_string}: alignment of significant hits")
-    ali.append(gxtp.OutputFilter("search['type'] == 'hmmsearch' and search['outputs'] "
+    ali.append(gxtp.OutputFilter("search['type'] in ('hmmsearch', 'phmmer') and search['outputs'] "
                                  "and 'alignment' in search['outputs']"))
     outputs.append(ali)
     bout = gxtp.OutputData("blast_out", format="tabular", label="${tool.name} on ${on_string}: blastp")
@@ -403,6 +443,17 @@ def build_tool():
     t.append(gxtp.TestParam("search|adv|cutoffs", value="cut_ga"))
     t.append(gxtp.TestOutput("tblout", file="PF02826.cut_ga.tblout", lines_diff=11))
     tests.append(t)
+    # 3. phmmer, the three test queries against the test proteome, two tables; expected files
+    # made by HMMER 3.4's phmmer (test-data/make.sh); a table's tail as in test 1
+    t = gxtp.Test(expect_num_outputs=3)
+    t.append(gxtp.TestParam("search|type", value="phmmer"))
+    t.append(gxtp.TestParam("search|query", value="blastp-queries.faa"))
+    t.append(gxtp.TestParam("search|seqdb", value="proteome.faa"))
+    t.append(gxtp.TestParam("search|outputs", value="tblout,domtblout"))
+    t.append(gxtp.TestOutput("tblout", file="blastp-queries.phmmer.tblout", lines_diff=11))
+    t.append(gxtp.TestOutput("domtblout", file="blastp-queries.phmmer.domtblout", lines_diff=11))
+    tests.append(t)
+
     def blastp_test(params: dict, output: gxtp.TestOutput) -> gxtp.Test:
         """A blastp test of the three test queries against the test proteome."""
         t = gxtp.Test(expect_num_outputs=1)
@@ -412,24 +463,24 @@ def build_tool():
         t.append(output)
         return t
 
-    # 3. blastp, 12 columns, BLAST+'s default statistics; expected file made by BLAST+ 2.12
+    # 4. blastp, 12 columns, BLAST+'s default statistics; expected file made by BLAST+ 2.12
     # (test-data/make.sh)
     tests.append(blastp_test({"outfmt": f"6 {BLAST_STD}", "adv|evalue": "10"},
                              gxtp.TestOutput("blast_out", file="blastp-queries.cbs2.std.tsv")))
-    # 4. blastp, 25 columns, -evalue 1e-5 -max_target_seqs 5 -comp_based_stats 0
+    # 5. blastp, 25 columns, -evalue 1e-5 -max_target_seqs 5 -comp_based_stats 0
     tests.append(blastp_test({"adv|evalue": "1e-5", "adv|max_target_seqs": "5", "adv|comp_based_stats": "0"},
                              gxtp.TestOutput("blast_out", file="blastp-queries.ext.tsv")))
-    # 5. blastp, BLAST XML; BLAST+'s file differs in two lines, each counted twice: its version
+    # 6. blastp, BLAST XML; BLAST+'s file differs in two lines, each counted twice: its version
     # and its database's path (the tool writes the dataset's name)
     tests.append(blastp_test({"outfmt": "5", "adv|evalue": "10"},
                              gxtp.TestOutput("blast_out", file="blastp-queries.xml", ftype="blastxml", lines_diff=4)))
-    # 6. blastp, the pairwise report; BLAST+'s differs in its first line (the version) and its
+    # 7. blastp, the pairwise report; BLAST+'s differs in its first line (the version) and its
     # two Database: lines (the dataset's name), each counted twice, and its Posted date line
     tests.append(blastp_test({"outfmt": "0", "adv|evalue": "10"},
                              gxtp.TestOutput("blast_out", file="blastp-queries.pairwise.txt", ftype="txt",
                                              lines_diff=7)))
-    # 7. blastp against the BLAST database of the test data table (test-data/blastdb_p.loc: the
-    # proteome as makeblastdb made it, test-data/make.sh): the rows of test 3
+    # 8. blastp against the BLAST database of the test data table (test-data/blastdb_p.loc: the
+    # proteome as makeblastdb made it, test-data/make.sh): the rows of test 4
     tests.append(blastp_test({"db_opts|db_opts_selector": "db", "db_opts|database": "proteome",
                               "outfmt": f"6 {BLAST_STD}", "adv|evalue": "10"},
                              gxtp.TestOutput("blast_out", file="blastp-queries.cbs2.std.tsv")))

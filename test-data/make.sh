@@ -2,7 +2,7 @@
 # Rebuild the expected outputs of test-data/ with HMMER 3.4 and BLAST+ 2.12 themselves (see README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exe=$(python3 -c "import sys; sys.path.insert(0, 'tests'); from oracle.build import build; print(build('hmmsearch_oracle'))")
+exe=$(python3 -c "import sys; sys.path.insert(0, 'tests/helpers'); from oracle.build import build; print(build('hmmsearch_oracle'))")
 T=test-data
 
 # hmmsearch with the options Galaxy's tool passes (tool.xml), --cpu 1 as in Galaxy's tests
@@ -33,3 +33,9 @@ makeblastdb -in $T/proteome.faa -dbtype prot -title proteome.faa -out $T/blastdb
 # and as the pairwise report, with -max_target_seqs given as Galaxy's tool gives it
 BLASTDB="$tmp" blastp -query $T/blastp-queries.faa -db proteome -evalue 10 -max_target_seqs 500 -outfmt 0 \
        > $T/blastp-queries.pairwise.txt
+
+# phmmer with the options Galaxy's tool passes (tool.xml), --cpu 1 as in Galaxy's tests
+pexe=$(python3 -c "import sys; sys.path.insert(0, 'tests/helpers'); from oracle.build import build; print(build('phmmer_oracle'))")
+"$pexe" --cpu 1 -o /dev/null --tblout $T/blastp-queries.phmmer.tblout --domtblout $T/blastp-queries.phmmer.domtblout \
+        -E 10.0 --domE 10.0 --incE 0.01 --incdomE 0.01 --F1 0.02 --F2 0.001 --F3 1e-05 --seed 42 \
+        --popen 0.02 --pextend 0.4 --mx BLOSUM62 $T/blastp-queries.faa $T/proteome.faa

@@ -22,8 +22,9 @@ tool as it changes:
 4. switching to every other case and back to the first works.
 
 Each form state is saved as OUT/NN-<case>.png; the first screenshot of each
-case is copied to DOCS/<name>-form.png, where <name> is "hmmsearch" or
-"blastp" when the case's value contains "hmm" or "blast" (else the value).
+case is copied to DOCS/<name>-form.png, where <name> is the case's value where it is a
+search type ("hmmsearch", "phmmer", "blastp"), else "hmmsearch" or "blastp" when it contains
+"hmm" or "blast" (else the value).
 Exits 1 if a check fails (a screenshot of the failing page is saved as
 OUT/failure.png), 0 otherwise.
 """
@@ -104,6 +105,8 @@ def _flatten(elem, prefix: str = "") -> dict[str, str]:
 
 
 def doc_name(value: str) -> str:
+    if value in ("hmmsearch", "phmmer", "blastp"):
+        return value
     if "hmm" in value.lower():
         return "hmmsearch"
     if "blast" in value.lower():

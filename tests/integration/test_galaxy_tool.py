@@ -37,7 +37,7 @@ def test_tool_xml_structure():
     assert root.find("requirements/container").text
     assert root.find("version_command").text.strip() == "gpu-search --version"
     whens = {w.get("value") for w in root.findall("inputs/conditional/when")}
-    assert whens == {"hmmsearch", "blastp"}
+    assert whens == {"hmmsearch", "phmmer", "blastp"}
     assert len(root.findall("tests/test")) >= 4
     assert len(root.findall("citations/citation")) >= 7
     for test in root.findall("tests/test"):       # expected files are there
@@ -119,6 +119,27 @@ def test_hmmsearch_command_quotes_everything(job, tmp_path):
     assert "--pfamtblout" not in argv
     assert "--nobias" in argv and "--nonull2" in argv and "--max" not in argv
     assert argv[-2:] == [HOSTILE[1], HOSTILE[0]]
+
+
+def test_phmmer_command_quotes_everything(tmp_path):
+    """phmmer: the queries and database quoted, its scoring options passed, no --cut_* (phmmer
+    has none), and the reporting thresholds always given."""
+    adv = _Params(E="1e-3", domE="10.0", incE="0.01", incdomE="0.01", popen="0.1", pextend="0.5", mx="PAM70",
+                  F1="0.02", F2="0.001", F3="1e-05", max="--max", nobias="", nonull2="", Z="5000", domZ="",
+                  seed="7")
+    search = dict(type="phmmer", query=HOSTILE[0], seqdb=HOSTILE[1], outputs=_Params(__str__="pfamtblout"),
+                  adv=adv)
+    outs = dict(output=HOSTILE[2], tblout="unused", domtblout="unused", pfamtblout=HOSTILE[3], alignment="unused")
+    argv = run_rendered(render(search, outs, {}), tmp_path, {"GALAXY_GPU_ENABLED": "true"})
+    assert not (tmp_path / "PWNED").exists()
+    assert argv[0] == "phmmer" and argv[argv.index("--device") + 1] == "auto"
+    assert argv[argv.index("-o") + 1] == HOSTILE[2]
+    assert argv[argv.index("--pfamtblout") + 1] == HOSTILE[3]
+    assert "--tblout" not in argv and "-A" not in argv and not any(a.startswith("--cut") for a in argv)
+    assert [argv[argv.index(o) + 1] for o in ("-E", "--popen", "--pextend", "--mx", "-Z", "--seed")] == \
+           ["1e-3", "0.1", "0.5", "PAM70", "5000", "7"]
+    assert "--max" in argv and "--domZ" not in argv
+    assert argv[-2:] == [HOSTILE[0], HOSTILE[1]]
 
 
 @pytest.mark.parametrize("source", ["history FASTA", "data table"])
