@@ -226,10 +226,13 @@ def _check_complete(path: Path, data: bytes) -> None:
     without a word.  Binary (hmmpress'd) files are left to the parser."""
     if not _TEXT_FILE.match(data):
         return
-    body = data.rstrip()
-    if body.rsplit(b"\n", 1)[-1].strip() == b"//":
+    # (offsets into the file, not copies of it: a Pfam-sized file is gigabytes)
+    end = len(data)
+    while end and data[end - 1] in b" \t\n\r\x0b\x0c":
+        end -= 1
+    if data[data.rfind(b"\n", 0, end) + 1:end].strip() == b"//":
         return
-    tail = body[body.rfind(b"\n//") + 1:] if b"\n//" in body else body
+    tail = data[data.rfind(b"\n//", 0, end) + 1:end]
     name = next((line.split(None, 1)[1].strip()
                  for line in tail.splitlines() if line.startswith(b"NAME ") and len(line.split(None, 1)) > 1),
                 None)
