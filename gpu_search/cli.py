@@ -327,9 +327,11 @@ def hmmsearch(hmmfile, seqdb, cut_ga, cut_nc, cut_tc, hits_out, skip_long, devic
               help="Substitution score matrix (HMMER's built-in ones; --mxfile is not offered).")
 @_hmmer_threshold_options
 @_hmmer_pipeline_options
+@click.option("--hits-out", metavar="FILE",
+              help="Also save the complete hits (.gshits) for `gpu-search merge` of database shards.")
 @_skip_long_option
 @_device_option
-def phmmer(seqfile, seqdb, popen, pextend, mx, skip_long, device, gpus, quiet, **shared):
+def phmmer(seqfile, seqdb, popen, pextend, mx, hits_out, skip_long, device, gpus, quiet, **shared):
     """Search each protein sequence of SEQFILE against the protein sequences of SEQDB, as
     HMMER's phmmer.
 
@@ -339,14 +341,13 @@ def phmmer(seqfile, seqdb, popen, pextend, mx, skip_long, device, gpus, quiet, *
     hmmsearch's engine; scores, E-values, hits, domains and every output are those of
     HMMER 3.4's phmmer.  Not offered: --mxfile, --qformat, --tformat, the E-value
     calibration options (--EmL, --EmN, --EvL, --EvN, --EfL, --EfN, --Eft: HMMER's defaults
-    are used), --hits-out (merge takes hmmsearch's shards only).  A query without
-    residues is refused (phmmer skips it silently).
+    are used).  A query without residues is refused (phmmer skips it silently).
     """
     from . import device as dev
     from .output import check_outputs
 
     outputs, cpu, Z = _outputs(shared), shared["cpu"], shared["Z"]
-    check_outputs(*outputs.values())
+    check_outputs(*outputs.values(), hits_out)
     from .hmmer.options import PhmmerOptions
     from .hmmer.phmmer import build_models, read_queries
     from .hmmer.report import PHMMER
@@ -361,7 +362,8 @@ def phmmer(seqfile, seqdb, popen, pextend, mx, skip_long, device, gpus, quiet, *
     hmms = build_models(queries, options, cpu)
     used = _hmmer_device(device, hmms, db, seqdb, cpu, Z, quiet)
     run_search(hmms, db, options, hmmfile=seqfile, seqfile=seqdb, **outputs, device=used, cpus=cpu,
-               skip_long=skip_long, gpus=gpu_ids, quiet=quiet, program=PHMMER, queries=queries)
+               skip_long=skip_long, gpus=gpu_ids, quiet=quiet, hits_out=hits_out, program=PHMMER,
+               queries=queries)
 
 
 def _hmmer_device(device, hmms, db, seqdb, cpus, Z, quiet) -> str:
@@ -535,20 +537,23 @@ def write_outputs(results, options, *, hmmfile, seqfile, output, tblout, domtblo
 
 @cli.command(context_settings=CONTEXT, epilog=exit_code_help())
 @click.argument("shards", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("-o", "output", metavar="FILE", help="Main report (hmmsearch) or rows (blastp) to FILE, not stdout.")
+@click.option("-o", "output", metavar="FILE",
+              help="Main report (hmmsearch, phmmer) or rows (blastp) to FILE, not stdout.")
 @click.option("-A", "alignment", metavar="FILE",
-              help="hmmsearch: save a multiple alignment (Stockholm) of all included domains to FILE.")
-@click.option("--tblout", metavar="FILE", help="hmmsearch: save per-sequence hits in a table.")
-@click.option("--domtblout", metavar="FILE", help="hmmsearch: save per-domain hits in a table.")
-@click.option("--pfamtblout", metavar="FILE", help="hmmsearch: save hits in Pfam's table format.")
+              help="hmmsearch, phmmer: save a multiple alignment (Stockholm) of all included domains to FILE.")
+@click.option("--tblout", metavar="FILE", help="hmmsearch, phmmer: save per-sequence hits in a table.")
+@click.option("--domtblout", metavar="FILE", help="hmmsearch, phmmer: save per-domain hits in a table.")
+@click.option("--pfamtblout", metavar="FILE", help="hmmsearch, phmmer: save hits in Pfam's table format.")
 @click.option("-outfmt", "outfmt", default="6", show_default=True, help="blastp: tabular format (6, 7, 10) and columns.")
 def merge(shards, output, alignment, tblout, domtblout, pfamtblout, outfmt):
-    """Merge results of database shards: .gshits (hmmsearch) or .gsblast (blastp) from --hits-out.
+    """Merge results of database shards: .gshits (hmmsearch, phmmer) or .gsblast (blastp) from
+    --hits-out.
 
     Each shard must have been searched with the whole database's size (-Z for
-    hmmsearch, -dbsize for blastp; a .gsdb shard does this by itself). The
+    hmmsearch and phmmer, -dbsize for blastp; a .gsdb shard does this by itself). The
     merged output is that of one search of the whole database: hits re-sorted,
-    thresholds (hmmsearch: domZ too) and blastp's -max_target_seqs re-applied.
+    thresholds (hmmsearch, phmmer: domZ too) and blastp's -max_target_seqs re-applied.
+    Shards of different programs are refused (exit 2).
     """
     from .blast.merge import is_blast_hits
     from .hmmer.merge import read_shards
@@ -564,7 +569,7 @@ def merge(shards, output, alignment, tblout, domtblout, pfamtblout, outfmt):
         given = [flag for flag, path in (("-A", alignment), ("--tblout", tblout), ("--domtblout", domtblout),
                                          ("--pfamtblout", pfamtblout)) if path]
         if given:
-            raise OptionError(f"{given[0]} is an output of hmmsearch; blastp shards take -o and -outfmt")
+            raise OptionError(f"{given[0]} is an output of hmmsearch and phmmer; blastp shards take -o and -outfmt")
 
         fmt, columns = parse_outfmt(outfmt)
         with OutputSet() as outs:
@@ -575,9 +580,12 @@ def merge(shards, output, alignment, tblout, domtblout, pfamtblout, outfmt):
             outs.commit()
         return
 
+    from .hmmer.report import HMMSEARCH, PHMMER
+
     results, meta = read_shards(shards)
     write_outputs(results, meta["options"], hmmfile=meta["hmmfile"], seqfile=meta["seqfile"],
-                  output=output, tblout=tblout, domtblout=domtblout, pfamtblout=pfamtblout, alignment=alignment)
+                  output=output, tblout=tblout, domtblout=domtblout, pfamtblout=pfamtblout, alignment=alignment,
+                  program=PHMMER if meta["program"] == "phmmer" else HMMSEARCH)
 
 
 # --- blastp ---------------------------------------------------------------------------------

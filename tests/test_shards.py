@@ -397,6 +397,188 @@ def test_overlapping_shards_are_refused(shards, tmp_path):
         hmmer_merge.read_shards([shards["files"][0], moved, shards["files"][2]])
 
 
+# --- phmmer's shards ----------------------------------------------------------------------------
+
+
+def _queries(tmp_path_factory):
+    """Three of the proteome's sequences (homologs in every shard) and one described by hand, as
+    phmmer's queries."""
+    text = (TEST_DATA / "proteome.faa").read_text()
+    records = [">" + r for r in text.split(">")[1:]]
+    path = tmp_path_factory.mktemp("phmmer-q") / "queries.faa"
+    header, _, body = records[5].partition("\n")
+    path.write_text("".join(records[:3]) + f"{header.split()[0]} a description\n{body}")
+    return path
+
+
+@pytest.fixture(scope="module")
+def phmmer_shards(shards, tmp_path_factory):
+    from gpu_search.hmmer.options import PhmmerOptions
+    from gpu_search.hmmer.phmmer import build_models, phmmer, read_queries
+
+    queries = read_queries(_queries(tmp_path_factory))
+    options = PhmmerOptions(E=100.0)
+    hmms = build_models(queries, options)
+    files = []
+    for p in shards["gsdb"]:
+        db = seqdb.open_database(p)
+        # each shard's models built again, as each job builds its own
+        res = list(phmmer(queries, db, options, device="cpu", cpus=2))
+        f = shards["dir"] / f"{p.stem}.phmmer.gshits"
+        hmmer_merge.save_results(f, res, hmmfile="queries.faa", seqfile=str(p), options=options, database=db)
+        files.append(f)
+    return {"files": files, "queries": queries, "options": options, "hmms": hmms}
+
+
+def phmmer_outputs(results) -> dict[str, str]:
+    """As outputs(), with phmmer's report: each query's "Query: NAME [L=n]" lines, -A's author."""
+    out = {}
+    for fmt in ("targets", "domains", "pfam"):
+        buf = io.BytesIO()
+        for i, r in enumerate(results):
+            r.hits.write(buf, format=fmt, header=i == 0)
+        out[fmt] = buf.getvalue().decode()
+    text, alignment = io.StringIO(), io.StringIO()
+    for r in results:
+        report.write_query(text, r, SearchOptions(), report.Timing(user=0.0, sys=0.0, elapsed=0.0))
+        report.write_alignment(alignment, text, r, SearchOptions(), "ali.sto", program=report.PHMMER)
+    out["report"] = text.getvalue()
+    out["alignment"] = alignment.getvalue()
+    return out
+
+
+def test_merged_phmmer_shards_equal_one_phmmer_search(phmmer_shards, shards):
+    """phmmer's shards in any order merge into every output of one phmmer search of the whole
+    database (the query sequences too: names, lengths, descriptions)."""
+    from gpu_search.hmmer.phmmer import phmmer
+
+    whole = list(phmmer(phmmer_shards["queries"], seqdb.open_database(TEST_DATA / "proteome.faa"),
+                        phmmer_shards["options"], device="cpu", cpus=2))
+    files = list(phmmer_shards["files"])
+    random.Random(5).shuffle(files)
+    merged, meta = hmmer_merge.read_shards(files)
+    assert meta["program"] == "phmmer" and meta["options"].mx == "BLOSUM62"
+    assert [r.query for r in merged] == [r.query for r in whole]
+    assert merged[3].query.description == "a description"
+    expected = phmmer_outputs(whole)
+    assert phmmer_outputs(merged) == expected
+    assert expected["report"].count("Query:       ") == 4 and "Description: a description" in expected["report"]
+    assert expected["alignment"].count("# STOCKHOLM 1.0") >= 3
+    # the test can fail: one shard alone is not the whole database
+    alone, _ = hmmer_merge.read_shards(files[:1])
+    assert phmmer_outputs(alone)["targets"] != expected["targets"]
+
+
+def test_a_phmmer_file_says_what_was_searched(phmmer_shards):
+    header, _ = parts(phmmer_shards["files"][0])
+    assert header["program"] == "phmmer"
+    assert (header["options"]["mx"], header["options"]["popen"], header["options"]["pextend"]) == \
+        ("BLOSUM62", 0.02, 0.4)
+    q = phmmer_shards["queries"]
+    assert [m["query"] for m in header["models"]] == [
+        {"name": q.name(i), "length": int(q.lengths[i]), "accession": "", "description": q.description(i)}
+        for i in range(q.n_seqs)]
+
+
+def test_hmmsearch_files_keep_their_fields(shards):
+    """phmmer's fields are phmmer's files' only: an hmmsearch .gshits has the fields (and format
+    version) it had, so the files earlier versions wrote still merge."""
+    raw = Path(shards["files"][0]).read_bytes()
+    header, _ = parts(shards["files"][0])
+    assert raw[7] == 5
+    assert sorted(header) == sorted(["program", "hmmfile", "seqfile", "database", "options", "hmms", "models"])
+    assert all(sorted(m) == ["hits", "order", "stats", "tophits"] for m in header["models"])
+    assert not {"popen", "pextend", "mx"} & set(header["options"])
+
+
+def test_phmmer_and_hmmsearch_shards_do_not_merge(phmmer_shards, shards, tmp_path):
+    with pytest.raises(OptionError, match="phmmer's results, .* hmmsearch's: merge the shards of one search"):
+        hmmer_merge.read_shards([phmmer_shards["files"][0], *shards["files"][1:]])
+    code, err = cli("merge", shards["files"][0], *phmmer_shards["files"][1:], "-o", tmp_path / "o.txt",
+                    "--tblout", tmp_path / "t.tbl")
+    assert code == 2 and one_line(err) and "hmmsearch's results" in err, err
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("change, name", [({"mx": "BLOSUM45"}, "mx"), ({"popen": 0.03}, "popen"),
+                                          ({"pextend": 0.5}, "pextend"), ({"E": 10.0}, "E")])
+def test_phmmer_shards_of_other_scoring_are_refused(change, name, phmmer_shards, shards, tmp_path):
+    from gpu_search.hmmer.options import PhmmerOptions
+    from gpu_search.hmmer.phmmer import phmmer
+
+    options = PhmmerOptions(**{"E": 100.0, **change})
+    db = seqdb.open_database(shards["gsdb"][1])
+    res = list(phmmer(phmmer_shards["queries"], db, options, device="cpu", cpus=2))
+    other = tmp_path / "other.gshits"
+    hmmer_merge.save_results(other, res, hmmfile="queries.faa", seqfile=str(shards["gsdb"][1]), options=options,
+                             database=db)
+    files = phmmer_shards["files"]
+    with pytest.raises(OptionError, match=rf"different options \({name}: "):
+        hmmer_merge.read_shards([files[0], other, files[2]])
+
+
+def test_phmmer_shards_of_other_queries_are_refused(phmmer_shards, shards, tmp_path):
+    """The same sequence described otherwise: the same model, not the same report."""
+    header, data = parts(phmmer_shards["files"][1])
+    header["models"][0]["query"]["description"] = "another description"
+    other = tmp_path / "other.gshits"
+    other.write_bytes(container(hmmer_merge.KIND, header, data))
+    files = phmmer_shards["files"]
+    with pytest.raises(OptionError, match="different query sequences"):
+        hmmer_merge.read_shards([files[0], other, files[2]])
+
+
+def _query_edit(change):
+    def edit(header, data):
+        change(header["models"][0]["query"])
+        return header, data
+    return edit
+
+
+CRAFTED_PHMMER = {
+    "missing query": _header_edit(lambda h: h["models"][0].pop("query")),
+    "query not a record": _header_edit(lambda h: h["models"][0].update(query=["x", 3])),
+    "extra query field": _query_edit(lambda q: q.update(code="x")),
+    "missing query field": _query_edit(lambda q: q.pop("accession")),
+    "length as a string": _query_edit(lambda q: q.update(length="222")),
+    "length not the model's": _query_edit(lambda q: q.update(length=q["length"] + 1)),
+    "zero length": _query_edit(lambda q: q.update(length=0)),
+    "absurd length": _query_edit(lambda q: q.update(length=1 << 40)),
+    "name not the model's": _query_edit(lambda q: q.update(name="other")),
+    "name as a number": _query_edit(lambda q: q.update(name=3)),
+    "description of two lines": _query_edit(lambda q: q.update(description="a\nQuery: forged")),
+    "accession with a NUL": _query_edit(lambda q: q.update(accession="A\x00")),
+    "unknown matrix": _header_edit(lambda h: h["options"].update(mx="../../etc/passwd")),
+    "matrix as a number": _header_edit(lambda h: h["options"].update(mx=62)),
+    "gap open out of range": _header_edit(lambda h: h["options"].update(popen=0.5)),
+    "gap extend as a string": _header_edit(lambda h: h["options"].update(pextend="0.4")),
+    "no scoring options": _header_edit(lambda h: [h["options"].pop(k) for k in ("mx", "popen", "pextend")]),
+    "hmmsearch's with a query": _header_edit(lambda h: h.update(program="hmmsearch")),
+    "other program": _header_edit(lambda h: h.update(program="jackhmmer")),
+}
+
+
+@pytest.mark.parametrize("case", CRAFTED_PHMMER)
+def test_a_crafted_phmmer_gshits_file_is_refused(case, phmmer_shards, tmp_path):
+    header, data = parts(phmmer_shards["files"][0])
+    header, data = CRAFTED_PHMMER[case](header, data)
+    bad = tmp_path / "bad.gshits"
+    bad.write_bytes(container(hmmer_merge.KIND, header, data))
+    with pytest.raises(FormatError, match="corrupt .gshits file"):
+        hmmer_merge.load_results(bad)
+    code, err = cli("merge", bad, *phmmer_shards["files"][1:], "-o", tmp_path / "o.txt")
+    assert code == 5 and one_line(err), err
+    assert sorted(os.listdir(tmp_path)) == ["bad.gshits"]
+
+
+def test_the_unchanged_phmmer_file_rebuilt_by_hand_still_reads(phmmer_shards, tmp_path):
+    header, data = parts(phmmer_shards["files"][0])
+    ok = tmp_path / "ok.gshits"
+    ok.write_bytes(container(hmmer_merge.KIND, header, data))
+    assert [q.name for _, _, q in hmmer_merge.load_results(ok)["results"]] == \
+        [phmmer_shards["queries"].name(i) for i in range(4)]
+
+
 # --- blastp's files ----------------------------------------------------------------------------
 
 

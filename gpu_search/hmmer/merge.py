@@ -1,4 +1,4 @@
-"""Merging the hmmsearch results of database shards into the unsharded result.
+"""Merging the hmmsearch (or phmmer) results of database shards into the unsharded result.
 
 A shard searched with ``Z`` = the number of sequences of the whole database
 gives every hit the E-value it has in a full search.  What a shard cannot
@@ -20,6 +20,12 @@ network byte order, then NUL-terminated strings).  Those bytes go to HMMER's
 C code (``TopHits.__setstate__``), which trusts their lengths, so every hit
 is first walked here field by field (sizes, counts, string ends, index
 ranges): a crafted file is refused, never read out of bounds.
+
+phmmer's shards (program "phmmer") are the same search, of the models phmmer
+built from the query sequences: their header also records phmmer's options
+(--popen, --pextend, --mx) and per model the query sequence (name, length,
+accession, description), which phmmer's reports print.  hmmsearch's files are
+unchanged by this: the same fields, the same format version.
 """
 
 from __future__ import annotations
@@ -35,17 +41,21 @@ import numpy as np
 from ..errors import FormatError, OptionError
 from ..output import (Fields, Parts, check_database_record, check_shard_set, database_record, read_results,
                       write_results)
-from .options import CUTOFF_FLAGS, SearchOptions
+from .options import CUTOFF_FLAGS, SCORE_MATRICES, PhmmerOptions, SearchOptions
+from .phmmer import PhmmerResult, Query
 from .search import PipelineStats, SearchResult
 
 KIND = b"GSHITS\x00"
-SUFFIX, WRITER = ".gshits", "gpu-search hmmsearch --hits-out"
+SUFFIX, WRITER = ".gshits", "gpu-search hmmsearch or phmmer --hits-out"
 
 # SearchOptions that change hits or E-values: equal in every shard merged (the others
 # only shape the report, taken from the first shard; ``given`` is what each job typed)
 REPORT_ONLY = ("textw", "notextw", "noali", "acc", "given")
 OPTION_FIELDS = tuple(f.name for f in fields(SearchOptions))
 MATCHING = tuple(name for name in OPTION_FIELDS if name not in REPORT_ONLY)
+# phmmer's: its scoring system too (it changes the query models, so the hits)
+PHMMER_OPTION_FIELDS = tuple(f.name for f in fields(PhmmerOptions))
+PHMMER_MATCHING = tuple(name for name in PHMMER_OPTION_FIELDS if name not in REPORT_ONLY)
 
 # pyhmmer TopHits.__getstate__()["pipeline"] (P7_PIPELINE's fields): the Python type of each
 _PIPELINE_BOOL = ("by_E", "dom_by_E", "inc_by_E", "incdom_by_E", "do_max", "do_biasfilter", "do_null2",
@@ -61,6 +71,8 @@ _UNSET = {"strands": 0, "block_length": 0, "n_output": 0, "pos_output": 0}
 _TOPHITS_FIELDS = ("N", "nreported", "nincluded", "is_sorted_by_sortkey", "is_sorted_by_seqidx", "_empty",
                    "pipeline")
 MODEL_FIELDS = ("hits", "order", "tophits", "stats")
+PHMMER_MODEL_FIELDS = MODEL_FIELDS + ("query",)
+QUERY_FIELDS = ("name", "length", "accession", "description")
 HEADER_FIELDS = ("program", "hmmfile", "seqfile", "database", "options", "hmms", "models")
 INT32 = (-(1 << 31), (1 << 31) - 1)
 
@@ -78,7 +90,9 @@ def save_results(path, results: list[SearchResult], *, hmmfile: str, seqfile: st
     and the sizes the searches counted.  ``first_index``: the shard's first
     sequence in the whole database (default: the database's own), so that
     merging puts the shards back in database order whatever order they come in.
+    phmmer's results (``PhmmerOptions``) are saved with their query sequences.
     """
+    phmmer = isinstance(options, PhmmerOptions)
     record = database_record(database if database is not None else _searched_database(seqfile, results))
     if first_index is not None:
         record["first_index"] = int(first_index)
@@ -86,16 +100,27 @@ def save_results(path, results: list[SearchResult], *, hmmfile: str, seqfile: st
     hmm_blob = io.BytesIO()
     models = []
     for r in results:
-        r.hmm.write(hmm_blob, binary=True)
+        hmm = r.hmm
+        if phmmer:
+            # a model phmmer built records its job's command line and time, which differ
+            # from shard to shard; nothing of phmmer's outputs shows them
+            hmm = hmm.copy()
+            hmm.command_line = hmm.creation_time = None
+        hmm.write(hmm_blob, binary=True)
         state = r.hits.__getstate__()
         hits = b"".join(bytes(s) for s in state["unsrt"])
         order = np.asarray(state["hit"], dtype="<u4").tobytes()
         tophits = {key: state[key] for key in _TOPHITS_FIELDS}
         tophits["pipeline"] = dict(state["pipeline"], **_UNSET)
-        models.append({"hits": parts.add(hits), "order": parts.add(order), "tophits": tophits,
-                       "stats": _stats_fields(r.stats)})
+        model = {"hits": parts.add(hits), "order": parts.add(order), "tophits": tophits,
+                 "stats": _stats_fields(r.stats)}
+        if phmmer:
+            q = r.query
+            model["query"] = {"name": q.name, "length": int(q.length), "accession": q.accession,
+                              "description": q.description}
+        models.append(model)
     header = {
-        "program": "hmmsearch",
+        "program": "phmmer" if phmmer else "hmmsearch",
         "hmmfile": str(hmmfile),
         "seqfile": str(seqfile),
         "database": record,
@@ -129,9 +154,9 @@ def _searched_database(seqfile, results: list[SearchResult]):
 
 def _option_fields(options: SearchOptions) -> dict:
     out = {}
-    for name in OPTION_FIELDS:
+    for name in PHMMER_OPTION_FIELDS if isinstance(options, PhmmerOptions) else OPTION_FIELDS:
         value = getattr(options, name)
-        if isinstance(value, bool) or value is None or name in ("bit_cutoffs", "given"):
+        if isinstance(value, bool) or value is None or name in ("bit_cutoffs", "given", "mx"):
             out[name] = value
         elif name in ("seed", "textw"):
             out[name] = int(value)
@@ -152,36 +177,45 @@ def _stats_fields(stats: PipelineStats) -> dict:
 def load_results(path) -> dict:
     """Read and check a .gshits file: its header's fields, its models, every hit.
 
-    Returns a dict: hmmfile, seqfile, database, options (SearchOptions),
-    results [(TopHits, PipelineStats)], digest (SHA-256 of the file).
+    Returns a dict: program ("hmmsearch" or "phmmer"), hmmfile, seqfile, database,
+    options (SearchOptions; PhmmerOptions of phmmer), results [(TopHits,
+    PipelineStats, Query or None)], digest (SHA-256 of the file).
     """
     header, data, digest = read_results(path, KIND, SUFFIX, WRITER)
     f = Fields(path, SUFFIX)
     f.record(header, HEADER_FIELDS, "header")
-    if header["program"] != "hmmsearch":
+    program = header["program"]
+    if program not in ("hmmsearch", "phmmer"):
         f.fail("program")
+    phmmer = program == "phmmer"
     database = check_database_record(f, header["database"])
-    options = _read_options(f, header["options"])
+    options = _read_options(f, header["options"], phmmer)
     hmms = _read_hmms(f, f.part(header["hmms"], data, "models"), path)
     models = f.items(header["models"], "models", len(hmms))
     results = []
     for i, (hmm, model) in enumerate(zip(hmms, models)):
         what = f"model {i + 1}"
-        f.record(model, MODEL_FIELDS, what)
+        f.record(model, PHMMER_MODEL_FIELDS if phmmer else MODEL_FIELDS, what)
+        query = _read_query(f, model["query"], hmm, what) if phmmer else None
         hits = _read_tophits(f, hmm, model, data, what)
-        results.append((hits, _read_stats(f, model["stats"], what)))
-    return {"hmmfile": f.text(header["hmmfile"], "hmmfile", line=False),
+        results.append((hits, _read_stats(f, model["stats"], what), query))
+    return {"program": program, "hmmfile": f.text(header["hmmfile"], "hmmfile", line=False),
             "seqfile": f.text(header["seqfile"], "seqfile", line=False),
             "database": database, "options": options, "results": results, "digest": digest,
             "path": str(path)}
 
 
-def _read_options(f: Fields, obj) -> SearchOptions:
-    f.record(obj, OPTION_FIELDS, "options")
+def _read_options(f: Fields, obj, phmmer: bool = False) -> SearchOptions:
+    names = PHMMER_OPTION_FIELDS if phmmer else OPTION_FIELDS
+    f.record(obj, names, "options")
     values = {}
-    for name in OPTION_FIELDS:
+    for name in names:
         value, what = obj[name], f"option {name}"
-        if name in ("max", "nobias", "nonull2", "notextw", "noali", "acc"):
+        if name == "mx":
+            if value not in SCORE_MATRICES:
+                f.fail(what)
+            values[name] = value
+        elif name in ("max", "nobias", "nonull2", "notextw", "noali", "acc"):
             values[name] = f.flag(value, what)
         elif name in ("seed", "textw"):
             values[name] = f.integer(value, what, 0, INT32[1])
@@ -199,11 +233,25 @@ def _read_options(f: Fields, obj) -> SearchOptions:
             values[name] = f.number(value, what, 0.0, math.inf)
     given = values.pop("given")
     try:
-        options = SearchOptions(**values)
+        options = (PhmmerOptions if phmmer else SearchOptions)(**values)
     except OptionError as exc:
         f.fail(f"options: {exc}")
     options.given = given
     return options
+
+
+def _read_query(f: Fields, obj, hmm, what: str) -> Query:
+    """phmmer's query sequence of a model: one-line strings (the reports print them), and the
+    model phmmer built from it (p7_SingleBuilder: named as the query, one node a residue)."""
+    f.record(obj, QUERY_FIELDS, f"{what} query")
+    query = Query(name=f.text(obj["name"], f"{what} query name"),
+                  length=f.integer(obj["length"], f"{what} query length", 1, INT32[1]),
+                  accession=f.text(obj["accession"], f"{what} query accession"),
+                  description=f.text(obj["description"], f"{what} query description"))
+    name = hmm.name.decode() if isinstance(hmm.name, bytes) else hmm.name
+    if query.name != name or query.length != hmm.M:
+        f.fail(f"{what} query is not the sequence its model was built from")
+    return query
 
 
 def _read_stats(f: Fields, obj, what: str) -> PipelineStats:
@@ -416,6 +464,10 @@ def merge_results(shards: list[list[SearchResult]]) -> list[SearchResult]:
         raise OptionError("the shard results hold different numbers of models")
     merged = []
     for per_model in zip(*shards):
+        query = getattr(per_model[0], "query", None)
+        if any(getattr(r, "query", None) != query for r in per_model[1:]):
+            raise OptionError(f"shard results are for different query sequences named {query.name}: "
+                              f"search every shard with the same query file")
         names = {r.hits.query.name for r in per_model}
         if len(names) != 1:
             raise OptionError(f"shard results are for different models: {', '.join(sorted(names))}")
@@ -430,14 +482,20 @@ def merge_results(shards: list[list[SearchResult]]) -> list[SearchResult]:
         except ValueError:      # pyhmmer: the pipelines' thresholds differ
             raise OptionError("shards were searched with different thresholds: merge shards searched "
                               "alike") from None
-        merged.append(SearchResult(per_model[0].hmm, hits, _sum_stats([r.stats for r in per_model], hits)))
+        stats = _sum_stats([r.stats for r in per_model], hits)
+        merged.append(SearchResult(per_model[0].hmm, hits, stats) if query is None else
+                      PhmmerResult(per_model[0].hmm, hits, stats, query=query))
     return merged
 
 
 def _check_same_options(loaded: list[dict]) -> None:
     first = loaded[0]
     for d in loaded[1:]:
-        for name in MATCHING:
+        if d["program"] != first["program"]:
+            raise OptionError(f"{first['path']} holds {first['program']}'s results, {d['path']} "
+                              f"{d['program']}'s: merge the shards of one search")
+    for d in loaded[1:]:
+        for name in PHMMER_MATCHING if first["program"] == "phmmer" else MATCHING:
             a, b = getattr(first["options"], name), getattr(d["options"], name)
             if a != b:
                 raise OptionError(f"{first['path']} and {d['path']} were searched with different options "
@@ -446,14 +504,16 @@ def _check_same_options(loaded: list[dict]) -> None:
 
 def read_shards(paths) -> tuple[list[SearchResult], dict]:
     """Load .gshits files, check that they are one search of one database, and merge them;
-    also returns the first shard's metadata (hmmfile, seqfile: the shards' files, options)."""
+    also returns the first shard's metadata (program, hmmfile, seqfile: the shards' files,
+    options)."""
     if not paths:
         raise OptionError("no .gshits files to merge")
     loaded = [load_results(p) for p in paths]
     check_shard_set([(d["path"], d["digest"], d["database"]) for d in loaded], SUFFIX)
     _check_same_options(loaded)
     loaded.sort(key=lambda d: d["database"]["first_index"])
-    shards = [[SearchResult(h.query, h, s) for h, s in d["results"]] for d in loaded]
+    shards = [[SearchResult(h.query, h, s) if q is None else PhmmerResult(h.query, h, s, query=q)
+               for h, s, q in d["results"]] for d in loaded]
     meta = dict(loaded[0])
     meta["seqfile"] = ",".join(os.path.basename(d["seqfile"]) for d in loaded)
     return merge_results(shards), meta

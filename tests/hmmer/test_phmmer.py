@@ -250,3 +250,49 @@ def test_one_cpu_with_gpu_batches_reports_every_query(queries):
     backend.batch_key = lambda M: msv_geometry(M).G
     results = list(phmmer(qdb, db, device="reference", backend=backend, cpus=1))
     assert [r.query.name for r in results] == [qdb.name(i) for i in range(qdb.n_seqs)]
+
+
+@pytest.mark.parametrize("device", ["cpu", "reference"])
+def test_sharded_then_merged_equals_unsharded(queries, tmp_path, device):
+    """phmmer on each of 3 shards with --hits-out, then `gpu-search merge`: every output (report
+    with phmmer's header and Query lines, -A, three tables) is that of one phmmer search of the
+    whole database, apart from the lines naming the database, the times and the command line."""
+    args = ["-E", "100", "--mx", "BLOSUM45", "--popen", "0.03"]     # weak hits; phmmer's own options
+    r = subprocess.run([sys.executable, "-m", "gpu_search", "makedb", str(PROTEOME), "-o",
+                        str(tmp_path / "db.gsdb"), "--shards", "3", "-q"], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 0, r.stderr
+    hits = []
+    for k in (1, 2, 3):
+        proc = run_ours([*args, "--device", device, "-q", "-o", os.devnull, "--hits-out", f"s{k}.gshits",
+                         queries, tmp_path / f"db.shard{k}of3.gsdb"], tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        hits.append(f"s{k}.gshits")
+    for folder in ("merged", "whole"):
+        (tmp_path / folder).mkdir()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "gpu_search", "merge", *output_args(),
+                           *[str(tmp_path / h) for h in hits[::-1]]],
+                          capture_output=True, text=True, cwd=tmp_path / "merged", env=env)
+    assert proc.returncode == 0, proc.stderr
+    proc = run_ours([*output_args(), *args, "--device", device, "-q", queries, PROTEOME], tmp_path / "whole")
+    assert proc.returncode == 0, proc.stderr
+    differ = ("# target sequence database:", "# CPU time:", "# Mc/sec:", "# Target file:", "# Option settings:",
+              "# Current dir:", "# Date:")
+    for name in OUTPUTS.values():
+        merged, whole = ((tmp_path / f / name).read_text().splitlines() for f in ("merged", "whole"))
+        assert len(merged) == len(whole), name
+        assert [l for l in merged if not l.startswith(differ)] == [l for l in whole if not l.startswith(differ)], name
+    report = (tmp_path / "whole" / OUTPUTS["o"]).read_text()
+    assert report.startswith("# phmmer :: search a protein sequence against a protein database")
+    assert report.count("\nQuery:       ") == 5 and "Query:       random_decoy  [L=150]\n" in report
+    assert "# subst score matrix (built-in):   BLOSUM45" in report
+    assert "# Program:         phmmer" in (tmp_path / "merged" / OUTPUTS["--tblout"]).read_text()
+    assert (tmp_path / "whole" / OUTPUTS["A"]).read_text().count("# STOCKHOLM 1.0") >= 4
+    # the test can fail: one shard's merge is not the whole database's
+    proc = subprocess.run([sys.executable, "-m", "gpu_search", "merge", "--tblout", "one.tbl", str(tmp_path / hits[0])],
+                          capture_output=True, text=True, cwd=tmp_path / "merged", env=env)
+    assert proc.returncode == 0, proc.stderr
+    one = [l for l in (tmp_path / "merged" / "one.tbl").read_text().splitlines() if not l.startswith("#")]
+    assert one != [l for l in (tmp_path / "whole" / OUTPUTS["--tblout"]).read_text().splitlines()
+                   if not l.startswith("#")]

@@ -397,6 +397,16 @@ def test_phmmer_stdout_report_and_gzip_inputs(tmp_path):
     assert r.stdout.count("Query:       ") == 3
 
 
+def test_phmmer_help_offers_hits_out_for_merge():
+    r = run("phmmer", "--help")
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    assert "--hits-out FILE Also save the complete hits (.gshits) for `gpu-search merge` of database shards." in text
+    assert "hmmsearch's shards only" not in text and "--hits-out (merge" not in text
+    r = run("merge", "--help")
+    assert "hmmsearch, phmmer: save per-sequence hits in a table." in " ".join(r.stdout.split())
+
+
 def phmmer_bad_inputs(tmp: Path):
     """(name, query file, database, extra args, exit code, words in the message)."""
     faa = TEST_DATA / "proteome.faa"
@@ -421,10 +431,15 @@ def phmmer_bad_inputs(tmp: Path):
         ("gap extend out of range", TEST_DATA / "blastp-queries.faa", faa, ["--pextend", "-0.1"], 2,
          "--pextend must be in [0, 1)"),
         ("gpu asked, none", TEST_DATA / "blastp-queries.faa", faa, ["--device", "gpu"], 8, "no usable GPU"),
+        ("directory as --hits-out", TEST_DATA / "blastp-queries.faa", faa, ["--hits-out", tmp], 10, "is a directory"),
+        ("--hits-out in no folder", TEST_DATA / "blastp-queries.faa", faa, ["--hits-out", tmp / "no" / "s.gshits"],
+         10, "does not exist"),
+        ("query without residues, --hits-out", write("z2.faa", ">a\nACDEFGH\n>b\n"), faa,
+         ["--hits-out", tmp / "out" / "s.gshits"], 7, "'b' is empty"),
     ]
 
 
-@pytest.mark.parametrize("case", range(11))
+@pytest.mark.parametrize("case", range(14))
 def test_phmmer_bad_input_one_line_exit_code_no_output(case, tmp_path):
     name, seqfile, seqdb, extra, code, words = phmmer_bad_inputs(tmp_path)[case]
     if name == "gpu asked, none":
