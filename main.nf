@@ -4,6 +4,7 @@
  *
  *   nextflow run main.nf -profile gpu,docker --search hmmsearch --hmm models.hmm --db proteins.faa.gz --shards 8
  *   nextflow run main.nf -profile gpu,singularity --search blastp --queries q.faa --db proteins.faa.gz --shards 8
+ *   nextflow run main.nf -profile gpu,docker --search phmmer --queries q.faa --db proteins.faa.gz --shards 8
  *   nextflow run main.nf -profile test,docker
  *
  * The database is cut once (gpu-search makedb --shards N) into shards of balanced
@@ -14,14 +15,14 @@
  */
 nextflow.enable.dsl = 2
 
-params.search    = 'hmmsearch'      // hmmsearch | blastp
+params.search    = 'hmmsearch'      // hmmsearch | phmmer | blastp
 params.hmm       = null             // hmmsearch: HMM file
-params.queries   = null             // blastp: query FASTA
+params.queries   = null             // phmmer, blastp: query FASTA
 params.db        = null             // protein FASTA (may be gzipped)
 params.shards    = 4
 params.outdir    = 'results'
 params.outfmt    = '6 std sallseqid score nident positive gaps ppos qframe sframe qseq sseq qlen slen salltitles'   // blastp: the shards' and the merged table's columns
-params.write_align = false          // hmmsearch: also the merged alignment of the included domains (-A, Stockholm), as nf-core's write_align
+params.write_align = false          // hmmsearch, phmmer: also the merged alignment of the included domains (-A, Stockholm), as nf-core's write_align
 // The image is not published in any registry: build it once, on each machine that runs tasks
 // (or push it to a registry of yours and give its name), from the repository's root:
 //   docker build -f containers/Dockerfile -t gpu-search:0.1.0 .         (podman build: the same)
@@ -65,6 +66,8 @@ process GPU_SEARCH_MAKEDB {
     """
 }
 
+// hmmsearch, or phmmer where meta.search is 'phmmer' (hmmfile then the query FASTA): phmmer
+// is hmmsearch's search of the models it builds from the queries, with the same outputs
 process GPU_HMMSEARCH {
     tag "$meta.id"
     label 'process_gpu'
@@ -89,10 +92,11 @@ process GPU_HMMSEARCH {
     def prefix = task.ext.prefix ?: "${meta.id}"
     // a GPU where the task was given one (the gpu profile's accelerator), else the CPU
     def device = task.accelerator ? 'auto' : 'cpu'
+    def program = meta.search == 'phmmer' ? 'phmmer' : 'hmmsearch'
     // --quiet still says on stderr when no GPU was usable ("gpu-search: no usable GPU (...)");
     // stderr is kept in the task's log and in *.stderr.txt, which the workflow reads
     """
-    gpu-search hmmsearch \\
+    gpu-search ${program} \\
         --cpu ${task.cpus} \\
         --device ${device} \\
         --quiet \\
@@ -169,9 +173,9 @@ process GPU_SEARCH_MERGE {
     container { container_for(task) }
 
     input:
-    tuple val(meta), path(hits)     // meta.search: 'hmmsearch' | 'blastp'
+    tuple val(meta), path(hits)     // meta.search: 'hmmsearch' | 'phmmer' | 'blastp'
     val outfmt                      // blastp: the merged table's -outfmt
-    val write_align                 // hmmsearch: also the included domains' alignment (-A)
+    val write_align                 // hmmsearch, phmmer: also the included domains' alignment (-A)
 
     output:
     tuple val(meta), path("*.merged.*"), emit: merged
@@ -205,10 +209,10 @@ workflow SHARDED_SEARCH {
     take:
     db        // channel: [meta, fasta], meta.id names the merged outputs (one merge per database)
     n_shards  // val: shards a database
-    search    // val: 'hmmsearch' | 'blastp'
-    query     // val: path of the HMM file (hmmsearch) or query FASTA (blastp)
-    outfmt    // val: blastp's tabular -outfmt (not used by hmmsearch)
-    write_align  // val: hmmsearch, also the merged alignment of the included domains (not used by blastp)
+    search    // val: 'hmmsearch' | 'phmmer' | 'blastp'
+    query     // val: path of the HMM file (hmmsearch) or query FASTA (phmmer, blastp)
+    outfmt    // val: blastp's tabular -outfmt (not used by hmmsearch, phmmer)
+    write_align  // val: hmmsearch, phmmer: also the merged alignment of the included domains (not used by blastp)
 
     main:
     GPU_SEARCH_MAKEDB(db, n_shards)
@@ -225,6 +229,7 @@ workflow SHARDED_SEARCH {
         hits = GPU_BLASTP.out.hits
         task_stderr = GPU_BLASTP.out.stderr
     } else {
+        // hmmsearch or phmmer (meta.search says which)
         GPU_HMMSEARCH(shards.map { meta, shard -> [meta, file(query), shard] })
         hits = GPU_HMMSEARCH.out.hits
         task_stderr = GPU_HMMSEARCH.out.stderr
@@ -250,8 +255,9 @@ def db_id(path) {
 
 workflow {
     if (!params.db) { error "give --db: the protein database (FASTA, may be gzipped)" }
-    def query = params.search == 'blastp' ? params.queries : params.hmm
-    if (!query) { error "give --hmm (hmmsearch) or --queries (blastp)" }
+    if (!(params.search in ['hmmsearch', 'phmmer', 'blastp'])) { error "--search ${params.search}: give hmmsearch, phmmer or blastp" }
+    def query = params.search in ['phmmer', 'blastp'] ? params.queries : params.hmm
+    if (!query) { error "give --hmm (hmmsearch) or --queries (phmmer, blastp)" }
     if (workflow.containerEngine in ['singularity', 'apptainer'] && !params.sif) {
         error "give --sif: the SIF made from the gpu-search image (apptainer build gpu-search-0.1.0.sif docker-daemon://gpu-search:0.1.0)"
     }

@@ -280,6 +280,53 @@ def test_sharded_hmmsearch_tasks_equal_unsharded(tmp_path):
     assert (whole / "t.sto").read_text().count("# STOCKHOLM 1.0") >= 2
 
 
+def test_sharded_phmmer_tasks_equal_unsharded(tmp_path):
+    """--search phmmer: GPU_HMMSEARCH runs phmmer with the query FASTA (meta.search), the merge
+    writes phmmer's outputs; each equal to one unsharded phmmer run's, apart from the lines
+    naming the database and files, the times and the command line."""
+    db_meta = SimpleNamespace(id="proteome", search="phmmer")
+    run_task("GPU_SEARCH_MAKEDB", tmp_path / "makedb", {"meta": db_meta, "fasta": TEST_DATA / "proteome.faa",
+                                                        "n_shards": 3})
+    hits = []
+    for shard in sorted((tmp_path / "makedb").glob("*.gsdb")):
+        wd = tmp_path / shard.stem
+        script, _ = run_task("GPU_HMMSEARCH", wd, {"meta": SimpleNamespace(id=shard.stem, search="phmmer"),
+                                                   "hmmfile": TEST_DATA / "blastp-queries.faa", "seqdb": shard},
+                             ext_args="-E 20 --max")      # weak hits too, in every shard
+        assert "gpu-search phmmer" in script and "--hits-out" in script
+        hits.append(wd / f"{shard.stem}.gshits")
+    run_task("GPU_SEARCH_MERGE", tmp_path / "merge", {"meta": merged_meta(db_meta), "hits": hits[::-1],
+                                                      "outfmt": "6 std", "write_align": True})
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    subprocess.run([sys.executable, "-m", "gpu_search", "phmmer", "--quiet", "--device", "cpu", "-E", "20", "--max",
+                    "--tblout", str(whole / "t.tbl"), "--domtblout", str(whole / "t.domtbl"),
+                    "-o", str(whole / "t.txt"), "-A", str(whole / "t.sto"),
+                    str(TEST_DATA / "blastp-queries.faa"), str(TEST_DATA / "proteome.faa")],
+                   check=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    merged = tmp_path / "merge"
+    assert data_lines(merged / "proteome.merged.tbl") == data_lines(whole / "t.tbl")
+    assert data_lines(merged / "proteome.merged.domtbl") == data_lines(whole / "t.domtbl")
+    assert len(data_lines(whole / "t.tbl")) > 5
+    assert "# Program:         phmmer" in (merged / "proteome.merged.tbl").read_text()
+    assert (merged / "proteome.merged.sto").read_text() == (whole / "t.sto").read_text()
+    differ = ("# query sequence file:", "# target sequence database:", "# output directed to file:",
+              "# MSA of hits saved to file:",
+              "# per-seq hits tabular output:", "# per-dom hits tabular output:", "# CPU time:", "# Mc/sec:",
+              "# Alignment of ")
+
+    def report(path):
+        return [l for l in path.read_text().splitlines() if not l.startswith(differ)]
+    assert report(merged / "proteome.merged.txt") == report(whole / "t.txt")
+    assert report(whole / "t.txt")[0] == "# phmmer :: search a protein sequence against a protein database"
+    assert (whole / "t.txt").read_text().count("\nQuery:       ") == 3
+    # the entry workflow takes --queries for phmmer, and refuses a search it does not know
+    entry = MAIN_NF.read_text()
+    entry = entry[entry.index("\nworkflow {"):]
+    assert "params.search in ['phmmer', 'blastp'] ? params.queries : params.hmm" in entry
+    assert "params.search in ['hmmsearch', 'phmmer', 'blastp']" in entry
+
+
 @pytest.mark.parametrize("source", ["fasta", "makeblastdb folder"])
 def test_sharded_blastp_tasks_equal_unsharded_in_params_outfmt(tmp_path, source):
     """params.outfmt (25 columns by default) reaches the shards' searches and the merge: the merged
@@ -343,7 +390,7 @@ def test_search_task_keeps_the_no_gpu_line_visible(tmp_path):
 
 
 @pytest.mark.parametrize("process", ["GPU_SEARCH_MAKEDB", "GPU_HMMSEARCH", "GPU_BLASTP", "GPU_SEARCH_MERGE"])
-@pytest.mark.parametrize("search", ["hmmsearch", "blastp"])
+@pytest.mark.parametrize("search", ["hmmsearch", "phmmer", "blastp"])
 def test_stub_blocks_make_what_the_outputs_declare(process, search, tmp_path, structure):
     """Each stub makes a file for every output glob of its process (nf-test -stub)."""
     meta = SimpleNamespace(id="x", search=search)
