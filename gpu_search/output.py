@@ -163,7 +163,7 @@ class OutputSet:
 # before ``gpu-search merge`` reads them, so they are plain data, checked field by field on
 # reading, never a Python pickle (which runs whatever it names).  Layout (since version 2):
 #
-#     0   7 bytes   kind: b"GSHITS\0" (hmmsearch) or b"GSBLAST" (blastp)
+#     0   7 bytes   kind: b"GSHITS\0" (hmmsearch, phmmer) or b"GSBLAST" (blastp)
 #     7   1 byte    format version (4; 1 was a Python pickle; 2 and 3 lacked fields now
 #                     read: none of them is read)
 #     8   8 bytes   H, the header's length (unsigned, little-endian)
