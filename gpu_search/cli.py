@@ -358,7 +358,7 @@ def phmmer(seqfile, seqdb, popen, pextend, mx, hits_out, skip_long, device, gpus
     dev.start_cuda(device, gpu_ids)         # the GPUs' start overlaps reading the inputs
     queries = read_queries(seqfile)
     db = open_database(seqdb)
-    db.check_for_hmmsearch(skip_long)       # report bad input before any note about the device
+    db.check_for_hmmsearch(skip_long, "phmmer")       # report bad input before any note about the device
     hmms = build_models(queries, options, cpu)
     used = _hmmer_device(device, hmms, db, seqdb, cpu, Z, quiet)
     run_search(hmms, db, options, hmmfile=seqfile, seqfile=seqdb, **outputs, device=used, cpus=cpu,

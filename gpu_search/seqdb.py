@@ -266,10 +266,11 @@ class SequenceDB:
         return block
 
     # --- checks ----------------------------------------------------------------
-    def check_for_hmmsearch(self, skip_long: bool = False) -> np.ndarray | None:
+    def check_for_hmmsearch(self, skip_long: bool = False, program: str = "hmmsearch") -> np.ndarray | None:
         """Refuse sequences over HMMER's 100,000-residue limit (or list them to skip).
 
         Returns the indices of sequences to skip when ``skip_long``, else None.
+        ``program``: the HMMER program the message names (hmmsearch, phmmer).
         """
         long = np.nonzero(self.lengths > HMMER_MAX_LENGTH)[0]
         if len(long) == 0:
@@ -279,7 +280,7 @@ class SequenceDB:
         i = int(long[0])
         raise SequenceError(
             f"sequence '{shown(self.name(i))}' in {self.source} has {int(self.lengths[i]):,} residues, "
-            f"over HMMER's limit of {HMMER_MAX_LENGTH:,} for hmmsearch "
+            f"over HMMER's limit of {HMMER_MAX_LENGTH:,} for {program} "
             f"({len(long)} such sequence(s)); split it, or pass --skip-long to leave them out"
         )
 

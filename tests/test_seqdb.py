@@ -146,6 +146,8 @@ def test_long_sequences_refused_or_skipped(tmp_path):
     path = tmp_path / "long.faa"
     path.write_text(">ok\nACDEFGHIKL\n>huge\n" + "ACDEFGHIKLMNPQRSTVWY" * 5001 + "\n")
     db = seqdb.open_database(path)
-    with pytest.raises(errors.SequenceError, match="'huge' .* over HMMER's limit"):
+    with pytest.raises(errors.SequenceError, match="'huge' .* over HMMER's limit of 100,000 for hmmsearch"):
         db.check_for_hmmsearch()
+    with pytest.raises(errors.SequenceError, match="over HMMER's limit of 100,000 for phmmer"):
+        db.check_for_hmmsearch(program="phmmer")
     assert list(db.check_for_hmmsearch(skip_long=True)) == [1]
