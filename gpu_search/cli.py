@@ -246,6 +246,9 @@ _hmmer_pipeline_options = _options(
                  help="Random seed (0: a different one each run)."),
     click.option("--cpu", type=click.IntRange(min=1), default=None, help="CPU threads (default: all cores)."),
 )
+_hits_out_option = click.option(
+    "--hits-out", metavar="FILE",
+    help="Also save the complete hits (.gshits) for `gpu-search merge` of database shards.")
 _skip_long_option = click.option(
     "--skip-long", is_flag=True,
     help="Leave out sequences over HMMER's 100,000-residue limit instead of stopping.")
@@ -276,8 +279,7 @@ def _outputs(shared: dict) -> dict:
 @click.option("--cut_nc", is_flag=True, help="Use the models' NC noise cutoffs.")
 @click.option("--cut_tc", is_flag=True, help="Use the models' TC trusted cutoffs.")
 @_hmmer_pipeline_options
-@click.option("--hits-out", metavar="FILE",
-              help="Also save the complete hits (.gshits) for `gpu-search merge` of database shards.")
+@_hits_out_option
 @_skip_long_option
 @_device_option
 def hmmsearch(hmmfile, seqdb, cut_ga, cut_nc, cut_tc, hits_out, skip_long, device, gpus, quiet, **shared):
@@ -327,8 +329,7 @@ def hmmsearch(hmmfile, seqdb, cut_ga, cut_nc, cut_tc, hits_out, skip_long, devic
               help="Substitution score matrix (HMMER's built-in ones; --mxfile is not offered).")
 @_hmmer_threshold_options
 @_hmmer_pipeline_options
-@click.option("--hits-out", metavar="FILE",
-              help="Also save the complete hits (.gshits) for `gpu-search merge` of database shards.")
+@_hits_out_option
 @_skip_long_option
 @_device_option
 def phmmer(seqfile, seqdb, popen, pextend, mx, hits_out, skip_long, device, gpus, quiet, **shared):

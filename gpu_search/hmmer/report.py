@@ -42,6 +42,7 @@ import os
 import struct
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .. import __version__
 from .options import SearchOptions
@@ -82,8 +83,6 @@ HMMSEARCH = Program("hmmsearch", "search profile(s) against a sequence database"
                     "# query HMM file:                  ", "# MSA of all hits saved to file:   ")
 PHMMER = Program("phmmer", "search a protein sequence against a protein database",
                  "# query sequence file:             ", "# MSA of hits saved to file:       ")
-PROGRAM = HMMSEARCH.name
-PROGRAM_PURPOSE = HMMSEARCH.purpose
 
 
 # ---------------------------------------------------------------------------
@@ -140,7 +139,12 @@ def _is_used(options: SearchOptions, name: str) -> bool:
     if name == "textw" and options.notextw:
         return False
     # (the defaults of the options' own class: phmmer's options add its scoring system)
-    return getattr(options, name) != getattr(type(options)(), name)
+    return getattr(options, name) != getattr(_defaults(type(options)), name)
+
+
+@lru_cache(maxsize=None)
+def _defaults(cls) -> SearchOptions:
+    return cls()
 
 
 def write_header(fh, hmmfile: str, seqfile: str, options: SearchOptions,
