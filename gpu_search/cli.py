@@ -1,6 +1,6 @@
 """The ``gpu-search`` command line: it parses options and calls the library.
 
-Subcommands: ``hmmsearch`` and ``phmmer`` (HMMER's options and outputs), ``blastp`` (BLAST+'s options and
+Subcommands: ``hmmsearch``, ``phmmer`` and ``hmmscan`` (HMMER's options and outputs), ``blastp`` (BLAST+'s options and
 tabular rows), ``makedb`` (a ``.gsdb`` database, optionally in shards), ``merge`` (the results of
 database shards), ``galaxy-xml`` (the Galaxy tool's XML) and ``info`` (versions and GPUs).
 Every user error ends as one line on stderr and a documented exit code;
@@ -201,13 +201,14 @@ def _options(*decorators):
     return apply
 
 
-# HMMER's options that hmmsearch and phmmer share (hmmsearch.c's and phmmer.c's option tables),
-# in three groups: phmmer puts its scoring options after the first, hmmsearch its --cut_* after
-# the second
-_hmmer_output_options = _options(
-    click.option("-o", "output", metavar="FILE", help="Direct the main report to FILE, not stdout."),
-    click.option("-A", "alignment", metavar="FILE",
-                 help="Save a multiple alignment (Stockholm) of all included domains to FILE."),
+# HMMER's options that hmmsearch, phmmer and hmmscan share (hmmsearch.c's, phmmer.c's and
+# hmmscan.c's option tables), in three groups: phmmer puts its scoring options after the first,
+# hmmsearch and hmmscan their --cut_* after the second.  hmmscan's have no -A, and their help
+# says models where the targets are models.
+_main_report_option = click.option("-o", "output", metavar="FILE", help="Direct the main report to FILE, not stdout.")
+_alignment_option = click.option("-A", "alignment", metavar="FILE",
+                                 help="Save a multiple alignment (Stockholm) of all included domains to FILE.")
+_table_and_display_options = (
     click.option("--tblout", metavar="FILE", help="Save per-sequence hits in a table."),
     click.option("--domtblout", metavar="FILE", help="Save per-domain hits in a table."),
     click.option("--pfamtblout", metavar="FILE", help="Save hits in Pfam's table format."),
@@ -217,34 +218,57 @@ _hmmer_output_options = _options(
     click.option("--textw", type=click.IntRange(min=120), default=120, show_default=True,
                  help="Line width of the main report."),
 )
-_hmmer_threshold_options = _options(
-    click.option("-E", "E", type=FINITE, default=10.0, show_default=True, help="Report sequences with E-value <= E."),
-    click.option("-T", "T", type=FINITE, default=None, help="Report sequences with score >= T (bits)."),
-    click.option("--domE", "domE", type=FINITE, default=10.0, show_default=True,
-                 help="Report domains with c-E-value <= this."),
-    click.option("--domT", "domT", type=FINITE, default=None, help="Report domains with score >= this."),
-    click.option("--incE", "incE", type=FINITE, default=0.01, show_default=True,
-                 help="Include sequences with E-value <= this."),
-    click.option("--incT", "incT", type=FINITE, default=None, help="Include sequences with score >= this."),
-    click.option("--incdomE", "incdomE", type=FINITE, default=0.01, show_default=True,
-                 help="Include domains with c-E-value <= this."),
-    click.option("--incdomT", "incdomT", type=FINITE, default=None, help="Include domains with score >= this."),
-)
-_hmmer_pipeline_options = _options(
-    click.option("--max", "max_", is_flag=True, help="Turn all heuristic filters off (less speed, more power)."),
-    click.option("--F1", "F1", type=FINITE, default=0.02, show_default=True, help="MSV filter P-value threshold."),
-    click.option("--F2", "F2", type=FINITE, default=1e-3, show_default=True, help="Viterbi filter P-value threshold."),
-    click.option("--F3", "F3", type=FINITE, default=1e-5, show_default=True, help="Forward filter P-value threshold."),
-    click.option("--nobias", is_flag=True, help="Turn off the composition bias filter."),
-    click.option("--nonull2", is_flag=True, help="Turn off biased composition score corrections (null2)."),
-    click.option("-Z", "Z", type=FINITE, default=None,
-                 help="Number of comparisons for E-values (default: sequences in the whole database; "
-                      "a .gsdb shard knows the whole database's count)."),
-    click.option("--domZ", "domZ", type=FINITE, default=None,
-                 help="Number of significant sequences for domain E-values."),
-    click.option("--seed", type=click.IntRange(0, (1 << 31) - 1), default=42, show_default=True,
-                 help="Random seed (0: a different one each run)."),
-    click.option("--cpu", type=click.IntRange(min=1), default=None, help="CPU threads (default: all cores)."),
+_hmmer_output_options = _options(_main_report_option, _alignment_option, *_table_and_display_options)
+_hmmscan_output_options = _options(_main_report_option, *_table_and_display_options)
+
+
+def _threshold_options(targets: str):
+    """The reporting and inclusion thresholds, ``targets`` (sequences, or hmmscan's models)
+    named in their help."""
+    return _options(
+        click.option("-E", "E", type=FINITE, default=10.0, show_default=True,
+                     help=f"Report {targets} with E-value <= E."),
+        click.option("-T", "T", type=FINITE, default=None, help=f"Report {targets} with score >= T (bits)."),
+        click.option("--domE", "domE", type=FINITE, default=10.0, show_default=True,
+                     help="Report domains with c-E-value <= this."),
+        click.option("--domT", "domT", type=FINITE, default=None, help="Report domains with score >= this."),
+        click.option("--incE", "incE", type=FINITE, default=0.01, show_default=True,
+                     help=f"Include {targets} with E-value <= this."),
+        click.option("--incT", "incT", type=FINITE, default=None, help=f"Include {targets} with score >= this."),
+        click.option("--incdomE", "incdomE", type=FINITE, default=0.01, show_default=True,
+                     help="Include domains with c-E-value <= this."),
+        click.option("--incdomT", "incdomT", type=FINITE, default=None, help="Include domains with score >= this."),
+    )
+
+
+def _pipeline_options(Z_default: str):
+    """The filter and search-space options; ``Z_default`` says what Z is when -Z is not given."""
+    return _options(
+        click.option("--max", "max_", is_flag=True, help="Turn all heuristic filters off (less speed, more power)."),
+        click.option("--F1", "F1", type=FINITE, default=0.02, show_default=True, help="MSV filter P-value threshold."),
+        click.option("--F2", "F2", type=FINITE, default=1e-3, show_default=True,
+                     help="Viterbi filter P-value threshold."),
+        click.option("--F3", "F3", type=FINITE, default=1e-5, show_default=True,
+                     help="Forward filter P-value threshold."),
+        click.option("--nobias", is_flag=True, help="Turn off the composition bias filter."),
+        click.option("--nonull2", is_flag=True, help="Turn off biased composition score corrections (null2)."),
+        click.option("-Z", "Z", type=FINITE, default=None,
+                     help=f"Number of comparisons for E-values (default: {Z_default})."),
+        click.option("--domZ", "domZ", type=FINITE, default=None,
+                     help="Number of significant sequences for domain E-values."),
+        click.option("--seed", type=click.IntRange(0, (1 << 31) - 1), default=42, show_default=True,
+                     help="Random seed (0: a different one each run)."),
+        click.option("--cpu", type=click.IntRange(min=1), default=None, help="CPU threads (default: all cores)."),
+    )
+
+
+_hmmer_threshold_options = _threshold_options("sequences")
+_hmmer_pipeline_options = _pipeline_options(
+    "sequences in the whole database; a .gsdb shard knows the whole database's count")
+_cutoff_options = _options(
+    click.option("--cut_ga", is_flag=True, help="Use the models' GA gathering cutoffs."),
+    click.option("--cut_nc", is_flag=True, help="Use the models' NC noise cutoffs."),
+    click.option("--cut_tc", is_flag=True, help="Use the models' TC trusted cutoffs."),
 )
 _hits_out_option = click.option(
     "--hits-out", metavar="FILE",
@@ -257,6 +281,14 @@ _skip_long_option = click.option(
 _OUTPUT_PARAMS = ("output", "alignment", "tblout", "domtblout", "pfamtblout")
 
 
+def _bit_cutoffs(cut_ga: bool, cut_nc: bool, cut_tc: bool) -> str | None:
+    """--cut_ga, --cut_nc or --cut_tc as SearchOptions.bit_cutoffs (one at most)."""
+    cutoffs = [name for flag, name in ((cut_ga, "gathering"), (cut_nc, "noise"), (cut_tc, "trusted")) if flag]
+    if len(cutoffs) > 1:
+        raise OptionError("use only one of --cut_ga, --cut_nc, --cut_tc")
+    return cutoffs[0] if cutoffs else None
+
+
 def _search_options(cls, shared: dict, **extra):
     """The SearchOptions (or PhmmerOptions) of the shared HMMER options' values, the options
     as typed recorded for the report's header."""
@@ -267,7 +299,7 @@ def _search_options(cls, shared: dict, **extra):
 
 
 def _outputs(shared: dict) -> dict:
-    return {k: shared[k] for k in _OUTPUT_PARAMS}
+    return {k: shared.get(k) for k in _OUTPUT_PARAMS}
 
 
 @cli.command(context_settings=CONTEXT, epilog=exit_code_help())
@@ -275,9 +307,7 @@ def _outputs(shared: dict) -> dict:
 @click.argument("seqdb", type=click.Path(dir_okay=True))
 @_hmmer_output_options
 @_hmmer_threshold_options
-@click.option("--cut_ga", is_flag=True, help="Use the models' GA gathering cutoffs.")
-@click.option("--cut_nc", is_flag=True, help="Use the models' NC noise cutoffs.")
-@click.option("--cut_tc", is_flag=True, help="Use the models' TC trusted cutoffs.")
+@_cutoff_options
 @_hmmer_pipeline_options
 @_hits_out_option
 @_skip_long_option
@@ -299,10 +329,7 @@ def hmmsearch(hmmfile, seqdb, cut_ga, cut_nc, cut_tc, hits_out, skip_long, devic
     from .hmmer.options import SearchOptions
     from .seqdb import open_database
 
-    cutoffs = [name for flag, name in ((cut_ga, "gathering"), (cut_nc, "noise"), (cut_tc, "trusted")) if flag]
-    if len(cutoffs) > 1:
-        raise OptionError("use only one of --cut_ga, --cut_nc, --cut_tc")
-    options = _search_options(SearchOptions, shared, bit_cutoffs=cutoffs[0] if cutoffs else None)
+    options = _search_options(SearchOptions, shared, bit_cutoffs=_bit_cutoffs(cut_ga, cut_nc, cut_tc))
     gpu_ids = _parse_gpus(gpus)
     dev.start_cuda(device, gpu_ids)         # the GPUs' start overlaps reading the inputs
     hmms = read_hmms(hmmfile, threads=cpu)
@@ -365,6 +392,76 @@ def phmmer(seqfile, seqdb, popen, pextend, mx, hits_out, skip_long, device, gpus
     run_search(hmms, db, options, hmmfile=seqfile, seqfile=seqdb, **outputs, device=used, cpus=cpu,
                skip_long=skip_long, gpus=gpu_ids, quiet=quiet, hits_out=hits_out, program=PHMMER,
                queries=queries)
+
+
+# --- hmmscan ---------------------------------------------------------------------------
+
+
+def _hmmscan_device_option(f):
+    f = click.option("--gpus", default=None, metavar="LIST",
+                     help="GPU ids, as for the other commands (unused: hmmscan runs on the CPU for now).")(f)
+    f = click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto", show_default=True,
+                     help="hmmscan runs on the CPU for now, whatever the device: auto and cpu run there; gpu "
+                          "is accepted, runs there too and says so on stderr (as auto does where a GPU is "
+                          "usable).  Results are HMMER's either way.")(f)
+    f = click.option("--quiet", "-q", is_flag=True, help="No progress or notes on stderr.")(f)
+    return f
+
+
+@cli.command(context_settings=CONTEXT, epilog=exit_code_help())
+@click.argument("hmmdb", type=click.Path(dir_okay=True))
+@click.argument("seqfile", type=click.Path(dir_okay=True))
+@_hmmscan_output_options
+@_threshold_options("models")
+@_cutoff_options
+@_pipeline_options("the number of models in HMMDB")
+@_skip_long_option
+@_hmmscan_device_option
+def hmmscan(hmmdb, seqfile, cut_ga, cut_nc, cut_tc, skip_long, device, gpus, quiet, **shared):
+    """Search each protein sequence of SEQFILE against the profile HMMs of HMMDB, as HMMER's
+    hmmscan.
+
+    HMMDB is a database pressed by hmmpress (HMMDB.h3m, .h3i, .h3f, .h3p beside it: those
+    are read, as hmmscan reads them), or an HMM file, text or binary, may be gzipped
+    (hmmscan needs it pressed; here it need not be).  SEQFILE is a protein FASTA file of one
+    or more queries (may be gzipped).  Results are grouped per query; scores, E-values, hits,
+    domains and every output are those of HMMER 3.4's hmmscan (Z: the number of models).
+    Runs on the CPU for now.  Not offered: --qformat, hmmscan's search of the $PFAMDB
+    folders for HMMDB.  A query without residues is refused (hmmscan reports it without
+    hits); so is a model without the cutoff --cut_ga, --cut_nc or --cut_tc asks for
+    (hmmscan skips such a model where it passes the MSV filter, without a word).
+    """
+    from . import device as dev
+    from .output import check_outputs
+
+    outputs, cpu = _outputs(shared), shared["cpu"]
+    check_outputs(*outputs.values())
+    from .hmmer.hmmscan import check_cutoffs, open_hmmdb, read_queries
+    from .hmmer.hmmscan import hmmscan as run
+    from .hmmer.options import SearchOptions
+    from .hmmer.report import HMMSCAN
+    from .progress import Progress
+
+    options = _search_options(SearchOptions, shared, bit_cutoffs=_bit_cutoffs(cut_ga, cut_nc, cut_tc))
+    _parse_gpus(gpus)
+    queries = read_queries(seqfile)
+    skip = queries.check_for_hmmsearch(skip_long, "hmmscan")
+    db = open_hmmdb(hmmdb, threads=cpu)
+    check_cutoffs(db, options)
+    if skip is not None:
+        import numpy as np
+
+        queries = queries.subset(np.setdiff1d(np.arange(queries.n_seqs), skip))
+    # a GPU asked for (gpu, or auto where one is usable) and not used is said, even with --quiet
+    if device == "gpu":
+        dev.note("hmmscan runs on the CPU for now: --device gpu searches on the CPU (same results)")
+    elif device == "auto" and dev.gpu_status()[0]:
+        dev.note("--device auto: hmmscan runs on the CPU for now; the GPU is not used (same results)")
+    progress = Progress("hmmscan", queries.n_seqs, "queries", quiet)
+    results = run(queries, db, options, cpus=cpu, callback=lambda done, total: progress.update(done))
+    # (hmmscan's report names the query sequence file first, then the HMM database)
+    write_outputs(results, options, hmmfile=seqfile, seqfile=hmmdb, **outputs, progress=progress,
+                  program=HMMSCAN)
 
 
 def _hmmer_device(device, hmms, db, seqdb, cpus, Z, quiet) -> str:
@@ -491,11 +588,14 @@ def run_search(hmms, db, options, *, hmmfile, seqfile, output, tblout, domtblout
 def write_outputs(results, options, *, hmmfile, seqfile, output, tblout, domtblout, pfamtblout,
                   progress=None, alignment=None, program=None) -> None:
     """HMMER's main report and tables from per-query results; all files or none.
-    ``program``: report.HMMSEARCH (the default) or report.PHMMER."""
+    ``program``: report.HMMSEARCH (the default), report.PHMMER or report.HMMSCAN (whose
+    ``hmmfile`` is the query sequence file, ``seqfile`` the HMM database, as HMMER names
+    them in the report's header and the tables' tails)."""
     from .hmmer import report
     from .output import OutputSet
 
     program = program or report.HMMSEARCH
+    write_query = report.write_scan_query if program.scan else report.write_query
     argv_line = " ".join(shlex.quote(a) for a in sys.argv[1:]) or program.name
     with OutputSet() as outs:
         main_fh = outs.open(output) if output else io.StringIO()
@@ -512,7 +612,7 @@ def write_outputs(results, options, *, hmmfile, seqfile, output, tblout, domtblo
             timing = report.Timing(user=now[1].user - clock[1].user, sys=now[1].system - clock[1].system,
                                    elapsed=now[0] - clock[0])
             clock = now
-            report.write_query(main_fh, result, options, timing)
+            write_query(main_fh, result, options, timing)
             if ali_fh is not None:
                 report.write_alignment(ali_fh, main_fh, result, options, alignment, program=program)
             for fh, fmt in tables:
@@ -524,9 +624,11 @@ def write_outputs(results, options, *, hmmfile, seqfile, output, tblout, domtblo
         if progress:
             progress.close()
         report.write_footer(main_fh)
-        for fh, _ in tables:
+        for fh, fmt in tables:
             if fh is not None:
-                report.write_tabular_tail(fh, hmmfile, seqfile, argv_line, program=program)
+                # (hmmscan.c ends its --pfamtblout in search mode, its other tables in scan mode)
+                report.write_tabular_tail(fh, hmmfile, seqfile, argv_line, program=program,
+                                          scan_mode=program.scan and fmt != "pfam")
         if not output:
             sys.stdout.write(main_fh.getvalue())
             sys.stdout.flush()

@@ -31,10 +31,18 @@ _ALPH_LINE = re.compile(rb"^[ \t]*ALPH(?=\s|\Z)", re.MULTILINE)
 _TEXT_FILE = re.compile(rb"(?:[ \t\r]*(?:#[^\n]*)?\n)*[ \t\r]*HMMER")
 
 
-def read_hmms(path: str | os.PathLike, threads: int | None = None) -> list:
+# how each program's messages name its HMM argument and what it searches
+_ARGUMENT_ORDER = {"hmmsearch": "the HMM file comes first: hmmsearch HMMFILE SEQDB",
+                   "hmmscan": "the HMM database comes first: hmmscan HMMDB SEQFILE"}
+_SEARCHES = {"hmmsearch": "hmmsearch searches protein databases (use nhmmer for nucleotide models)",
+             "hmmscan": "hmmscan searches protein sequences (use nhmmscan for nucleotide models)"}
+
+
+def read_hmms(path: str | os.PathLike, threads: int | None = None, program: str = "hmmsearch") -> list:
     """All models of an HMM file, checked to be protein models.
 
     threads: threads parsing a large text file (all cores by default).
+    program: the command whose messages these are (hmmsearch or hmmscan).
 
     Raises:
         InputFileError, EmptyInputError, FormatError (not an HMM file, truncated
@@ -49,7 +57,7 @@ def read_hmms(path: str | os.PathLike, threads: int | None = None) -> list:
         raise EmptyInputError(f"{printable(path)}: file is empty")
     if data.lstrip().startswith(b">"):
         raise FormatError(f"{printable(path)}: this is a FASTA file, not a profile HMM file "
-                          f"(the HMM file comes first: hmmsearch HMMFILE SEQDB)")
+                          f"({_ARGUMENT_ORDER[program]})")
     records = _check_before_parsing(path, data)
     try:
         hmms = _parse_in_pieces(data, threads or os.cpu_count() or 1)
@@ -71,7 +79,7 @@ def read_hmms(path: str | os.PathLike, threads: int | None = None) -> list:
         if hmm.alphabet.type != "amino":
             raise AlphabetError(
                 f"{printable(path)}: model '{printable(hmm.name)}' is a {hmm.alphabet.type} model; "
-                f"gpu-search hmmsearch searches protein databases (use nhmmer for nucleotide models)"
+                f"gpu-search {_SEARCHES[program]}"
             )
         if hmm.consensus is None:
             # HMMER's profile configuration stops the program on such a model (modelconfig.c:

@@ -21,6 +21,11 @@ the banner, two header lines, its scoring options' echo, the "Query:" lines
 of a sequence and the -A file's names, is a :class:`Program` parameter
 (HMMSEARCH or PHMMER) of the writers here.
 
+hmmscan (hmmscan.c) too, with HMMER's functions in scan mode: the targets
+are models ("Model" columns, "Target model(s):" in the statistics), each
+alignment shows its own model's annotation lines, and the header names the
+HMM database and says "profile" thresholds (HMMSCAN, :func:`write_scan_query`).
+
 Numbers are formatted with Python's ``%`` operator, which follows C's
 printf (``%9.2g``, ``%6.1f``...) and rounds the same way.  Widths count
 characters; HMMER counts bytes, which is the same for ASCII names and
@@ -71,18 +76,25 @@ MIN_ALIGNMENT_WIDTH = 40    # p7_tophits_Domains() passes 40 to p7_alidisplay_Pr
 
 @dataclass(frozen=True)
 class Program:
-    """What a HMMER program's reports say of it, where phmmer's differ from hmmsearch's."""
+    """What a HMMER program's reports say of it, where phmmer's and hmmscan's differ from
+    hmmsearch's."""
 
     name: str               # the banner's and the tabular tail's program name
     purpose: str            # the banner's text after "::"
     query_file: str         # output_header()'s line naming the query file
     msa_file: str           # output_header()'s line naming the -A file
+    target_file: str = "# target sequence database:        "     # ... naming the target file
+    targets: str = "sequence"   # what the -E, -T, --incE, --incT lines threshold
+    scan: bool = False      # targets are models (hmmscan's pipeline mode, p7_SCAN_MODELS)
 
 
 HMMSEARCH = Program("hmmsearch", "search profile(s) against a sequence database",
                     "# query HMM file:                  ", "# MSA of all hits saved to file:   ")
 PHMMER = Program("phmmer", "search a protein sequence against a protein database",
                  "# query sequence file:             ", "# MSA of hits saved to file:       ")
+HMMSCAN = Program("hmmscan", "search sequence(s) against a profile database",
+                  "# query sequence file:             ", "",
+                  target_file="# target HMM database:             ", targets="profile", scan=True)
 
 
 # ---------------------------------------------------------------------------
@@ -149,18 +161,19 @@ def _defaults(cls) -> SearchOptions:
 
 def write_header(fh, hmmfile: str, seqfile: str, options: SearchOptions,
                  outputs: dict[str, str | None] | None = None, program: Program = HMMSEARCH) -> None:
-    """Write hmmsearch's or phmmer's banner and option echo (``output_header`` of
-    hmmsearch.c or phmmer.c).
+    """Write hmmsearch's, phmmer's or hmmscan's banner and option echo (``output_header`` of
+    hmmsearch.c, phmmer.c or hmmscan.c).
 
     Args:
         fh: text stream.
-        hmmfile: the query file (HMMs, or phmmer's sequences) as named on the command line.
-        seqfile: the target database as named on the command line.
+        hmmfile: the query file (HMMs, or phmmer's and hmmscan's sequences) as named on the
+            command line.
+        seqfile: the target database (hmmscan's: the HMM database) as named on the command line.
         options: the search options; those given are echoed, in the program's order
             (phmmer's: its --popen, --pextend and --mx after --textw).
         outputs: output files, keys ``"o"``, ``"A"``, ``"tblout"``, ``"domtblout"``,
             ``"pfamtblout"`` (missing or None: not written).
-        program: HMMSEARCH or PHMMER.
+        program: HMMSEARCH, PHMMER or HMMSCAN.
     """
     outputs = outputs or {}
     used = lambda name: _is_used(options, name)     # noqa: E731
@@ -172,7 +185,7 @@ def write_header(fh, hmmfile: str, seqfile: str, options: SearchOptions,
         f"# {HMMER_LICENSE}",
         DASHES,
         program.query_file + one_line(hmmfile),
-        "# target sequence database:        %s" % one_line(seqfile),
+        program.target_file + one_line(seqfile),
     ]
     if outputs.get("o"):
         lines.append("# output directed to file:         %s" % one_line(outputs["o"]))
@@ -199,18 +212,22 @@ def write_header(fh, hmmfile: str, seqfile: str, options: SearchOptions,
             lines.append("# gap extend probability:          %f" % options.pextend)
         if used("mx"):
             lines.append("# subst score matrix (built-in):   %s" % options.mx)
+    # (the label padded to 35 characters: "# sequence reporting threshold:    ",
+    # hmmscan's "# profile reporting threshold:     ")
+    reporting = ("# %s reporting threshold:" % program.targets).ljust(35)
+    inclusion = ("# %s inclusion threshold:" % program.targets).ljust(35)
     if used("E"):
-        lines.append("# sequence reporting threshold:    E-value <= %g" % options.E)
+        lines.append(reporting + "E-value <= %g" % options.E)
     if used("T"):
-        lines.append("# sequence reporting threshold:    score >= %g" % options.T)
+        lines.append(reporting + "score >= %g" % options.T)
     if used("domE"):
         lines.append("# domain reporting threshold:      E-value <= %g" % options.domE)
     if used("domT"):
         lines.append("# domain reporting threshold:      score >= %g" % options.domT)
     if used("incE"):
-        lines.append("# sequence inclusion threshold:    E-value <= %g" % options.incE)
+        lines.append(inclusion + "E-value <= %g" % options.incE)
     if used("incT"):
-        lines.append("# sequence inclusion threshold:    score >= %g" % options.incT)
+        lines.append(inclusion + "score >= %g" % options.incT)
     if used("incdomE"):
         lines.append("# domain inclusion threshold:      E-value <= %g" % options.incdomE)
     if used("incdomT"):
@@ -253,22 +270,25 @@ def write_footer(fh) -> None:
     fh.write("[ok]\n")
 
 
-def write_tabular_tail(fh, qfile: str, tfile: str, options_line: str, program: Program = HMMSEARCH) -> None:
+def write_tabular_tail(fh, qfile: str, tfile: str, options_line: str, program: Program = HMMSEARCH,
+                       scan_mode: bool = False) -> None:
     """Write the comment lines that end a tabular output (``p7_tophits_TabularTail``).
 
     Args:
-        program: HMMSEARCH or PHMMER, the "# Program:" line's name.
+        program: HMMSEARCH, PHMMER or HMMSCAN, the "# Program:" line's name.
         qfile: the query file as named on the command line.
         tfile: the target file as named on the command line.
         options_line: the command line as HMMER spoofs it
             (``esl_opt_SpoofCmdline``: program, the options given, the
             arguments, each followed by one space).
+        scan_mode: "# Pipeline mode:   SCAN" (hmmscan's --tblout and --domtblout; hmmscan.c
+            ends its --pfamtblout in SEARCH mode).
     """
     fh.write("#\n")
     fh.write("# Program:         %s\n" % program.name)
     fh.write("# Version:         %s (%s)\n" % (HMMER_VERSION, HMMER_DATE))
     fh.write("# Computed by:     %s\n" % PROVENANCE)
-    fh.write("# Pipeline mode:   %s\n" % "SEARCH")
+    fh.write("# Pipeline mode:   %s\n" % ("SCAN" if scan_mode else "SEARCH"))
     fh.write("# Query file:      %s\n" % (one_line(qfile) if qfile is not None else "[none]"))
     fh.write("# Target file:     %s\n" % (one_line(tfile) if tfile is not None else "[none]"))
     fh.write("# Option settings: %s\n" % one_line(options_line))
@@ -333,6 +353,31 @@ def write_query(fh, result, options: SearchOptions, timing: Timing | None = None
     _write_domains(fh, hmm, result.hits, textw, options.acc, not options.noali)
     fh.write("\n\n")
     _write_statistics(fh, result.stats, timing or Timing())
+    fh.write("//\n")
+
+
+def write_scan_query(fh, result, options: SearchOptions, timing: Timing | None = None) -> None:
+    """Write one query sequence's hmmscan report: as hmmscan.c's loop over queries, the
+    "Query:" lines of the sequence, then p7_tophits_Targets, p7_tophits_Domains and
+    p7_pli_Statistics in scan mode, and "//".
+
+    Args:
+        result: a ``ScanResult`` (``query`` sequence, thresholded and sorted pyhmmer
+            ``hits`` of models, pipeline ``stats``).
+        options, timing: as :func:`write_query`.
+    """
+    textw = 0 if options.notextw else options.textw
+    query = result.query
+    fh.write("Query:       %s  [L=%d]\n" % (query.name, query.length))
+    if query.accession:
+        fh.write("Accession:   %s\n" % query.accession)
+    if query.description:
+        fh.write("Description: %s\n" % query.description)
+    _write_targets(fh, result.hits, textw, options.acc, scan=True)
+    fh.write("\n\n")
+    _write_domains(fh, None, result.hits, textw, options.acc, not options.noali, scan=True)
+    fh.write("\n\n")
+    _write_statistics(fh, result.stats, timing or Timing(), scan=True)
     fh.write("//\n")
 
 
@@ -405,8 +450,49 @@ def _domain_accuracy(domain) -> float:
     return oasc / (1.0 + abs(float(domain.env_to - domain.env_from)))
 
 
-def _write_targets(fh, hits, textw: int, show_accessions: bool) -> None:
-    """The per-sequence hit list (p7_tophits_Targets, search mode).
+@dataclass(frozen=True)
+class AlidisplayExtras:
+    """What HMMER keeps in an alignment (P7_ALIDISPLAY) and pyhmmer does not show: the
+    model's annotation lines along the alignment, and both accessions ('' where none)."""
+
+    rfline: str | None
+    mmline: str | None
+    csline: str | None
+    hmmacc: str
+    sqacc: str
+
+
+# p7_alidisplay_Serialize: size, N, hmmfrom, hmmto, M (32-bit), sqfrom, sqto, L (64-bit),
+# network order, then a byte of flags saying which optional lines follow
+_ALIDISPLAY_PREFIX = struct.Struct(">iiiiiqqqB")
+_RFLINE, _MMLINE, _CSLINE, _PPLINE, _ASEQ, _NTSEQ = 1, 2, 4, 8, 16, 32
+
+
+def _alidisplay_extras(ali) -> AlidisplayExtras:
+    """Read :class:`AlidisplayExtras` from pyhmmer's pickle state of an alignment, HMMER's own
+    serialization (p7_alidisplay_Serialize): the fixed fields, then NUL-terminated strings
+    in order: rfline, mmline, csline (each where its flag says), model, mline, aseq, ntseq,
+    ppline (where flagged), hmmname, hmmacc, hmmdesc, sqname, sqacc, sqdesc."""
+    state = bytes(ali.__getstate__())
+    flags = _ALIDISPLAY_PREFIX.unpack_from(state)[8]
+    strings = iter(state[_ALIDISPLAY_PREFIX.size:].split(b"\0"))
+
+    def optional(flag):
+        return next(strings).decode() if flags & flag else None
+
+    rfline, mmline, csline = optional(_RFLINE), optional(_MMLINE), optional(_CSLINE)
+    next(strings), next(strings)                    # model, mline
+    optional(_ASEQ), optional(_NTSEQ), optional(_PPLINE)
+    next(strings)                                   # hmmname
+    hmmacc = next(strings).decode()
+    next(strings), next(strings)                    # hmmdesc, sqname
+    sqacc = next(strings).decode()
+    return AlidisplayExtras(rfline, mmline, csline, hmmacc, sqacc)
+
+
+def _write_targets(fh, hits, textw: int, show_accessions: bool, scan: bool = False) -> None:
+    """The per-sequence hit list (p7_tophits_Targets, search mode; with ``scan``, hmmscan's
+    per-model list).
 
     The name column is as wide as the longest name of *all* hits in the
     list, reported or not (p7_tophits_GetMaxNameLength), at least 8.
@@ -419,11 +505,11 @@ def _write_targets(fh, hits, textw: int, show_accessions: bool) -> None:
     # 61 chars excluding desc is from the format: 2 + 22+2 +22+2 +8+2 +<name>+1
     descw = max(32, textw - namew - 61) if textw > 0 else 0
 
-    fh.write("Scores for complete sequences (score includes all domains):\n")
+    fh.write("Scores for complete sequence%s (score includes all domains):\n" % ("" if scan else "s"))
     fh.write("  %22s  %22s  %8s\n" % (" --- full sequence ---", " --- best 1 domain ---", "-#dom-"))
     fh.write("  %9s %6s %5s  %9s %6s %5s  %5s %2s  %-*s %s\n" % (
         "E-value", " score", " bias", "E-value", " score", " bias", "  exp", "N",
-        namew, "Sequence", "Description"))
+        namew, "Model" if scan else "Sequence", "Description"))
     fh.write("  %9s %6s %5s  %9s %6s %5s  %5s %2s  %-*s %s\n" % (
         "-------", "------", "-----", "-------", "------", "-----", " ----", "--",
         namew, "--------", "-----------"))
@@ -453,9 +539,11 @@ def _write_targets(fh, hits, textw: int, show_accessions: bool) -> None:
 
 
 def _write_domains(fh, hmm, hits, textw: int, show_accessions: bool,
-                   show_alignments: bool) -> None:
-    """Domain table and alignments of every reported hit (p7_tophits_Domains, search mode)."""
-    fh.write("Domain annotation for each sequence%s:\n" % (" (and alignments)" if show_alignments else ""))
+                   show_alignments: bool, scan: bool = False) -> None:
+    """Domain table and alignments of every reported hit (p7_tophits_Domains, search mode;
+    with ``scan``, hmmscan's: every hit a model, ``hmm`` unused)."""
+    fh.write("Domain annotation for each %s%s:\n" % ("model" if scan else "sequence",
+                                                   " (and alignments)" if show_alignments else ""))
 
     nreported = 0
     for hit in hits:
@@ -499,7 +587,7 @@ def _write_domains(fh, hmm, hits, textw: int, show_accessions: bool,
             for n, dom in enumerate(domains, start=1):
                 fh.write("  == domain %d  score: %.1f bits;  conditional E-value: %.2g\n" % (
                     n, dom.score, dom.c_evalue))
-                _write_alignment(fh, hmm, hit, dom.alignment, textw, show_accessions)
+                _write_alignment(fh, hmm, hit, dom.alignment, textw, show_accessions, scan)
                 fh.write("\n")
         else:
             fh.write("\n")
@@ -536,22 +624,33 @@ def _integer_textwidth(n: int) -> int:
     return w
 
 
-def _write_alignment(fh, hmm, hit, ali, textw: int, show_accessions: bool) -> None:
+def _write_alignment(fh, hmm, hit, ali, textw: int, show_accessions: bool, scan: bool = False) -> None:
     """One domain's alignment, wrapped in blocks (p7_alidisplay_Print).
 
     Each block shows, in order, the optional consensus structure (CS) and
-    reference (RF) lines of the HMM, the model line with its first and last
-    model positions, the match line, the target line with its first and last
-    residue positions ('-' for both when the block has no residue), and the
-    posterior probability (PP) line.  Blocks are ``textw`` wide overall (at
-    least 40 alignment columns), or one block when textw is 0 (--notextw).
+    reference (RF) lines of the HMM (hmmscan: also its model mask, MM), the
+    model line with its first and last model positions, the match line, the
+    target line with its first and last residue positions ('-' for both when
+    the block has no residue), and the posterior probability (PP) line.
+    Blocks are ``textw`` wide overall (at least 40 alignment columns), or one
+    block when textw is 0 (--notextw).
+
+    With ``scan`` (hmmscan) each hit is a model of its own: the annotation lines and the
+    accessions are those HMMER stored in the alignment (:func:`_alidisplay_extras`).
     """
-    hmmname = _shown_name(ali.hmm_name, ali.hmm_accession, show_accessions)
-    seqname = _shown_name(ali.target_name, hit.accession, show_accessions)
     model, mline, aseq, ppline = (ali.hmm_sequence, ali.identity_sequence,
                                   ali.target_sequence, ali.posterior_probabilities)
-    csline = _annotation_line(hmm.consensus_structure, model, ali.hmm_from)
-    rfline = _annotation_line(hmm.reference, model, ali.hmm_from)
+    mmline = None
+    if scan:
+        extras = _alidisplay_extras(ali)
+        hmmname = _shown_name(ali.hmm_name, extras.hmmacc, show_accessions)
+        seqname = _shown_name(ali.target_name, extras.sqacc, show_accessions)
+        csline, rfline, mmline = extras.csline, extras.rfline, extras.mmline
+    else:
+        hmmname = _shown_name(ali.hmm_name, ali.hmm_accession, show_accessions)
+        seqname = _shown_name(ali.target_name, hit.accession, show_accessions)
+        csline = _annotation_line(hmm.consensus_structure, model, ali.hmm_from)
+        rfline = _annotation_line(hmm.reference, model, ali.hmm_from)
     n_cols = len(model)
 
     namewidth = max(len(hmmname), len(seqname))
@@ -577,6 +676,8 @@ def _write_alignment(fh, hmm, hit, ali, textw: int, show_accessions: bool) -> No
             fh.write("  %*s %s CS\n" % (pad, "", csline[block]))
         if rfline is not None:
             fh.write("  %*s %s RF\n" % (pad, "", rfline[block]))
+        if mmline is not None:
+            fh.write("  %*s %s MM\n" % (pad, "", mmline[block]))
         fh.write("  %*s %*d %s %-*d\n" % (namewidth, hmmname, coordwidth, k1, model[block], coordwidth, k2))
         fh.write("  %*s %s\n" % (pad, " ", mline[block]))
         if ni > 0:
@@ -589,9 +690,10 @@ def _write_alignment(fh, hmm, hit, ali, textw: int, show_accessions: bool) -> No
         i1 = i1 + ni if forward else i1 - ni
 
 
-def _write_statistics(fh, stats, timing: Timing) -> None:
-    """'Internal pipeline statistics summary' (p7_pli_Statistics, search mode)."""
-    ntargets = float(stats.nseqs)
+def _write_statistics(fh, stats, timing: Timing, scan: bool = False) -> None:
+    """'Internal pipeline statistics summary' (p7_pli_Statistics, search mode; with ``scan``,
+    hmmscan's: one query sequence, the models as targets)."""
+    ntargets = float(stats.nmodels if scan else stats.nseqs)
 
     def passed(label: str, n: int, F: float) -> str:
         fraction = n / ntargets if ntargets else math.nan
@@ -599,8 +701,12 @@ def _write_statistics(fh, stats, timing: Timing) -> None:
 
     fh.write("Internal pipeline statistics summary:\n")
     fh.write("-------------------------------------\n")
-    fh.write("Query model(s):              %15d  (%d nodes)\n" % (stats.nmodels, stats.nnodes))
-    fh.write("Target sequences:            %15d  (%d residues searched)\n" % (stats.nseqs, stats.nres))
+    if scan:
+        fh.write("Query sequence(s):           %15d  (%d residues searched)\n" % (stats.nseqs, stats.nres))
+        fh.write("Target model(s):             %15d  (%d nodes)\n" % (stats.nmodels, stats.nnodes))
+    else:
+        fh.write("Query model(s):              %15d  (%d nodes)\n" % (stats.nmodels, stats.nnodes))
+        fh.write("Target sequences:            %15d  (%d residues searched)\n" % (stats.nseqs, stats.nres))
     fh.write(passed("Passed MSV filter:", stats.n_past_msv, stats.F1))
     fh.write(passed("Passed bias filter:", stats.n_past_bias, stats.F1))
     fh.write(passed("Passed Vit filter:", stats.n_past_vit, stats.F2))
