@@ -119,7 +119,7 @@ def hmmsearch(
     gpus=None,
     backend=None,
     callback: Callable[[object, int], None] | None = None,
-    filter_threads: int = 4,
+    filter_threads: int | None = None,
 ) -> Iterator[SearchResult]:
     """Search every model of ``hmms`` against ``db``; yield results in model order.
 
@@ -135,7 +135,8 @@ def hmmsearch(
         backend: an already built filter backend (database already on the GPU),
             to search many model files against one loaded database.
         callback: called as ``callback(hmm, n_done)`` after each model.
-        filter_threads: threads running models' filter cascades at once (at most ``cpus``).
+        filter_threads: threads running batches of models through the filter cascade at once
+            (at most ``cpus``); by default as measured best (:func:`_filter_threads`).
 
     Yields:
         :class:`SearchResult` per model, in the order of ``hmms``.
@@ -156,7 +157,7 @@ def hmmsearch(
     else:
         backend = backend or make_backend(device, db, gpus)
         yield from _search_filtered(hmms, db, searched, options, kwargs, cpus, backend,
-                                    n_searched, nres, callback, min(filter_threads, cpus))
+                                    n_searched, nres, callback, filter_threads)
 
 
 def _search_pyhmmer(hmms, db, searched, options, kwargs, cpus, callback):
@@ -263,6 +264,19 @@ BATCH_MODELS = 32
 LOOKAHEAD_MODELS = 512
 
 
+def _filter_threads(n_models_ahead: int) -> int:
+    """Filter threads for a search whose first LOOKAHEAD_MODELS + 1 models read are
+    ``n_models_ahead``: 4 for a search of at most LOOKAHEAD_MODELS models, where batches
+    running side by side bring the first survivors to the finishing threads sooner, else 2:
+    past the first batches more threads only wait for one another (the interpreter's lock,
+    the cores the finishing threads use).  Measured in one process on an H200 host with 16
+    cores (bench/probes/filter_wait_probe.py), seconds with 1 / 2 / 3 / 4 filter threads:
+    2,000 models x 6.8 M residues, few homologs, 6.12 / 5.97 / 7.02 / 8.71 (the last on
+    another host of that kind, where 2 took 6.90); many homologs, 2 and 4: 15.97 / 16.47;
+    200 models, few homologs: 1.48 / 1.31; 20 models x 273 M: 0.78 / 0.73."""
+    return 4 if n_models_ahead <= LOOKAHEAD_MODELS else 2
+
+
 def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searched, nres, callback,
                      filter_threads):
     """Filter cascade on the backend, survivors finished by pyhmmer; models overlap.
@@ -280,9 +294,13 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
     from pyhmmer.plan7 import Background
 
     hmms = iter(hmms)
-    first = next(hmms, None)
-    if first is None:
+    head = list(itertools.islice(hmms, LOOKAHEAD_MODELS + 1))     # (the first models, to size the pools)
+    if not head:
         return
+    first = head[0]
+    if filter_threads is None:
+        filter_threads = _filter_threads(len(head))
+    filter_threads = max(1, min(filter_threads, cpus))
     # shared by all models: background, degeneracy, length-dependent tables
     bg = Background(first.alphabet)
     bg_freq = np.asarray(bg.residue_frequencies, dtype=np.float32)
@@ -300,7 +318,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
 
     stop = threading.Event()      # the kill switch: batches being filtered end at their next stage
     with ThreadPoolExecutor(max_workers=max(1, cpus), thread_name_prefix="finish") as finish_pool, \
-            ThreadPoolExecutor(max_workers=max(1, filter_threads), thread_name_prefix="filter") as filter_pool:
+            ThreadPoolExecutor(max_workers=filter_threads, thread_name_prefix="filter") as filter_pool:
 
         def cascade_task(batch):
             profs = [FilterProfile.from_hmm(hmm, bg) for hmm in batch]
@@ -346,7 +364,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
         started = {}             # position -> (hmm, batch future, place in the batch)
         read = 0
         handed = 0
-        models = itertools.chain([first], hmms)
+        models = itertools.chain(head, hmms)
 
         def fill() -> None:
             nonlocal read
