@@ -1,0 +1,338 @@
+"""gpu-search hmmscan against HMMER 3.4's own hmmscan, line by line.
+
+The oracle (tests/helpers/oracle/hmmscan_oracle.c) is hmmscan.c's serial code path
+rebuilt from HMMER 3.4's library (the one inside the pyhmmer wheel): it reads the
+pressed database as hmmscan does (the MSV part of each model from .h3f, the rest
+from .h3p) and writes every report with HMMER's own C functions.  It also presses
+the database (``--press``: hmmpress.c's code), since HMMER's hmmscan reads only
+pressed databases.  Our side is the ``gpu-search hmmscan`` command, given the
+pressed database, or the text HMM file alone (its pressed files removed after the
+oracle ran).  Both run in the same folder with the same file names (each side's
+outputs moved aside before the other runs), so the header's and the tables' file
+and folder lines are compared too.
+
+What must be identical: the main report, --tblout, --domtblout and --pfamtblout,
+every line, except
+
+* the timing lines ``# CPU time:`` and ``# Mc/sec:`` of the main report;
+* the tables' ``# Date:`` line;
+* the tables' ``# Option settings:`` line: HMMER writes a command line rebuilt
+  from its option table (esl_opt_SpoofCmdline), gpu-search the command line as
+  typed, which holds gpu-search's own options (--device, -q);
+* the line each of our files adds after HMMER's version line, saying gpu-search
+  computed it (checked to be there once, then left out).
+
+The database: 14 models of pyhmmer's test data, cat'ed in a fixed order (Pfam's
+2-Hacid_dh_C, with GA/TC/NC lines and a CS line, and LuxC; KR, with TC only;
+Thioesterase; ten RREFam models with accessions and descriptions).
+"""
+
+from __future__ import annotations
+
+import difflib
+import gzip
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+import gpu_search
+from oracle.build import build, missing
+
+MODELS = ["PF02826", "LuxC", "KR", "Thioesterase", "RREFam"]     # 14 models in all
+GA_MODELS = ["PF02826", "LuxC"]                                   # each with GA, TC and NC
+# proteome proteins with hits among the models (one model, two, three; a strong one
+# whose alignment shows 2-Hacid_dh_C's CS line; LuxC's, which has an accession)
+QUERY_NAMES = ["938293.PRJEB85.HG003688_14", "938293.PRJEB85.HG003686_714", "938293.PRJEB85.HG003691_78",
+               "938293.PRJEB85.HG003690_243", "938293.PRJEB85.HG003685_328"]
+PRESSED = (".h3m", ".h3i", ".h3f", ".h3p")
+EXEMPT_REPORT = ("# CPU time:", "# Mc/sec:")
+EXEMPT_TABLE = ("# Date:", "# Option settings:")
+PROVENANCE = {"report": f"# computed by gpu-search {gpu_search.__version__}: HMMER 3.4's results",
+              "table": f"# Computed by:     gpu-search {gpu_search.__version__}"}
+OUTPUTS = {"-o": "out.txt", "--tblout": "hits.tbl", "--domtblout": "hits.dom", "--pfamtblout": "hits.pfam"}
+
+
+@pytest.fixture(scope="module")
+def oracle() -> Path:
+    try:
+        exe = build("hmmscan_oracle")
+    except subprocess.CalledProcessError as exc:
+        pytest.skip(f"cannot build tests/helpers/oracle/hmmscan_oracle.c: {exc.stderr.decode(errors='replace')[-2000:]}")
+    if exe is None:
+        pytest.skip(f"cannot build the HMMER oracle: {missing()}")
+    return exe
+
+
+def hmm_text(data_dir: Path, names: list[str]) -> bytes:
+    return b"".join((data_dir / "hmms" / "txt" / f"{name}.hmm").read_bytes() for name in names)
+
+
+@pytest.fixture(scope="module")
+def queries(tmp_path_factory, proteome_path) -> Path:
+    """Six queries: five proteome proteins with hits, and a random protein without a
+    description (no hit: the reports' "no hits" lines)."""
+    records, name = {}, None
+    for line in proteome_path.read_text().splitlines(keepends=True):
+        if line.startswith(">"):
+            name = line[1:].split()[0]
+            records[name] = [line]
+        else:
+            records[name].append(line)
+    rng = random.Random(7)
+    decoy = ">random_decoy\n" + "".join(rng.choice("ACDEFGHIKLMNPQRSTVWY") for _ in range(150)) + "\n"
+    path = tmp_path_factory.mktemp("hmmscan") / "queries.faa"
+    path.write_text("".join("".join(records[n]) for n in QUERY_NAMES) + decoy)
+    return path
+
+
+def press(oracle: Path, hmm_file: Path) -> None:
+    proc = subprocess.run([str(oracle), "--press", str(hmm_file)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def run_ours(args, cwd) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "gpu_search", "hmmscan", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, env=env)
+
+
+def output_args() -> list[str]:
+    return [a for flag, name in OUTPUTS.items() for a in (flag, name)]
+
+
+def run_both(oracle, tmp_path, args, kind, query_file, models) -> tuple[Path, Path]:
+    """The oracle's and our outputs of one scan of ``models`` (as db.hmm in tmp_path), in
+    tmp_path/hmmer and tmp_path/ours.  kind "pressed": both read the pressed database;
+    "text": the oracle the pressed one, ours the text file alone."""
+    (tmp_path / "db.hmm").write_bytes(models)
+    press(oracle, tmp_path / "db.hmm")
+    sides = {}
+    for who in ("hmmer", "ours"):
+        if who == "hmmer":
+            proc = subprocess.run([str(oracle), *output_args(), *args, "db.hmm", str(query_file)],
+                                  capture_output=True, text=True, cwd=tmp_path)
+        else:
+            if kind == "text":
+                for suffix in PRESSED:
+                    (tmp_path / f"db.hmm{suffix}").unlink()
+            proc = run_ours([*output_args(), *args, "--device", "cpu", "-q", "db.hmm", query_file], tmp_path)
+        assert proc.returncode == 0, (who, proc.stdout, proc.stderr)
+        assert proc.stderr == "" or who == "hmmer", proc.stderr
+        folder = tmp_path / who
+        folder.mkdir()
+        for name in OUTPUTS.values():
+            shutil.move(tmp_path / name, folder / name)
+        sides[who] = folder
+    return sides["hmmer"], sides["ours"]
+
+
+def assert_same(expected: str, ours: str, exempt: tuple[str, ...], what: str, provenance: str) -> None:
+    """Line-by-line equality, exempt lines masked, our provenance line (once, after HMMER's
+    version line) left out; a unified diff on failure."""
+    lines = ours.splitlines()
+    assert lines.count(provenance) == 1, (what, provenance)
+    at = lines.index(provenance)
+    assert lines[at - 1].startswith(("# HMMER 3.4 (", "# Version:         3.4 (")), (what, lines[at - 1])
+    del lines[at]
+
+    def masked(text_lines):
+        return [line.split(":")[0] + ": <exempt>" if line.startswith(exempt) else line for line in text_lines]
+    a, b = masked(expected.splitlines()), masked(lines)
+    if a != b:
+        diff = "\n".join(difflib.unified_diff(a, b, "HMMER 3.4 (oracle)", "gpu-search", lineterm="", n=2))
+        pytest.fail(f"{what} differs from HMMER's:\n{diff[:20000]}")
+
+
+def check_all_outputs(hmmer: Path, ours: Path) -> str:
+    """Every output of both sides compared; HMMER's main report returned."""
+    report = (hmmer / OUTPUTS["-o"]).read_text()
+    assert_same(report, (ours / OUTPUTS["-o"]).read_text(), EXEMPT_REPORT, "main report", PROVENANCE["report"])
+    for flag in ("--tblout", "--domtblout", "--pfamtblout"):
+        assert_same((hmmer / OUTPUTS[flag]).read_text(), (ours / OUTPUTS[flag]).read_text(), EXEMPT_TABLE, flag,
+                    PROVENANCE["table"])
+    return report
+
+
+# hmmscan options of each case, in hmmscan's option-table order
+CASES = [
+    [],
+    ["--F3", "1"],                                      # every Viterbi survivor to Forward
+    ["--F2", "1", "--F3", "1"],                         # every MSV survivor to Viterbi and Forward
+    ["-E", "1e3", "--domE", "1e3"],                     # weak hits, wider name columns
+    ["--max"],
+    ["--nobias", "--cpu", "1"],
+    ["--nonull2", "--seed", "7"],
+    ["--acc", "--textw", "160"],
+    ["--noali", "--notextw"],
+    ["-Z", "1e6", "--domZ", "5"],
+    ["-T", "10", "--domT", "5", "--incT", "20", "--incdomT", "15"],
+    # "1e-3" is hmmscan's default text: not echoed; "10" is not "10.0": echoed
+    ["-E", "10", "--incE", "1e-20", "--incdomE", "1e-20", "--F2", "1e-3"],
+]
+
+
+@pytest.mark.parametrize("kind", ["pressed", "text"])
+@pytest.mark.parametrize("args", CASES, ids=["".join(a) or "defaults" for a in CASES])
+def test_outputs_identical_to_hmmer(oracle, data_dir, queries, tmp_path, args, kind):
+    """Six queries against 14 models: every output (report with or without alignments,
+    three tables)."""
+    hmmer, ours = run_both(oracle, tmp_path, args, kind, queries, hmm_text(data_dir, MODELS))
+    report = check_all_outputs(hmmer, ours)
+    # the cases are worth comparing: each query reported, with its hits
+    assert report.count("\nQuery:       ") == 6 and "Query:       random_decoy  [L=150]\n" in report
+    assert [l.split()[2] for l in report.splitlines() if l.startswith("Target model(s):")] == ["14"] * 6
+    if not args:
+        assert "   [No hits detected that satisfy reporting thresholds]" in report
+        assert report.count(">> ") >= 8 and " CS\n" in report      # 2-Hacid_dh_C's own CS line
+        assert "Scores for complete sequence (score includes all domains):" in report
+
+
+@pytest.mark.parametrize("flag", ["--cut_ga", "--cut_nc", "--cut_tc"])
+def test_model_cutoffs_identical_to_hmmer(oracle, data_dir, queries, tmp_path, flag):
+    """--cut_ga/nc/tc: each model's own thresholds (two Pfam models that have all three)."""
+    hmmer, ours = run_both(oracle, tmp_path, [flag], "pressed", queries, hmm_text(data_dir, GA_MODELS))
+    report = check_all_outputs(hmmer, ours)
+    assert f"# model-specific thresholding:     {flag[-2:].upper()} cutoffs" in report
+    assert [l.split()[2] for l in report.splitlines() if l.startswith("Target model(s):")] == ["2"] * 6
+    assert report.count(">> ") >= 2                    # LuxC's hit passes its GA of -133.5
+
+
+def test_gzip_and_h3m_names_read_the_same_models(oracle, data_dir, queries, tmp_path):
+    """A gzipped text database, and the pressed database named by its .h3m file (HMMER reads
+    neither: it needs the pressed files, looked for beside the name given), give HMMER's
+    rows of the pressed database."""
+    models = hmm_text(data_dir, MODELS)
+    hmmer, _ = run_both(oracle, tmp_path, ["-E", "1e3"], "pressed", queries, models)
+    expected = {f: [l for l in (hmmer / OUTPUTS[f]).read_text().splitlines() if not l.startswith("#")]
+                for f in ("--tblout", "--domtblout", "--pfamtblout")}
+    assert len(expected["--tblout"]) >= 8
+    (tmp_path / "gz").mkdir()
+    (tmp_path / "gz" / "db.hmm.gz").write_bytes(gzip.compress(models))
+    for db in (tmp_path / "gz" / "db.hmm.gz", tmp_path / "db.hmm.h3m"):
+        folder = tmp_path / f"ours-{db.suffix[1:]}"
+        folder.mkdir()
+        proc = run_ours([*output_args(), "-E", "1e3", "-q", db, queries], folder)
+        assert proc.returncode == 0, proc.stderr
+        for flag, rows in expected.items():
+            assert [l for l in (folder / OUTPUTS[flag]).read_text().splitlines() if not l.startswith("#")] == rows
+
+
+def test_device_gpu_is_said_and_runs_on_the_cpu(data_dir, queries, tmp_path):
+    """--device gpu: one line on stderr, even with -q, that hmmscan runs on the CPU; the
+    outputs those of --device cpu."""
+    (tmp_path / "db.hmm").write_bytes(hmm_text(data_dir, MODELS))
+    outs = {}
+    for device in ("gpu", "cpu"):
+        proc = run_ours(["--tblout", f"{device}.tbl", "-o", f"{device}.txt", "--device", device, "-q", "db.hmm",
+                         queries], tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        if device == "gpu":
+            assert proc.stderr.count("\n") == 1 and "hmmscan runs on the CPU for now" in proc.stderr, proc.stderr
+        else:
+            assert proc.stderr == ""
+        outs[device] = [l for l in (tmp_path / f"{device}.tbl").read_text().splitlines() if not l.startswith("#")]
+    assert outs["gpu"] == outs["cpu"] and len(outs["cpu"]) >= 8
+
+
+def test_help_says_what_is_not_offered():
+    r = run_ours(["--help"], ROOT)
+    text = " ".join(r.stdout.split())
+    assert r.returncode == 0 and "Usage: gpu-search hmmscan [OPTIONS] HMMDB SEQFILE" in text
+    assert "Not offered: --qformat" in text and "Runs on the CPU for now." in text
+    assert "-A FILE" not in text and "Report models with E-value <= E." in text
+    assert "Exit codes:" in text
+
+
+# --- bad input ---------------------------------------------------------------------
+
+
+def bad_inputs(oracle, data_dir: Path, tmp: Path):
+    """(name, HMM database, query file, extra args, exit code, words in the message)."""
+    faa = tmp / "q.faa"
+    faa.write_text(">q\nMKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQAPILSRVGDGTQDNLSGAEKAVQ\n")
+
+    def write(name, content):
+        p = tmp / name
+        p.write_bytes(content if isinstance(content, bytes) else content.encode())
+        return p
+
+    def pressed(name, models):
+        folder = tmp / name
+        folder.mkdir()
+        (folder / "db.hmm").write_bytes(hmm_text(data_dir, models))
+        press(oracle, folder / "db.hmm")
+        return folder / "db.hmm"
+
+    def without(name, suffix):
+        db = pressed(name, MODELS)
+        Path(f"{db}{suffix}").unlink()
+        return db
+
+    def mismatched(name, suffix):
+        db, other = pressed(name, ["PF02826", "KR"]), pressed(name + "-other", ["LuxC", "Thioesterase", "RREFam"])
+        shutil.copy(f"{other}{suffix}", f"{db}{suffix}")
+        return db
+
+    text_db = write("db.hmm", hmm_text(data_dir, MODELS))
+    return [
+        ("missing database", tmp / "nope.hmm", faa, [], 3, "no such file"),
+        ("pressed, no .h3f", without("no-h3f", ".h3f"), faa, [], 3, "without its .h3f file"),
+        ("pressed, no .h3i", without("no-h3i", ".h3i"), faa, [], 3, "without its .h3i file"),
+        ("pressed, another .h3f", mismatched("h3f", ".h3f"), faa, [], 5, "do not belong together"),
+        ("pressed, another .h3p", mismatched("h3p", ".h3p"), faa, [], 5, "do not belong together"),
+        ("pressed, another .h3i", mismatched("h3i", ".h3i"), faa, [], 5, "do not belong together"),
+        ("pressed, another .h3m", mismatched("h3m", ".h3m"), faa, [], 5, "do not belong together"),
+        ("nucleotide models", write("rna.hmm", hmm_text(data_dir, ["RF00001"])), faa, [], 6, "nhmmscan"),
+        ("nucleotide models, pressed", pressed("rna", ["RF00001"]), faa, [], 6, "nhmmscan"),
+        ("empty database", write("e.hmm", ""), faa, [], 4, "empty"),
+        ("FASTA as database", faa, text_db, [], 5, "the HMM database comes first: hmmscan HMMDB SEQFILE"),
+        ("missing query file", text_db, tmp / "nope.faa", [], 3, "no such file"),
+        ("empty query file", text_db, write("e.faa", ""), [], 4, "empty"),
+        ("nucleotide queries", text_db, write("n.faa", ">a\n" + "ACGTTGCAACGTGGCATTAGC" * 5 + "\n"), [], 6,
+         "nucleotide"),
+        ("query without residues", text_db, write("z.faa", ">a\nACDEFGH\n>b\n"), [], 7, "'b' is empty"),
+        ("query over HMMER's limit", text_db, write("l.faa", ">long\n" + "ACDEFGHIKL" * 10001 + "\n"), [], 7,
+         "over HMMER's limit of 100,000 for hmmscan"),
+        ("--cut_ga, a model without GA", text_db, faa, ["--cut_ga"], 2, "model 'KR' has no GA cutoff"),
+        ("two cutoffs", text_db, faa, ["--cut_ga", "--cut_tc"], 2, "use only one of"),
+    ]
+
+
+N_BAD = 18
+
+
+@pytest.mark.parametrize("case", range(N_BAD))
+def test_bad_input_one_line_exit_code_no_output(oracle, data_dir, case, tmp_path):
+    cases = bad_inputs(oracle, data_dir, tmp_path)
+    assert len(cases) == N_BAD
+    name, hmmdb, seqfile, extra, code, words = cases[case]
+    out = tmp_path / "out"
+    out.mkdir()
+    r = run_ours([*extra, "--tblout", out / "t.tbl", "--domtblout", out / "d.tbl", "-o", out / "main.txt",
+                  hmmdb, seqfile], tmp_path)
+    assert r.returncode == code, (name, r.returncode, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gpu-search: error:"), (name, r.stderr)
+    assert words in lines[0], (name, lines[0])
+    assert "Traceback" not in r.stderr
+    assert list(out.iterdir()) == [], f"{name}: output left behind"
+
+
+def test_skip_long_leaves_out_the_long_query(data_dir, queries, tmp_path):
+    """--skip-long: a query over HMMER's 100,000-residue limit is left out; the others are
+    reported as without it."""
+    (tmp_path / "db.hmm").write_bytes(hmm_text(data_dir, MODELS))
+    (tmp_path / "with-long.faa").write_text(queries.read_text() + ">long\n" + "ACDEFGHIKL" * 10001 + "\n")
+    rows = {}
+    for name, qfile, extra in (("skip", "with-long.faa", ["--skip-long"]), ("plain", queries, [])):
+        proc = run_ours([*extra, "--tblout", f"{name}.tbl", "-o", f"{name}.txt", "-q", "db.hmm", qfile], tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        rows[name] = [l for l in (tmp_path / f"{name}.tbl").read_text().splitlines() if not l.startswith("#")]
+        assert (tmp_path / f"{name}.txt").read_text().count("\nQuery:       ") == 6
+    assert rows["skip"] == rows["plain"] and len(rows["plain"]) >= 8
