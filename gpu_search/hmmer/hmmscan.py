@@ -24,10 +24,11 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator
 
 from ..errors import AlphabetError, EmptyInputError, FormatError, InputFileError, OptionError, printable
-from ..seqdb import SequenceDB, read_fasta
+from ..seqdb import SequenceDB, check_readable, read_fasta
 from .options import CUTOFF_FLAGS, SearchOptions
 from .phmmer import Query, query_of
 from .search import PipelineStats
@@ -137,9 +138,10 @@ def _read_pressed(shown: str, base: str):
     from pyhmmer.plan7 import HMMPressedFile, OptimizedProfileBlock
 
     for suffix in PRESSED_SUFFIXES:
-        if not os.path.isfile(base + suffix):
+        if not os.path.exists(base + suffix):
             raise InputFileError(f"{printable(shown)}: a pressed HMM database ({printable(base)}.h3m) without its "
                                  f"{suffix} file: press the HMM file again (hmmpress -f)")
+        check_readable(Path(base + suffix))
     mismatch = (f"{printable(shown)}: the pressed files {printable(base)}.h3m, .h3i, .h3f, .h3p are damaged or "
                 f"do not belong together")
     try:
@@ -148,12 +150,7 @@ def _read_pressed(shown: str, base: str):
             profiles = list(pf)
         index = SSIReader(base + ".h3i")
         entries = [index.find_name(om.name) for om in profiles]
-    except (OSError, MemoryError) as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise InputFileError(f"{printable(shown)}: cannot read the pressed database ({printable(str(exc))})") from None
-        raise FormatError(f"{mismatch} ({printable(str(exc)) or type(exc).__name__}): press the HMM file again "
-                          f"(hmmpress -f)") from None
-    except Exception as exc:       # pyhmmer's ValueError, KeyError of a name not indexed, EaselError
+    except Exception as exc:       # pyhmmer's ValueError, KeyError of a name not indexed, EaselError...
         raise FormatError(f"{mismatch} ({type(exc).__name__}: {printable(str(exc), 80)}): press the HMM file "
                           f"again (hmmpress -f)") from None
     if not profiles:

@@ -203,10 +203,11 @@ def test_model_cutoffs_identical_to_hmmer(oracle, data_dir, queries, tmp_path, f
     assert report.count(">> ") >= 2                    # LuxC's hit passes its GA of -133.5
 
 
-def test_gzip_and_h3m_names_read_the_same_models(oracle, data_dir, queries, tmp_path):
-    """A gzipped text database, and the pressed database named by its .h3m file (HMMER reads
-    neither: it needs the pressed files, looked for beside the name given), give HMMER's
-    rows of the pressed database."""
+def test_gzip_h3m_and_pressed_alone_read_the_same_models(oracle, data_dir, queries, tmp_path):
+    """A gzipped text database, the pressed database named by its .h3m file (HMMER reads
+    neither: it needs the pressed files, looked for beside the name given), and the pressed
+    files without their text file (as HMMER reads them) give HMMER's rows of the pressed
+    database."""
     models = hmm_text(data_dir, MODELS)
     hmmer, _ = run_both(oracle, tmp_path, ["-E", "1e3"], "pressed", queries, models)
     expected = {f: [l for l in (hmmer / OUTPUTS[f]).read_text().splitlines() if not l.startswith("#")]
@@ -214,8 +215,11 @@ def test_gzip_and_h3m_names_read_the_same_models(oracle, data_dir, queries, tmp_
     assert len(expected["--tblout"]) >= 8
     (tmp_path / "gz").mkdir()
     (tmp_path / "gz" / "db.hmm.gz").write_bytes(gzip.compress(models))
-    for db in (tmp_path / "gz" / "db.hmm.gz", tmp_path / "db.hmm.h3m"):
-        folder = tmp_path / f"ours-{db.suffix[1:]}"
+    (tmp_path / "alone").mkdir()
+    for suffix in PRESSED:
+        shutil.copy(tmp_path / f"db.hmm{suffix}", tmp_path / "alone")
+    for db in (tmp_path / "gz" / "db.hmm.gz", tmp_path / "db.hmm.h3m", tmp_path / "alone" / "db.hmm"):
+        folder = tmp_path / f"ours-{db.parent.name}-{db.suffix[1:]}"
         folder.mkdir()
         proc = run_ours([*output_args(), "-E", "1e3", "-q", db, queries], folder)
         assert proc.returncode == 0, proc.stderr
