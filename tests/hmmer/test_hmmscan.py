@@ -244,6 +244,20 @@ def test_device_gpu_is_said_and_runs_on_the_cpu(data_dir, queries, tmp_path):
     assert outs["gpu"] == outs["cpu"] and len(outs["cpu"]) >= 8
 
 
+def test_device_auto_says_a_usable_gpu_is_not_used(data_dir, queries, tmp_path, monkeypatch, capsys):
+    """--device auto where a GPU is usable (made to look so here): one line, even with -q,
+    that the GPU is not used."""
+    from gpu_search import cli, device
+
+    monkeypatch.setattr(device, "gpu_status", lambda: (True, "1 GPU(s)", ["a GPU"]))
+    (tmp_path / "db.hmm").write_bytes(hmm_text(data_dir, MODELS))
+    cli.main(["hmmscan", "-q", "--tblout", str(tmp_path / "t.tbl"), "-o", str(tmp_path / "o.txt"),
+              str(tmp_path / "db.hmm"), str(queries)])
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["gpu-search: --device auto: hmmscan runs on the CPU for now; the GPU is not used (same results)"]
+    assert (tmp_path / "o.txt").read_text().count("\nQuery:       ") == 6
+
+
 def test_help_says_what_is_not_offered():
     r = run_ours(["--help"], ROOT)
     text = " ".join(r.stdout.split())
