@@ -203,6 +203,32 @@ def test_model_cutoffs_identical_to_hmmer(oracle, data_dir, queries, tmp_path, f
     assert report.count(">> ") >= 2                    # LuxC's hit passes its GA of -133.5
 
 
+def annotated_model(data_dir: Path) -> bytes:
+    """2-Hacid_dh_C with a reference line (RF: 'x', every 7th node '.') and a model mask
+    (MM: every 5th node masked) beside its CS line."""
+    lines = []
+    for line in (data_dir / "hmms" / "txt" / "PF02826.hmm").read_text().splitlines():
+        if line.startswith(("RF    no", "MM    no")):
+            line = line[:2] + "    yes"
+        fields = line.split()
+        if len(fields) == 26 and fields[0].isdigit():      # a node's match emissions: ... MAP CONS RF MM CS
+            k = int(fields[0])
+            head, _, _, cs = line.rsplit(" ", 3)
+            line = f"{head} {'x' if k % 7 else '.'} {'m' if k % 5 == 0 else '-'} {cs}"
+        lines.append(line)
+    return ("\n".join(lines) + "\n").encode()
+
+
+@pytest.mark.parametrize("kind", ["pressed", "text"])
+def test_annotation_lines_identical_to_hmmer(oracle, data_dir, queries, tmp_path, kind):
+    """Each model's own annotation lines above its alignments (CS, RF; MM where HMMER shows
+    it), from a model with all three, beside one with none."""
+    models = annotated_model(data_dir) + hmm_text(data_dir, ["KR"])
+    hmmer, ours = run_both(oracle, tmp_path, [], kind, queries, models)
+    report = check_all_outputs(hmmer, ours)
+    assert " RF\n" in report and " CS\n" in report
+
+
 def test_gzip_h3m_and_pressed_alone_read_the_same_models(oracle, data_dir, queries, tmp_path):
     """A gzipped text database, the pressed database named by its .h3m file (HMMER reads
     neither: it needs the pressed files, looked for beside the name given), and the pressed
