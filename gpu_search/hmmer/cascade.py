@@ -10,14 +10,15 @@ scores the whole batch in one launch a kernel geometry):
 and, where the backend has them, the bias filter's Forward score and a float
 Forward prefilter:
 
-    backend.bias_batch([(eo, t10, t11)], idxs) -> [fwd]      (float32; within a few ulps)
+    backend.bias_batch([(eo, t10, t11)], idxs) -> [fwd]      (float32; the CPU's bit for bit,
+                                                              NaN where the backend cannot be sure)
     backend.forward_batch(profs, idxs)         -> [fwd]      (approximate, with a margin)
 
 (``reference.ReferenceBackend`` in numpy, ``gpu.GpuBackend`` in CUDA).
 :func:`run_cascade` turns those into HMMER's scores and P-values on the host,
-runs the bias filter on the MSV survivors (on the GPU, settled on the CPU near
-a threshold; or on the CPU, numba) and applies HMMER's thresholds, stage by
-stage, exactly as p7_Pipeline does:
+runs the bias filter on the MSV survivors (on the GPU, the few sequences it
+flags scored again on the CPU; or on the CPU, numba) and applies HMMER's
+thresholds, stage by stage, exactly as p7_Pipeline does:
 
     1. MSV:     P(usc - nullsc)            <= F1        (n_past_msv)
     2. bias:    P(usc - filtersc)          <= F1        (n_past_bias; skipped with --nobias)
@@ -42,7 +43,7 @@ import numpy as np
 from . import scores
 from .profile import FilterProfile
 from .reference import bias_filter as _bias_filter_cpu
-from .reference import bias_filter_hmm, null_length_terms, with_length_terms
+from .reference import bias_filter_hmm, bias_forward_interpreted, null_length_terms, with_length_terms
 
 
 class LengthTables:
@@ -104,7 +105,7 @@ class CascadeResult:
     n_past_bias: int
     n_past_vit: int
     seconds: dict = field(default_factory=dict)   # wall time per stage (benchmarks)
-    n_bias_settled: int = 0     # bias scores from the GPU made exact on the CPU (near a threshold)
+    n_bias_rescored: int = 0    # sequences whose bias score the GPU left to the CPU (flagged)
 
 
 def _gumbel_surv_c(x: float, mu: float, lam: float) -> float:
@@ -129,84 +130,38 @@ def exact_pass(score_nats, null_nats, mu, lam, threshold: float) -> np.ndarray:
     return ok
 
 
-def threshold_nats(mu: float, lam: float, threshold: float) -> float:
-    """The score (nats, over the null) at which a filter's P-value is ``threshold``:
-    P <= threshold  <=>  bits >= mu - log(-log(1 - threshold)) / lambda."""
-    return (mu - math.log(-math.log1p(-threshold)) / lam) * scores.LOG2
-
-
-# The GPU's bias-filter Forward score differs from the CPU's only where CUDA's and the C
-# library's double log() round a row's scale to different floats (1 float ulp of that
-# row's log); each of the L additions after it can then round one ulp of the running sum
-# apart.  A bound with 8x to spare: L x max(|score|, 8) x 2^-19 nats, plus 1e-3 for the
-# host's float subtraction and P-value.  Sequences nearer a threshold than this are scored
-# again on the CPU.
-BIAS_SETTLE_ULPS = 2.0 ** -19
-BIAS_SETTLE_NATS = 1e-3
-
-
-def bias_margin(fwd: np.ndarray, L: np.ndarray) -> np.ndarray:
-    """How far (nats) a GPU bias-filter Forward score ``fwd`` of a sequence of length L
-    may lie from the CPU's (the bound above)."""
-    return L * np.maximum(np.abs(np.asarray(fwd, np.float64)), 8.0) * BIAS_SETTLE_ULPS + BIAS_SETTLE_NATS
-
-
-def load_bias_filter(prof, db, tables: "LengthTables", bg_freq, degeneracy) -> None:
-    """Score one sequence with the CPU bias filter, so that its compiled loop is loaded (numba
-    imported, its machine code read from the cache: about half a second on a GPU host) before
-    the first batch needs it; run on a helper thread while the first kernels load.  Errors are
-    left to the real first use, which reports them."""
-    try:
-        _bias_filter_cpu(prof, bg_freq, degeneracy, db.residues, db.offsets, db.lengths,
-                         np.zeros(1, np.int64), length_terms=tables.bias_terms)
-    except Exception:
-        pass
-
-
 class BiasScores:
-    """The bias filter's scores of the MSV survivors, exact wherever a decision needs them.
+    """The bias filter's scores (p7_bg_FilterScore, nats, float32) of the MSV survivors, exact.
 
-    From a backend with a bias filter (the GPU), each score is known within a margin; a
-    threshold test within that margin of a sequence's score is settled by scoring the
-    sequence again on the CPU (exact, numba).  Without one, every score is the CPU's.
+    From a backend with a bias filter (the GPU) each score is the CPU's bit for bit, but for
+    the sequences the backend flags (NaN: where its double log might round to another float
+    than the C library's, bias.cu), scored here again on the CPU: by the interpreter where
+    they are few, which spares loading numba's compiled loop (about a second), else by it.
+    Without one, every score is the CPU's.
     """
 
+    INTERPRETED_MAX = 64
+
     def __init__(self, prof, db, idx, tables, bg_freq, degeneracy, fwd=None):
-        """fwd: the backend's scores of idx (``backend.bias``), or None to score on the CPU."""
-        self.idx = idx
-        self._exact_args = (prof, bg_freq, degeneracy, db.residues, db.offsets, db.lengths)
-        self._terms = tables.bias_terms
-        self.n_settled = 0
-        if fwd is not None:
-            L = db.lengths[idx].astype(np.int64)
-            self.scores = with_length_terms(fwd, L, idx, self._terms).astype(np.float32)
-            self.margin = bias_margin(fwd, L)
-            self.exact = np.zeros(len(idx), dtype=bool)
-        else:
-            self.scores = self._cpu(idx)
-            self.exact = np.ones(len(idx), dtype=bool)
-
-    def _cpu(self, idx):
-        return _bias_filter_cpu(*self._exact_args, idx, length_terms=self._terms).astype(np.float32)
-
-    def settle(self, positions, score_nats, mu: float, lam: float, threshold: float) -> None:
-        """Make exact the scores (at ``positions`` of idx) of every sequence whose test
-        ``P(score_nats - bias score) <= threshold`` lies within the margin of its score."""
-        if threshold < 1.0:
-            self.settle_at(positions, score_nats, threshold_nats(mu, lam, threshold))
-
-    def settle_at(self, positions, score_nats, cutoff_nats: float, slack_nats: float = 0.0) -> None:
-        """Make exact the scores of every sequence whose test ``score_nats - bias score >=
-        cutoff_nats`` lies within the margin (plus slack_nats) of its score."""
-        if self.exact.all() or len(positions) == 0:
+        """fwd: the backend's Forward scores of idx (``backend.bias``), or None to score on the CPU."""
+        self.n_rescored = 0
+        cpu_args = (prof, bg_freq, degeneracy, db.residues, db.offsets, db.lengths)
+        if fwd is None:
+            self.scores = _bias_filter_cpu(*cpu_args, idx, length_terms=tables.bias_terms).astype(np.float32)
             return
-        with np.errstate(invalid="ignore"):
-            gap = np.asarray(score_nats, np.float64) - self.scores[positions] - cutoff_nats
-        near = positions[~self.exact[positions] & (np.abs(gap) <= self.margin[positions] + slack_nats)]
-        if len(near):
-            self.scores[near] = self._cpu(self.idx[near])
-            self.exact[near] = True
-            self.n_settled += len(near)
+        L = db.lengths[idx].astype(np.int64)
+        self.scores = with_length_terms(fwd, L, idx, tables.bias_terms).astype(np.float32)
+        flagged = np.flatnonzero(np.isnan(fwd))
+        if len(flagged) == 0:
+            return
+        again = idx[flagged]
+        if len(flagged) <= self.INTERPRETED_MAX:
+            eo, t10, t11 = bias_filter_hmm(prof, bg_freq, degeneracy)
+            raw = bias_forward_interpreted(db.residues, db.offsets, L[flagged], again, eo, t10, t11)
+            self.scores[flagged] = with_length_terms(raw, L[flagged], again, tables.bias_terms)
+        else:
+            self.scores[flagged] = _bias_filter_cpu(*cpu_args, again, length_terms=tables.bias_terms)
+        self.n_rescored = len(flagged)
 
 
 # The GPU Forward score is within 4e-5 nats of HMMER's (tests); sequences are
@@ -222,7 +177,6 @@ class _ModelCascade:
         self.prof = prof
         self.m_mu, self.m_lambda, self.v_mu, self.v_lambda = (float(v) for v in prof.evparam[:4])
         self.bias = None
-        self.passed_pos = []
 
     def after_msv(self, xJ, ovf, searched, tables, F1):
         """1. MSV: the survivors' indices, scores and null scores."""
@@ -236,10 +190,7 @@ class _ModelCascade:
         """2. bias filter: its score replaces the null score from here on (bias None: --nobias)."""
         self.bias = bias
         if bias is not None:
-            bias.settle(np.arange(len(self.idx1)), self.usc1, self.m_mu, self.m_lambda, F1)   # its own test
             pos2 = np.flatnonzero(exact_pass(self.usc1, bias.scores, self.m_mu, self.m_lambda, F1))
-            bias.settle(pos2, self.usc1[pos2], self.m_mu, self.m_lambda, F2)   # whether Viterbi is needed
-            self.pos2 = pos2                                                   # positions in idx1
             self.idx2, self.usc2, self.filt2 = self.idx1[pos2], self.usc1[pos2], bias.scores[pos2]
         else:
             self.idx2, self.usc2, self.filt2 = self.idx1, self.usc1, self.null1
@@ -248,45 +199,30 @@ class _ModelCascade:
         self.vit_idx = self.idx2[self.need_vit]
         self.passed = [self.idx2[~self.need_vit]]
         self.passed_filt = [self.filt2[~self.need_vit]]
-        if bias is not None:
-            self.passed_pos = [self.pos2[~self.need_vit]]
 
     def after_viterbi(self, xC, vovf, tables, F2):
         """3. Viterbi filter's survivors joined to those that needed none."""
-        prof, bias = self.prof, self.bias
         if len(self.vit_idx):
-            vfsc = scores.viterbi_score(prof, xC, tables.move_db[self.vit_idx], vovf)
+            vfsc = scores.viterbi_score(self.prof, xC, tables.move_db[self.vit_idx], vovf)
             vit_filt = self.filt2[self.need_vit]
-            if bias is not None:
-                vit_pos = self.pos2[self.need_vit]
-                bias.settle(vit_pos, vfsc, self.v_mu, self.v_lambda, F2)
-                vit_filt = bias.scores[vit_pos]
             ok = exact_pass(vfsc, vit_filt, self.v_mu, self.v_lambda, F2)
             self.passed.append(self.vit_idx[ok])
             self.passed_filt.append(vit_filt[ok])
-            if bias is not None:
-                self.passed_pos.append(vit_pos[ok])
         self.survivors = np.concatenate(self.passed)
         self.survivor_filt = np.concatenate(self.passed_filt)
         self.n_past_vit = len(self.survivors)
 
     def after_forward(self, fwd, F3):
         """4. Forward prefilter: drop what fails F3 by a wide margin."""
-        prof, bias = self.prof, self.bias
-        f_tau, f_lambda = float(prof.evparam[4]), float(prof.evparam[5])
+        f_tau, f_lambda = float(self.prof.evparam[4]), float(self.prof.evparam[5])
         cutoff = f_tau - math.log(F3) / f_lambda - FORWARD_MARGIN_BITS
-        survivor_filt = self.survivor_filt
-        if bias is not None:      # a bias score from the GPU near the cutoff: made exact first
-            surv_pos = np.concatenate(self.passed_pos)
-            bias.settle_at(surv_pos, fwd, cutoff * scores.LOG2, slack_nats=BIAS_SETTLE_NATS)
-            survivor_filt = bias.scores[surv_pos]
-        bits = (fwd - survivor_filt.astype(np.float64)) / scores.LOG2
+        bits = (fwd - self.survivor_filt.astype(np.float64)) / scores.LOG2
         keep = ~np.isfinite(bits) | (bits >= cutoff)
         self.survivors = self.survivors[keep]
 
     def result(self, seconds) -> CascadeResult:
         return CascadeResult(np.sort(self.survivors), len(self.idx1), len(self.idx2), self.n_past_vit, seconds,
-                             self.bias.n_settled if self.bias is not None else 0)
+                             self.bias.n_rescored if self.bias is not None else 0)
 
 
 class Stopped(Exception):

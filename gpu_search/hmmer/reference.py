@@ -25,6 +25,8 @@ Contents:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .profile import BM, DD, DM, II, IM, MD, MI, MM, FilterProfile
@@ -352,6 +354,34 @@ def bias_filter(prof: FilterProfile, bg_freq, degeneracy, residues, offsets, len
     else:
         fwd = np.concatenate(list(_pool().map(score, _chunks(L, parts))))
     return with_length_terms(fwd, L, idx, length_terms)
+
+
+def bias_forward_interpreted(residues, offsets, lengths, idx, eo, t10, t11) -> np.ndarray:
+    """The bias filter's Forward score (nats, float32, before its length terms) of each
+    sequence of idx, bit for bit as ``_forward2.filter_forward`` computes it, run by the
+    interpreter: numpy's float32 scalars round every product, sum and quotient as C's floats
+    do, and math.log is the C library's.  For the few sequences the GPU's bias filter cannot
+    score exactly (bias.cu flags them), where loading numba's compiled loop would cost a
+    second; about a millisecond a sequence."""
+    zero, one = np.float32(0.0), np.float32(1.0)
+    eo0, eo1 = [np.float32(v) for v in eo[:, 0]], [np.float32(v) for v in eo[:, 1]]
+    out = np.empty(len(idx), dtype=np.float32)
+    for n, (i, L) in enumerate(zip(np.asarray(idx).tolist(), np.asarray(lengths).tolist())):
+        seq = residues[offsets[i]:offsets[i] + L].tolist()
+        t00 = np.float32(L) / np.float32(L + 1)            # p7_bg_SetLength: p1, 1 - p1
+        t01 = one - t00
+        d0, d1 = eo0[seq[0]] * np.float32(0.999), eo1[seq[0]] * np.float32(0.001)
+        mx = max(zero, d0, d1)
+        d0, d1 = d0 / mx, d1 / mx
+        logsc = np.float32(math.log(float(mx)))
+        for x in seq[1:]:
+            n0 = ((zero + d0 * t00) + d1 * t10) * eo0[x]
+            n1 = ((zero + d0 * t01) + d1 * t11) * eo1[x]
+            mx = max(zero, n0, n1)
+            d0, d1 = n0 / mx, n1 / mx
+            logsc = logsc + np.float32(math.log(float(mx)))
+        out[n] = logsc + np.float32(math.log(float((zero + d0 * one) + d1 * one)))
+    return out
 
 
 def with_length_terms(fwd: np.ndarray, L: np.ndarray, idx: np.ndarray, length_terms=None) -> np.ndarray:

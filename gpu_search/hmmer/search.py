@@ -31,7 +31,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from ..seqdb import SequenceDB, amino_degeneracy
-from .cascade import LengthTables, Stopped, load_bias_filter, run_cascade_batch
+from .cascade import LengthTables, Stopped, run_cascade_batch
 from .options import SearchOptions
 from .profile import FilterProfile
 
@@ -308,12 +308,6 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
     first_prof = FilterProfile.from_hmm(first, bg)
     tables = LengthTables(db, searched, first_prof)
     finish = Finisher(db, first.alphabet, bg, kwargs)
-    # the bias filter's compiled loop loads while the first batch's kernels do (it settles the
-    # GPU's scores near a threshold, and the first batch has some)
-    loading = threading.Thread(target=load_bias_filter, args=(first_prof, db, tables, bg_freq, degeneracy),
-                               name="bias-load", daemon=True)
-    if options.bias_filter and db.n_seqs:
-        loading.start()
     batch_key = getattr(backend, "batch_key", lambda M: None)
 
     stop = threading.Event()      # the kill switch: batches being filtered end at their next stage
@@ -416,8 +410,6 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
             # batches being filtered end at their next stage, rather than run to the end
             # (kill switch); leaving the pools waits only for that
             stop.set()
-            if loading.is_alive():
-                loading.join()
             for _, fut, j in started.values():
                 if fut.cancel():
                     continue

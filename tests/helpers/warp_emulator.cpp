@@ -156,6 +156,8 @@ static inline float __fadd_rn(float a, float b) { return a + b; }
 static inline float __fsub_rn(float a, float b) { return a - b; }
 static inline float __fmul_rn(float a, float b) { return a * b; }
 static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline float __double2float_rn(double x) { return (float)x; }
+using std::fabs;
 #include BIAS_CU
 #endif
 EMU_SHARED uint4 emis[EMU_SMEM_BYTES / 16];

@@ -1,39 +1,44 @@
-"""The cascade's bias filter from an inexact backend (the GPU's): scores near a threshold are
-settled on the CPU, so the survivors and counts are those of the exact CPU bias filter.
+"""The cascade's bias filter from the GPU's scores: each is the CPU's bit for bit but for the
+sequences the GPU flags (NaN: where its double log might round a row's scale to another float
+than the C library's, bias.cu), which the cascade scores again on the CPU; so the survivors and
+counts are those of the CPU bias filter.
 
-An inexact backend is stood in for by the CPU's own Forward score pushed up or down by up to
-the margin the cascade allows; the GPU's own scores are checked against the CPU's in
-tests/kernels (emulated) and tests/hmmer/test_hmmer_gpu.py (on the GPU).
+The GPU is stood in for by the CPU's own Forward scores with some flagged; the GPU's own
+scores are checked against the CPU's in tests/kernels (emulated) and tests/hmmer/test_hmmer_gpu.py
+(on the GPU).  The interpreted scorer of flagged sequences is checked against numba's loop.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from edge_cases import edge_fasta
 
 from gpu_search.hmmer import cascade, reference
 from gpu_search.hmmer.models import read_hmms
 from gpu_search.hmmer.profile import FilterProfile
-from gpu_search.seqdb import amino_degeneracy
+from gpu_search.seqdb import amino_degeneracy, open_database
 
 
-class NudgedBias(reference.ReferenceBackend):
-    """The reference filters, and a bias filter whose Forward scores are the CPU's moved by
-    ``fraction`` of the cascade's margin, alternately up and down (or by ``nats``)."""
+class FlaggedBias(reference.ReferenceBackend):
+    """The reference filters, and a bias filter whose Forward scores are the CPU's, every
+    ``every``-th one flagged (NaN; none where 0) as the GPU flags a score it cannot be sure of; ``nats``
+    moves the others (a backend whose unflagged scores are wrong)."""
 
-    def __init__(self, db, fraction: float = 0.0, nats: float = 0.0):
+    def __init__(self, db, bg_freq, every: int = 3, nats: float = 0.0):
         super().__init__(db)
-        self.fraction, self.nats = fraction, nats
+        self.bg_freq, self.every, self.nats = bg_freq, every, nats
         self.prof = None
+        self.flagged = 0
 
     def bias(self, eo, t10, t11, idx):
         zeros = np.zeros(self.db.n_seqs, dtype=np.float32)      # no length terms: the Forward score alone
-        fwd = reference.bias_filter(self.prof, self._bg, amino_degeneracy(), self.db.residues, self.db.offsets,
-                                    self.db.lengths, idx, length_terms=(zeros, zeros)).astype(np.float64)
-        L = self.db.lengths[idx]
-        margin = cascade.bias_margin(fwd, L)
-        sign = np.where(np.arange(len(idx)) % 2 == 0, 1.0, -1.0)
-        return (fwd + sign * (self.fraction * margin + self.nats)).astype(np.float32)
+        fwd = reference.bias_filter(self.prof, self.bg_freq, amino_degeneracy(), self.db.residues,
+                                    self.db.offsets, self.db.lengths, idx, length_terms=(zeros, zeros))
+        fwd = fwd + np.float32(self.nats)
+        flag = np.arange(len(idx)) % self.every == 0 if self.every else np.zeros(len(idx), bool)
+        self.flagged += int(flag.sum())
+        return np.where(flag, np.float32(np.nan), fwd).astype(np.float32)
 
     def bias_batch(self, hmms, idxs):
         return [self.bias(*hmm, idx) for hmm, idx in zip(hmms, idxs)]
@@ -68,67 +73,50 @@ def bg_freq(models):
     return np.asarray(Background(models[0].alphabet).residue_frequencies, dtype=np.float32)
 
 
-# wide thresholds: many sequences pass MSV, so that many bias scores lie near a threshold
+# wide thresholds: many sequences pass MSV and reach the bias filter
 THRESHOLDS = [dict(F1=0.02, F2=1e-3), dict(F1=0.3, F2=0.05), dict(F1=0.5, F2=0.5)]
 
 
 @pytest.mark.parametrize("thresholds", THRESHOLDS, ids=lambda t: f"F1={t['F1']},F2={t['F2']}")
-def test_inexact_bias_scores_settled_exactly(thresholds, models, bg_freq, proteome):
+@pytest.mark.parametrize("interpreted_max", [10**9, 0], ids=["interpreted", "numba"])
+def test_flagged_bias_scores_scored_again_exactly(thresholds, interpreted_max, models, bg_freq, proteome,
+                                                  monkeypatch):
+    """Flagged scores made exact on the CPU, by the interpreter or numba's loop: the survivors
+    and counts of the CPU bias filter."""
+    monkeypatch.setattr(cascade.BiasScores, "INTERPRETED_MAX", interpreted_max)
     exact = cascades(reference.ReferenceBackend(proteome), models, proteome, bg_freq, **thresholds)
-    nudged = NudgedBias(proteome, fraction=0.95)
-    nudged._bg = bg_freq
-    got = cascades(nudged, models, proteome, bg_freq, **thresholds)
+    flagged = FlaggedBias(proteome, bg_freq, every=3 if interpreted_max else 2)
+    got = cascades(flagged, models, proteome, bg_freq, **thresholds)
     assert summary(got) == summary(exact)
     assert sum(r.n_past_msv for r in exact) > 100
-    assert sum(r.n_bias_settled for r in got) > 0      # some scores were near a threshold
+    assert sum(r.n_bias_rescored for r in got) == flagged.flagged > 0
 
 
-def test_settling_is_what_keeps_it_exact(models, bg_freq, proteome, monkeypatch):
-    """Scores 0.3 nats off: exact with a margin that covers them (many settled on the CPU),
-    different without one (so the comparison above can fail)."""
+def test_unflagged_scores_are_trusted(models, bg_freq, proteome):
+    """The cascade uses an unflagged score as it is: scores 0.3 nats off give other survivors
+    (so the comparison above can fail), and none is scored again."""
     thresholds = dict(F1=0.3, F2=0.05)
     exact = cascades(reference.ReferenceBackend(proteome), models, proteome, bg_freq, **thresholds)
-    nudged = NudgedBias(proteome, nats=0.3)
-    nudged._bg = bg_freq
-    monkeypatch.setattr(cascade, "BIAS_SETTLE_NATS", 0.31)
-    covered = cascades(nudged, models, proteome, bg_freq, **thresholds)
-    assert summary(covered) == summary(exact)
-    assert sum(r.n_bias_settled for r in covered) > 0
-    monkeypatch.setattr(cascade, "BIAS_SETTLE_NATS", 0.0)
-    monkeypatch.setattr(cascade, "BIAS_SETTLE_ULPS", 0.0)
-    uncovered = cascades(nudged, models, proteome, bg_freq, **thresholds)
-    assert summary(uncovered) != summary(exact)
-    assert sum(r.n_bias_settled for r in uncovered) == 0
+    off = cascades(FlaggedBias(proteome, bg_freq, every=0, nats=0.3), models, proteome, bg_freq,
+                   **thresholds)
+    assert summary(off) != summary(exact)
+    assert sum(r.n_bias_rescored for r in off) == 0
 
 
-def test_forward_prefilter_settles_bias_scores_near_its_cutoff(models, bg_freq, proteome, monkeypatch):
-    """The Forward prefilter's drop test uses the bias score too: with scores 1 nat off, no
-    prefilter margin and a bias margin that covers them, the survivors are those of exact
-    bias scores; without settling at the prefilter they differ."""
-
-    class ExactForward(reference.ReferenceBackend):
-        def forward(self, prof, idx):
-            return reference.forward_score(prof, self.db.residues, self.db.offsets, self.db.lengths, idx)
-
-        def forward_batch(self, profs, idxs):
-            return [self.forward(prof, idx) for prof, idx in zip(profs, idxs)]
-
-    class NudgedForward(NudgedBias):
-        forward = ExactForward.forward
-        forward_batch = ExactForward.forward_batch
-
-    thresholds = dict(F1=0.3, F2=0.05, F3=1e-3)
-    monkeypatch.setattr(cascade, "FORWARD_MARGIN_BITS", 0.0)
-    exact = cascades(ExactForward(proteome), models, proteome, bg_freq, **thresholds)
-    nudged = NudgedForward(proteome, nats=1.0)
-    nudged._bg = bg_freq
-    monkeypatch.setattr(cascade, "BIAS_SETTLE_NATS", 1.01)
-    assert summary(cascades(nudged, models, proteome, bg_freq, **thresholds)) == summary(exact)
-    settle_at = cascade.BiasScores.settle_at
-
-    def not_at_the_prefilter(self, positions, score_nats, cutoff_nats, slack_nats=0.0):
-        if slack_nats == 0.0:                 # (the prefilter's call passes a slack)
-            settle_at(self, positions, score_nats, cutoff_nats)
-
-    monkeypatch.setattr(cascade.BiasScores, "settle_at", not_at_the_prefilter)
-    assert summary(cascades(nudged, models, proteome, bg_freq, **thresholds)) != summary(exact)
+def test_interpreted_bias_forward_is_numbas_bit_for_bit(models, bg_freq, proteome, tmp_path):
+    """reference.bias_forward_interpreted against numba's loop (_forward2.filter_forward, the
+    CPU's bias filter, HMMER's): proteome sequences and the edge cases (every letter alone,
+    degenerate letters, X runs, the model's consensus repeated)."""
+    fasta = tmp_path / "edge.faa"
+    edge_fasta(fasta, models[0].consensus, long_length=3_000)
+    edge = open_database(fasta)
+    rng = np.random.default_rng(11)
+    for db, idx in ((proteome, np.sort(rng.permutation(proteome.n_seqs)[:40])), (edge, np.arange(edge.n_seqs))):
+        for hmm in models[:2]:
+            prof = FilterProfile.from_hmm(hmm)
+            zeros = np.zeros(db.n_seqs, dtype=np.float32)
+            want = reference.bias_filter(prof, bg_freq, amino_degeneracy(), db.residues, db.offsets, db.lengths,
+                                         idx, length_terms=(zeros, zeros))
+            eo, t10, t11 = reference.bias_filter_hmm(prof, bg_freq, amino_degeneracy())
+            got = reference.bias_forward_interpreted(db.residues, db.offsets, db.lengths[idx], idx, eo, t10, t11)
+            assert np.array_equal(got.view(np.int32), want.astype(np.float32).view(np.int32)), hmm.name

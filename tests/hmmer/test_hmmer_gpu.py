@@ -130,14 +130,14 @@ def test_gpu_subset_and_order(proteome, gpu_proteome):
 
 
 @pytest.mark.parametrize("model", ["Thioesterase", "LuxC", "RREFam"])
-def test_gpu_bias_filter_within_its_margin(model, data_dir, proteome, gpu_proteome, tmp_path):
+def test_gpu_bias_filter_is_the_cpus(model, data_dir, proteome, gpu_proteome, tmp_path):
     """The bias filter on the GPU (bias.cu) against the CPU's (numba, HMMER's), over the whole
-    proteome and the edge cases (degenerate letters, X runs, a 99,000-residue sequence): each
-    score within the margin the cascade settles on the CPU, and nearly all bit for bit (only
-    a row whose double log CUDA rounds to another float than the C library may differ)."""
+    proteome and the edge cases (degenerate letters, X runs, a 99,000-residue sequence): every
+    score bit for bit the CPU's, but for the sequences it flags (NaN: a row's double log near a
+    float rounding boundary, where CUDA's and the C library's might round apart), which the
+    cascade scores on the CPU and which must be rare."""
     from pyhmmer.plan7 import Background
 
-    from gpu_search.hmmer import cascade
     from gpu_search.seqdb import amino_degeneracy
 
     hmm = read_hmms(data_dir / "hmms" / "txt" / f"{model}.hmm")[0]
@@ -147,22 +147,18 @@ def test_gpu_bias_filter_within_its_margin(model, data_dir, proteome, gpu_proteo
     fasta = tmp_path / "edge.faa"
     edge_fasta(fasta, hmm.consensus, long_length=99_000)
     edge = open_database(fasta)
-    for db, backend in ((proteome, gpu_proteome), (edge, GpuBackend(edge))):
-        idx = np.arange(db.n_seqs)
+    rng = np.random.default_rng(5)
+    subset = rng.permutation(proteome.n_seqs)[:257]          # a subset in another order
+    for db, backend, idx in ((proteome, gpu_proteome, np.arange(proteome.n_seqs)), (proteome, gpu_proteome, subset),
+                             (edge, GpuBackend(edge), np.arange(edge.n_seqs))):
         zeros = np.zeros(db.n_seqs, dtype=np.float32)        # the Forward score alone
         ref = R.bias_filter(prof, bg_freq, amino_degeneracy(), db.residues, db.offsets, db.lengths, idx,
-                            length_terms=(zeros, zeros)).astype(np.float64)
-        got = backend.bias(eo, t10, t11, idx).astype(np.float64)
-        margin = cascade.bias_margin(got, db.lengths)
-        err = np.abs(got - ref)
-        assert np.all(err <= margin), f"{hmm.name}: off by {err.max()} nats (margin {margin[err.argmax()]})"
-        assert np.mean(err == 0) >= 0.99, f"{hmm.name}: only {np.mean(err == 0):.3f} bit-equal"
-    # a subset in another order: each sequence gets its own score
-    idx = np.random.default_rng(5).permutation(proteome.n_seqs)[:257]
-    zeros = np.zeros(proteome.n_seqs, dtype=np.float32)
-    ref = R.bias_filter(prof, bg_freq, amino_degeneracy(), proteome.residues, proteome.offsets, proteome.lengths,
-                        idx, length_terms=(zeros, zeros))
-    assert np.allclose(gpu_proteome.bias(eo, t10, t11, idx), ref, rtol=1e-5, atol=1e-3)
+                            length_terms=(zeros, zeros)).astype(np.float32)
+        got = backend.bias(eo, t10, t11, idx)
+        sure = ~np.isnan(got)
+        assert np.array_equal(got[sure].view(np.int32), ref[sure].view(np.int32)), \
+            f"{hmm.name}: differs at {np.flatnonzero(sure & (got != ref))[:5]}"
+        assert sure.mean() >= 0.999, f"{hmm.name}: {np.sum(~sure)} of {len(idx)} flagged"
 
 
 def test_gpu_batches_of_models_equal_reference(data_dir, proteome, gpu_proteome):

@@ -462,8 +462,9 @@ class GpuBackend:
         """The bias filter's Forward score (nats, float32, before its length terms) per sequence
         of idx, for the filter HMM (eo, t10, t11) of ``reference.bias_filter_hmm``.
 
-        Within a few float ulps of the CPU's (bias.cu says why): the cascade settles the
-        sequences near a threshold on the CPU."""
+        The CPU's bit for bit, or NaN for a sequence where CUDA's log might round a row's
+        scale to another float than the C library's (bias.cu): the cascade scores those on
+        the CPU."""
         return self.bias_batch([(eo, t10, t11)], [idx])[0]
 
     def bias_batch(self, hmms, idxs) -> list:
