@@ -450,6 +450,9 @@ def check_readable(path: Path) -> None:
 def read_bytes(path: Path) -> bytes:
     """The file's bytes, gunzipped if it is gzip-compressed (the file read once: a pipe too)."""
     with _Input(path) as inp:
+        if inp.regular and inp.head[:2] != b"\x1f\x8b":
+            inp.fh.seek(0)          # a plain file in one read (joining its pieces copied it again)
+            return inp.fh.read()
         return b"".join(inp.pieces())
 
 
