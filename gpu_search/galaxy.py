@@ -49,7 +49,7 @@ device=cpu;
 if [ "\${GALAXY_GPU_ENABLED:-false}" = "true" ]; then device=auto; fi;
 case "\${CUDA_VISIBLE_DEVICES:-}" in ''|-1|NoDevFiles) ;; *) device=auto ;; esac;
 if [ "\$device" = cpu ]; then echo "gpu-search: this job was given no GPU (neither GALAXY_GPU_ENABLED=true nor CUDA_VISIBLE_DEVICES); searching on the CPU, same results" >&2; fi;
-#if $search.type in ('hmmsearch', 'phmmer'):
+#if $search.type in ('hmmsearch', 'phmmer', 'hmmscan'):
 gpu-search '$search.type'
     --cpu "\${GALAXY_SLOTS:-1}"
     --device "\$device"
@@ -68,7 +68,7 @@ gpu-search '$search.type'
     #if 'alignment' in $outs:
     -A '$alignment'
     #end if
-    #if $search.type == 'hmmsearch' and $search.adv.cutoffs != 'none':
+    #if $search.type in ('hmmsearch', 'hmmscan') and $search.adv.cutoffs != 'none':
     '--$search.adv.cutoffs'
     #else:
     -E '$search.adv.E'
@@ -94,10 +94,18 @@ gpu-search '$search.type'
     --pextend '$search.adv.pextend'
     --mx '$search.adv.mx'
     '$search.query'
+    '$search.seqdb'
+    #elif $search.type == 'hmmscan':
+    #if $search.hmmdb_opts.hmmdb_opts_selector == 'db':
+    '${search.hmmdb_opts.database.fields.db_path}'
+    #else:
+    '$search.hmmdb_opts.hmmfile'
+    #end if
+    '$search.query'
     #else:
     '$search.hmmfile'
-    #end if
     '$search.seqdb'
+    #end if
 #else:
 gpu-search blastp
     -query '$search.query'
@@ -142,6 +150,10 @@ of the standard tools, only faster on a GPU:
   scores, E-values, domains and alignments.
 * **Protein HMMER search** searches protein queries against protein sequences,
   exactly as HMMER 3.4's ``phmmer`` does (each query becomes a profile HMM).
+* **HMM scan** searches each protein query against a database of profile HMMs
+  (for example Pfam), exactly as HMMER 3.4's ``hmmscan`` does: for each query,
+  the models it matches, with their scores, E-values and domains.  It runs on
+  the CPU for now, on the threads Galaxy gives the job.
 * **Protein BLAST** searches protein queries against protein sequences,
   exactly as NCBI BLAST+ 2.12 ``blastp`` does (same rows), with its
   composition-based statistics (``-comp_based_stats`` 2 by default; 0, 1 and 3
@@ -162,15 +174,22 @@ GPU, or the GPU it was given could not be used (``gpu-search: no usable GPU
   FASTA (may be gzipped).
 * Protein HMMER search: query protein sequences in FASTA, and protein sequences
   in FASTA to search.
+* HMM scan: query protein sequences in FASTA (may be gzipped), and the profile
+  HMMs to search: an HMMER3 profile file from your history (it need not be
+  pressed), or an HMM database the server holds (its ``hmm_database`` data
+  table, as for the IUC HMMER tools: a database pressed by ``hmmpress``).
 * Protein BLAST: query protein sequences in FASTA, and the protein sequences to
   search: FASTA (may be gzipped) from your history, or a BLAST database the
   server holds (its ``blastdb_p`` data table, as for the BLAST+ tools).
 
 **Outputs**
 
-* HMM search and protein HMMER search: HMMER's main report, and on request the per-sequence table
-  (``--tblout``), the per-domain table (``--domtblout``) and the Pfam-style table
-  (``--pfamtblout``), exactly in HMMER's formats.
+* HMM search, protein HMMER search and HMM scan: HMMER's main report, and on
+  request the per-sequence table (``--tblout``), the per-domain table
+  (``--domtblout``) and the Pfam-style table (``--pfamtblout``), exactly in
+  HMMER's formats; HMM search and protein HMMER search also the alignment of
+  the significant hits (``-A``, Stockholm).  HMM scan's tables list, for each
+  query, the models it matches.
 * Protein BLAST: a tabular file, either the 12 standard columns
   (qseqid sseqid pident length mismatch gapopen qstart qend sstart send evalue
   bitscore) or 25 extended columns (those plus sallseqid score nident positive
@@ -180,8 +199,10 @@ GPU, or the GPU it was given could not be used (``gpu-search: no usable GPU
 
 E-values depend on the size of the whole database.  If you split a database
 and search the parts separately, set the **database size** (HMMER searches: *Z*,
-the number of sequences; BLAST: *dbsize*, the number of residues) of the whole
-database in the advanced options of every part.
+the number of sequences; HMM scan: *Z*, the number of models; BLAST: *dbsize*,
+the number of residues) of the whole database in the advanced options of every
+part.  HMM scan's queries may be split freely: each query's results depend only
+on the models.
 
 -----
 
@@ -201,6 +222,10 @@ it once from the gpu-search sources with
 ``apptainer build gpu-search-%s.sif docker-daemon://gpu-search:%s``).
 GPU jobs need a destination that gives the container the GPU (``--gpus`` /
 ``--nv``) and sets ``GALAXY_GPU_ENABLED=true`` or ``CUDA_VISIBLE_DEVICES``.
+HMM scan's server databases are the rows of the ``hmm_database`` data table
+(``tool_data_table_conf.xml.sample``, ``tool-data/hmm_database.loc.sample``;
+the IUC HMMER tools' table, columns value, name, db_path): db_path is the name
+given to ``hmmpress``, with its ``.h3m``, ``.h3i``, ``.h3f`` and ``.h3p`` beside it.
 
 **More**
 
@@ -245,7 +270,7 @@ def build_tool():
         node_name = "resource"
 
     tool = gxt.Tool("GPU protein search", TOOL_ID, TOOL_VERSION,
-                    "HMMER hmmsearch and phmmer, BLAST+ blastp, accelerated on GPUs", "gpu-search",
+                    "HMMER hmmsearch, phmmer and hmmscan, BLAST+ blastp, accelerated on GPUs", "gpu-search",
                     version_command="gpu-search --version", command_override=[COMMAND.strip()],
                     profile="22.05")
     tool.command = gxtp.Command(detect_errors="aggressive")
@@ -261,33 +286,40 @@ def build_tool():
     search.append(gxtp.SelectParam("type", label="Search type", options={
         "hmmsearch": "HMM search: profile HMMs against protein sequences (hmmsearch)",
         "phmmer": "Protein HMMER search: protein queries against protein sequences (phmmer)",
+        "hmmscan": "HMM scan: protein queries against a database of profile HMMs (hmmscan)",
         "blastp": "Protein BLAST: protein queries against protein sequences (blastp)",
     }, default="hmmsearch"))
 
-    def hmmer_outputs():
+    def hmmer_outputs(program: str):
+        """The outputs' checkboxes (hmmscan has no -A)."""
+        options = {
+            "tblout": "Per-sequence hits (--tblout)" if program != "hmmscan" else
+                      "Per-model hits of each query (--tblout)",
+            "domtblout": "Per-domain hits (--domtblout)",
+            "pfamtblout": "Pfam-style hits (--pfamtblout)",
+        }
+        if program != "hmmscan":
+            options["alignment"] = "Multiple alignment of the significant hits (-A, Stockholm)"
         return gxtp.SelectParam("outputs", label="Tables to produce", multiple=True, display="checkboxes",
-                                optional=True, options={
-                                    "tblout": "Per-sequence hits (--tblout)",
-                                    "domtblout": "Per-domain hits (--domtblout)",
-                                    "pfamtblout": "Pfam-style hits (--pfamtblout)",
-                                    "alignment": "Multiple alignment of the significant hits (-A, Stockholm)",
-                                }, default="tblout")
+                                optional=True, options=options, default="tblout")
 
     def hmmer_advanced(program: str):
-        """hmmsearch's and phmmer's advanced options: hmmsearch's model cutoffs, phmmer's
-        scoring system (phmmer.c's defaults and ranges)."""
+        """hmmsearch's, phmmer's and hmmscan's advanced options: hmmsearch's and hmmscan's
+        model cutoffs, phmmer's scoring system (phmmer.c's defaults and ranges); hmmscan's
+        targets are models."""
+        targets = "models" if program == "hmmscan" else "sequences"
         adv = gxtp.Section("adv", title="Advanced options", expanded=False)
-        if program == "hmmsearch":
+        if program in ("hmmsearch", "hmmscan"):
             adv.append(gxtp.SelectParam("cutoffs", label="Reporting thresholds", options={
                 "none": "E-values below",
                 "cut_ga": "The models' gathering cutoffs (--cut_ga)",
                 "cut_nc": "The models' noise cutoffs (--cut_nc)",
                 "cut_tc": "The models' trusted cutoffs (--cut_tc)",
             }, default="none"))
-        adv.append(gxtp.FloatParam("E", value=10.0, min=0, label="Report sequences with E-value at most (-E)"))
+        adv.append(gxtp.FloatParam("E", value=10.0, min=0, label=f"Report {targets} with E-value at most (-E)"))
         adv.append(gxtp.FloatParam("domE", value=10.0, min=0,
                                    label="Report domains with conditional E-value at most (--domE)"))
-        adv.append(gxtp.FloatParam("incE", value=0.01, min=0, label="Include sequences with E-value at most (--incE)"))
+        adv.append(gxtp.FloatParam("incE", value=0.01, min=0, label=f"Include {targets} with E-value at most (--incE)"))
         adv.append(gxtp.FloatParam("incdomE", value=0.01, min=0,
                                    label="Include domains with conditional E-value at most (--incdomE)"))
         if program == "phmmer":
@@ -307,10 +339,10 @@ def build_tool():
         adv.append(gxtp.BooleanParam("nonull2", truevalue="--nonull2", falsevalue="", checked=False,
                                      label="Turn the biased composition score corrections off (--nonull2)"))
         adv.append(gxtp.IntegerParam("Z", value="", optional=True, min=1,
-                                     label="Database size in sequences for E-values (-Z)",
+                                     label=f"Database size in {targets} for E-values (-Z)",
                                      help="Set it to the whole database's when searching one part of it."))
         adv.append(gxtp.IntegerParam("domZ", value="", optional=True, min=1,
-                                     label="Number of significant sequences for domain E-values (--domZ)"))
+                                     label=f"Number of significant {targets} for domain E-values (--domZ)"))
         adv.append(gxtp.IntegerParam("seed", value=42, min=0, label="Random seed (--seed)"))
         return adv
 
@@ -319,7 +351,7 @@ def build_tool():
                               help="One or more HMMER3 profiles (e.g. Pfam families)."))
     hmm.append(gxtp.DataParam("seqdb", format="fasta,fasta.gz", label="Protein sequences to search",
                               help="Protein FASTA."))
-    hmm.append(hmmer_outputs())
+    hmm.append(hmmer_outputs("hmmsearch"))
     hmm.append(hmmer_advanced("hmmsearch"))
     search.append(hmm)
 
@@ -328,9 +360,39 @@ def build_tool():
                               help="Protein FASTA: each sequence is searched on its own."))
     seq.append(gxtp.DataParam("seqdb", format="fasta,fasta.gz", label="Protein sequences to search",
                               help="Protein FASTA."))
-    seq.append(hmmer_outputs())
+    seq.append(hmmer_outputs("phmmer"))
     seq.append(hmmer_advanced("phmmer"))
     search.append(seq)
+
+    scan = gxtp.When("hmmscan")
+    scan.append(gxtp.DataParam("query", format="fasta,fasta.gz", label="Query protein sequences",
+                               help="Protein FASTA: each sequence is searched against every model."))
+    # the models: an HMM file from the history (need not be pressed), or a database pressed by
+    # hmmpress of the server's hmm_database data table (the IUC hmmer3 tools' table: value, name,
+    # db_path, the name given to hmmpress)
+    hmmdb_opts = gxtp.Conditional("hmmdb_opts")
+    hmmdb_opts.append(gxtp.SelectParam("hmmdb_opts_selector", label="Profile HMM database", options={
+        "file": "HMM file from your history",
+        "db": "Locally installed HMM database",
+    }, default="file"))
+    hmm_from_file = gxtp.When("file")
+    hmm_from_file.append(gxtp.DataParam("hmmfile", format="hmm3", label="Profile HMM file",
+                                        help="One or more HMMER3 profiles (e.g. Pfam-A.hmm); it need not be "
+                                             "pressed."))
+    hmmdb_opts.append(hmm_from_file)
+    hmm_from_table = gxtp.When("db")
+    hmm_database = gxtp.SelectParam("database", label="HMM database",
+                                    help="The HMM databases (pressed by hmmpress) this Galaxy server holds: "
+                                         "its hmm_database data table")
+    hmm_options = gxtp.Options(from_data_table="hmm_database")
+    hmm_options.append(gxtp.Filter(type="sort_by", column="2"))
+    hmm_database.append(hmm_options)
+    hmm_from_table.append(hmm_database)
+    hmmdb_opts.append(hmm_from_table)
+    scan.append(hmmdb_opts)
+    scan.append(hmmer_outputs("hmmscan"))
+    scan.append(hmmer_advanced("hmmscan"))
+    search.append(scan)
 
     blast = gxtp.When("blastp")
     blast.append(gxtp.DataParam("query", format="fasta,fasta.gz", label="Query protein sequences"))
@@ -393,12 +455,12 @@ def build_tool():
 
     outputs = gxtp.Outputs()
     main = gxtp.OutputData("output", format="txt", label="${tool.name} on ${on_string}: ${search.type} report")
-    main.append(gxtp.OutputFilter("search['type'] in ('hmmsearch', 'phmmer')"))
+    main.append(gxtp.OutputFilter("search['type'] in ('hmmsearch', 'phmmer', 'hmmscan')"))
     outputs.append(main)
     for name, what in (("tblout", "per-sequence hits"), ("domtblout", "per-domain hits"),
                        ("pfamtblout", "Pfam-style hits")):
         out = gxtp.OutputData(name, format="tabular", label=f"${{tool.name}} on ${{on_string}}: {what}")
-        out.append(gxtp.OutputFilter(f"search['type'] in ('hmmsearch', 'phmmer') and search['outputs'] "
+        out.append(gxtp.OutputFilter(f"search['type'] in ('hmmsearch', 'phmmer', 'hmmscan') and search['outputs'] "
                                      f"and '{name}' in search['outputs']"))
         outputs.append(out)
     ali = gxtp.OutputData("alignment", format="stockholm",
@@ -453,6 +515,30 @@ def build_tool():
     t.append(gxtp.TestOutput("tblout", file="blastp-queries.phmmer.tblout", lines_diff=11))
     t.append(gxtp.TestOutput("domtblout", file="blastp-queries.phmmer.domtblout", lines_diff=11))
     tests.append(t)
+    # 4. hmmscan, the test proteome against the four models of a history HMM file (not pressed),
+    # two tables; expected files made by HMMER 3.4's hmmscan on the models pressed by hmmpress
+    # (test-data/make.sh); a table's tail as in test 1
+    t = gxtp.Test(expect_num_outputs=3)
+    t.append(gxtp.TestParam("search|type", value="hmmscan"))
+    t.append(gxtp.TestParam("search|query", value="proteome.faa"))
+    t.append(gxtp.TestParam("search|hmmdb_opts|hmmdb_opts_selector", value="file"))
+    t.append(gxtp.TestParam("search|hmmdb_opts|hmmfile", value="four-models.hmm"))
+    t.append(gxtp.TestParam("search|outputs", value="tblout,domtblout"))
+    t.append(gxtp.TestOutput("tblout", file="proteome.hmmscan.tblout", lines_diff=11))
+    t.append(gxtp.TestOutput("domtblout", file="proteome.hmmscan.domtblout", lines_diff=11))
+    tests.append(t)
+    # 5. hmmscan against the pressed database of the test data table (test-data/hmm_database.loc:
+    # the four models as hmmpress pressed them, test-data/make.sh), the Pfam-style table too
+    t = gxtp.Test(expect_num_outputs=4)
+    t.append(gxtp.TestParam("search|type", value="hmmscan"))
+    t.append(gxtp.TestParam("search|query", value="proteome.faa"))
+    t.append(gxtp.TestParam("search|hmmdb_opts|hmmdb_opts_selector", value="db"))
+    t.append(gxtp.TestParam("search|hmmdb_opts|database", value="four_models"))
+    t.append(gxtp.TestParam("search|outputs", value="tblout,domtblout,pfamtblout"))
+    t.append(gxtp.TestOutput("tblout", file="proteome.hmmscan.tblout", lines_diff=11))
+    t.append(gxtp.TestOutput("domtblout", file="proteome.hmmscan.domtblout", lines_diff=11))
+    t.append(gxtp.TestOutput("pfamtblout", file="proteome.hmmscan.pfamtblout", lines_diff=11))
+    tests.append(t)
 
     def blastp_test(params: dict, output: gxtp.TestOutput) -> gxtp.Test:
         """A blastp test of the three test queries against the test proteome."""
@@ -463,24 +549,24 @@ def build_tool():
         t.append(output)
         return t
 
-    # 4. blastp, 12 columns, BLAST+'s default statistics; expected file made by BLAST+ 2.12
+    # 6. blastp, 12 columns, BLAST+'s default statistics; expected file made by BLAST+ 2.12
     # (test-data/make.sh)
     tests.append(blastp_test({"outfmt": f"6 {BLAST_STD}", "adv|evalue": "10"},
                              gxtp.TestOutput("blast_out", file="blastp-queries.cbs2.std.tsv")))
-    # 5. blastp, 25 columns, -evalue 1e-5 -max_target_seqs 5 -comp_based_stats 0
+    # 7. blastp, 25 columns, -evalue 1e-5 -max_target_seqs 5 -comp_based_stats 0
     tests.append(blastp_test({"adv|evalue": "1e-5", "adv|max_target_seqs": "5", "adv|comp_based_stats": "0"},
                              gxtp.TestOutput("blast_out", file="blastp-queries.ext.tsv")))
-    # 6. blastp, BLAST XML; BLAST+'s file differs in two lines, each counted twice: its version
+    # 8. blastp, BLAST XML; BLAST+'s file differs in two lines, each counted twice: its version
     # and its database's path (the tool writes the dataset's name)
     tests.append(blastp_test({"outfmt": "5", "adv|evalue": "10"},
                              gxtp.TestOutput("blast_out", file="blastp-queries.xml", ftype="blastxml", lines_diff=4)))
-    # 7. blastp, the pairwise report; BLAST+'s differs in its first line (the version) and its
+    # 9. blastp, the pairwise report; BLAST+'s differs in its first line (the version) and its
     # two Database: lines (the dataset's name), each counted twice, and its Posted date line
     tests.append(blastp_test({"outfmt": "0", "adv|evalue": "10"},
                              gxtp.TestOutput("blast_out", file="blastp-queries.pairwise.txt", ftype="txt",
                                              lines_diff=7)))
-    # 8. blastp against the BLAST database of the test data table (test-data/blastdb_p.loc: the
-    # proteome as makeblastdb made it, test-data/make.sh): the rows of test 4
+    # 10. blastp against the BLAST database of the test data table (test-data/blastdb_p.loc: the
+    # proteome as makeblastdb made it, test-data/make.sh): the rows of test 6
     tests.append(blastp_test({"db_opts|db_opts_selector": "db", "db_opts|database": "proteome",
                               "outfmt": f"6 {BLAST_STD}", "adv|evalue": "10"},
                              gxtp.TestOutput("blast_out", file="blastp-queries.cbs2.std.tsv")))

@@ -39,3 +39,17 @@ pexe=$(python3 -c "import sys; sys.path.insert(0, 'tests/helpers'); from oracle.
 "$pexe" --cpu 1 -o /dev/null --tblout $T/blastp-queries.phmmer.tblout --domtblout $T/blastp-queries.phmmer.domtblout \
         -E 10.0 --domE 10.0 --incE 0.01 --incdomE 0.01 --F1 0.02 --F2 0.001 --F3 1e-05 --seed 42 \
         --popen 0.02 --pextend 0.4 --mx BLOSUM62 $T/blastp-queries.faa $T/proteome.faa
+
+# hmmscan: the four models pressed by hmmpress for the test data table (test-data/hmm_database.loc;
+# pressed in their folder, so the index names no other path; the HMM file itself is not kept:
+# hmmscan reads only the pressed files), and HMMER's hmmscan of the test proteome against them with
+# the options Galaxy's tool passes (tool.xml), --cpu 1 as in Galaxy's tests
+sexe=$(python3 -c "import sys; sys.path.insert(0, 'tests/helpers'); from oracle.build import build; print(build('hmmscan_oracle'))")
+mkdir -p $T/hmmdb
+rm -f $T/hmmdb/four-models.hmm*
+cp $T/four-models.hmm $T/hmmdb/four-models.hmm
+(cd $T/hmmdb && "$sexe" --press four-models.hmm)
+rm $T/hmmdb/four-models.hmm
+"$sexe" --cpu 1 -o /dev/null --tblout $T/proteome.hmmscan.tblout --domtblout $T/proteome.hmmscan.domtblout \
+        --pfamtblout $T/proteome.hmmscan.pfamtblout -E 10.0 --domE 10.0 --incE 0.01 --incdomE 0.01 \
+        --F1 0.02 --F2 0.001 --F3 1e-05 --seed 42 $T/hmmdb/four-models.hmm $T/proteome.faa

@@ -37,7 +37,10 @@ def test_tool_xml_structure():
     assert root.find("requirements/container").text
     assert root.find("version_command").text.strip() == "gpu-search --version"
     whens = {w.get("value") for w in root.findall("inputs/conditional/when")}
-    assert whens == {"hmmsearch", "phmmer", "blastp"}
+    assert whens >= {"hmmsearch", "phmmer", "hmmscan", "blastp"}
+    searches = {w.get("value") for w in root.findall("inputs/conditional/when")
+                if w.getparent().get("name") == "search"}
+    assert searches == {"hmmsearch", "phmmer", "hmmscan", "blastp"}
     assert len(root.findall("tests/test")) >= 4
     assert len(root.findall("citations/citation")) >= 7
     for test in root.findall("tests/test"):       # expected files are there
@@ -142,6 +145,67 @@ def test_phmmer_command_quotes_everything(tmp_path):
     assert argv[-2:] == [HOSTILE[0], HOSTILE[1]]
 
 
+@pytest.mark.parametrize("source", ["history HMM file", "data table"])
+def test_hmmscan_command_quotes_everything(source, tmp_path):
+    """hmmscan: the HMM file of the history or the data table's pressed database first, then the
+    queries, each quoted; the model cutoffs passed instead of the E-value thresholds; no -A."""
+    adv = _Params(cutoffs="cut_tc", E="10.0", domE="10.0", incE="0.01", incdomE="0.01", F1="0.02",
+                  F2="0.001", F3="1e-05", max="", nobias="--nobias", nonull2="", Z="", domZ="20", seed="42")
+    if source == "history HMM file":
+        hmmdb_opts = _Params(hmmdb_opts_selector="file", hmmfile=HOSTILE[1])
+    else:           # an hmm_database row: the name given to hmmpress in its db_path column
+        hmmdb_opts = _Params(hmmdb_opts_selector="db", database=_Params(fields=_Params(db_path=HOSTILE[1])))
+    search = dict(type="hmmscan", query=HOSTILE[0], hmmdb_opts=hmmdb_opts,
+                  outputs=_Params(__str__="tblout,domtblout,pfamtblout"), adv=adv)
+    outs = dict(output=HOSTILE[2], tblout=HOSTILE[3], domtblout="dom out.tsv", pfamtblout="pfam $(touch PWNED)",
+                alignment="unused")
+    argv = run_rendered(render(search, outs, {}), tmp_path, {})
+    assert not (tmp_path / "PWNED").exists()
+    assert argv[0] == "hmmscan" and argv[argv.index("--device") + 1] == "cpu"
+    assert argv[argv.index("--cpu") + 1] == "3"
+    assert argv[argv.index("-o") + 1] == HOSTILE[2]
+    assert argv[argv.index("--tblout") + 1] == HOSTILE[3]
+    assert argv[argv.index("--domtblout") + 1] == "dom out.tsv"
+    assert argv[argv.index("--pfamtblout") + 1] == "pfam $(touch PWNED)"
+    assert "--cut_tc" in argv and "-E" not in argv and "--incE" not in argv and "-A" not in argv
+    assert "--nobias" in argv and "-Z" not in argv and argv[argv.index("--domZ") + 1] == "20"
+    assert argv[-2:] == [HOSTILE[1], HOSTILE[0]]
+
+
+def test_hmmscan_command_runs(tmp_path):
+    """The rendered hmmscan command, run with the real gpu-search on the test data (a history HMM
+    file named as Galaxy names datasets, and the test table's pressed database), gives the rows of
+    HMMER's hmmscan in test-data (test-data/make.sh)."""
+    import shutil
+    import sys
+
+    exe = tmp_path / "bin" / "gpu-search"      # this checkout's gpu-search, first on the job's PATH
+    exe.parent.mkdir()
+    exe.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m gpu_search "$@"\n')
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    adv = _Params(cutoffs="none", E="10.0", domE="10.0", incE="0.01", incdomE="0.01", F1="0.02", F2="0.001",
+                  F3="1e-05", max="", nobias="", nonull2="", Z="", domZ="", seed="42")
+    data = ROOT / "test-data"
+    shutil.copyfile(data / "four-models.hmm", tmp_path / "dataset_1.dat")
+    pressed = next(line.split("\t")[2] for line in (data / "hmm_database.loc").read_text().splitlines()
+                   if line and not line.startswith("#")).replace("${__HERE__}", str(data))
+    for i, hmmdb_opts in enumerate([_Params(hmmdb_opts_selector="file", hmmfile=str(tmp_path / "dataset_1.dat")),
+                                    _Params(hmmdb_opts_selector="db", database=_Params(fields=_Params(
+                                        db_path=pressed)))]):
+        search = dict(type="hmmscan", query=str(data / "proteome.faa"), hmmdb_opts=hmmdb_opts,
+                      outputs=_Params(__str__="tblout,domtblout,pfamtblout"), adv=adv)
+        outs = {n: str(tmp_path / f"{i}.{n}") for n in ("output", "tblout", "domtblout", "pfamtblout")}
+        r = subprocess.run(["bash", "-e", "-c", render(search, outs, {})], cwd=tmp_path, capture_output=True,
+                           text=True, env={**os.environ, "GALAXY_SLOTS": "2",
+                                                              "PATH": f"{exe.parent}:{os.environ['PATH']}"})
+        assert r.returncode == 0, r.stderr
+        for n in ("tblout", "domtblout", "pfamtblout"):
+            rows = [line for line in Path(outs[n]).read_text().splitlines() if not line.startswith("#")]
+            want = [line for line in (data / f"proteome.hmmscan.{n}").read_text().splitlines()
+                    if not line.startswith("#")]
+            assert rows == want, (i, n)
+
+
 @pytest.mark.parametrize("source", ["history FASTA", "data table"])
 def test_blastp_command_quotes_everything(source, tmp_path):
     adv = _Params(evalue="0.001", max_target_seqs="500", max_hsps="", dbsize="273033200", matrix="BLOSUM62",
@@ -172,10 +236,10 @@ def test_data_tables_name_the_table_the_tool_reads():
     from gpu_search import blastdb, seqdb
 
     root = etree.fromstring(tool_xml().encode())
-    assert [o.get("from_data_table") for o in root.iter("options")] == ["blastdb_p"]
+    assert [o.get("from_data_table") for o in root.iter("options")] == ["hmm_database", "blastdb_p"]
     for conf in ("tool_data_table_conf.xml.sample", "tool_data_table_conf.xml.test"):
-        table = etree.parse(str(ROOT / conf)).find("table")
-        assert table.get("name") == "blastdb_p" and table.find("columns").text == "value, name, path"
+        tables = {t.get("name"): t.find("columns").text for t in etree.parse(str(ROOT / conf)).findall("table")}
+        assert tables == {"blastdb_p": "value, name, path", "hmm_database": "value, name, db_path"}
     rows = [line.split("\t") for line in (ROOT / "test-data" / "blastdb_p.loc").read_text().splitlines()
             if line and not line.startswith("#")]
     assert [r[0] for r in rows] == ["proteome"]
@@ -184,6 +248,25 @@ def test_data_tables_name_the_table_the_tool_reads():
     fasta = seqdb.read_fasta(ROOT / "test-data" / "proteome.faa")
     assert db.n_seqs == fasta.n_seqs == 300
     assert (db.residues == fasta.residues).all()
+
+
+def test_hmm_database_table_is_the_pressed_test_models():
+    """The test hmm_database table's one database is the four test models as hmmpress pressed them:
+    its pressed files there (not the HMM file itself), read as hmmscan reads them, the models of
+    test-data/four-models.hmm in its order."""
+    from gpu_search.hmmer.hmmscan import PRESSED_SUFFIXES, open_hmmdb, pressed_base
+
+    rows = [line.split("\t") for line in (ROOT / "test-data" / "hmm_database.loc").read_text().splitlines()
+            if line and not line.startswith("#")]
+    assert [r[0] for r in rows] == ["four_models"]
+    path = rows[0][2].replace("${__HERE__}", str(ROOT / "test-data"))
+    assert all(Path(path + s).is_file() for s in PRESSED_SUFFIXES) and not Path(path).exists()
+    assert pressed_base(path) == path
+    db = open_hmmdb(path)
+    assert db.pressed
+    names = [line.split()[1] for line in (ROOT / "test-data" / "four-models.hmm").read_text().splitlines()
+             if line.startswith("NAME ")]
+    assert [p.name for p in db.profiles] == names
 
 
 def test_container_is_the_image_users_build():
