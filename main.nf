@@ -5,6 +5,7 @@
  *   nextflow run main.nf -profile gpu,docker --search hmmsearch --hmm models.hmm --db proteins.faa.gz --shards 8
  *   nextflow run main.nf -profile gpu,singularity --search blastp --queries q.faa --db proteins.faa.gz --shards 8
  *   nextflow run main.nf -profile gpu,docker --search phmmer --queries q.faa --db proteins.faa.gz --shards 8
+ *   nextflow run main.nf -profile docker --search hmmscan --queries q.faa --hmm Pfam-A.hmm --shards 8
  *   nextflow run main.nf -profile test,docker
  *
  * The database is cut once (gpu-search makedb --shards N) into shards of balanced
@@ -12,14 +13,19 @@
  * its own task (one GPU each) with E-values of the whole database (-Z / -dbsize come
  * from the shard itself); the shards' complete results are merged into exactly the
  * output one search of the whole database gives (gpu-search merge).
+ *
+ * hmmscan searches each query against every model, and each query's results depend only on
+ * the models (Z is the number of models): the query FASTA is cut into parts instead, each part
+ * searched against the whole HMM database in its own task, and the parts' outputs put back
+ * together in query order, as one hmmscan run writes them.
  */
 nextflow.enable.dsl = 2
 
-params.search    = 'hmmsearch'      // hmmsearch | phmmer | blastp
-params.hmm       = null             // hmmsearch: HMM file
-params.queries   = null             // phmmer, blastp: query FASTA
-params.db        = null             // protein FASTA (may be gzipped)
-params.shards    = 4
+params.search    = 'hmmsearch'      // hmmsearch | phmmer | blastp | hmmscan
+params.hmm       = null             // hmmsearch: HMM file; hmmscan: the HMM database (an HMM file, or the name given to hmmpress)
+params.queries   = null             // phmmer, blastp, hmmscan: query FASTA
+params.db        = null             // protein FASTA (may be gzipped); not for hmmscan
+params.shards    = 4                // hmmscan: the parts the query FASTA is cut into
 params.outdir    = 'results'
 params.outfmt    = '6 std sallseqid score nident positive gaps ppos qframe sframe qseq sseq qlen slen salltitles'   // blastp: the shards' and the merged table's columns
 params.write_align = false          // hmmsearch, phmmer: also the merged alignment of the included domains (-A, Stockholm), as nf-core's write_align
@@ -205,6 +211,145 @@ process GPU_SEARCH_MERGE {
     """
 }
 
+// the query FASTA cut into n_parts contiguous parts (as many as it has sequences, where fewer)
+// whose numbers of sequences differ by at most one, in the file's order, each line as it is (a
+// gzipped file decompressed): <prefix>.partK.faa, K zero-padded to the width of n_parts; a file
+// without sequences is passed on as it is, as one part, for the search to refuse with its own
+// message
+process GPU_SEARCH_SPLIT {
+    tag "$meta.id"
+    label 'process_single'
+    container { container_for(task) }
+
+    input:
+    tuple val(meta), path(fasta)
+    val n_parts
+
+    output:
+    tuple val(meta), path("*.part*.faa"), emit: parts
+    tuple val("${task.process}"), val('gpu-search'), eval("gpu-search --version | sed 's/.* //'"), topic: versions
+
+    when:
+    task.ext.when == null || task.ext.when
+
+    script:
+    def prefix = task.ext.prefix ?: "${meta.id}"
+    """
+    n=\$(gzip -cdf ${fasta} | grep -c '^>' || true)
+    gzip -cdf ${fasta} | awk -v n=\$n -v parts=${n_parts} -v prefix=${prefix} '
+        function name(k) { return sprintf("%s.part%0" w "d.faa", prefix, k) }
+        BEGIN { p = (parts < n ? parts : n); w = length(parts "") }
+        /^>/ { i++ }
+        { f = name(i > 0 ? int((i - 1) * p / n) + 1 : 1)
+          if (f != prev) { if (prev != "") close(prev); prev = f }
+          print > f }
+        END { if (prev == "") printf "" > name(1) }'
+    """
+
+    stub:
+    def prefix = task.ext.prefix ?: "${meta.id}"
+    """
+    touch ${prefix}.part1.faa
+    """
+}
+
+// hmmscan of one part of the queries against the whole HMM database.  gpu-search's hmmscan runs
+// on the CPU for now, so this process asks for no GPU (label process_medium)
+process GPU_HMMSCAN {
+    tag "$meta.id"
+    label 'process_medium'
+    container { container_for(task) }
+
+    input:
+    tuple val(meta), path(seqfile)
+    tuple val(meta2), path(hmmdb)   // the database's files: its HMM file, hmmpress's .h3m .h3i .h3f .h3p, or both; meta2.id: the HMM file's name (the name given to hmmpress)
+
+    output:
+    tuple val(meta), path("*.out")       , emit: output
+    tuple val(meta), path("*.tbl")       , emit: target_summary
+    tuple val(meta), path("*.domtbl")    , emit: domain_summary
+    tuple val(meta), path("*.stderr.txt"), emit: stderr
+    tuple val("${task.process}"), val('gpu-search'), eval("gpu-search --version | sed 's/.* //'"), topic: versions
+
+    when:
+    task.ext.when == null || task.ext.when
+
+    script:
+    def args   = task.ext.args ?: ''
+    def prefix = task.ext.prefix ?: "${meta.id}"
+    def device = task.accelerator ? 'auto' : 'cpu'
+    """
+    gpu-search hmmscan \\
+        --cpu ${task.cpus} \\
+        --device ${device} \\
+        --quiet \\
+        -o ${prefix}.out \\
+        --tblout ${prefix}.tbl \\
+        --domtblout ${prefix}.domtbl \\
+        ${args} \\
+        ${meta2.id} \\
+        ${seqfile} \\
+        2> ${prefix}.stderr.txt || { status=\$?; cat ${prefix}.stderr.txt >&2; exit \$status; }
+    cat ${prefix}.stderr.txt >&2
+    """
+
+    stub:
+    def prefix = task.ext.prefix ?: "${meta.id}"
+    """
+    touch ${prefix}.out ${prefix}.tbl ${prefix}.domtbl ${prefix}.stderr.txt
+    """
+}
+
+// the parts' hmmscan outputs (each list in query order) put together as one hmmscan run of all
+// the queries writes them: the report's header (up to its first query) and each table's three
+// column-header lines from the first part (hmmscan writes them with its first query), every
+// part's queries and rows, and the last part's closing [ok] and table tails (program, files,
+// options, date)
+process GPU_HMMSCAN_MERGE {
+    tag "$meta.id"
+    label 'process_single'
+    container { container_for(task) }
+
+    input:
+    tuple val(meta), path(reports), path(tbls), path(domtbls)
+
+    output:
+    tuple val(meta), path("*.merged.*"), emit: merged
+    tuple val("${task.process}"), val('gpu-search'), eval("gpu-search --version | sed 's/.* //'"), topic: versions
+
+    when:
+    task.ext.when == null || task.ext.when
+
+    script:
+    def prefix = task.ext.prefix ?: "${meta.id}"
+    """
+    first=1
+    for f in ${reports}; do
+        awk -v first=\$first '/^Query: / { q = 1 } (q || first) && \$0 != "[ok]"' "\$f"
+        first=0
+    done > ${prefix}.merged.txt
+    echo '[ok]' >> ${prefix}.merged.txt
+    table() {
+        out=\$1; shift
+        n=\$#; i=0
+        for f in "\$@"; do
+            i=\$((i + 1))
+            from=4; [ \$i -gt 1 ] || from=1
+            to=0; [ \$i -eq \$n ] || to=\$(grep -n '^# Program:' "\$f" | tail -n 1 | cut -d: -f1)
+            awk -v from=\$from -v to=\$to 'NR >= from && (to == 0 || NR < to - 1)' "\$f"
+        done > "\$out"
+    }
+    table ${prefix}.merged.tbl ${tbls}
+    table ${prefix}.merged.domtbl ${domtbls}
+    """
+
+    stub:
+    def prefix = task.ext.prefix ?: "${meta.id}"
+    """
+    touch ${prefix}.merged.txt ${prefix}.merged.tbl ${prefix}.merged.domtbl
+    """
+}
+
 workflow SHARDED_SEARCH {
     take:
     db        // channel: [meta, fasta], meta.id names the merged outputs (one merge per database)
@@ -249,19 +394,56 @@ workflow SHARDED_SEARCH {
     merged = GPU_SEARCH_MERGE.out.merged
 }
 
+workflow SHARDED_HMMSCAN {
+    take:
+    queries   // channel: [meta, fasta], meta.id names the merged outputs (one merge per query file)
+    hmmdb     // val: [meta2, files]: the HMM database's files (its HMM file, hmmpress's .h3m .h3i .h3f .h3p, or both), meta2.id its HMM file's name
+    n_parts   // val: parts each query file is cut into
+
+    main:
+    GPU_SEARCH_SPLIT(queries, n_parts)
+    // one task per part, numbered in query order; the query file's meta goes along for the merge
+    parts = GPU_SEARCH_SPLIT.out.parts
+        .flatMap { meta, files -> (files instanceof List ? files : [files]).sort { it.name }.withIndex()
+            .collect { part, i -> [meta + [id: part.baseName, part: i, queries: meta], part] } }
+    GPU_HMMSCAN(parts, hmmdb)
+    merged_in = GPU_HMMSCAN.out.output
+        .join(GPU_HMMSCAN.out.target_summary)
+        .join(GPU_HMMSCAN.out.domain_summary)
+        .map { meta, out, tbl, domtbl -> [meta.queries, [meta.part, out, tbl, domtbl]] }
+        .groupTuple()
+        .map { meta, rows ->
+            def byPart = rows.sort { it[0] }
+            [meta, byPart.collect { it[1] }, byPart.collect { it[2] }, byPart.collect { it[3] }] }
+    GPU_HMMSCAN_MERGE(merged_in)
+
+    emit:
+    merged = GPU_HMMSCAN_MERGE.out.merged
+}
+
 def db_id(path) {
     return file(path).name.replaceAll(/\.(gz|faa|fasta|fa)$/, '').replaceAll(/\.(faa|fasta|fa)$/, '')
 }
 
 workflow {
-    if (!params.db) { error "give --db: the protein database (FASTA, may be gzipped)" }
-    if (!(params.search in ['hmmsearch', 'phmmer', 'blastp'])) { error "--search ${params.search}: give hmmsearch, phmmer or blastp" }
-    def query = params.search in ['phmmer', 'blastp'] ? params.queries : params.hmm
-    if (!query) { error "give --hmm (hmmsearch) or --queries (phmmer, blastp)" }
+    if (!(params.search in ['hmmsearch', 'phmmer', 'blastp', 'hmmscan'])) { error "--search ${params.search}: give hmmsearch, phmmer, blastp or hmmscan" }
     if (workflow.containerEngine in ['singularity', 'apptainer'] && !params.sif) {
         error "give --sif: the SIF made from the gpu-search image (apptainer build gpu-search-0.1.0.sif docker-daemon://gpu-search:0.1.0)"
     }
-    db = Channel.of([[id: db_id(params.db)], file(params.db, checkIfExists: true)])
-    SHARDED_SEARCH(db, params.shards, params.search, query, params.outfmt, params.write_align)
-    SHARDED_SEARCH.out.merged.subscribe { meta, files -> log.info "merged: ${files}" }
+    if (params.search == 'hmmscan') {
+        // the queries cut into parts, each searched against the whole HMM database
+        if (!params.queries || !params.hmm) { error "--search hmmscan: give --queries (protein FASTA) and --hmm (the HMM database)" }
+        def hmm_files = ['', '.h3m', '.h3i', '.h3f', '.h3p'].collect { file(params.hmm + it) }.findAll { it.exists() }
+        if (!hmm_files) { error "--hmm ${params.hmm}: no such HMM file, and no .h3m, .h3i, .h3f, .h3p beside it" }
+        queries = Channel.of([[id: db_id(params.queries)], file(params.queries, checkIfExists: true)])
+        SHARDED_HMMSCAN(queries, [[id: file(params.hmm).name], hmm_files], params.shards)
+        SHARDED_HMMSCAN.out.merged.subscribe { meta, files -> log.info "merged: ${files}" }
+    } else {
+        if (!params.db) { error "give --db: the protein database (FASTA, may be gzipped)" }
+        def query = params.search in ['phmmer', 'blastp'] ? params.queries : params.hmm
+        if (!query) { error "give --hmm (hmmsearch) or --queries (phmmer, blastp)" }
+        db = Channel.of([[id: db_id(params.db)], file(params.db, checkIfExists: true)])
+        SHARDED_SEARCH(db, params.shards, params.search, query, params.outfmt, params.write_align)
+        SHARDED_SEARCH.out.merged.subscribe { meta, files -> log.info "merged: ${files}" }
+    }
 }

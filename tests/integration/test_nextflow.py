@@ -58,7 +58,8 @@ def structure():
 
 def test_processes_follow_nf_core_conventions(structure):
     procs = {p["name"]: p for p in structure["processes"]}
-    assert {"GPU_HMMSEARCH", "GPU_BLASTP", "GPU_SEARCH_MAKEDB", "GPU_SEARCH_MERGE"} <= set(procs)
+    assert {"GPU_HMMSEARCH", "GPU_BLASTP", "GPU_SEARCH_MAKEDB", "GPU_SEARCH_MERGE", "GPU_SEARCH_SPLIT", "GPU_HMMSCAN",
+            "GPU_HMMSCAN_MERGE"} <= set(procs)
     for name, p in procs.items():
         assert {"input", "output", "script", "stub"} <= set(p["sections"]), name
         assert "tag" in p["directives"] and "label" in p["directives"], name
@@ -73,6 +74,9 @@ def test_processes_follow_nf_core_conventions(structure):
         assert "accelerator" not in procs[name]["directives"]
     assert procs["GPU_HMMSEARCH"]["emits"] == ["output", "target_summary", "domain_summary", "hits", "stderr"]
     assert procs["GPU_BLASTP"]["emits"] == ["tsv", "hits", "stderr"]
+    assert procs["GPU_HMMSCAN"]["emits"] == ["output", "target_summary", "domain_summary", "stderr"]
+    # hmmscan runs on the CPU for now: its tasks ask for no GPU
+    assert procs["GPU_HMMSCAN"]["directives"]["label"] == "(process_medium)"
     assert "this.val(outfmt)" in procs["GPU_BLASTP"]["inputs"] and "this.val(outfmt)" in procs["GPU_SEARCH_MERGE"]["inputs"]
     # the merged outputs are found by the glob whatever ext.prefix names them
     assert "this.tuple([emit:merged], this.val(meta), this.path(*.merged.*))" in procs["GPU_SEARCH_MERGE"]["outputs"]
@@ -324,7 +328,92 @@ def test_sharded_phmmer_tasks_equal_unsharded(tmp_path):
     entry = MAIN_NF.read_text()
     entry = entry[entry.index("\nworkflow {"):]
     assert "params.search in ['phmmer', 'blastp'] ? params.queries : params.hmm" in entry
-    assert "params.search in ['hmmsearch', 'phmmer', 'blastp']" in entry
+    assert "params.search in ['hmmsearch', 'phmmer', 'blastp', 'hmmscan']" in entry
+
+
+def _hmmscan_parts(tmp_path: Path, queries: Path, n_parts: int, hmmdb: list[Path], name: str, ext_args=""):
+    """SHARDED_HMMSCAN replayed: GPU_SEARCH_SPLIT cuts the queries, GPU_HMMSCAN searches each part
+    against the database's files, GPU_HMMSCAN_MERGE puts the parts' outputs together in part order;
+    the merge's folder and the parts."""
+    meta = SimpleNamespace(id="queries")
+    run_task("GPU_SEARCH_SPLIT", tmp_path / "split", {"meta": meta, "fasta": queries, "n_parts": n_parts})
+    parts = sorted((tmp_path / "split").glob("queries.part*.faa"))
+    outs = {"reports": [], "tbls": [], "domtbls": []}
+    for part in parts:
+        wd = tmp_path / part.stem
+        script, _ = run_task("GPU_HMMSCAN", wd, {"meta": SimpleNamespace(id=part.stem), "seqfile": part,
+                                                 "meta2": SimpleNamespace(id=name), "hmmdb": hmmdb},
+                             ext_args=ext_args)
+        assert "gpu-search hmmscan" in script and "--device cpu" in script
+        for key, suffix in (("reports", "out"), ("tbls", "tbl"), ("domtbls", "domtbl")):
+            outs[key].append(wd / f"{part.stem}.{suffix}")
+    run_task("GPU_HMMSCAN_MERGE", tmp_path / "merge", {"meta": meta, **outs})
+    return tmp_path / "merge", parts
+
+
+@pytest.mark.parametrize("n_parts", [1, 3, 7, 12])
+def test_hmmscan_parts_equal_one_run(tmp_path, n_parts):
+    """--search hmmscan: the queries cut into parts (contiguous, in order, each line as it was),
+    each part searched against the whole database, the parts' report and tables put together:
+    each equal to one hmmscan run of all the queries, apart from the lines naming files, the
+    command line, the date and the times.  The database pressed (its HMM file not there), with
+    weak hits (-E 100 --max) so that every part has rows; 7 and 12 parts: parts of unequal sizes
+    and the part numbers' zero padding (part01 ... part12)."""
+    pressed = sorted((TEST_DATA / "hmmdb").glob("four-models.hmm.h3?"))
+    assert len(pressed) == 4
+    queries = tmp_path / "q.faa.gz"
+    import gzip
+
+    proteome = (TEST_DATA / "proteome.faa").read_bytes()
+    starts = [i for i in range(len(proteome)) if proteome.startswith(b">", i) and (i == 0 or proteome[i - 1] == 10)]
+    queries.write_bytes(gzip.compress(proteome[:starts[40]]))       # the first 40 proteins
+    merged, parts = _hmmscan_parts(tmp_path, queries, n_parts, pressed, "four-models.hmm", ext_args="-E 100 --max")
+    assert len(parts) == n_parts
+    text = gzip.decompress(queries.read_bytes()).decode()
+    assert "".join(p.read_text() for p in parts) == text
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    subprocess.run([sys.executable, "-m", "gpu_search", "hmmscan", "--quiet", "--device", "cpu", "-E", "100", "--max",
+                    "--tblout", str(whole / "t.tbl"), "--domtblout", str(whole / "t.domtbl"), "-o", str(whole / "t.txt"),
+                    str(TEST_DATA / "hmmdb" / "four-models.hmm"), str(queries)],
+                   check=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    differ = ("# query sequence file:", "# target HMM database:", "# output directed to file:",
+              "# per-seq hits tabular output:", "# per-dom hits tabular output:", "# number of worker threads:",
+              "# CPU time:", "# Mc/sec:", "# Query file:", "# Target file:", "# Option settings:", "# Current dir:",
+              "# Date:")
+
+    def lines(path):
+        return [l for l in path.read_text().splitlines() if not l.startswith(differ)]
+    for suffix in ("txt", "tbl", "domtbl"):
+        assert lines(merged / f"queries.merged.{suffix}") == lines(whole / f"t.{suffix}"), suffix
+    assert text.count(">") == 40 and (whole / "t.txt").read_text().count("\nQuery:       ") == text.count(">")
+    assert len(data_lines(whole / "t.domtbl")) > 30
+
+
+def test_hmmscan_split_of_a_file_without_sequences(tmp_path):
+    """A query file without sequences is passed on as one part, for hmmscan to refuse with its own
+    one-line message and exit code (4, empty input)."""
+    empty = tmp_path / "empty.faa"
+    empty.write_text("")
+    run_task("GPU_SEARCH_SPLIT", tmp_path / "split", {"meta": SimpleNamespace(id="q"), "fasta": empty, "n_parts": 4})
+    assert [p.name for p in (tmp_path / "split").glob("q.part*")] == ["q.part1.faa"]
+    r = subprocess.run([sys.executable, "-m", "gpu_search", "hmmscan", "--quiet", str(TEST_DATA / "four-models.hmm"),
+                        str(tmp_path / "split" / "q.part1.faa")], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 4 and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_hmmscan_entry_workflow(structure):
+    """The entry workflow runs SHARDED_HMMSCAN for --search hmmscan with --queries and --hmm (its
+    HMM file and pressed files, those that exist), and needs no --db for it."""
+    entry = MAIN_NF.read_text()
+    entry = entry[entry.index("\nworkflow {"):]
+    hmmscan, others = entry.split("} else {")
+    assert "SHARDED_HMMSCAN(queries, [[id: file(params.hmm).name], hmm_files], params.shards)" in hmmscan
+    assert "['', '.h3m', '.h3i', '.h3f', '.h3p'].collect { file(params.hmm + it) }.findAll { it.exists() }" in hmmscan
+    assert "params.db" not in hmmscan and "params.db" in others
+    sharded = next(w for w in structure["workflows"] if w["name"] == "SHARDED_HMMSCAN")
+    assert sharded["take"] == ["queries", "hmmdb", "n_parts"] and sharded["params"] == []
 
 
 @pytest.mark.parametrize("source", ["fasta", "makeblastdb folder"])
@@ -389,7 +478,8 @@ def test_search_task_keeps_the_no_gpu_line_visible(tmp_path):
         run_task("GPU_BLASTP", tmp_path / "f", dict(inputs, meta=SimpleNamespace(id="fail")), accelerator=1, env=env)
 
 
-@pytest.mark.parametrize("process", ["GPU_SEARCH_MAKEDB", "GPU_HMMSEARCH", "GPU_BLASTP", "GPU_SEARCH_MERGE"])
+@pytest.mark.parametrize("process", ["GPU_SEARCH_MAKEDB", "GPU_HMMSEARCH", "GPU_BLASTP", "GPU_SEARCH_MERGE",
+                                     "GPU_SEARCH_SPLIT", "GPU_HMMSCAN", "GPU_HMMSCAN_MERGE"])
 @pytest.mark.parametrize("search", ["hmmsearch", "phmmer", "blastp"])
 def test_stub_blocks_make_what_the_outputs_declare(process, search, tmp_path, structure):
     """Each stub makes a file for every output glob of its process (nf-test -stub)."""
@@ -412,7 +502,8 @@ def _declared(text: str) -> list[str]:
     return re.findall(r"this\.(?:val|path|env|eval)\(([^()]*(?:\([^()]*\))?[^()]*)\)", re.sub(r"\[[^]]*\], ", "", text))
 
 
-@pytest.mark.parametrize("process", ["GPU_SEARCH_MAKEDB", "GPU_HMMSEARCH", "GPU_BLASTP", "GPU_SEARCH_MERGE"])
+@pytest.mark.parametrize("process", ["GPU_SEARCH_MAKEDB", "GPU_HMMSEARCH", "GPU_BLASTP", "GPU_SEARCH_MERGE",
+                                     "GPU_SEARCH_SPLIT", "GPU_HMMSCAN", "GPU_HMMSCAN_MERGE"])
 def test_meta_yml_describes_the_process(process, structure):
     """meta/<process>/meta.yml (nf-core module metadata) names the process's inputs, in order, and
     each emitted output with its glob."""
@@ -438,3 +529,18 @@ def test_nf_test_gives_sharded_search_what_it_takes(structure):
         given = sorted(int(i) for i in re.findall(r"input\[(\d+)\] =", test))
         assert given == list(range(len(sharded["take"]))), test.splitlines()[0]
     assert re.search(r"params \{\s*outfmt = '6 std qlen slen'", text) and "input[4] = params.outfmt" in text
+
+
+def test_nf_test_gives_sharded_hmmscan_what_it_takes(structure):
+    """tests/hmmscan.nf.test calls SHARDED_HMMSCAN with every input it takes, in every test; its
+    real run compares the merged tables with HMMER's hmmscan's (test-data/make.sh)."""
+    sharded = next(w for w in structure["workflows"] if w["name"] == "SHARDED_HMMSCAN")
+    text = (ROOT / "tests" / "hmmscan.nf.test").read_text()
+    assert 'workflow "SHARDED_HMMSCAN"' in text
+    tests = re.split(r"\n    test\(", text)[1:]
+    assert len(tests) >= 2
+    for test in tests:
+        given = sorted(int(i) for i in re.findall(r"input\[(\d+)\] =", test))
+        assert given == list(range(len(sharded["take"]))), test.splitlines()[0]
+    for name in ("proteome.hmmscan.tblout", "proteome.hmmscan.domtblout", "hmmdb/four-models.hmm.h3?"):
+        assert f"test-data/{name}" in text
