@@ -29,7 +29,6 @@ Thioesterase; ten RREFam models with accessions and descriptions).
 
 from __future__ import annotations
 
-import difflib
 import gzip
 import os
 import random
@@ -42,6 +41,7 @@ import pytest
 from conftest import ROOT
 
 import gpu_search
+from hmmer_outputs import assert_same
 from oracle.build import build, missing
 
 MODELS = ["PF02826", "LuxC", "KR", "Thioesterase", "RREFam"]     # 14 models in all
@@ -130,23 +130,6 @@ def run_both(oracle, tmp_path, args, kind, query_file, models) -> tuple[Path, Pa
             shutil.move(tmp_path / name, folder / name)
         sides[who] = folder
     return sides["hmmer"], sides["ours"]
-
-
-def assert_same(expected: str, ours: str, exempt: tuple[str, ...], what: str, provenance: str) -> None:
-    """Line-by-line equality, exempt lines masked, our provenance line (once, after HMMER's
-    version line) left out; a unified diff on failure."""
-    lines = ours.splitlines()
-    assert lines.count(provenance) == 1, (what, provenance)
-    at = lines.index(provenance)
-    assert lines[at - 1].startswith(("# HMMER 3.4 (", "# Version:         3.4 (")), (what, lines[at - 1])
-    del lines[at]
-
-    def masked(text_lines):
-        return [line.split(":")[0] + ": <exempt>" if line.startswith(exempt) else line for line in text_lines]
-    a, b = masked(expected.splitlines()), masked(lines)
-    if a != b:
-        diff = "\n".join(difflib.unified_diff(a, b, "HMMER 3.4 (oracle)", "gpu-search", lineterm="", n=2))
-        pytest.fail(f"{what} differs from HMMER's:\n{diff[:20000]}")
 
 
 def check_all_outputs(hmmer: Path, ours: Path) -> str:

@@ -22,7 +22,6 @@ and --pfamtblout, every line, except
 
 from __future__ import annotations
 
-import difflib
 import os
 import random
 import shutil
@@ -34,6 +33,7 @@ import pytest
 from conftest import ROOT, TEST_DATA
 
 import gpu_search
+from hmmer_outputs import assert_same
 from oracle.build import build, missing
 
 PROTEOME = TEST_DATA / "proteome.faa"
@@ -105,23 +105,6 @@ def run_both(oracle, tmp_path, args, device, query_file) -> tuple[Path, Path]:
             shutil.move(tmp_path / name, folder / name)
         sides[who] = folder
     return sides["hmmer"], sides["ours"]
-
-
-def assert_same(expected: str, ours: str, exempt: tuple[str, ...], what: str, provenance: str) -> None:
-    """Line-by-line equality, exempt lines masked, our provenance line (once, after HMMER's
-    version line) left out; a unified diff on failure."""
-    lines = ours.splitlines()
-    assert lines.count(provenance) == 1, (what, provenance)
-    at = lines.index(provenance)
-    assert lines[at - 1].startswith(("# HMMER 3.4 (", "# Version:         3.4 (")), (what, lines[at - 1])
-    del lines[at]
-
-    def masked(text_lines):
-        return [line.split(":")[0] + ": <exempt>" if line.startswith(exempt) else line for line in text_lines]
-    a, b = masked(expected.splitlines()), masked(lines)
-    if a != b:
-        diff = "\n".join(difflib.unified_diff(a, b, "HMMER 3.4 (oracle)", "gpu-search", lineterm="", n=2))
-        pytest.fail(f"{what} differs from HMMER's:\n{diff[:20000]}")
 
 
 def assert_alignment_same(hmmer: Path, ours: Path) -> None:
