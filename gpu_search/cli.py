@@ -1,7 +1,7 @@
 """The ``gpu-search`` command line: it parses options and calls the library.
 
-Subcommands: ``hmmsearch``, ``phmmer`` and ``hmmscan`` (HMMER's options and outputs), ``blastp`` (BLAST+'s options and
-tabular rows), ``makedb`` (a ``.gsdb`` database, optionally in shards), ``merge`` (the results of
+Subcommands: ``hmmsearch``, ``phmmer``, ``jackhmmer`` and ``hmmscan`` (HMMER's options and outputs),
+``blastp`` (BLAST+'s options and tabular rows), ``makedb`` (a ``.gsdb`` database, optionally in shards), ``merge`` (the results of
 database shards), ``galaxy-xml`` (the Galaxy tool's XML) and ``info`` (versions and GPUs).
 Every user error ends as one line on stderr and a documented exit code;
 outputs are written to temporary files and renamed only on success.
@@ -392,6 +392,105 @@ def phmmer(seqfile, seqdb, popen, pextend, mx, hits_out, skip_long, device, gpus
     run_search(hmms, db, options, hmmfile=seqfile, seqfile=seqdb, **outputs, device=used, cpus=cpu,
                skip_long=skip_long, gpus=gpu_ids, quiet=quiet, hits_out=hits_out, program=PHMMER,
                queries=queries)
+
+
+# --- jackhmmer -------------------------------------------------------------------------
+
+
+@cli.command(context_settings=CONTEXT, epilog=exit_code_help())
+@click.argument("seqfile", type=click.Path(dir_okay=True))
+@click.argument("seqdb", type=click.Path(dir_okay=True))
+@click.option("-N", "N", type=click.IntRange(min=1), default=5, show_default=True,
+              help="The most rounds of search (fewer where the search converges).")
+@_main_report_option
+@click.option("-A", "alignment", metavar="FILE",
+              help="Save the alignment (Stockholm) of the query and the last round's included domains to FILE.")
+@_options(*_table_and_display_options[:2])
+@click.option("--chkhmm", metavar="PREFIX", help="Save each round's model to PREFIX-<round>.hmm.")
+@click.option("--chkali", metavar="PREFIX", help="Save each round's alignment to PREFIX-<round>.sto.")
+@_options(*_table_and_display_options[3:])
+@click.option("--popen", type=FINITE, default=0.02, show_default=True,
+              help="Gap open probability of the first round's model, in [0, 0.5).")
+@click.option("--pextend", type=FINITE, default=0.4, show_default=True,
+              help="Gap extend probability of the first round's model, in [0, 1).")
+@click.option("--mx", type=click.Choice(SCORE_MATRICES), default="BLOSUM62", show_default=True,
+              help="Substitution score matrix of the first round's model (HMMER's built-in ones).")
+@click.option("-E", "E", type=FINITE, default=10.0, show_default=True, help="Report sequences with E-value <= E.")
+@click.option("-T", "T", type=FINITE, default=None, help="Report sequences with score >= T (bits).")
+@click.option("--domE", "domE", type=FINITE, default=10.0, show_default=True,
+              help="Report domains with c-E-value <= this.")
+@click.option("--domT", "domT", type=FINITE, default=None, help="Report domains with score >= this.")
+@click.option("--incE", "incE", type=FINITE, default=0.001, show_default=True,
+              help="Include sequences with E-value <= this in the next round's model.")
+@click.option("--incT", "incT", type=FINITE, default=None,
+              help="Include sequences with score >= this in the next round's model.")
+@click.option("--incdomE", "incdomE", type=FINITE, default=0.001, show_default=True,
+              help="Include domains with c-E-value <= this in the next round's model.")
+@click.option("--incdomT", "incdomT", type=FINITE, default=None,
+              help="Include domains with score >= this in the next round's model.")
+@_pipeline_options("sequences in the database")
+@_skip_long_option
+@click.option("--gpus", default=None, metavar="LIST",
+              help="GPU ids, as for the other commands (unused: jackhmmer runs on the CPU for now).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto", show_default=True,
+              help="jackhmmer runs on the CPU for now, whatever the device: auto and cpu run there; gpu is "
+                   "accepted, runs there too and says so on stderr (as auto does where a GPU is usable).  "
+                   "Results are HMMER's either way.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress or notes on stderr.")
+def jackhmmer(seqfile, seqdb, N, popen, pextend, mx, chkhmm, chkali, skip_long, device, gpus, quiet, **shared):
+    """Search each protein sequence of SEQFILE against the protein sequences of SEQDB in
+    rounds, as HMMER's jackhmmer.
+
+    SEQFILE is a protein FASTA file of one or more queries (may be gzipped), searched one
+    after the other; SEQDB as for hmmsearch: protein FASTA, a .gsdb from `gpu-search makedb`
+    (not a shard: each round's model comes from the whole database's hits), or a BLAST
+    protein database.  Round 1 is phmmer's search (--mx, --popen, --pextend); each later
+    round searches with a model built from the alignment of the query and the domains the
+    round before included (--incE, --incdomE...), until -N rounds or convergence.  The
+    report, -A, the tables and the checkpoint files are those of HMMER 3.4's jackhmmer.
+    Runs on the CPU for now.  Not offered: the options of the later rounds' model
+    construction (--fragthresh; --wpb, --wgsc, --wblosum, --wnone, --wid; --eent, --eentexp,
+    --eclust, --enone, --eset, --ere, --esigma, --eid; --pnone, --plaplace: HMMER's defaults
+    are used), --mxfile, --qformat, --tformat, the E-value calibration options (--EmL,
+    --EmN, --EvL, --EvN, --EfL, --EfN, --Eft).  A query without residues is refused
+    (jackhmmer skips it silently).
+    """
+    from . import device as dev
+    from .output import check_outputs
+
+    outputs, cpu = _outputs(shared), shared["cpu"]
+    checkpoints = [f"{prefix}-1.{suffix}" for prefix, suffix in ((chkhmm, "hmm"), (chkali, "sto")) if prefix]
+    check_outputs(*outputs.values(), *checkpoints)
+    from .hmmer.jackhmmer import jackhmmer as run
+    from .hmmer.jackhmmer import read_queries, write_outputs
+    from .hmmer.options import JackhmmerOptions
+    from .progress import Progress
+    from .seqdb import open_database
+
+    options = _search_options(JackhmmerOptions, shared, N=N, popen=popen, pextend=pextend, mx=mx)
+    _parse_gpus(gpus)
+    queries = read_queries(seqfile)
+    db = open_database(seqdb)
+    if db.shard:
+        raise OptionError(f"{printable(seqdb)} is shard {db.shard[0]} of {db.shard[1]}: jackhmmer needs the "
+                          f"whole database (each round's model comes from all of the round before's hits)")
+    skip = db.check_for_hmmsearch(skip_long, "jackhmmer")
+    # a GPU asked for (gpu, or auto where one is usable) and not used is said, even with --quiet
+    if device == "gpu":
+        dev.note("jackhmmer runs on the CPU for now: --device gpu searches on the CPU (same results)")
+    elif device == "auto" and dev.gpu_status()[0]:
+        dev.note("--device auto: jackhmmer runs on the CPU for now; the GPU is not used (same results)")
+    searched = None
+    if skip is not None:
+        import numpy as np
+
+        searched = np.setdiff1d(np.arange(db.n_seqs), skip)
+    progress = Progress("jackhmmer", queries.n_seqs, "queries", quiet)
+    results = run(queries, db, options, cpus=cpu, searched=searched, callback=progress.update)
+    write_outputs(results, options, seqfile=seqfile, seqdb=seqdb, output=outputs["output"],
+                  alignment=outputs["alignment"], tblout=outputs["tblout"], domtblout=outputs["domtblout"],
+                  chkhmm=chkhmm, chkali=chkali, progress=progress,
+                  argv_line=" ".join(shlex.quote(a) for a in sys.argv[1:]) or "jackhmmer")
 
 
 # --- hmmscan ---------------------------------------------------------------------------

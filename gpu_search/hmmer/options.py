@@ -2,12 +2,14 @@
 
 One object carries what the user set on the command line, with HMMER 3.4's
 defaults, and turns it into pyhmmer ``Pipeline`` keyword arguments; phmmer's
-(:class:`PhmmerOptions`) adds the scoring system its query models are built with.
+(:class:`PhmmerOptions`) adds the scoring system its query models are built with,
+jackhmmer's (:class:`JackhmmerOptions`) its number of rounds and stricter inclusion.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from ..errors import OptionError
 
@@ -108,3 +110,23 @@ class PhmmerOptions(SearchOptions):
         for --seed > 0, so --seed 0 (a one-time arbitrary seed for the pipeline) leaves the
         builder's own 42."""
         return self.seed if self.seed > 0 else 42
+
+
+@dataclass
+class JackhmmerOptions(PhmmerOptions):
+    """jackhmmer's options: phmmer's (the scoring system builds the first round's model), the
+    number of rounds, and jackhmmer.c's inclusion defaults, 0.001 rather than 0.01: what is
+    included is what the next round's model is built from."""
+
+    incE: float = 0.001
+    incdomE: float = 0.001
+    N: int = 5                          # the most rounds (-N)
+
+    # jackhmmer.c's option table's default texts where they differ from hmmsearch's: a given
+    # option whose text is its default text is not echoed in the report's header
+    DEFAULT_TEXT: ClassVar[dict] = {"incE": "0.001", "incdomE": "0.001", "N": "5"}
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.N < 1:
+            raise OptionError("-N must be > 0")

@@ -26,6 +26,10 @@ are models ("Model" columns, "Target model(s):" in the statistics), each
 alignment shows its own model's annotation lines, and the header names the
 HMM database and says "profile" thresholds (HMMSCAN, :func:`write_scan_query`).
 
+jackhmmer (jackhmmer.c) prints one "Query:" block per query sequence and in it each round's
+hits, domains and statistics, between its "@@" lines on the round's model and alignment and on
+convergence (JACKHMMER, :func:`write_iterative_query`).
+
 Numbers are formatted with Python's ``%`` operator, which follows C's
 printf (``%9.2g``, ``%6.1f``...) and rounds the same way.  Widths count
 characters; HMMER counts bytes, which is the same for ASCII names and
@@ -86,12 +90,16 @@ class Program:
     target_file: str = "# target sequence database:        "     # ... naming the target file
     targets: str = "sequence"   # what the -E, -T, --incE, --incT lines threshold
     scan: bool = False      # targets are models (hmmscan's pipeline mode, p7_SCAN_MODELS)
+    iterative: bool = False     # jackhmmer's rounds: its -N, --chkhmm, --chkali header lines
 
 
 HMMSEARCH = Program("hmmsearch", "search profile(s) against a sequence database",
                     "# query HMM file:                  ", "# MSA of all hits saved to file:   ")
 PHMMER = Program("phmmer", "search a protein sequence against a protein database",
                  "# query sequence file:             ", "# MSA of hits saved to file:       ")
+JACKHMMER = Program("jackhmmer", "iteratively search a protein sequence against a protein database",
+                    "# query sequence file:             ", "# MSA of hits saved to file:       ",
+                    iterative=True)
 HMMSCAN = Program("hmmscan", "search sequence(s) against a profile database",
                   "# query sequence file:             ", "",
                   target_file="# target HMM database:             ", targets="profile", scan=True)
@@ -139,7 +147,8 @@ def _is_used(options: SearchOptions, name: str) -> bool:
     """
     given = _given(options)
     if name in given:
-        default_text = HMMER_DEFAULT_TEXT.get(name)
+        # (jackhmmer's options say where their default texts differ: JackhmmerOptions.DEFAULT_TEXT)
+        default_text = {**HMMER_DEFAULT_TEXT, **getattr(options, "DEFAULT_TEXT", {})}.get(name)
         return default_text is None or _as_typed(given[name]) != default_text
     if name in ("cut_ga", "cut_nc", "cut_tc"):
         flag = {"cut_ga": "gathering", "cut_nc": "noise", "cut_tc": "trusted"}[name]
@@ -172,8 +181,9 @@ def write_header(fh, hmmfile: str, seqfile: str, options: SearchOptions,
         options: the search options; those given are echoed, in the program's order
             (phmmer's: its --popen, --pextend and --mx after --textw).
         outputs: output files, keys ``"o"``, ``"A"``, ``"tblout"``, ``"domtblout"``,
-            ``"pfamtblout"`` (missing or None: not written).
-        program: HMMSEARCH, PHMMER or HMMSCAN.
+            ``"pfamtblout"``, jackhmmer's ``"chkhmm"`` and ``"chkali"`` prefixes (missing or
+            None: not written).
+        program: HMMSEARCH, PHMMER, HMMSCAN or JACKHMMER.
     """
     outputs = outputs or {}
     used = lambda name: _is_used(options, name)     # noqa: E731
@@ -187,6 +197,8 @@ def write_header(fh, hmmfile: str, seqfile: str, options: SearchOptions,
         program.query_file + one_line(hmmfile),
         program.target_file + one_line(seqfile),
     ]
+    if program.iterative and used("N"):
+        lines.append("# maximum iterations set to:       %d" % options.N)
     if outputs.get("o"):
         lines.append("# output directed to file:         %s" % one_line(outputs["o"]))
     if outputs.get("A"):
@@ -197,6 +209,10 @@ def write_header(fh, hmmfile: str, seqfile: str, options: SearchOptions,
         lines.append("# per-dom hits tabular output:     %s" % one_line(outputs["domtblout"]))
     if outputs.get("pfamtblout"):
         lines.append("# pfam-style tabular hit output:   %s" % one_line(outputs["pfamtblout"]))
+    if outputs.get("chkhmm"):
+        lines.append("# HMM checkpoint files output:     %s-<i>.hmm" % one_line(outputs["chkhmm"]))
+    if outputs.get("chkali"):
+        lines.append("# MSA checkpoint files output:     %s-<i>.sto" % one_line(outputs["chkali"]))
     if used("acc"):
         lines.append("# prefer accessions over names:    yes")
     if used("noali"):
@@ -205,7 +221,7 @@ def write_header(fh, hmmfile: str, seqfile: str, options: SearchOptions,
         lines.append("# max ASCII text line length:      unlimited")
     if used("textw"):
         lines.append("# max ASCII text line length:      %d" % options.textw)
-    if program is PHMMER:
+    if program is PHMMER or program.iterative:
         if used("popen"):
             lines.append("# gap open probability:            %f" % options.popen)
         if used("pextend"):
@@ -218,12 +234,14 @@ def write_header(fh, hmmfile: str, seqfile: str, options: SearchOptions,
     inclusion = ("# %s inclusion threshold:" % program.targets).ljust(35)
     if used("E"):
         lines.append(reporting + "E-value <= %g" % options.E)
+    # (jackhmmer.c's header says "score <=" for -T and --domT, which report scores >= T)
+    score_op = "<=" if program.iterative else ">="
     if used("T"):
-        lines.append(reporting + "score >= %g" % options.T)
+        lines.append(reporting + "score %s %g" % (score_op, options.T))
     if used("domE"):
         lines.append("# domain reporting threshold:      E-value <= %g" % options.domE)
     if used("domT"):
-        lines.append("# domain reporting threshold:      score >= %g" % options.domT)
+        lines.append("# domain reporting threshold:      score %s %g" % (score_op, options.domT))
     if used("incE"):
         lines.append(inclusion + "E-value <= %g" % options.incE)
     if used("incT"):
@@ -379,6 +397,63 @@ def write_scan_query(fh, result, options: SearchOptions, timing: Timing | None =
     fh.write("\n\n")
     _write_statistics(fh, result.stats, timing or Timing(), scan=True)
     fh.write("//\n")
+
+
+def write_iterative_query(fh, result, options: SearchOptions, alignment_path: str | None = None) -> None:
+    """Write one query sequence's jackhmmer report: as jackhmmer.c's serial_master, the
+    "Query:" lines and a blank line, then for each round the "@@" lines of the model built
+    from the last round's alignment (rounds 2 on), p7_tophits_Targets, p7_tophits_Domains,
+    p7_pli_Statistics and the "@@" lines of the convergence test; after the last round the
+    -A file's line (``alignment_path`` given) and "//".
+
+    Args:
+        result: a ``JackhmmerResult`` (:mod:`gpu_search.hmmer.jackhmmer`): the ``query``
+            sequence and its ``rounds``, each with its model, hits, statistics, alignment,
+            counts and ``timing``.
+        options: jackhmmer's options (-N, --acc, --noali, --textw, --notextw).
+    """
+    textw = 0 if options.notextw else options.textw
+    query = result.query
+    fh.write("Query:       %s  [L=%d]\n" % (query.name, query.length))
+    if query.accession:
+        fh.write("Accession:   %s\n" % query.accession)
+    if query.description:
+        fh.write("Description: %s\n" % query.description)
+    fh.write("\n")
+    for rnd in result.rounds:
+        if rnd.iteration > 1:
+            fh.write("@@\n")
+            fh.write("@@ Round:                  %d\n" % rnd.iteration)
+            fh.write("@@ Included in MSA:        %d subsequences (query + %d subseqs from %d targets)\n" % (
+                rnd.prv_msa_nseq, rnd.prv_msa_nseq - 1, rnd.prv_ntargets))
+            fh.write("@@ Model size:             %d positions\n" % rnd.hmm.M)
+            fh.write("@@\n\n")
+        _write_targets(fh, rnd.hits, textw, options.acc)
+        fh.write("\n\n")
+        _write_domains(fh, rnd.hmm, rnd.hits, textw, options.acc, not options.noali)
+        fh.write("\n\n")
+        _write_statistics(fh, rnd.stats, rnd.timing or Timing())
+        fh.write("\n")
+        fh.write("@@ New targets included:   %d\n" % rnd.n_new)
+        fh.write("@@ New alignment includes: %d subseqs (was %d), including original query\n" % (
+            len(rnd.msa.sequences), rnd.prv_msa_nseq))
+        if rnd.converged:
+            fh.write("@@\n")
+            fh.write("@@ CONVERGED (in %d rounds). \n" % rnd.iteration)
+            fh.write("@@\n\n")
+        elif rnd.iteration < options.N:
+            fh.write("@@ Continuing to next round.\n\n")
+    if alignment_path is not None:
+        fh.write("# Alignment of %d hits satisfying inclusion thresholds saved to: %s\n" % (
+            len(result.rounds[-1].msa.sequences), one_line(alignment_path)))
+    fh.write("//\n")
+
+
+def write_msa(fh, msa, pfam: bool) -> None:
+    """An alignment in Stockholm, or Pfam's one-block Stockholm (``pfam``), as esl_msafile_Write."""
+    buf = io.BytesIO()
+    msa.write(buf, "pfam" if pfam else "stockholm")
+    fh.write(buf.getvalue().decode("utf-8", "replace"))
 
 
 def write_alignment(afh, fh, result, options: SearchOptions, path: str, program: Program = HMMSEARCH) -> None:

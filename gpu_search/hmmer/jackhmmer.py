@@ -1,0 +1,222 @@
+"""jackhmmer: iterative search of protein query sequences against a protein database.
+
+HMMER's jackhmmer (jackhmmer.c) searches each query sequence in rounds.  Round 1 is
+phmmer's search: a model built from the query alone (p7_SingleBuilder, with the
+substitution matrix and gap probabilities of --mx, --popen, --pextend).  Each later
+round builds its model (p7_Builder, hand architecture: the alignment's consensus
+columns) from the alignment of the query and every domain the round before included
+(p7_tophits_Alignment), and searches again.  The search stops after -N rounds, or
+sooner where it converged: a round included no target the round before had not, and
+its alignment did not grow.
+
+Here each round is HMMER's own code through pyhmmer: ``Builder.build`` and
+``Builder.build_msa`` (p7_SingleBuilder, p7_Builder), ``Pipeline.search_hmm``
+(p7_Pipeline over the database, serially, as jackhmmer's serial path),
+``TopHits.compare_ranking`` (p7_tophits_CompareRanking: which included targets are new,
+which were dropped) and ``TopHits.to_msa`` (p7_tophits_Alignment).  Queries are
+independent: several run at once, one per thread, each with its own builder and pipeline.
+Runs on the CPU.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from ..errors import FormatError, printable
+from ..seqdb import SequenceDB, read_fasta
+from .options import JackhmmerOptions
+from .phmmer import Query, _starts_with, query_of
+from .report import HMMER_VERSION, PROVENANCE, Timing
+from .search import PipelineStats, _stats
+
+
+@dataclass
+class Round:
+    """One round of one query: what jackhmmer.c prints and saves of it."""
+
+    iteration: int              # 1, 2, ...
+    hmm: object                 # the round's model (pyhmmer HMM; --chkhmm saves it)
+    hits: object                # its hits (pyhmmer TopHits), with the new/dropped marks
+    stats: PipelineStats
+    msa: object                 # the query and the included domains (the next round's input)
+    n_new: int                  # included targets that the round before did not include
+    prv_msa_nseq: int           # sequences of the alignment the model was built from (1: the query)
+    prv_ntargets: int           # targets included the round before
+    converged: bool
+    timing: Timing | None = None
+
+
+@dataclass
+class JackhmmerResult:
+    """One query sequence and its rounds, in order; the last round's hits are the tables'."""
+
+    query: Query
+    rounds: list
+
+
+def read_queries(path: str | os.PathLike) -> SequenceDB:
+    """The query sequences of a protein FASTA file (plain or gzip; a pipe too), read as the
+    databases are (Easel's rules; an empty file, a file that is not FASTA, nucleotides and
+    a sequence without residues are refused, each with its one-line error)."""
+    try:
+        return read_fasta(path)
+    except FormatError:
+        if _starts_with(path, b"HMMER"):
+            raise FormatError(f"{printable(path)}: this is a profile HMM file, not protein FASTA "
+                              f"(jackhmmer searches with sequences)") from None
+        raise
+
+
+def _msa_author() -> str:
+    # the -A and --chkali files say jackhmmer's version, and that gpu-search computed them
+    return f"jackhmmer (HMMER {HMMER_VERSION}; computed by {PROVENANCE})"
+
+
+def iterate(seq, targets, options: JackhmmerOptions) -> list[Round]:
+    """jackhmmer.c's rounds for one query sequence (a pyhmmer ``DigitalSequence``) against
+    ``targets`` (a ``DigitalSequenceBlock``, all of the database)."""
+    from pyhmmer.easel import KeyHash
+    from pyhmmer.plan7 import Background, Builder, Pipeline, Trace
+
+    abc = seq.alphabet
+    # jackhmmer.c's builder (p7_builder_Create from its options): hand architecture (the
+    # alignment's consensus columns are the model's), --seed, and the scoring system of the
+    # first round's single-sequence model
+    builder = Builder(abc, architecture="hand", seed=options.seed, popen=options.popen,
+                      pextend=options.pextend, score_matrix=options.mx)
+    background = Background(abc)
+    ranking = KeyHash()             # the included targets of the round before (jackhmmer's kh)
+    msa = None
+    rounds = []
+    for iteration in range(1, options.N + 1):
+        clock, cpu = time.monotonic(), time.thread_time()
+        prv_ntargets = len(ranking)
+        if msa is None:
+            hmm, _, _ = builder.build(seq, background)
+            prv_msa_nseq = 1
+        else:
+            hmm, _, _ = builder.build_msa(msa, background)
+            prv_msa_nseq = len(msa.sequences)
+        # a new pipeline each round, as jackhmmer.c creates one
+        pipeline = Pipeline(abc, background=background, **options.pipeline_kwargs(options.Z))
+        hits = pipeline.search_hmm(hmm, targets)
+        hits.sort(by="key")
+        n_new = hits.compare_ranking(ranking)
+        # the query itself (aligned to its own model: a faux trace of matches only) comes
+        # first in the alignment, then every included domain, every consensus column kept
+        msa = hits.to_msa(abc, sequences=[seq], traces=[Trace.from_sequence(seq)],
+                          all_consensus_cols=True, digitize=True)
+        msa.name = f"{seq.name}-i{iteration}"
+        msa.accession = seq.accession or None
+        msa.description = seq.description or None
+        msa.author = _msa_author()
+        converged = n_new == 0 and len(msa.sequences) <= prv_msa_nseq
+        rounds.append(Round(iteration, hmm, hits, _stats(hits, options), msa, n_new, prv_msa_nseq,
+                            prv_ntargets, converged,
+                            Timing(user=time.thread_time() - cpu, elapsed=time.monotonic() - clock)))
+        if converged:
+            break
+    return rounds
+
+
+def jackhmmer(queries: SequenceDB, db: SequenceDB, options: JackhmmerOptions | None = None, *,
+              cpus: int | None = None, searched=None,
+              callback: Callable[[int], None] | None = None) -> Iterator[JackhmmerResult]:
+    """Search each query sequence of ``queries`` against ``db`` in rounds, as jackhmmer;
+    results in query order.
+
+    Args:
+        queries: the query sequences (:func:`read_queries`).
+        db: the target database (all of it: each round's model comes from the round before).
+        options: jackhmmer's options (defaults if None).
+        cpus: threads, each searching one query at a time (all cores by default).
+        searched: indices of the database sequences searched (all by default).
+        callback: called with the number of queries done, after each.
+    """
+    from pyhmmer.easel import Alphabet
+
+    options = options or JackhmmerOptions()
+    abc = Alphabet.amino()
+    targets = db.digital_block(searched, abc)
+    n = queries.n_seqs
+
+    def one(i: int) -> JackhmmerResult:
+        seq = queries.digital_block([i], abc)[0]
+        return JackhmmerResult(query_of(queries, i), iterate(seq, targets, options))
+
+    workers = max(1, min(cpus or os.cpu_count() or 1, n))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jackhmmer") as pool:
+        for done, result in enumerate(pool.map(one, range(n)), start=1):
+            if callback:
+                callback(done)
+            yield result
+
+
+def write_outputs(results, options: JackhmmerOptions, *, seqfile: str, seqdb: str, output=None,
+                  alignment=None, tblout=None, domtblout=None, chkhmm=None, chkali=None,
+                  progress=None, argv_line: str = "jackhmmer") -> None:
+    """jackhmmer's main report, -A, tables and checkpoint files; all files or none.
+
+    As jackhmmer.c: the report's query blocks (:func:`report.write_iterative_query`); -A,
+    --tblout and --domtblout of each query's last round; --chkhmm PREFIX and --chkali PREFIX
+    each round's model (HMMER's text format) and alignment (Pfam's Stockholm) in
+    PREFIX-<round>.hmm and PREFIX-<round>.sto, the queries one after the other in each.
+    """
+    import io
+    import sys
+
+    from ..output import OutputSet
+    from . import report
+
+    textw = 0 if options.notextw else options.textw
+    with OutputSet() as outs:
+        main_fh = outs.open(output) if output else io.StringIO()
+        ali_fh = outs.open(alignment) if alignment else None
+        tables = [(outs.open(path), fmt) for path, fmt in ((tblout, "targets"), (domtblout, "domains")) if path]
+        checkpoints = {}            # file name -> handle, opened at the first round that has one
+
+        def checkpoint(prefix, iteration, suffix):
+            name = f"{prefix}-{iteration}.{suffix}"
+            if name not in checkpoints:
+                checkpoints[name] = outs.open(name)
+            return checkpoints[name]
+
+        report.write_header(main_fh, seqfile, seqdb, options,
+                            {"o": output, "A": alignment, "tblout": tblout, "domtblout": domtblout,
+                             "chkhmm": chkhmm, "chkali": chkali}, program=report.JACKHMMER)
+        first = True
+        for result in results:
+            for rnd in result.rounds:
+                if chkhmm:
+                    buf = io.BytesIO()
+                    rnd.hmm.write(buf, binary=False)
+                    checkpoint(chkhmm, rnd.iteration, "hmm").write(buf.getvalue().decode("utf-8", "replace"))
+                if chkali:
+                    report.write_msa(checkpoint(chkali, rnd.iteration, "sto"), rnd.msa, pfam=True)
+            report.write_iterative_query(main_fh, result, options, alignment)
+            last = result.rounds[-1]
+            if ali_fh is not None:
+                report.write_msa(ali_fh, last.msa, pfam=textw == 0)
+            if tables:
+                # jackhmmer.c names the query sequence in the tables; pyhmmer's TopHits.write
+                # names the hits' model, <query>-i<round> from round 2 on.  The model is given
+                # the query's name now that its checkpoint and alignments are written.
+                last.hmm.name = result.query.name
+                for fh, fmt in tables:
+                    buf = io.BytesIO()
+                    last.hits.write(buf, format=fmt, header=first)
+                    fh.write(buf.getvalue().decode())
+            first = False
+        if progress:
+            progress.close()
+        report.write_footer(main_fh)
+        for fh, _ in tables:
+            report.write_tabular_tail(fh, seqfile, seqdb, argv_line, program=report.JACKHMMER)
+        if not output:
+            sys.stdout.write(main_fh.getvalue())
+            sys.stdout.flush()
+        outs.commit()
