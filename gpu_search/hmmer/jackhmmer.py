@@ -95,11 +95,17 @@ def iterate(seq, targets, options: JackhmmerOptions) -> list[Round]:
     for iteration in range(1, options.N + 1):
         clock, cpu = time.monotonic(), time.thread_time()
         prv_ntargets = len(ranking)
+        # (pyhmmer's builder writes Python's command line into the model's COM line, which
+        # the --chkhmm files show; HMMER's is p7_Seqmodel's note in round 1, none after)
         if msa is None:
             hmm, _, _ = builder.build(seq, background)
+            hmm.command_line = "[HMM created from a query sequence]"
             prv_msa_nseq = 1
         else:
-            hmm, _, _ = builder.build_msa(msa, background)
+            # (a copy: p7_Builder sets the alignment's relative weights, and the round before's
+            # alignment is saved (--chkali) as jackhmmer.c saves it, before this build)
+            hmm, _, _ = builder.build_msa(msa.copy(), background)
+            hmm.command_line = None
             prv_msa_nseq = len(msa.sequences)
         # a new pipeline each round, as jackhmmer.c creates one
         pipeline = Pipeline(abc, background=background, **options.pipeline_kwargs(options.Z))
