@@ -20,7 +20,6 @@ those of serial hmmscan whatever the thread count.
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -28,9 +27,10 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import AlphabetError, EmptyInputError, FormatError, InputFileError, OptionError, printable
-from ..seqdb import SequenceDB, check_readable, read_fasta
+from ..seqdb import SequenceDB, check_readable
 from .options import CUTOFF_FLAGS, SearchOptions
-from .phmmer import Query, query_of
+from .queries import Query, query_of
+from .queries import read_queries as _read_queries
 from .search import PipelineStats
 
 # the files hmmpress writes beside an HMM file (hmmpress.c): binary models, their SSI
@@ -191,31 +191,8 @@ def check_cutoffs(db: ModelDB, options: SearchOptions) -> None:
 
 
 def read_queries(path: str | os.PathLike) -> SequenceDB:
-    """The query sequences of a protein FASTA file (plain or gzip; a pipe too), read as the
-    databases are (Easel's rules; an empty file, a file that is not FASTA, nucleotides and
-    a sequence without residues are refused, each with its one-line error)."""
-    try:
-        return read_fasta(path)
-    except FormatError:
-        if _is_hmm_file(path):
-            raise FormatError(f"{printable(path)}: this is a profile HMM file, not protein FASTA (the HMM "
-                              f"database comes first: hmmscan HMMDB SEQFILE)") from None
-        raise
-
-
-def _is_hmm_file(path) -> bool:
-    """Whether a regular file starts as a text or binary HMM file does (a pipe is never read
-    here: it is read once)."""
-    from pyhmmer.plan7 import HMMFile
-
-    try:
-        if not os.path.isfile(path):
-            return False
-        with open(path, "rb") as fh:
-            head = fh.read(5)
-    except OSError:
-        return False
-    return head == b"HMMER" or int.from_bytes(head[:4], sys.byteorder) in HMMFile._MAGIC
+    """hmmscan's query sequences (:func:`.queries.read_queries`)."""
+    return _read_queries(path, "the HMM database comes first: hmmscan HMMDB SEQFILE")
 
 
 # --- the search ------------------------------------------------------------------------

@@ -26,10 +26,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from ..errors import FormatError, printable
-from ..seqdb import SequenceDB, read_fasta
+from ..seqdb import SequenceDB
 from .options import JackhmmerOptions
-from .phmmer import Query, _starts_with, query_of
+from .queries import Query, query_of
+from .queries import read_queries as _read_queries
 from .report import HMMER_VERSION, PROVENANCE, Timing
 from .search import PipelineStats, _stats
 
@@ -59,16 +59,8 @@ class JackhmmerResult:
 
 
 def read_queries(path: str | os.PathLike) -> SequenceDB:
-    """The query sequences of a protein FASTA file (plain or gzip; a pipe too), read as the
-    databases are (Easel's rules; an empty file, a file that is not FASTA, nucleotides and
-    a sequence without residues are refused, each with its one-line error)."""
-    try:
-        return read_fasta(path)
-    except FormatError:
-        if _starts_with(path, b"HMMER"):
-            raise FormatError(f"{printable(path)}: this is a profile HMM file, not protein FASTA "
-                              f"(jackhmmer searches with sequences)") from None
-        raise
+    """jackhmmer's query sequences (:func:`.queries.read_queries`)."""
+    return _read_queries(path, "jackhmmer searches with sequences")
 
 
 def _msa_author() -> str:

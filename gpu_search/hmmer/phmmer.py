@@ -18,20 +18,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import Iterable, Iterator
 
-from ..errors import FormatError, printable
-from ..seqdb import SequenceDB, read_fasta
+from ..seqdb import SequenceDB
 from .options import PhmmerOptions
+from .queries import Query, query_of
+from .queries import read_queries as _read_queries
 from .search import SearchResult, hmmsearch
-
-
-@dataclass(frozen=True)
-class Query:
-    """A query sequence as phmmer's reports show it (Easel's ESL_SQ fields)."""
-
-    name: str
-    length: int
-    accession: str = ""         # FASTA has none
-    description: str = ""
 
 
 @dataclass
@@ -42,31 +33,8 @@ class PhmmerResult(SearchResult):
 
 
 def read_queries(path: str | os.PathLike) -> SequenceDB:
-    """The query sequences of a protein FASTA file (plain or gzip; a pipe too), read as the
-    databases are (Easel's rules; an empty file, a file that is not FASTA, nucleotides and
-    a sequence without residues are refused, each with its one-line error)."""
-    try:
-        return read_fasta(path)
-    except FormatError:
-        if _starts_with(path, b"HMMER"):
-            raise FormatError(f"{printable(path)}: this is a profile HMM file, not protein FASTA "
-                              f"(phmmer searches with sequences; search with HMMs by hmmsearch)") from None
-        raise
-
-
-def _starts_with(path, prefix: bytes) -> bool:
-    """Whether a regular file starts with ``prefix`` (never reads a pipe: it is read once)."""
-    try:
-        if not os.path.isfile(path):
-            return False
-        with open(path, "rb") as fh:
-            return fh.read(len(prefix)) == prefix
-    except OSError:
-        return False
-
-
-def query_of(queries: SequenceDB, i: int) -> Query:
-    return Query(name=queries.name(i), length=int(queries.lengths[i]), description=queries.description(i))
+    """phmmer's query sequences (:func:`.queries.read_queries`)."""
+    return _read_queries(path, "phmmer searches with sequences; search with HMMs by hmmsearch")
 
 
 def build_models(queries: SequenceDB, options: PhmmerOptions, threads: int | None = None) -> list:
