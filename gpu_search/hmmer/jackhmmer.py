@@ -31,7 +31,7 @@ from .options import JackhmmerOptions
 from .queries import Query, query_of
 from .queries import read_queries as _read_queries
 from .report import HMMER_VERSION, PROVENANCE, Timing
-from .search import PipelineStats, _stats
+from .search import PipelineStats, pipeline_stats
 
 
 @dataclass
@@ -113,7 +113,7 @@ def iterate(seq, targets, options: JackhmmerOptions) -> list[Round]:
         msa.description = seq.description or None
         msa.author = _msa_author()
         converged = n_new == 0 and len(msa.sequences) <= prv_msa_nseq
-        rounds.append(Round(iteration, hmm, hits, _stats(hits, options), msa, n_new, prv_msa_nseq,
+        rounds.append(Round(iteration, hmm, hits, pipeline_stats(hits, options), msa, n_new, prv_msa_nseq,
                             prv_ntargets, converged,
                             Timing(user=time.thread_time() - cpu, elapsed=time.monotonic() - clock)))
         if converged:

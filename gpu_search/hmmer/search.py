@@ -74,7 +74,7 @@ def default_Z(db: SequenceDB, n_searched: int) -> float:
     return float(db.total_seqs if db.shard else n_searched)
 
 
-def _stats(hits, options: SearchOptions, *, nseqs=None, nres=None, cascade=None) -> PipelineStats:
+def pipeline_stats(hits, options: SearchOptions, *, nseqs=None, nres=None, cascade=None) -> PipelineStats:
     pli = hits.__getstate__()["pipeline"]
     return PipelineStats(
         nmodels=1,
@@ -175,7 +175,7 @@ def _search_pyhmmer(hmms, db, searched, options, kwargs, cpus, callback):
             callback(hmm, done)
 
     for hmm, hits in zip(queries, pyhmmer.hmmsearch(queries, block, cpus=cpus, callback=tick, **kwargs)):
-        yield SearchResult(hmm, hits, _stats(hits, options))
+        yield SearchResult(hmm, hits, pipeline_stats(hits, options))
 
 
 class Finisher:
@@ -345,7 +345,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
             if len(parts) > 1:
                 hits = hits.merge(*[h for h, _ in parts[1:]])
             seconds = dict(cascade.seconds, finish=sum(t for _, t in parts))
-            return SearchResult(hmm, hits, _stats(hits, options, nseqs=n_searched, nres=nres, cascade=cascade),
+            return SearchResult(hmm, hits, pipeline_stats(hits, options, nseqs=n_searched, nres=nres, cascade=cascade),
                                 seconds)
 
         def finished(entry) -> bool:
