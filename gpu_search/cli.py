@@ -325,14 +325,15 @@ def hmmsearch(hmmfile, seqdb, cut_ga, cut_nc, cut_tc, hits_out, skip_long, devic
 
     outputs, cpu, Z = _outputs(shared), shared["cpu"], shared["Z"]
     check_outputs(*outputs.values(), hits_out)
-    from .hmmer.models import read_hmms
+    from .hmmer.models import open_hmms
     from .hmmer.options import SearchOptions
     from .seqdb import open_database
 
     options = _search_options(SearchOptions, shared, bit_cutoffs=_bit_cutoffs(cut_ga, cut_nc, cut_tc))
     gpu_ids = _parse_gpus(gpus)
     dev.start_cuda(device, gpu_ids)         # the GPUs' start overlaps reading the inputs
-    hmms = read_hmms(hmmfile, threads=cpu)
+    # (a large model file streams into the search as it is parsed)
+    hmms = open_hmms(hmmfile, threads=cpu)
     db = open_database(seqdb)
     db.check_for_hmmsearch(skip_long)       # report bad input before any note about the device
     _check_cutoffs(hmms, options)
@@ -646,13 +647,17 @@ def _parse_gpus(gpus: str | None):
 
 
 def _check_cutoffs(hmms, options) -> None:
-    """--cut_ga/nc/tc need every model to carry that cutoff (HMMER refuses otherwise)."""
+    """--cut_ga/nc/tc need every model to carry that cutoff (HMMER refuses otherwise); a
+    stream of models checks each as it reads it."""
+    from .hmmer.models import HMMStream, check_cutoff
+
     if not options.bit_cutoffs:
         return
+    if isinstance(hmms, HMMStream):
+        hmms.bit_cutoffs = options.bit_cutoffs
+        return
     for hmm in hmms:
-        if getattr(hmm.cutoffs, options.bit_cutoffs) is None:
-            flag = {"gathering": "GA", "noise": "NC", "trusted": "TC"}[options.bit_cutoffs]
-            raise OptionError(f"model '{hmm.name}' has no {flag} cutoff, needed by --cut_{flag.lower()}")
+        check_cutoff(hmm, options.bit_cutoffs)
 
 
 def run_search(hmms, db, options, *, hmmfile, seqfile, output, tblout, domtblout, pfamtblout,

@@ -96,7 +96,8 @@ sys.meta_path.insert(0, Finder())
 note("interpreter start", 0.0, time.perf_counter() - base)
 import gpu_search.cli as cli
 for mod, *attr in [("gpu_search.device", "start_cuda"), ("gpu_search.device", "wait_cuda"),
-                  ("gpu_search.hmmer.models", "read_hmms"), ("gpu_search.seqdb", "open_database"),
+                  ("gpu_search.hmmer.models", "read_hmms"), ("gpu_search.hmmer.models", "open_hmms"),
+                  ("gpu_search.seqdb", "open_database"),
                   ("gpu_search.hmmer.search", "make_backend"), ("gpu_search.hmmer.search", "hmmsearch"),
                   ("gpu_search.hmmer.search", "LengthTables.__init__"),
                   ("gpu_search.hmmer.search", "Finisher.__call__"),

@@ -55,7 +55,7 @@ def choose_device(hmms, n_seqs: int, residues: int, cpus: int,
                   crossover: Crossover = CROSSOVER) -> tuple[str, str]:
     """('gpu' or 'cpu', why) for ``--device auto`` with a usable GPU."""
     n = len(hmms)
-    nodes = sum(h.M for h in hmms)
+    nodes = hmms.nodes if hasattr(hmms, "nodes") else sum(h.M for h in hmms)    # (a stream: its LENG lines)
     cpu, gpu = crossover.seconds(n, nodes, n_seqs, residues, cpus)
     work = f"{n:,} model{'s' if n != 1 else ''} x {residues / 1e6:.3g} M residues"
     if gpu < cpu:

@@ -9,7 +9,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..errors import AlphabetError, EmptyInputError, FormatError, printable
+from ..errors import AlphabetError, EmptyInputError, FormatError, OptionError, printable
 from ..seqdb import check_readable, read_bytes
 
 
@@ -30,6 +30,7 @@ _ALPH_LINE = re.compile(rb"^[ \t]*ALPH(?=\s|\Z)", re.MULTILINE)
 # a text HMM file: "HMMER" after any blank or comment ('#') lines, which HMMER's parser skips
 _TEXT_FILE = re.compile(rb"(?:[ \t\r]*(?:#[^\n]*)?\n)*[ \t\r]*HMMER")
 _NOT_BLANK = re.compile(rb"\S")
+_LENG_LINE = re.compile(rb"^LENG[ \t]+(\d+)", re.MULTILINE)
 
 
 # how each program's messages name its HMM argument and what it searches
@@ -49,8 +50,105 @@ def read_hmms(path: str | os.PathLike, threads: int | None = None, program: str 
         InputFileError, EmptyInputError, FormatError (not an HMM file, truncated
         or corrupt), AlphabetError (a nucleotide model).
     """
-    from pyhmmer.plan7 import HMMFile
+    return _models_of(*_read_file(path, program), threads or os.cpu_count() or 1, program)
 
+
+def _models_of(path: Path, data: bytes, records: int | None, threads: int, program: str) -> list:
+    """read_hmms of a file read and checked by :func:`_read_file`."""
+    try:
+        hmms = _parse_in_pieces(data, threads)
+        if hmms is None:
+            hmms = _parse_whole(data)
+    except Exception as exc:
+        raise _parse_error(path, data, exc) from None
+    if not hmms:
+        raise EmptyInputError(f"{printable(path)}: no models in file")
+    _check_text_fields(path, hmms)
+    _check_complete(path, data)
+    _check_records(path, data, hmms, records)
+    for hmm in hmms:
+        _check_model(path, hmm, program)
+    return hmms
+
+
+def open_hmms(path: str | os.PathLike, threads: int | None = None, program: str = "hmmsearch"):
+    """The models of an HMM file as :func:`read_hmms` reads and checks them: a list, or for a
+    large HMMER3 text file (PARALLEL_PARSE_BYTES and more) an :class:`HMMStream`, which hands
+    the models on in file order as its pieces are parsed, so that a search starts on the
+    first models while the rest are read.  A fault found in a later piece is raised when the
+    search reaches it (the command then writes no output)."""
+    threads = threads or os.cpu_count() or 1
+    path, data, records = _read_file(path, program)
+    pieces = _pieces(data, threads)
+    if pieces is None or not records:
+        return _models_of(path, data, records, threads, program)
+    return HMMStream(path, data, records, pieces, threads, program)
+
+
+class HMMStream:
+    """The models of a large HMMER3 text file, parsed in pieces on a pool of threads and
+    handed on in file order, each checked as :func:`read_hmms` checks it; the file's own
+    checks (its end, one model per record) when the last piece has been handed on.  Read
+    once.  ``len()`` is the number of records (``//`` lines), the models of a sound file."""
+
+    def __init__(self, path: Path, data: bytes, records: int, pieces: list, threads: int, program: str):
+        self.path, self.data, self.records = path, data, records
+        self.pieces, self.threads, self.program = pieces, threads, program
+        self.bit_cutoffs = None       # --cut_ga/nc/tc: also checked on every model as it is handed on
+        self._read = False
+
+    def __len__(self) -> int:
+        return self.records
+
+    @property
+    def nodes(self) -> int:
+        """The models' M summed (their LENG lines)."""
+        return sum(int(m.group(1)) for m in _LENG_LINE.finditer(self.data))
+
+    def __iter__(self):
+        if self._read:
+            raise RuntimeError("an HMMStream is read once")
+        self._read = True
+        pool = ThreadPoolExecutor(max_workers=min(self.threads, len(self.pieces)), thread_name_prefix="hmm-read")
+        parsed = [pool.submit(_parse_whole, piece) for piece in self.pieces]
+        names = []
+        try:
+            for future in parsed:
+                try:
+                    hmms = future.result()
+                except Exception:
+                    # as read_hmms: the whole file parsed at once, whose error names the real
+                    # place (or whose models, where it reads, are the rest)
+                    try:
+                        hmms = _parse_whole(self.data)[len(names):]
+                    except Exception as exc:
+                        raise _parse_error(self.path, self.data, exc) from None
+                    yield from self._checked(hmms, names)
+                    break
+                yield from self._checked(hmms, names)
+            if not names:
+                raise EmptyInputError(f"{printable(self.path)}: no models in file")
+            _check_complete(self.path, self.data)
+            _check_record_count(self.path, self.data, names, self.records)
+        finally:
+            for future in parsed:
+                future.cancel()
+            pool.shutdown(wait=False)
+
+    def _checked(self, hmms: list, names: list):
+        """The models of a piece, each checked; their names added to ``names``."""
+        _check_text_fields(self.path, hmms, first=len(names) + 1)
+        for hmm in hmms:
+            _check_model(self.path, hmm, self.program)
+            if self.bit_cutoffs:
+                check_cutoff(hmm, self.bit_cutoffs)
+        names += [hmm.name for hmm in hmms]
+        return hmms
+
+
+def _read_file(path, program: str) -> tuple[Path, bytes, int | None]:
+    """(path, the file's bytes, a text file's number of records), after the checks that come
+    before parsing."""
     path = Path(path)
     check_readable(path)
     data = read_bytes(path)
@@ -59,36 +157,38 @@ def read_hmms(path: str | os.PathLike, threads: int | None = None, program: str 
     if data.lstrip().startswith(b">"):
         raise FormatError(f"{printable(path)}: this is a FASTA file, not a profile HMM file "
                           f"({_ARGUMENT_ORDER[program]})")
-    records = _check_before_parsing(path, data)
-    try:
-        hmms = _parse_in_pieces(data, threads or os.cpu_count() or 1)
-        if hmms is None:
-            with HMMFile(io.BytesIO(data)) as hf:
-                hmms = list(hf)
-    except EOFError:
-        raise FormatError(f"{printable(path)}: truncated HMM file") from None
-    except Exception as exc:
-        # whatever HMMER's parser raises on a damaged file (ValueError, EaselError, pyhmmer's
-        # AllocationError for a damaged model size, SystemError): the file's fault, not ours
-        raise FormatError(f"{printable(path)}: not a valid HMMER profile file ({_reason(exc, data)})") from None
-    if not hmms:
-        raise EmptyInputError(f"{printable(path)}: no models in file")
-    _check_text_fields(path, hmms)
-    _check_complete(path, data)
-    _check_records(path, data, hmms, records)
-    for hmm in hmms:
-        if hmm.alphabet.type != "amino":
-            raise AlphabetError(
-                f"{printable(path)}: model '{printable(hmm.name)}' is a {hmm.alphabet.type} model; "
-                f"gpu-search {_SEARCHES[program]}"
-            )
-        if hmm.consensus is None:
-            # HMMER's profile configuration stops the program on such a model (modelconfig.c:
-            # "HMM must have a consensus to transfer to the profile")
-            raise FormatError(f"{printable(path)}: model '{printable(hmm.name)}' has no consensus line "
-                              f"(CONS): a damaged HMM file")
-        _check_probabilities(path, hmm)
-    return hmms
+    return path, data, _check_before_parsing(path, data)
+
+
+def _parse_whole(data: bytes) -> list:
+    from pyhmmer.plan7 import HMMFile
+
+    with HMMFile(io.BytesIO(data)) as hf:
+        return list(hf)
+
+
+def _parse_error(path: Path, data: bytes, exc: Exception) -> FormatError:
+    """The error for HMMER's parser refusing the file."""
+    if isinstance(exc, EOFError):
+        return FormatError(f"{printable(path)}: truncated HMM file")
+    # whatever HMMER's parser raises on a damaged file (ValueError, EaselError, pyhmmer's
+    # AllocationError for a damaged model size, SystemError): the file's fault, not ours
+    return FormatError(f"{printable(path)}: not a valid HMMER profile file ({_reason(exc, data)})")
+
+
+def _check_model(path: Path, hmm, program: str) -> None:
+    """One model: protein, with a consensus line, its values probabilities."""
+    if hmm.alphabet.type != "amino":
+        raise AlphabetError(
+            f"{printable(path)}: model '{printable(hmm.name)}' is a {hmm.alphabet.type} model; "
+            f"gpu-search {_SEARCHES[program]}"
+        )
+    if hmm.consensus is None:
+        # HMMER's profile configuration stops the program on such a model (modelconfig.c:
+        # "HMM must have a consensus to transfer to the profile")
+        raise FormatError(f"{printable(path)}: model '{printable(hmm.name)}' has no consensus line "
+                          f"(CONS): a damaged HMM file")
+    _check_probabilities(path, hmm)
 
 
 # how far a distribution's sum may stray from 1 (HMMER's files, 5 decimals of -log p, stray
@@ -116,10 +216,11 @@ def _check_probabilities(path: Path, hmm) -> None:
                       f"a damaged HMM file")
 
 
-def _check_text_fields(path: Path, hmms: list) -> None:
+def _check_text_fields(path: Path, hmms: list, first: int = 1) -> None:
     """pyhmmer reads a model's name, accession, description and annotation lines as ASCII
-    text; other bytes (HMMER takes any) would fail the report later, so they are refused here."""
-    for number, hmm in enumerate(hmms, start=1):
+    text; other bytes (HMMER takes any) would fail the report later, so they are refused here.
+    first: the first model's number in the file."""
+    for number, hmm in enumerate(hmms, start=first):
         for field in ("name", "accession", "description", "consensus", "consensus_structure", "reference"):
             try:
                 getattr(hmm, field)
@@ -180,14 +281,8 @@ def _check_records(path: Path, data: bytes, hmms: list, records: int | None) -> 
     damaged together with the next one, as one model, silently; and reads a binary file
     cut inside its last model's composition (the last field) as whole.  Both are errors."""
     if records is not None:
-        if records == len(hmms):
-            return
-        names = [m.group(1) for m in _NAME_LINE.finditer(data)]
-        k = next((i for i, hmm in enumerate(hmms) if i >= len(names) or names[i] != hmm.name.encode()),
-                 len(hmms))
-        which = f"model '{printable(names[k], 60)}'" if k < len(names) else f"record {k + 1}"
-        raise FormatError(f"{printable(path)}: not a valid HMMER profile file ({records} records "
-                          f"('//' lines) but {len(hmms)} models read: {which} is damaged)")
+        _check_record_count(path, data, [hmm.name for hmm in hmms], records)
+        return
     last = io.BytesIO()
     hmms[-1].write(last, binary=True)
     last = last.getvalue()
@@ -197,13 +292,29 @@ def _check_records(path: Path, data: bytes, hmms: list, records: int | None) -> 
                           f"'{printable(hmms[-1].name, 60)}' does not end the file as written)")
 
 
-def _parse_in_pieces(data: bytes, threads: int) -> list | None:
-    """The models of a large HMMER3 text file parsed in pieces cut after a record's ``//``
-    line, on ``threads`` threads, in file order; None where the file is small, binary or
-    not HMMER3 text, or where any piece fails to parse (the caller then parses the whole
-    file at once, whose error names the real place)."""
-    from pyhmmer.plan7 import HMMFile
+def _check_record_count(path: Path, data: bytes, names_read: list, records: int) -> None:
+    """A text file's models read (their names, in order) one per record."""
+    if records == len(names_read):
+        return
+    names = [m.group(1) for m in _NAME_LINE.finditer(data)]
+    k = next((i for i, name in enumerate(names_read) if i >= len(names) or names[i] != name.encode()),
+             len(names_read))
+    which = f"model '{printable(names[k], 60)}'" if k < len(names) else f"record {k + 1}"
+    raise FormatError(f"{printable(path)}: not a valid HMMER profile file ({records} records "
+                      f"('//' lines) but {len(names_read)} models read: {which} is damaged)")
 
+
+def check_cutoff(hmm, bit_cutoffs: str) -> None:
+    """--cut_ga/nc/tc (``bit_cutoffs``: 'gathering', 'noise' or 'trusted') need the model to
+    carry that cutoff (HMMER refuses otherwise)."""
+    if getattr(hmm.cutoffs, bit_cutoffs) is None:
+        flag = {"gathering": "GA", "noise": "NC", "trusted": "TC"}[bit_cutoffs]
+        raise OptionError(f"model '{hmm.name}' has no {flag} cutoff, needed by --cut_{flag.lower()}")
+
+
+def _pieces(data: bytes, threads: int) -> list | None:
+    """A large HMMER3 text file cut into 4 x threads pieces after a record's ``//`` line
+    (blank pieces left out); None where the file is small, binary or not HMMER3 text."""
     if threads < 2 or len(data) < PARALLEL_PARSE_BYTES or not data.lstrip().startswith(b"HMMER3"):
         return None
     parts = 4 * threads
@@ -214,16 +325,21 @@ def _parse_in_pieces(data: bytes, threads: int) -> list | None:
             break
         cuts.append(end + 4)
     cuts.append(len(data))
-    # (blank pieces left out, found without copying them)
-    pieces = [data[a:b] for a, b in zip(cuts[:-1], cuts[1:]) if _NOT_BLANK.search(data, a, b)]
+    # (blank pieces found without copying them)
+    return [data[a:b] for a, b in zip(cuts[:-1], cuts[1:]) if _NOT_BLANK.search(data, a, b)]
 
-    def parse(piece: bytes) -> list:
-        with HMMFile(io.BytesIO(piece)) as hf:
-            return list(hf)
 
+def _parse_in_pieces(data: bytes, threads: int) -> list | None:
+    """The models of a large HMMER3 text file parsed in pieces (:func:`_pieces`) on
+    ``threads`` threads, in file order; None where the file is not cut in pieces, or where
+    any piece fails to parse (the caller then parses the whole file at once, whose error
+    names the real place)."""
+    pieces = _pieces(data, threads)
+    if pieces is None:
+        return None
     try:
         with ThreadPoolExecutor(max_workers=min(threads, len(pieces)), thread_name_prefix="hmm-read") as pool:
-            return [hmm for models in pool.map(parse, pieces) for hmm in models]
+            return [hmm for models in pool.map(_parse_whole, pieces) for hmm in models]
     except Exception:
         return None
 

@@ -4,6 +4,7 @@ of a one-thread parse, in file order, and a bad record the same error."""
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 
@@ -204,3 +205,135 @@ def test_messages_quote_the_file_printably(text_model, tmp_path):
         assert "unrecognized format: the file starts with" in msg, msg
     assert "'\\xb6\\xb0\\xed'" in refused(tmp_path, b"\xb6\xb0\xed")
     assert "'HMMER9/z'" in refused(tmp_path, b"HMMER9/z\r\n\x01junk\n")
+
+
+# --- a large text file streamed into the search (open_hmms) ------------------------------
+
+
+def _stream(path, monkeypatch, threads=3):
+    monkeypatch.setattr(models, "PARALLEL_PARSE_BYTES", 1)
+    got = models.open_hmms(path, threads=threads)
+    assert isinstance(got, models.HMMStream)
+    return got
+
+
+def test_stream_hands_on_the_models_of_one_thread(many_models, tmp_path, monkeypatch):
+    """In file order, the same models, its length the records' and its nodes their M summed;
+    read once."""
+    path = tmp_path / "many.hmm"
+    path.write_bytes(many_models)
+    expected = serial(many_models)
+    stream = _stream(path, monkeypatch)
+    assert len(stream) == len(expected) and stream.nodes == sum(h.M for h in expected)
+    got = list(stream)
+    assert [h.name for h in got] == [h.name for h in expected]
+    assert all(a == b for a, b in zip(got, expected))
+    with pytest.raises(RuntimeError):
+        list(stream)
+    monkeypatch.setattr(models, "PARALLEL_PARSE_BYTES", 1 << 40)          # small: read whole, a list
+    assert isinstance(models.open_hmms(path, threads=3), list)
+
+
+def _damaged(many_models: bytes) -> dict:
+    """Files damaged past their first piece, by name."""
+    last = many_models.rstrip().rfind(b"\nHMMER3") + 1
+    middle = many_models.find(b"\n//\n", len(many_models) // 2) + 4
+    line = re.compile(rb"\n +1 ").search(many_models, middle).start()     # the next model's first match line
+    dna = (many_models[:last] + many_models[last:].replace(b"ALPH  amino", b"ALPH  DNA", 1)
+           .replace(b"ALPH  Amino", b"ALPH  DNA", 1))
+    return {
+        "a corrupt match line half-way": many_models[:line + 1] + b"  1   garbage\n"
+        + many_models[many_models.find(b"\n", line + 1) + 1:],
+        "cut inside the last model": many_models.rstrip()[:-len(b"//")].rstrip() + b"\n",
+        "a nucleotide model last": dna,
+        "two records read as one": many_models[:middle - 3] + many_models[middle:],
+    }
+
+
+@pytest.mark.parametrize("case", ["a corrupt match line half-way", "cut inside the last model",
+                                  "a nucleotide model last", "two records read as one"])
+def test_stream_raises_what_reading_the_whole_file_raises(case, many_models, tmp_path, monkeypatch):
+    """A fault past the first piece: read whole, the file is refused before any model; streamed,
+    the same error (class and message) when the search reaches it."""
+    data = _damaged(many_models)[case]
+    path = tmp_path / "bad.hmm"
+    path.write_bytes(data)
+    with pytest.raises(Exception) as whole:
+        models.read_hmms(path, threads=1)
+    stream = _stream(path, monkeypatch)
+    with pytest.raises(Exception) as streamed:
+        list(stream)
+    assert type(streamed.value) is type(whole.value)
+    assert str(streamed.value) == str(whole.value), case
+
+
+def test_stream_checks_cutoffs_as_it_reads(many_models, tmp_path, monkeypatch):
+    """--cut_ga on a stream: a model without GA is refused when it is reached, as the whole
+    file's check refuses it."""
+    from gpu_search.errors import OptionError
+
+    path = tmp_path / "many.hmm"
+    path.write_bytes(many_models)
+    lacking = next(h for h in serial(many_models) if h.cutoffs.gathering is None)
+    stream = _stream(path, monkeypatch)
+    stream.bit_cutoffs = "gathering"
+    with pytest.raises(OptionError, match=f"model '{lacking.name}' has no GA cutoff"):
+        list(stream)
+
+
+def _hmmsearch(args, cwd):
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "gpu_search", "hmmsearch", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, env=env)
+
+
+@pytest.fixture(scope="module")
+def streamed_file_and_db(many_models, proteome_path, tmp_path_factory):
+    """A model file large enough to be streamed (over PARALLEL_PARSE_BYTES) and 60 proteome
+    sequences."""
+    folder = tmp_path_factory.mktemp("stream")
+    big = many_models * 2
+    assert len(big) >= models.PARALLEL_PARSE_BYTES
+    (folder / "big.hmm").write_bytes(big)
+    records = proteome_path.read_bytes().split(b"\n>")[:60]
+    (folder / "db.faa").write_bytes(b"\n>".join(records).rstrip(b"\n") + b"\n")
+    return folder
+
+
+def test_command_streams_a_large_model_file(streamed_file_and_db):
+    """Through the command line, the filter path (reference device) searching a streamed
+    model file writes the tables of HMMER's whole pipeline (the CPU path)."""
+    folder = streamed_file_and_db
+    tables = {}
+    for device in ("reference", "cpu"):
+        proc = _hmmsearch(["--cpu", 2, "-q", "--device", device, "-o", "/dev/null", "--tblout", f"{device}.tbl",
+                           "--domtblout", f"{device}.dom", "big.hmm", "db.faa"], folder)
+        assert proc.returncode == 0, proc.stderr
+        tables[device] = [[line for line in (folder / f"{device}{ext}").read_text().splitlines()
+                           if not line.startswith(("# Option settings:", "# Date:", "# Current dir:"))]
+                          for ext in (".tbl", ".dom")]
+    assert tables["reference"] == tables["cpu"]
+    assert sum(not line.startswith("#") for line in tables["cpu"][0]) > 0
+
+
+def test_command_refuses_a_fault_found_while_streaming(streamed_file_and_db):
+    """A nucleotide model at the end of a streamed file: found after the search has started,
+    the command's one line and exit code those of the file read whole, and no output written."""
+    folder = streamed_file_and_db
+    big = (folder / "big.hmm").read_bytes()
+    last = big.rstrip().rfind(b"\nHMMER3") + 1
+    bad = big[:last] + big[last:].replace(b"ALPH  amino", b"ALPH  DNA", 1).replace(b"ALPH  Amino", b"ALPH  DNA", 1)
+    (folder / "bad.hmm").write_bytes(bad)
+    with pytest.raises(Exception) as whole:
+        models.read_hmms(folder / "bad.hmm", threads=1)
+    proc = _hmmsearch(["--cpu", 2, "--device", "reference", "-o", "out.txt", "--tblout", "out.tbl", "bad.hmm",
+                       "db.faa"], folder)
+    assert proc.returncode == whole.value.exit_code, proc.stderr
+    assert proc.stderr == f"gpu-search: error: {str(whole.value).replace(str(folder / 'bad.hmm'), 'bad.hmm')}\n"
+    assert not (folder / "out.txt").exists() and not (folder / "out.tbl").exists()

@@ -185,7 +185,7 @@ def test_debug_option_shows_the_traceback(tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setattr(models, "read_hmms", broken)
+    monkeypatch.setattr(models, "open_hmms", broken)
     args = ["hmmsearch", "--device", "cpu", "-o", str(tmp_path / "o"), str(TEST_DATA / "four-models.hmm"),
             str(TEST_DATA / "proteome.faa")]
     with pytest.raises(SystemExit) as stop:
@@ -660,7 +660,7 @@ def test_signal_surfacing_as_another_error_is_still_an_interruption(tmp_path, mo
             except BaseException as exc:
                 raise SystemError("<built-in function scan> returned a result with an exception set") from exc
 
-        monkeypatch.setattr(models, "read_hmms", broken)
+        monkeypatch.setattr(models, "open_hmms", broken)
         with pytest.raises(SystemExit) as stop:
             cli.main(["hmmsearch", "--device", "cpu", "-o", str(tmp_path / "o"), str(TEST_DATA / "four-models.hmm"),
                       str(TEST_DATA / "proteome.faa")])
