@@ -222,9 +222,9 @@ _hmmer_output_options = _options(_main_report_option, _alignment_option, *_table
 _hmmscan_output_options = _options(_main_report_option, *_table_and_display_options)
 
 
-def _threshold_options(targets: str):
+def _threshold_options(targets: str, inc_default: float = 0.01, included_in: str = ""):
     """The reporting and inclusion thresholds, ``targets`` (sequences, or hmmscan's models)
-    named in their help."""
+    named in their help; jackhmmer's inclusion defaults and what inclusion is for differ."""
     return _options(
         click.option("-E", "E", type=FINITE, default=10.0, show_default=True,
                      help=f"Report {targets} with E-value <= E."),
@@ -232,12 +232,14 @@ def _threshold_options(targets: str):
         click.option("--domE", "domE", type=FINITE, default=10.0, show_default=True,
                      help="Report domains with c-E-value <= this."),
         click.option("--domT", "domT", type=FINITE, default=None, help="Report domains with score >= this."),
-        click.option("--incE", "incE", type=FINITE, default=0.01, show_default=True,
-                     help=f"Include {targets} with E-value <= this."),
-        click.option("--incT", "incT", type=FINITE, default=None, help=f"Include {targets} with score >= this."),
-        click.option("--incdomE", "incdomE", type=FINITE, default=0.01, show_default=True,
-                     help="Include domains with c-E-value <= this."),
-        click.option("--incdomT", "incdomT", type=FINITE, default=None, help="Include domains with score >= this."),
+        click.option("--incE", "incE", type=FINITE, default=inc_default, show_default=True,
+                     help=f"Include {targets} with E-value <= this{included_in}."),
+        click.option("--incT", "incT", type=FINITE, default=None,
+                     help=f"Include {targets} with score >= this{included_in}."),
+        click.option("--incdomE", "incdomE", type=FINITE, default=inc_default, show_default=True,
+                     help=f"Include domains with c-E-value <= this{included_in}."),
+        click.option("--incdomT", "incdomT", type=FINITE, default=None,
+                     help=f"Include domains with score >= this{included_in}."),
     )
 
 
@@ -398,6 +400,31 @@ def phmmer(seqfile, seqdb, popen, pextend, mx, hits_out, skip_long, device, gpus
 # --- jackhmmer -------------------------------------------------------------------------
 
 
+def _cpu_only_device_option(program: str, quiet_first: bool = False):
+    """--gpus, --device and --quiet of a command that runs on the CPU for now (hmmscan's
+    --help lists them the other way round)."""
+    options = (
+        click.option("--gpus", default=None, metavar="LIST",
+                     help=f"GPU ids, as for the other commands (unused: {program} runs on the CPU for now)."),
+        click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto", show_default=True,
+                     help=f"{program} runs on the CPU for now, whatever the device: auto and cpu run there; gpu "
+                          f"is accepted, runs there too and says so on stderr (as auto does where a GPU is "
+                          f"usable).  Results are HMMER's either way."),
+        click.option("--quiet", "-q", is_flag=True, help="No progress or notes on stderr."),
+    )
+    return _options(*(reversed(options) if quiet_first else options))
+
+
+def _say_cpu_only(program: str, device: str) -> None:
+    """A GPU asked for (gpu, or auto where one is usable) and not used is said, even with --quiet."""
+    from . import device as dev
+
+    if device == "gpu":
+        dev.note(f"{program} runs on the CPU for now: --device gpu searches on the CPU (same results)")
+    elif device == "auto" and dev.gpu_status()[0]:
+        dev.note(f"--device auto: {program} runs on the CPU for now; the GPU is not used (same results)")
+
+
 @cli.command(context_settings=CONTEXT, epilog=exit_code_help())
 @click.argument("seqfile", type=click.Path(dir_okay=True))
 @click.argument("seqdb", type=click.Path(dir_okay=True))
@@ -416,28 +443,10 @@ def phmmer(seqfile, seqdb, popen, pextend, mx, hits_out, skip_long, device, gpus
               help="Gap extend probability of the first round's model, in [0, 1).")
 @click.option("--mx", type=click.Choice(SCORE_MATRICES), default="BLOSUM62", show_default=True,
               help="Substitution score matrix of the first round's model (HMMER's built-in ones).")
-@click.option("-E", "E", type=FINITE, default=10.0, show_default=True, help="Report sequences with E-value <= E.")
-@click.option("-T", "T", type=FINITE, default=None, help="Report sequences with score >= T (bits).")
-@click.option("--domE", "domE", type=FINITE, default=10.0, show_default=True,
-              help="Report domains with c-E-value <= this.")
-@click.option("--domT", "domT", type=FINITE, default=None, help="Report domains with score >= this.")
-@click.option("--incE", "incE", type=FINITE, default=0.001, show_default=True,
-              help="Include sequences with E-value <= this in the next round's model.")
-@click.option("--incT", "incT", type=FINITE, default=None,
-              help="Include sequences with score >= this in the next round's model.")
-@click.option("--incdomE", "incdomE", type=FINITE, default=0.001, show_default=True,
-              help="Include domains with c-E-value <= this in the next round's model.")
-@click.option("--incdomT", "incdomT", type=FINITE, default=None,
-              help="Include domains with score >= this in the next round's model.")
+@_threshold_options("sequences", inc_default=0.001, included_in=" in the next round's model")
 @_pipeline_options("sequences in the database")
 @_skip_long_option
-@click.option("--gpus", default=None, metavar="LIST",
-              help="GPU ids, as for the other commands (unused: jackhmmer runs on the CPU for now).")
-@click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto", show_default=True,
-              help="jackhmmer runs on the CPU for now, whatever the device: auto and cpu run there; gpu is "
-                   "accepted, runs there too and says so on stderr (as auto does where a GPU is usable).  "
-                   "Results are HMMER's either way.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress or notes on stderr.")
+@_cpu_only_device_option("jackhmmer")
 def jackhmmer(seqfile, seqdb, N, popen, pextend, mx, chkhmm, chkali, skip_long, device, gpus, quiet, **shared):
     """Search each protein sequence of SEQFILE against the protein sequences of SEQDB in
     rounds, as HMMER's jackhmmer.
@@ -456,7 +465,6 @@ def jackhmmer(seqfile, seqdb, N, popen, pextend, mx, chkhmm, chkali, skip_long, 
     --EmN, --EvL, --EvN, --EfL, --EfN, --Eft).  A query without residues is refused
     (jackhmmer skips it silently).
     """
-    from . import device as dev
     from .output import check_outputs
 
     outputs, cpu = _outputs(shared), shared["cpu"]
@@ -476,11 +484,7 @@ def jackhmmer(seqfile, seqdb, N, popen, pextend, mx, chkhmm, chkali, skip_long, 
         raise OptionError(f"{printable(seqdb)} is shard {db.shard[0]} of {db.shard[1]}: jackhmmer needs the "
                           f"whole database (each round's model comes from all of the round before's hits)")
     skip = db.check_for_hmmsearch(skip_long, "jackhmmer")
-    # a GPU asked for (gpu, or auto where one is usable) and not used is said, even with --quiet
-    if device == "gpu":
-        dev.note("jackhmmer runs on the CPU for now: --device gpu searches on the CPU (same results)")
-    elif device == "auto" and dev.gpu_status()[0]:
-        dev.note("--device auto: jackhmmer runs on the CPU for now; the GPU is not used (same results)")
+    _say_cpu_only("jackhmmer", device)
     searched = None
     if skip is not None:
         import numpy as np
@@ -497,17 +501,6 @@ def jackhmmer(seqfile, seqdb, N, popen, pextend, mx, chkhmm, chkali, skip_long, 
 # --- hmmscan ---------------------------------------------------------------------------
 
 
-def _hmmscan_device_option(f):
-    f = click.option("--gpus", default=None, metavar="LIST",
-                     help="GPU ids, as for the other commands (unused: hmmscan runs on the CPU for now).")(f)
-    f = click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto", show_default=True,
-                     help="hmmscan runs on the CPU for now, whatever the device: auto and cpu run there; gpu "
-                          "is accepted, runs there too and says so on stderr (as auto does where a GPU is "
-                          "usable).  Results are HMMER's either way.")(f)
-    f = click.option("--quiet", "-q", is_flag=True, help="No progress or notes on stderr.")(f)
-    return f
-
-
 @cli.command(context_settings=CONTEXT, epilog=exit_code_help())
 @click.argument("hmmdb", type=click.Path(dir_okay=True))
 @click.argument("seqfile", type=click.Path(dir_okay=True))
@@ -516,7 +509,7 @@ def _hmmscan_device_option(f):
 @_cutoff_options
 @_pipeline_options("the number of models in HMMDB")
 @_skip_long_option
-@_hmmscan_device_option
+@_cpu_only_device_option("hmmscan", quiet_first=True)
 def hmmscan(hmmdb, seqfile, cut_ga, cut_nc, cut_tc, skip_long, device, gpus, quiet, **shared):
     """Search each protein sequence of SEQFILE against the profile HMMs of HMMDB, as HMMER's
     hmmscan.
@@ -531,7 +524,6 @@ def hmmscan(hmmdb, seqfile, cut_ga, cut_nc, cut_tc, skip_long, device, gpus, qui
     hits); so is a model without the cutoff --cut_ga, --cut_nc or --cut_tc asks for
     (hmmscan skips such a model where it passes the MSV filter, without a word).
     """
-    from . import device as dev
     from .output import check_outputs
 
     outputs, cpu = _outputs(shared), shared["cpu"]
@@ -552,11 +544,7 @@ def hmmscan(hmmdb, seqfile, cut_ga, cut_nc, cut_tc, skip_long, device, gpus, qui
         import numpy as np
 
         queries = queries.subset(np.setdiff1d(np.arange(queries.n_seqs), skip))
-    # a GPU asked for (gpu, or auto where one is usable) and not used is said, even with --quiet
-    if device == "gpu":
-        dev.note("hmmscan runs on the CPU for now: --device gpu searches on the CPU (same results)")
-    elif device == "auto" and dev.gpu_status()[0]:
-        dev.note("--device auto: hmmscan runs on the CPU for now; the GPU is not used (same results)")
+    _say_cpu_only("hmmscan", device)
     progress = Progress("hmmscan", queries.n_seqs, "queries", quiet)
     results = run(queries, db, options, cpus=cpu, callback=lambda done, total: progress.update(done))
     # (hmmscan's report names the query sequence file first, then the HMM database)

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import AlphabetError, EmptyInputError, FormatError, InputFileError, OptionError, printable
+from ..errors import AlphabetError, EmptyInputError, FormatError, InputFileError, printable
 from ..seqdb import SequenceDB, check_readable
-from .options import CUTOFF_FLAGS, SearchOptions
+from .options import SearchOptions
 from .queries import Query, query_of
 from .queries import read_queries as _read_queries
 from .search import PipelineStats
@@ -179,12 +179,11 @@ def check_cutoffs(db: ModelDB, options: SearchOptions) -> None:
     """--cut_ga/nc/tc need every model to carry that cutoff.  (HMMER's hmmscan checks a model
     only where it passes the MSV filter, and then leaves it out without a word, its
     thresholds those of the model before: every model is checked here, before the search.)"""
-    if not options.bit_cutoffs:
-        return
-    for om in db.profiles:
-        if getattr(om.cutoffs, options.bit_cutoffs) is None:
-            flag = CUTOFF_FLAGS[options.bit_cutoffs]
-            raise OptionError(f"model '{printable(om.name)}' has no {flag[-2:].upper()} cutoff, needed by {flag}")
+    from .models import check_cutoff
+
+    if options.bit_cutoffs:
+        for om in db.profiles:
+            check_cutoff(om, options.bit_cutoffs)
 
 
 # --- the queries -----------------------------------------------------------------------

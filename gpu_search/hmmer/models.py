@@ -305,11 +305,13 @@ def _check_record_count(path: Path, data: bytes, names_read: list, records: int)
 
 
 def check_cutoff(hmm, bit_cutoffs: str) -> None:
-    """--cut_ga/nc/tc (``bit_cutoffs``: 'gathering', 'noise' or 'trusted') need the model to
-    carry that cutoff (HMMER refuses otherwise)."""
+    """--cut_ga/nc/tc (``bit_cutoffs``: 'gathering', 'noise' or 'trusted') need the model (an
+    HMM or an optimized profile) to carry that cutoff (HMMER refuses otherwise)."""
+    from .options import CUTOFF_FLAGS
+
     if getattr(hmm.cutoffs, bit_cutoffs) is None:
-        flag = {"gathering": "GA", "noise": "NC", "trusted": "TC"}[bit_cutoffs]
-        raise OptionError(f"model '{hmm.name}' has no {flag} cutoff, needed by --cut_{flag.lower()}")
+        flag = CUTOFF_FLAGS[bit_cutoffs]
+        raise OptionError(f"model '{printable(hmm.name)}' has no {flag[-2:].upper()} cutoff, needed by {flag}")
 
 
 def _pieces(data: bytes, threads: int) -> list | None:
