@@ -182,12 +182,12 @@ def _device_option(f):
                      help="GPU ids to use, e.g. 0,1 (default: all visible).")(f)
     f = click.option("--device", type=click.Choice(["auto", "cpu", "gpu", "reference"]), default="auto",
                      show_default=True,
-                     help="Where the GPU stages run (hmmsearch and phmmer: MSV/Viterbi filters; blastp: word hits, "
-                          "two-hit filter, ungapped and preliminary gapped extension): auto (GPU if usable, "
-                          "else CPU; the CPU too where the work is too small to repay the GPU's start, "
+                     help="Where the GPU stages run (hmmsearch, phmmer, jackhmmer: MSV/Viterbi filters; blastp: "
+                          "word hits, two-hit filter, ungapped and preliminary gapped extension): auto (GPU if "
+                          "usable, else CPU; the CPU too where the work is too small to repay the GPU's start, "
                           "said on stderr), cpu, "
-                          "gpu (CUDA, error if none), reference (hmmsearch, phmmer: exact numpy filters, slow, "
-                          "for testing; blastp: as cpu).  Results are the same on every device.")(f)
+                          "gpu (CUDA, error if none), reference (hmmsearch, phmmer, jackhmmer: exact numpy "
+                          "filters, slow, for testing; blastp: as cpu).  Results are the same on every device.")(f)
     f = click.option("--quiet", "-q", is_flag=True, help="No progress or notes on stderr.")(f)
     return f
 
@@ -400,6 +400,82 @@ def phmmer(seqfile, seqdb, popen, pextend, mx, hits_out, skip_long, device, gpus
 # --- jackhmmer -------------------------------------------------------------------------
 
 
+@cli.command(context_settings=CONTEXT, epilog=exit_code_help())
+@click.argument("seqfile", type=click.Path(dir_okay=True))
+@click.argument("seqdb", type=click.Path(dir_okay=True))
+@click.option("-N", "N", type=click.IntRange(min=1), default=5, show_default=True,
+              help="The most rounds of search (fewer where the search converges).")
+@_main_report_option
+@click.option("-A", "alignment", metavar="FILE",
+              help="Save the alignment (Stockholm) of the query and the last round's included domains to FILE.")
+@_options(*_table_and_display_options[:2])
+@click.option("--chkhmm", metavar="PREFIX", help="Save each round's model to PREFIX-<round>.hmm.")
+@click.option("--chkali", metavar="PREFIX", help="Save each round's alignment to PREFIX-<round>.sto.")
+@_options(*_table_and_display_options[3:])
+@click.option("--popen", type=FINITE, default=0.02, show_default=True,
+              help="Gap open probability of the first round's model, in [0, 0.5).")
+@click.option("--pextend", type=FINITE, default=0.4, show_default=True,
+              help="Gap extend probability of the first round's model, in [0, 1).")
+@click.option("--mx", type=click.Choice(SCORE_MATRICES), default="BLOSUM62", show_default=True,
+              help="Substitution score matrix of the first round's model (HMMER's built-in ones).")
+@_threshold_options("sequences", inc_default=0.001, included_in=" in the next round's model")
+@_pipeline_options("sequences in the database")
+@_skip_long_option
+@_device_option
+def jackhmmer(seqfile, seqdb, N, popen, pextend, mx, chkhmm, chkali, skip_long, device, gpus, quiet, **shared):
+    """Search each protein sequence of SEQFILE against the protein sequences of SEQDB in
+    rounds, as HMMER's jackhmmer.
+
+    SEQFILE is a protein FASTA file of one or more queries (may be gzipped), searched one
+    after the other; SEQDB as for hmmsearch: protein FASTA, a .gsdb from `gpu-search makedb`
+    (not a shard: each round's model comes from the whole database's hits), or a BLAST
+    protein database.  Round 1 is phmmer's search (--mx, --popen, --pextend); each later
+    round searches with a model built from the alignment of the query and the domains the
+    round before included (--incE, --incdomE...), until -N rounds or convergence.  The
+    report, -A, the tables and the checkpoint files are those of HMMER 3.4's jackhmmer.
+    On the GPU each round runs hmmsearch's engine, the database kept on the GPU for every
+    round of every query; on the CPU each query is searched on one thread.  Not offered: the options of the later rounds' model
+    construction (--fragthresh; --wpb, --wgsc, --wblosum, --wnone, --wid; --eent, --eentexp,
+    --eclust, --enone, --eset, --ere, --esigma, --eid; --pnone, --plaplace: HMMER's defaults
+    are used), --mxfile, --qformat, --tformat, the E-value calibration options (--EmL,
+    --EmN, --EvL, --EvN, --EfL, --EfN, --Eft).  A query without residues is refused
+    (jackhmmer skips it silently).
+    """
+    from . import device as dev
+    from .output import check_outputs
+
+    outputs, cpu = _outputs(shared), shared["cpu"]
+    checkpoints = [f"{prefix}-1.{suffix}" for prefix, suffix in ((chkhmm, "hmm"), (chkali, "sto")) if prefix]
+    check_outputs(*outputs.values(), *checkpoints)
+    from .hmmer.jackhmmer import jackhmmer as run
+    from .hmmer.jackhmmer import read_queries, round_work, write_outputs
+    from .hmmer.options import JackhmmerOptions
+    from .progress import Progress
+    from .seqdb import open_database
+
+    options = _search_options(JackhmmerOptions, shared, N=N, popen=popen, pextend=pextend, mx=mx)
+    gpu_ids = _parse_gpus(gpus)
+    dev.start_cuda(device, gpu_ids)         # the GPUs' start overlaps reading the inputs
+    queries = read_queries(seqfile)
+    db = open_database(seqdb)
+    if db.shard:
+        raise OptionError(f"{printable(seqdb)} is shard {db.shard[0]} of {db.shard[1]}: jackhmmer needs the "
+                          f"whole database (each round's model comes from all of the round before's hits)")
+    db.check_for_hmmsearch(skip_long, "jackhmmer")      # bad input before any note about the device
+    # (--device auto weighs a round's work: one model per query, of about the query's length)
+    used = _hmmer_device(device, round_work(queries), db, seqdb, cpu, None, quiet)
+    progress = Progress("jackhmmer", queries.n_seqs, "queries", quiet)
+    results = run(queries, db, options, device=used, cpus=cpu, skip_long=skip_long, gpus=gpu_ids,
+                  callback=progress.update)
+    write_outputs(results, options, seqfile=seqfile, seqdb=seqdb, output=outputs["output"],
+                  alignment=outputs["alignment"], tblout=outputs["tblout"], domtblout=outputs["domtblout"],
+                  chkhmm=chkhmm, chkali=chkali, progress=progress,
+                  argv_line=" ".join(shlex.quote(a) for a in sys.argv[1:]) or "jackhmmer")
+
+
+# --- hmmscan ---------------------------------------------------------------------------
+
+
 def _cpu_only_device_option(program: str, quiet_first: bool = False):
     """--gpus, --device and --quiet of a command that runs on the CPU for now (hmmscan's
     --help lists them the other way round)."""
@@ -423,82 +499,6 @@ def _say_cpu_only(program: str, device: str) -> None:
         dev.note(f"{program} runs on the CPU for now: --device gpu searches on the CPU (same results)")
     elif device == "auto" and dev.gpu_status()[0]:
         dev.note(f"--device auto: {program} runs on the CPU for now; the GPU is not used (same results)")
-
-
-@cli.command(context_settings=CONTEXT, epilog=exit_code_help())
-@click.argument("seqfile", type=click.Path(dir_okay=True))
-@click.argument("seqdb", type=click.Path(dir_okay=True))
-@click.option("-N", "N", type=click.IntRange(min=1), default=5, show_default=True,
-              help="The most rounds of search (fewer where the search converges).")
-@_main_report_option
-@click.option("-A", "alignment", metavar="FILE",
-              help="Save the alignment (Stockholm) of the query and the last round's included domains to FILE.")
-@_options(*_table_and_display_options[:2])
-@click.option("--chkhmm", metavar="PREFIX", help="Save each round's model to PREFIX-<round>.hmm.")
-@click.option("--chkali", metavar="PREFIX", help="Save each round's alignment to PREFIX-<round>.sto.")
-@_options(*_table_and_display_options[3:])
-@click.option("--popen", type=FINITE, default=0.02, show_default=True,
-              help="Gap open probability of the first round's model, in [0, 0.5).")
-@click.option("--pextend", type=FINITE, default=0.4, show_default=True,
-              help="Gap extend probability of the first round's model, in [0, 1).")
-@click.option("--mx", type=click.Choice(SCORE_MATRICES), default="BLOSUM62", show_default=True,
-              help="Substitution score matrix of the first round's model (HMMER's built-in ones).")
-@_threshold_options("sequences", inc_default=0.001, included_in=" in the next round's model")
-@_pipeline_options("sequences in the database")
-@_skip_long_option
-@_cpu_only_device_option("jackhmmer")
-def jackhmmer(seqfile, seqdb, N, popen, pextend, mx, chkhmm, chkali, skip_long, device, gpus, quiet, **shared):
-    """Search each protein sequence of SEQFILE against the protein sequences of SEQDB in
-    rounds, as HMMER's jackhmmer.
-
-    SEQFILE is a protein FASTA file of one or more queries (may be gzipped), searched one
-    after the other; SEQDB as for hmmsearch: protein FASTA, a .gsdb from `gpu-search makedb`
-    (not a shard: each round's model comes from the whole database's hits), or a BLAST
-    protein database.  Round 1 is phmmer's search (--mx, --popen, --pextend); each later
-    round searches with a model built from the alignment of the query and the domains the
-    round before included (--incE, --incdomE...), until -N rounds or convergence.  The
-    report, -A, the tables and the checkpoint files are those of HMMER 3.4's jackhmmer.
-    Runs on the CPU for now.  Not offered: the options of the later rounds' model
-    construction (--fragthresh; --wpb, --wgsc, --wblosum, --wnone, --wid; --eent, --eentexp,
-    --eclust, --enone, --eset, --ere, --esigma, --eid; --pnone, --plaplace: HMMER's defaults
-    are used), --mxfile, --qformat, --tformat, the E-value calibration options (--EmL,
-    --EmN, --EvL, --EvN, --EfL, --EfN, --Eft).  A query without residues is refused
-    (jackhmmer skips it silently).
-    """
-    from .output import check_outputs
-
-    outputs, cpu = _outputs(shared), shared["cpu"]
-    checkpoints = [f"{prefix}-1.{suffix}" for prefix, suffix in ((chkhmm, "hmm"), (chkali, "sto")) if prefix]
-    check_outputs(*outputs.values(), *checkpoints)
-    from .hmmer.jackhmmer import jackhmmer as run
-    from .hmmer.jackhmmer import read_queries, write_outputs
-    from .hmmer.options import JackhmmerOptions
-    from .progress import Progress
-    from .seqdb import open_database
-
-    options = _search_options(JackhmmerOptions, shared, N=N, popen=popen, pextend=pextend, mx=mx)
-    _parse_gpus(gpus)
-    queries = read_queries(seqfile)
-    db = open_database(seqdb)
-    if db.shard:
-        raise OptionError(f"{printable(seqdb)} is shard {db.shard[0]} of {db.shard[1]}: jackhmmer needs the "
-                          f"whole database (each round's model comes from all of the round before's hits)")
-    skip = db.check_for_hmmsearch(skip_long, "jackhmmer")
-    _say_cpu_only("jackhmmer", device)
-    searched = None
-    if skip is not None:
-        import numpy as np
-
-        searched = np.setdiff1d(np.arange(db.n_seqs), skip)
-    progress = Progress("jackhmmer", queries.n_seqs, "queries", quiet)
-    results = run(queries, db, options, cpus=cpu, searched=searched, callback=progress.update)
-    write_outputs(results, options, seqfile=seqfile, seqdb=seqdb, output=outputs["output"],
-                  alignment=outputs["alignment"], tblout=outputs["tblout"], domtblout=outputs["domtblout"],
-                  chkhmm=chkhmm, chkali=chkali, progress=progress,
-                  argv_line=" ".join(shlex.quote(a) for a in sys.argv[1:]) or "jackhmmer")
-
-
-# --- hmmscan ---------------------------------------------------------------------------
 
 
 @cli.command(context_settings=CONTEXT, epilog=exit_code_help())

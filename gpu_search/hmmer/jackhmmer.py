@@ -10,12 +10,20 @@ sooner where it converged: a round included no target the round before had not, 
 its alignment did not grow.
 
 Here each round is HMMER's own code through pyhmmer: ``Builder.build`` and
-``Builder.build_msa`` (p7_SingleBuilder, p7_Builder), ``Pipeline.search_hmm``
-(p7_Pipeline over the database, serially, as jackhmmer's serial path),
+``Builder.build_msa`` (p7_SingleBuilder, p7_Builder), the round's search (below),
 ``TopHits.compare_ranking`` (p7_tophits_CompareRanking: which included targets are new,
-which were dropped) and ``TopHits.to_msa`` (p7_tophits_Alignment).  Queries are
-independent: several run at once, one per thread, each with its own builder and pipeline.
-Runs on the CPU.
+which were dropped) and ``TopHits.to_msa`` (p7_tophits_Alignment).
+
+The round's search is p7_Pipeline over the whole database:
+
+* on the CPU (``device="cpu"``), ``Pipeline.search_hmm`` over the database, serially, as
+  jackhmmer's serial path; queries are independent, so several run at once, one per
+  thread, each with its own builder and pipeline;
+* otherwise hmmsearch's engine (:func:`.search.hmmsearch`): the round's model through the
+  filter cascade on the GPU, its survivors finished by pyhmmer on every core with Z the
+  number of sequences searched, so the round's hits are those of the serial search.  The
+  database is uploaded once and stays on the GPU for every round of every query; the
+  queries run one after the other, each round's finishing spread over all cores.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Callable, Iterator
 
 from ..seqdb import SequenceDB
@@ -31,7 +40,7 @@ from .options import JackhmmerOptions
 from .queries import Query, query_of
 from .queries import read_queries as _read_queries
 from .report import HMMER_VERSION, PROVENANCE, Timing
-from .search import PipelineStats, pipeline_stats
+from .search import PipelineStats, hmmsearch, make_backend, pipeline_stats
 
 
 @dataclass
@@ -63,16 +72,50 @@ def read_queries(path: str | os.PathLike) -> SequenceDB:
     return _read_queries(path, "jackhmmer searches with sequences")
 
 
+def round_work(queries: SequenceDB) -> list:
+    """A round's models as ``--device auto`` weighs them (:mod:`.crossover`): one per query,
+    with as many nodes as the query has residues (round 1's single-sequence model has; later
+    rounds' are about as long)."""
+    return [SimpleNamespace(M=int(length)) for length in queries.lengths]
+
+
 def _msa_author() -> str:
     # the -A and --chkali files say jackhmmer's version, and that gpu-search computed them
     return f"jackhmmer (HMMER {HMMER_VERSION}; computed by {PROVENANCE})"
 
 
-def iterate(seq, targets, options: JackhmmerOptions) -> list[Round]:
-    """jackhmmer.c's rounds for one query sequence (a pyhmmer ``DigitalSequence``) against
-    ``targets`` (a ``DigitalSequenceBlock``, all of the database)."""
+def serial_search(targets, options: JackhmmerOptions) -> Callable:
+    """A round's search on the CPU: ``search(hmm) -> (hits, stats)``, p7_Pipeline over
+    ``targets`` (a ``DigitalSequenceBlock``, all of the database) in the calling thread,
+    with a new pipeline each round, as jackhmmer.c creates one."""
+    from pyhmmer.plan7 import Background, Pipeline
+
+    def search(hmm):
+        pipeline = Pipeline(hmm.alphabet, background=Background(hmm.alphabet), **options.pipeline_kwargs(options.Z))
+        hits = pipeline.search_hmm(hmm, targets)
+        return hits, pipeline_stats(hits, options)
+
+    return search
+
+
+def engine_search(db: SequenceDB, options: JackhmmerOptions, *, device: str, backend, cpus: int | None,
+                  skip_long: bool) -> Callable:
+    """A round's search by hmmsearch's engine on ``device`` with ``backend`` (the database
+    already on the GPU): ``search(hmm) -> (hits, stats)``."""
+    def search(hmm):
+        result, = hmmsearch([hmm], db, options, device=device, backend=backend, cpus=cpus, skip_long=skip_long)
+        return result.hits, result.stats
+
+    return search
+
+
+def iterate(seq, search: Callable, options: JackhmmerOptions, user_time: Callable = time.thread_time) -> list[Round]:
+    """jackhmmer.c's rounds for one query sequence (a pyhmmer ``DigitalSequence``), each
+    round's model searched by ``search(hmm) -> (hits, stats)`` (:func:`serial_search`,
+    :func:`engine_search`); ``user_time``, the CPU seconds a round's report gives (this
+    thread's where the round runs in it, the process's where the engine's threads run it)."""
     from pyhmmer.easel import KeyHash
-    from pyhmmer.plan7 import Background, Builder, Pipeline, Trace
+    from pyhmmer.plan7 import Background, Builder, Trace
 
     abc = seq.alphabet
     # jackhmmer.c's builder (p7_builder_Create from its options): hand architecture (the
@@ -85,7 +128,7 @@ def iterate(seq, targets, options: JackhmmerOptions) -> list[Round]:
     msa = None
     rounds = []
     for iteration in range(1, options.N + 1):
-        clock, cpu = time.monotonic(), time.thread_time()
+        clock, cpu = time.monotonic(), user_time()
         prv_ntargets = len(ranking)
         # (pyhmmer's builder writes Python's command line into the model's COM line, which
         # the --chkhmm files show; HMMER's is p7_Seqmodel's note in round 1, none after)
@@ -99,9 +142,7 @@ def iterate(seq, targets, options: JackhmmerOptions) -> list[Round]:
             hmm, _, _ = builder.build_msa(msa.copy(), background)
             hmm.command_line = None
             prv_msa_nseq = len(msa.sequences)
-        # a new pipeline each round, as jackhmmer.c creates one
-        pipeline = Pipeline(abc, background=background, **options.pipeline_kwargs(options.Z))
-        hits = pipeline.search_hmm(hmm, targets)
+        hits, stats = search(hmm)
         hits.sort(by="key")
         n_new = hits.compare_ranking(ranking)
         # the query itself (aligned to its own model: a faux trace of matches only) comes
@@ -113,16 +154,15 @@ def iterate(seq, targets, options: JackhmmerOptions) -> list[Round]:
         msa.description = seq.description or None
         msa.author = _msa_author()
         converged = n_new == 0 and len(msa.sequences) <= prv_msa_nseq
-        rounds.append(Round(iteration, hmm, hits, pipeline_stats(hits, options), msa, n_new, prv_msa_nseq,
-                            prv_ntargets, converged,
-                            Timing(user=time.thread_time() - cpu, elapsed=time.monotonic() - clock)))
+        rounds.append(Round(iteration, hmm, hits, stats, msa, n_new, prv_msa_nseq, prv_ntargets, converged,
+                            Timing(user=user_time() - cpu, elapsed=time.monotonic() - clock)))
         if converged:
             break
     return rounds
 
 
 def jackhmmer(queries: SequenceDB, db: SequenceDB, options: JackhmmerOptions | None = None, *,
-              cpus: int | None = None, searched=None,
+              device: str = "cpu", cpus: int | None = None, skip_long: bool = False, gpus=None, backend=None,
               callback: Callable[[int], None] | None = None) -> Iterator[JackhmmerResult]:
     """Search each query sequence of ``queries`` against ``db`` in rounds, as jackhmmer;
     results in query order.
@@ -131,20 +171,43 @@ def jackhmmer(queries: SequenceDB, db: SequenceDB, options: JackhmmerOptions | N
         queries: the query sequences (:func:`read_queries`).
         db: the target database (all of it: each round's model comes from the round before).
         options: jackhmmer's options (defaults if None).
-        cpus: threads, each searching one query at a time (all cores by default).
-        searched: indices of the database sequences searched (all by default).
+        device: 'cpu' (pyhmmer's serial pipeline, a query a thread), 'gpu' or 'reference'
+            (hmmsearch's engine: its filter backend, survivors finished on every core).
+        cpus: threads (all cores by default).
+        skip_long: leave out sequences over HMMER's 100,000-residue limit instead of
+            refusing the database.
+        gpus, backend: as :func:`gpu_search.hmmer.search.hmmsearch` (the backend built once
+            here where not given: the database uploaded once for every round).
         callback: called with the number of queries done, after each.
     """
+    import numpy as np
     from pyhmmer.easel import Alphabet
 
     options = options or JackhmmerOptions()
     abc = Alphabet.amino()
-    targets = db.digital_block(searched, abc)
     n = queries.n_seqs
 
+    skipped = db.check_for_hmmsearch(skip_long, "jackhmmer")      # (refused here, naming jackhmmer)
+
+    def query(i: int):
+        return queries.digital_block([i], abc)[0]
+
+    if device != "cpu":
+        backend = backend or make_backend(device, db, gpus)
+        search = engine_search(db, options, device=device, backend=backend, cpus=cpus, skip_long=skip_long)
+        for done in range(1, n + 1):
+            result = JackhmmerResult(query_of(queries, done - 1),
+                                     iterate(query(done - 1), search, options, time.process_time))
+            if callback:
+                callback(done)
+            yield result
+        return
+
+    searched = None if skipped is None else np.setdiff1d(np.arange(db.n_seqs), skipped)
+    search = serial_search(db.digital_block(searched, abc), options)
+
     def one(i: int) -> JackhmmerResult:
-        seq = queries.digital_block([i], abc)[0]
-        return JackhmmerResult(query_of(queries, i), iterate(seq, targets, options))
+        return JackhmmerResult(query_of(queries, i), iterate(query(i), search, options))
 
     workers = max(1, min(cpus or os.cpu_count() or 1, n))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jackhmmer") as pool:

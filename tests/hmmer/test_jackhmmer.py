@@ -87,15 +87,16 @@ def output_args() -> list[str]:
     return [a for flag, name in OUTPUTS.items() for a in (flag, name)] + CHECKPOINTS
 
 
-def run_both(oracle, tmp_path, args, query_file) -> tuple[Path, Path]:
-    """The oracle's and our outputs of one search, in tmp_path/hmmer and tmp_path/ours."""
+def run_both(oracle, tmp_path, args, query_file, device="cpu") -> tuple[Path, Path]:
+    """The oracle's and our outputs of one search (ours on ``device``), in tmp_path/hmmer and
+    tmp_path/ours."""
     sides = {}
     for who in ("hmmer", "ours"):
         if who == "hmmer":
             proc = subprocess.run([str(oracle), *output_args(), *args, str(query_file), str(PROTEOME)],
                                   capture_output=True, text=True, cwd=tmp_path)
         else:
-            proc = run_ours([*output_args(), *args, "--device", "cpu", "-q", query_file, PROTEOME], tmp_path)
+            proc = run_ours([*output_args(), *args, "--device", device, "-q", query_file, PROTEOME], tmp_path)
         assert proc.returncode == 0, (who, proc.stdout, proc.stderr)
         folder = tmp_path / who
         folder.mkdir()
@@ -169,32 +170,63 @@ def test_outputs_identical_to_hmmer(oracle, queries, tmp_path, args):
         assert sorted(p.name for p in ours.glob("ck-*")) == ["ck-1.hmm", "ck-1.sto"]
 
 
-def test_device_gpu_is_said_and_runs_on_the_cpu(queries, tmp_path):
-    """--device gpu: one line on stderr, even with -q, that jackhmmer runs on the CPU; the
-    outputs those of --device cpu."""
-    outs = {}
-    for device in ("gpu", "cpu"):
-        proc = run_ours(["-N", "2", "--tblout", f"{device}.tbl", "-o", os.devnull, "--device", device, "-q",
-                         queries, PROTEOME], tmp_path)
-        assert proc.returncode == 0, proc.stderr
-        if device == "gpu":
-            assert proc.stderr.count("\n") == 1 and "jackhmmer runs on the CPU for now" in proc.stderr, proc.stderr
-        else:
-            assert proc.stderr == ""
-        outs[device] = [l for l in (tmp_path / f"{device}.tbl").read_text().splitlines() if not l.startswith("#")]
-    assert outs["gpu"] == outs["cpu"] and len(outs["cpu"]) >= 10
+# the cases also run on hmmsearch's engine (the GPU path's, with the exact numpy filters): the
+# defaults (every round), one-block alignments, every filter off, and one thread with the
+# filters' thresholds, -Z and --domZ given
+ENGINE_CASES = [CASES[0], CASES[3], CASES[8], CASES[9]]
 
 
-def test_device_auto_says_a_usable_gpu_is_not_used(queries, tmp_path, monkeypatch, capsys):
-    """--device auto where a GPU is usable (made to look so here): one line, even with -q,
-    that the GPU is not used."""
+@pytest.mark.parametrize("args", ENGINE_CASES, ids=["".join(a) or "defaults" for a in ENGINE_CASES])
+def test_engine_outputs_identical_to_hmmer(oracle, queries, tmp_path, args):
+    """--device reference: each round through hmmsearch's filter cascade and finishing
+    stage (the GPU path's code, with the numpy filters), every output HMMER's."""
+    hmmer, ours = run_both(oracle, tmp_path, args, queries, device="reference")
+    report = check_all_outputs(hmmer, ours)
+    assert report.count("\nQuery:       ") == 4
+    if not args:
+        assert "@@ Round:                  5\n" in report
+
+
+@pytest.mark.gpu
+def test_gpu_outputs_identical_to_hmmer(oracle, queries, tmp_path):
+    """The same on the GPU (marked gpu: run where one is)."""
+    from gpu_search.device import gpu_status
+
+    if not gpu_status()[0]:
+        pytest.skip(f"no usable GPU: {gpu_status()[1]}")
+    for args in (CASES[0], CASES[9]):
+        folder = tmp_path / ("".join(args) or "defaults")
+        folder.mkdir()
+        hmmer, ours = run_both(oracle, folder, args, queries, device="gpu")
+        check_all_outputs(hmmer, ours)
+
+
+def test_device_auto_takes_the_cpu_for_small_work_and_says_so(queries, tmp_path, monkeypatch, capsys):
+    """--device auto where a GPU is usable (made to look so here): four queries against 300
+    proteins are too little work to repay the GPU's start; one line says so, even with -q."""
     from gpu_search import cli, device
 
     monkeypatch.setattr(device, "gpu_status", lambda: (True, "1 GPU(s)", ["a GPU"]))
+    monkeypatch.setattr(device, "wait_cuda", lambda: None)
+    monkeypatch.setattr(device, "start_cuda", lambda *a: None)
     cli.main(["jackhmmer", "-q", "-N", "1", "-o", str(tmp_path / "o.txt"), str(queries), str(PROTEOME)])
     err = capsys.readouterr().err.splitlines()
-    assert err == ["gpu-search: --device auto: jackhmmer runs on the CPU for now; the GPU is not used (same results)"]
+    assert len(err) == 1 and err[0].startswith("gpu-search: --device auto: searching on the CPU: 4 models x "), err
+    assert "too little work to repay the GPU's start" in err[0]
     assert (tmp_path / "o.txt").read_text().count("\nQuery:       ") == 4
+
+
+def test_device_gpu_without_one_refused(queries, tmp_path):
+    """--device gpu where no GPU is usable: the device error's one line and exit code, no output."""
+    from gpu_search.device import gpu_status
+    from gpu_search.errors import DeviceError
+
+    if gpu_status()[0]:
+        pytest.skip("a GPU is usable here")
+    proc = run_ours(["-o", "o.txt", "--device", "gpu", queries, PROTEOME], tmp_path)
+    assert proc.returncode == DeviceError.exit_code, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "--device gpu: no usable GPU" in proc.stderr, proc.stderr
+    assert not (tmp_path / "o.txt").exists()
 
 
 def test_help_says_what_is_not_offered():
@@ -202,7 +234,7 @@ def test_help_says_what_is_not_offered():
     text = " ".join(r.stdout.split())
     assert r.returncode == 0 and "Usage: gpu-search jackhmmer [OPTIONS] SEQFILE SEQDB" in text
     assert "Not offered: the options of the later rounds' model construction" in text
-    assert "--eent" in text and "--wpb" in text and "Runs on the CPU for now." in text
+    assert "--eent" in text and "--wpb" in text and "the database kept on the GPU for every round" in text
     assert "--pfamtblout" not in text and "--chkhmm PREFIX" in text and "[default: 0.001]" in text
     assert "Exit codes:" in text
 
