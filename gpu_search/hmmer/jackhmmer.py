@@ -23,7 +23,8 @@ The round's search is p7_Pipeline over the whole database:
   filter cascade on the GPU, its survivors finished by pyhmmer on every core with Z the
   number of sequences searched, so the round's hits are those of the serial search.  The
   database is uploaded once and stays on the GPU for every round of every query; the
-  queries run one after the other, each round's finishing spread over all cores.
+  queries run in lockstep, groups of up to LOCKSTEP_QUERIES, round r of each query of a
+  group searched together as one run of the engine (:func:`in_lockstep`).
 """
 
 from __future__ import annotations
@@ -100,65 +101,112 @@ def serial_search(targets, options: JackhmmerOptions) -> Callable:
 
 def engine_search(db: SequenceDB, options: JackhmmerOptions, *, device: str, backend, cpus: int | None,
                   skip_long: bool) -> Callable:
-    """A round's search by hmmsearch's engine on ``device`` with ``backend`` (the database
-    already on the GPU): ``search(hmm) -> (hits, stats)``."""
-    def search(hmm):
-        result, = hmmsearch([hmm], db, options, device=device, backend=backend, cpus=cpus, skip_long=skip_long)
-        return result.hits, result.stats
+    """Rounds' searches by hmmsearch's engine on ``device`` with ``backend`` (the database
+    already on the GPU): ``search(hmms) -> [(hits, stats)]``, the models' searches in one
+    run of the engine (filtered together, finished on every core)."""
+    def search(hmms):
+        results = hmmsearch(hmms, db, options, device=device, backend=backend, cpus=cpus, skip_long=skip_long)
+        return [(result.hits, result.stats) for result in results]
 
     return search
 
 
-def iterate(seq, search: Callable, options: JackhmmerOptions, user_time: Callable = time.thread_time) -> list[Round]:
-    """jackhmmer.c's rounds for one query sequence (a pyhmmer ``DigitalSequence``), each
-    round's model searched by ``search(hmm) -> (hits, stats)`` (:func:`serial_search`,
-    :func:`engine_search`); ``user_time``, the CPU seconds a round's report gives (this
-    thread's where the round runs in it, the process's where the engine's threads run it)."""
-    from pyhmmer.easel import KeyHash
-    from pyhmmer.plan7 import Background, Builder, Trace
+class Iteration:
+    """One query's rounds, jackhmmer.c's loop split where the round's model is searched:
+    :meth:`model` builds the next round's model, :meth:`take` the rest of the round from its
+    hits (ranking against the round before, the alignment of the included domains, the
+    convergence test).  ``done`` after -N rounds or convergence; ``rounds`` what each gave.
 
-    abc = seq.alphabet
-    # jackhmmer.c's builder (p7_builder_Create from its options): hand architecture (the
-    # alignment's consensus columns are the model's), --seed, and the scoring system of the
-    # first round's single-sequence model
-    builder = Builder(abc, architecture="hand", seed=options.seed, popen=options.popen,
-                      pextend=options.pextend, score_matrix=options.mx)
-    background = Background(abc)
-    ranking = KeyHash()             # the included targets of the round before (jackhmmer's kh)
-    msa = None
-    rounds = []
-    for iteration in range(1, options.N + 1):
-        clock, cpu = time.monotonic(), user_time()
-        prv_ntargets = len(ranking)
+    ``user_time``: the CPU seconds a round's report gives (this thread's where the round
+    runs in it, the process's where the engine's threads run it)."""
+
+    def __init__(self, seq, options: JackhmmerOptions, user_time: Callable = time.thread_time):
+        from pyhmmer.easel import KeyHash
+        from pyhmmer.plan7 import Background, Builder
+
+        self.seq, self.options, self.user_time = seq, options, user_time
+        # jackhmmer.c's builder (p7_builder_Create from its options): hand architecture (the
+        # alignment's consensus columns are the model's), --seed, and the scoring system of the
+        # first round's single-sequence model
+        self.builder = Builder(seq.alphabet, architecture="hand", seed=options.seed, popen=options.popen,
+                               pextend=options.pextend, score_matrix=options.mx)
+        self.background = Background(seq.alphabet)
+        self.ranking = KeyHash()        # the included targets of the round before (jackhmmer's kh)
+        self.msa = None
+        self.rounds: list[Round] = []
+        self.done = False
+
+    def model(self):
+        """The next round's model."""
+        self._clock, self._cpu = time.monotonic(), self.user_time()
+        self._prv_ntargets = len(self.ranking)
         # (pyhmmer's builder writes Python's command line into the model's COM line, which
         # the --chkhmm files show; HMMER's is p7_Seqmodel's note in round 1, none after)
-        if msa is None:
-            hmm, _, _ = builder.build(seq, background)
+        if self.msa is None:
+            hmm, _, _ = self.builder.build(self.seq, self.background)
             hmm.command_line = "[HMM created from a query sequence]"
-            prv_msa_nseq = 1
+            self._prv_msa_nseq = 1
         else:
             # (a copy: p7_Builder sets the alignment's relative weights, and the round before's
             # alignment is saved (--chkali) as jackhmmer.c saves it, before this build)
-            hmm, _, _ = builder.build_msa(msa.copy(), background)
+            hmm, _, _ = self.builder.build_msa(self.msa.copy(), self.background)
             hmm.command_line = None
-            prv_msa_nseq = len(msa.sequences)
-        hits, stats = search(hmm)
+            self._prv_msa_nseq = len(self.msa.sequences)
+        self._hmm = hmm
+        return hmm
+
+    def take(self, hits, stats) -> None:
+        """The round's hits (pyhmmer TopHits of :meth:`model`'s model) and statistics."""
+        from pyhmmer.plan7 import Trace
+
+        seq, iteration = self.seq, len(self.rounds) + 1
         hits.sort(by="key")
-        n_new = hits.compare_ranking(ranking)
+        n_new = hits.compare_ranking(self.ranking)
         # the query itself (aligned to its own model: a faux trace of matches only) comes
         # first in the alignment, then every included domain, every consensus column kept
-        msa = hits.to_msa(abc, sequences=[seq], traces=[Trace.from_sequence(seq)],
+        msa = hits.to_msa(seq.alphabet, sequences=[seq], traces=[Trace.from_sequence(seq)],
                           all_consensus_cols=True, digitize=True)
         msa.name = f"{seq.name}-i{iteration}"
         msa.accession = seq.accession or None
         msa.description = seq.description or None
         msa.author = _msa_author()
-        converged = n_new == 0 and len(msa.sequences) <= prv_msa_nseq
-        rounds.append(Round(iteration, hmm, hits, stats, msa, n_new, prv_msa_nseq, prv_ntargets, converged,
-                            Timing(user=user_time() - cpu, elapsed=time.monotonic() - clock)))
-        if converged:
-            break
-    return rounds
+        converged = n_new == 0 and len(msa.sequences) <= self._prv_msa_nseq
+        self.rounds.append(Round(iteration, self._hmm, hits, stats, msa, n_new, self._prv_msa_nseq,
+                                 self._prv_ntargets, converged,
+                                 Timing(user=self.user_time() - self._cpu, elapsed=time.monotonic() - self._clock)))
+        self.msa = msa
+        self.done = converged or iteration == self.options.N
+
+
+def iterate(seq, search: Callable, options: JackhmmerOptions) -> list[Round]:
+    """jackhmmer.c's rounds for one query sequence (a pyhmmer ``DigitalSequence``), each
+    round's model searched in this thread by ``search(hmm) -> (hits, stats)``
+    (:func:`serial_search`)."""
+    query = Iteration(seq, options)
+    while not query.done:
+        query.take(*search(query.model()))
+    return query.rounds
+
+
+def in_lockstep(seqs: list, search: Callable, options: JackhmmerOptions) -> list[list[Round]]:
+    """The rounds of several queries, round r of every query not yet done searched together by
+    ``search(hmms) -> [(hits, stats)]`` (:func:`engine_search`): each model's search is its
+    own, so each query's rounds are those it has alone; the engine filters the models
+    together and finishes their survivors on every core.  A round's time in the report is
+    that of the round of every query searched with it."""
+    queries = [Iteration(seq, options, time.process_time) for seq in seqs]
+    active = queries
+    while active:
+        for query, (hits, stats) in zip(active, search([query.model() for query in active])):
+            query.take(hits, stats)
+        active = [query for query in active if not query.done]
+    return [query.rounds for query in queries]
+
+
+# Queries whose rounds run together on the engine: their models share the filters' launches
+# and the finishing threads; all their rounds' hits and alignments are held until the last
+# of them is done.
+LOCKSTEP_QUERIES = 64
 
 
 def jackhmmer(queries: SequenceDB, db: SequenceDB, options: JackhmmerOptions | None = None, *,
@@ -195,12 +243,12 @@ def jackhmmer(queries: SequenceDB, db: SequenceDB, options: JackhmmerOptions | N
     if device != "cpu":
         backend = backend or make_backend(device, db, gpus)
         search = engine_search(db, options, device=device, backend=backend, cpus=cpus, skip_long=skip_long)
-        for done in range(1, n + 1):
-            result = JackhmmerResult(query_of(queries, done - 1),
-                                     iterate(query(done - 1), search, options, time.process_time))
-            if callback:
-                callback(done)
-            yield result
+        for first in range(0, n, LOCKSTEP_QUERIES):
+            group = range(first, min(n, first + LOCKSTEP_QUERIES))
+            for i, rounds in zip(group, in_lockstep([query(i) for i in group], search, options)):
+                if callback:
+                    callback(i + 1)
+                yield JackhmmerResult(query_of(queries, i), rounds)
         return
 
     searched = None if skipped is None else np.setdiff1d(np.arange(db.n_seqs), skipped)
