@@ -96,9 +96,12 @@ def run_cell(cell: str, args) -> dict:
         if cell in args.cpu_path:
             row["ours_cpu"] = matrix.run_timed(ours_command(args, "cpu", queries, gsdb, tbl["cpu"]), args.timeout,
                                                logs / f"{cell}_cpu.log", env=env)
-    row["pyhmmer"] = matrix.run_timed([sys.executable, __file__, "_pyhmmer", str(queries), str(fasta),
-                                       str(args.cpus), str(args.rounds), str(tbl["pyhmmer"])],
-                                      args.timeout, logs / f"{cell}_pyhmmer.log")
+    if args.no_pyhmmer:
+        row["pyhmmer"] = {"rc": "not run"}
+    else:
+        row["pyhmmer"] = matrix.run_timed([sys.executable, __file__, "_pyhmmer", str(queries), str(fasta),
+                                           str(args.cpus), str(args.rounds), str(tbl["pyhmmer"])],
+                                          args.timeout, logs / f"{cell}_pyhmmer.log")
     rows = {k: matrix.table_rows(path) for k, path in tbl.items()}
     row["rows"] = len(rows["warm"] or [])
     row["cold_same_as_warm"] = rows["cold"] == rows["warm"]
@@ -140,6 +143,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--cpu-path", default="", help="cells where our --device cpu runs too")
     ap.add_argument("--device", default="gpu", help="our GPU runs' device (reference: a smoke run without a GPU)")
+    ap.add_argument("--no-pyhmmer", action="store_true", help="our runs only (a change measured against itself)")
     ap.add_argument("--cpus", type=int, default=os.cpu_count())
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--work", type=Path, default=Path("/tmp/gsmatrix"))

@@ -102,11 +102,11 @@ def serial_search(targets, options: JackhmmerOptions) -> Callable:
 def engine_search(db: SequenceDB, options: JackhmmerOptions, *, device: str, backend, cpus: int | None,
                   skip_long: bool) -> Callable:
     """Rounds' searches by hmmsearch's engine on ``device`` with ``backend`` (the database
-    already on the GPU): ``search(hmms) -> [(hits, stats)]``, the models' searches in one
-    run of the engine (filtered together, finished on every core)."""
+    already on the GPU): ``search(hmms)`` yields each model's ``(hits, stats)`` in turn, the
+    models' searches one run of the engine (filtered together, finished on every core)."""
     def search(hmms):
-        results = hmmsearch(hmms, db, options, device=device, backend=backend, cpus=cpus, skip_long=skip_long)
-        return [(result.hits, result.stats) for result in results]
+        for result in hmmsearch(hmms, db, options, device=device, backend=backend, cpus=cpus, skip_long=skip_long):
+            yield result.hits, result.stats
 
     return search
 
@@ -188,18 +188,26 @@ def iterate(seq, search: Callable, options: JackhmmerOptions) -> list[Round]:
     return query.rounds
 
 
-def in_lockstep(seqs: list, search: Callable, options: JackhmmerOptions) -> list[list[Round]]:
+def in_lockstep(seqs: list, search: Callable, options: JackhmmerOptions, threads: int) -> list[list[Round]]:
     """The rounds of several queries, round r of every query not yet done searched together by
-    ``search(hmms) -> [(hits, stats)]`` (:func:`engine_search`): each model's search is its
-    own, so each query's rounds are those it has alone; the engine filters the models
-    together and finishes their survivors on every core.  A round's time in the report is
-    that of the round of every query searched with it."""
+    ``search(hmms)`` (:func:`engine_search`): each model's search is its own, so each
+    query's rounds are those it has alone; the engine filters the models together and
+    finishes their survivors on every core.  The models are built, and each round's hits
+    taken as they come, on ``threads`` threads (a model built from a large alignment is
+    weighted and calibrated for about a tenth of a second, outside Python's lock).  A
+    round's time in the report is that of the round of every query searched with it."""
     queries = [Iteration(seq, options, time.process_time) for seq in seqs]
     active = queries
-    while active:
-        for query, (hits, stats) in zip(active, search([query.model() for query in active])):
-            query.take(hits, stats)
-        active = [query for query in active if not query.done]
+    with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="jackhmmer") as pool:
+        while active:
+            results = search(list(pool.map(Iteration.model, active)))
+            try:
+                taken = [pool.submit(query.take, hits, stats) for query, (hits, stats) in zip(active, results)]
+            finally:
+                results.close()        # (on a failure: the engine's kill switch)
+            for future in taken:
+                future.result()
+            active = [query for query in active if not query.done]
     return [query.rounds for query in queries]
 
 
@@ -245,7 +253,8 @@ def jackhmmer(queries: SequenceDB, db: SequenceDB, options: JackhmmerOptions | N
         search = engine_search(db, options, device=device, backend=backend, cpus=cpus, skip_long=skip_long)
         for first in range(0, n, LOCKSTEP_QUERIES):
             group = range(first, min(n, first + LOCKSTEP_QUERIES))
-            for i, rounds in zip(group, in_lockstep([query(i) for i in group], search, options)):
+            for i, rounds in zip(group, in_lockstep([query(i) for i in group], search, options,
+                                                    cpus or os.cpu_count() or 1)):
                 if callback:
                     callback(i + 1)
                 yield JackhmmerResult(query_of(queries, i), rounds)
