@@ -49,7 +49,7 @@ device=cpu;
 if [ "\${GALAXY_GPU_ENABLED:-false}" = "true" ]; then device=auto; fi;
 case "\${CUDA_VISIBLE_DEVICES:-}" in ''|-1|NoDevFiles) ;; *) device=auto ;; esac;
 if [ "\$device" = cpu ]; then echo "gpu-search: this job was given no GPU (neither GALAXY_GPU_ENABLED=true nor CUDA_VISIBLE_DEVICES); searching on the CPU, same results" >&2; fi;
-#if $search.type in ('hmmsearch', 'phmmer', 'hmmscan'):
+#if $search.type in ('hmmsearch', 'phmmer', 'jackhmmer', 'hmmscan'):
 gpu-search '$search.type'
     --cpu "\${GALAXY_SLOTS:-1}"
     --device "\$device"
@@ -89,7 +89,10 @@ gpu-search '$search.type'
     --domZ '$search.adv.domZ'
     #end if
     --seed '$search.adv.seed'
-    #if $search.type == 'phmmer':
+    #if $search.type in ('phmmer', 'jackhmmer'):
+    #if $search.type == 'jackhmmer':
+    -N '$search.N'
+    #end if
     --popen '$search.adv.popen'
     --pextend '$search.adv.pextend'
     --mx '$search.adv.mx'
@@ -150,6 +153,10 @@ of the standard tools, only faster on a GPU:
   scores, E-values, domains and alignments.
 * **Protein HMMER search** searches protein queries against protein sequences,
   exactly as HMMER 3.4's ``phmmer`` does (each query becomes a profile HMM).
+* **Iterative protein HMMER search** searches protein queries against protein
+  sequences in rounds, exactly as HMMER 3.4's ``jackhmmer`` does: each round
+  builds a profile HMM from the query and what the round before found, until
+  the number of rounds asked for or until nothing new is found.
 * **HMM scan** searches each protein query against a database of profile HMMs
   (for example Pfam), exactly as HMMER 3.4's ``hmmscan`` does: for each query,
   the models it matches, with their scores, E-values and domains.  It runs on
@@ -172,8 +179,10 @@ GPU, or the GPU it was given could not be used (``gpu-search: no usable GPU
 
 * HMM search: a file of one or more HMMER3 profiles, and protein sequences in
   FASTA (may be gzipped).
-* Protein HMMER search: query protein sequences in FASTA, and protein sequences
-  in FASTA to search.
+* Protein HMMER search and iterative protein HMMER search: query protein
+  sequences in FASTA, and protein sequences in FASTA to search (the whole
+  database: each round of the iterative search builds on all of the round
+  before's hits).
 * HMM scan: query protein sequences in FASTA (may be gzipped), and the profile
   HMMs to search: an HMMER3 profile file from your history (it need not be
   pressed), or an HMM database the server holds (its ``hmm_database`` data
@@ -184,12 +193,14 @@ GPU, or the GPU it was given could not be used (``gpu-search: no usable GPU
 
 **Outputs**
 
-* HMM search, protein HMMER search and HMM scan: HMMER's main report, and on
-  request the per-sequence table (``--tblout``), the per-domain table
-  (``--domtblout``) and the Pfam-style table (``--pfamtblout``), exactly in
-  HMMER's formats; HMM search and protein HMMER search also the alignment of
-  the significant hits (``-A``, Stockholm).  HMM scan's tables list, for each
-  query, the models it matches.
+* HMM search, protein HMMER search, iterative protein HMMER search and HMM
+  scan: HMMER's main report, and on request the per-sequence table
+  (``--tblout``), the per-domain table (``--domtblout``) and the Pfam-style table
+  (``--pfamtblout``; not for the iterative search), exactly in HMMER's formats;
+  all but HMM scan also the alignment of the significant hits (``-A``,
+  Stockholm).  The iterative search's report shows every round, its tables and
+  alignment the last round's.  HMM scan's tables list, for each query, the
+  models it matches.
 * Protein BLAST: a tabular file, either the 12 standard columns
   (qseqid sseqid pident length mismatch gapopen qstart qend sstart send evalue
   bitscore) or 25 extended columns (those plus sallseqid score nident positive
@@ -270,7 +281,7 @@ def build_tool():
         node_name = "resource"
 
     tool = gxt.Tool("GPU protein search", TOOL_ID, TOOL_VERSION,
-                    "HMMER hmmsearch, phmmer and hmmscan, BLAST+ blastp, accelerated on GPUs", "gpu-search",
+                    "HMMER hmmsearch, phmmer, jackhmmer and hmmscan, BLAST+ blastp, accelerated on GPUs", "gpu-search",
                     version_command="gpu-search --version", command_override=[COMMAND.strip()],
                     profile="22.05")
     tool.command = gxtp.Command(detect_errors="aggressive")
@@ -286,28 +297,36 @@ def build_tool():
     search.append(gxtp.SelectParam("type", label="Search type", options={
         "hmmsearch": "HMM search: profile HMMs against protein sequences (hmmsearch)",
         "phmmer": "Protein HMMER search: protein queries against protein sequences (phmmer)",
+        "jackhmmer": "Iterative protein HMMER search: protein queries against protein sequences in rounds "
+                     "(jackhmmer)",
         "hmmscan": "HMM scan: protein queries against a database of profile HMMs (hmmscan)",
         "blastp": "Protein BLAST: protein queries against protein sequences (blastp)",
     }, default="hmmsearch"))
 
     def hmmer_outputs(program: str):
-        """The outputs' checkboxes (hmmscan has no -A)."""
+        """The outputs' checkboxes (hmmscan has no -A, jackhmmer no --pfamtblout; jackhmmer's
+        are its last round's)."""
+        last = " of the last round" if program == "jackhmmer" else ""
         options = {
-            "tblout": "Per-sequence hits (--tblout)" if program != "hmmscan" else
+            "tblout": f"Per-sequence hits{last} (--tblout)" if program != "hmmscan" else
                       "Per-model hits of each query (--tblout)",
-            "domtblout": "Per-domain hits (--domtblout)",
-            "pfamtblout": "Pfam-style hits (--pfamtblout)",
+            "domtblout": f"Per-domain hits{last} (--domtblout)",
         }
+        if program != "jackhmmer":
+            options["pfamtblout"] = "Pfam-style hits (--pfamtblout)"
         if program != "hmmscan":
-            options["alignment"] = "Multiple alignment of the significant hits (-A, Stockholm)"
+            options["alignment"] = f"Multiple alignment of the significant hits{last} (-A, Stockholm)"
         return gxtp.SelectParam("outputs", label="Tables to produce", multiple=True, display="checkboxes",
                                 optional=True, options=options, default="tblout")
 
     def hmmer_advanced(program: str):
-        """hmmsearch's, phmmer's and hmmscan's advanced options: hmmsearch's and hmmscan's
-        model cutoffs, phmmer's scoring system (phmmer.c's defaults and ranges); hmmscan's
-        targets are models."""
+        """hmmsearch's, phmmer's, jackhmmer's and hmmscan's advanced options: hmmsearch's and
+        hmmscan's model cutoffs, phmmer's and jackhmmer's scoring system (phmmer.c's defaults
+        and ranges; jackhmmer's of its first round's model), jackhmmer's inclusion defaults
+        (0.001: what is included builds the next round's model); hmmscan's targets are
+        models."""
         targets = "models" if program == "hmmscan" else "sequences"
+        inc = 0.001 if program == "jackhmmer" else 0.01
         adv = gxtp.Section("adv", title="Advanced options", expanded=False)
         if program in ("hmmsearch", "hmmscan"):
             adv.append(gxtp.SelectParam("cutoffs", label="Reporting thresholds", options={
@@ -319,15 +338,16 @@ def build_tool():
         adv.append(gxtp.FloatParam("E", value=10.0, min=0, label=f"Report {targets} with E-value at most (-E)"))
         adv.append(gxtp.FloatParam("domE", value=10.0, min=0,
                                    label="Report domains with conditional E-value at most (--domE)"))
-        adv.append(gxtp.FloatParam("incE", value=0.01, min=0, label=f"Include {targets} with E-value at most (--incE)"))
-        adv.append(gxtp.FloatParam("incdomE", value=0.01, min=0,
+        adv.append(gxtp.FloatParam("incE", value=inc, min=0, label=f"Include {targets} with E-value at most (--incE)"))
+        adv.append(gxtp.FloatParam("incdomE", value=inc, min=0,
                                    label="Include domains with conditional E-value at most (--incdomE)"))
-        if program == "phmmer":
+        if program in ("phmmer", "jackhmmer"):
+            first = " of the first round's model" if program == "jackhmmer" else ""
             adv.append(gxtp.FloatParam("popen", value=0.02, min=0, max=0.49999,
-                                       label="Gap open probability (--popen)"))
+                                       label=f"Gap open probability{first} (--popen)"))
             adv.append(gxtp.FloatParam("pextend", value=0.4, min=0, max=0.99999,
-                                       label="Gap extend probability (--pextend)"))
-            adv.append(gxtp.SelectParam("mx", label="Substitution score matrix (--mx)",
+                                       label=f"Gap extend probability{first} (--pextend)"))
+            adv.append(gxtp.SelectParam("mx", label=f"Substitution score matrix{first} (--mx)",
                                         options={m: m for m in SCORE_MATRICES}, default="BLOSUM62"))
         adv.append(gxtp.FloatParam("F1", value=0.02, min=0, max=1, label="MSV filter P-value threshold (--F1)"))
         adv.append(gxtp.FloatParam("F2", value=0.001, min=0, max=1, label="Viterbi filter P-value threshold (--F2)"))
@@ -363,6 +383,18 @@ def build_tool():
     seq.append(hmmer_outputs("phmmer"))
     seq.append(hmmer_advanced("phmmer"))
     search.append(seq)
+
+    jack = gxtp.When("jackhmmer")
+    jack.append(gxtp.DataParam("query", format="fasta,fasta.gz", label="Query protein sequences",
+                               help="Protein FASTA: each sequence is searched on its own, in rounds."))
+    jack.append(gxtp.DataParam("seqdb", format="fasta,fasta.gz", label="Protein sequences to search",
+                               help="Protein FASTA: the whole database (each round builds on all of the "
+                                    "round before's hits)."))
+    jack.append(gxtp.IntegerParam("N", value=5, min=1, label="Rounds of search at most (-N)",
+                                  help="Fewer where the search converges: a round that includes nothing new."))
+    jack.append(hmmer_outputs("jackhmmer"))
+    jack.append(hmmer_advanced("jackhmmer"))
+    search.append(jack)
 
     scan = gxtp.When("hmmscan")
     scan.append(gxtp.DataParam("query", format="fasta,fasta.gz", label="Query protein sequences",
@@ -455,17 +487,17 @@ def build_tool():
 
     outputs = gxtp.Outputs()
     main = gxtp.OutputData("output", format="txt", label="${tool.name} on ${on_string}: ${search.type} report")
-    main.append(gxtp.OutputFilter("search['type'] in ('hmmsearch', 'phmmer', 'hmmscan')"))
+    main.append(gxtp.OutputFilter("search['type'] in ('hmmsearch', 'phmmer', 'jackhmmer', 'hmmscan')"))
     outputs.append(main)
     for name, what in (("tblout", "per-sequence hits"), ("domtblout", "per-domain hits"),
                        ("pfamtblout", "Pfam-style hits")):
         out = gxtp.OutputData(name, format="tabular", label=f"${{tool.name}} on ${{on_string}}: {what}")
-        out.append(gxtp.OutputFilter(f"search['type'] in ('hmmsearch', 'phmmer', 'hmmscan') and search['outputs'] "
-                                     f"and '{name}' in search['outputs']"))
+        out.append(gxtp.OutputFilter(f"search['type'] in ('hmmsearch', 'phmmer', 'jackhmmer', 'hmmscan') and "
+                                     f"search['outputs'] and '{name}' in search['outputs']"))
         outputs.append(out)
     ali = gxtp.OutputData("alignment", format="stockholm",
                           label="${tool.name} on ${on_string}: alignment of significant hits")
-    ali.append(gxtp.OutputFilter("search['type'] in ('hmmsearch', 'phmmer') and search['outputs'] "
+    ali.append(gxtp.OutputFilter("search['type'] in ('hmmsearch', 'phmmer', 'jackhmmer') and search['outputs'] "
                                  "and 'alignment' in search['outputs']"))
     outputs.append(ali)
     bout = gxtp.OutputData("blast_out", format="tabular", label="${tool.name} on ${on_string}: blastp")
@@ -515,7 +547,24 @@ def build_tool():
     t.append(gxtp.TestOutput("tblout", file="blastp-queries.phmmer.tblout", lines_diff=11))
     t.append(gxtp.TestOutput("domtblout", file="blastp-queries.phmmer.domtblout", lines_diff=11))
     tests.append(t)
-    # 4. hmmscan, the test proteome against the four models of a history HMM file (not pressed),
+    # 4. jackhmmer, the three test queries against the test proteome in at most three rounds, the
+    # report, two tables and the alignment; expected files made by HMMER 3.4's jackhmmer (the
+    # oracle, test-data/make.sh).  The report counted as test 1's: 6 header lines naming files,
+    # the 3 lines naming the alignment's file, each round's "CPU time" and "Mc/sec" (6 rounds
+    # in all): (6 + 3 + 2 * 6) * 2, plus the line saying gpu-search computed it; a table's tail
+    # as in test 1; the alignment: each query's author line * 2
+    t = gxtp.Test(expect_num_outputs=4)
+    t.append(gxtp.TestParam("search|type", value="jackhmmer"))
+    t.append(gxtp.TestParam("search|query", value="blastp-queries.faa"))
+    t.append(gxtp.TestParam("search|seqdb", value="proteome.faa"))
+    t.append(gxtp.TestParam("search|N", value="3"))
+    t.append(gxtp.TestParam("search|outputs", value="tblout,domtblout,alignment"))
+    t.append(gxtp.TestOutput("output", file="blastp-queries.jackhmmer.out", lines_diff=43))
+    t.append(gxtp.TestOutput("tblout", file="blastp-queries.jackhmmer.tblout", lines_diff=11))
+    t.append(gxtp.TestOutput("domtblout", file="blastp-queries.jackhmmer.domtblout", lines_diff=11))
+    t.append(gxtp.TestOutput("alignment", file="blastp-queries.jackhmmer.sto", lines_diff=6))
+    tests.append(t)
+    # 5. hmmscan, the test proteome against the four models of a history HMM file (not pressed),
     # two tables; expected files made by HMMER 3.4's hmmscan on the models pressed by hmmpress
     # (test-data/make.sh); a table's tail as in test 1
     t = gxtp.Test(expect_num_outputs=3)
@@ -527,7 +576,7 @@ def build_tool():
     t.append(gxtp.TestOutput("tblout", file="proteome.hmmscan.tblout", lines_diff=11))
     t.append(gxtp.TestOutput("domtblout", file="proteome.hmmscan.domtblout", lines_diff=11))
     tests.append(t)
-    # 5. hmmscan against the pressed database of the test data table (test-data/hmm_database.loc:
+    # 6. hmmscan against the pressed database of the test data table (test-data/hmm_database.loc:
     # the four models as hmmpress pressed them, test-data/make.sh), the Pfam-style table too
     t = gxtp.Test(expect_num_outputs=4)
     t.append(gxtp.TestParam("search|type", value="hmmscan"))
@@ -549,24 +598,24 @@ def build_tool():
         t.append(output)
         return t
 
-    # 6. blastp, 12 columns, BLAST+'s default statistics; expected file made by BLAST+ 2.12
+    # 7. blastp, 12 columns, BLAST+'s default statistics; expected file made by BLAST+ 2.12
     # (test-data/make.sh)
     tests.append(blastp_test({"outfmt": f"6 {BLAST_STD}", "adv|evalue": "10"},
                              gxtp.TestOutput("blast_out", file="blastp-queries.cbs2.std.tsv")))
-    # 7. blastp, 25 columns, -evalue 1e-5 -max_target_seqs 5 -comp_based_stats 0
+    # 8. blastp, 25 columns, -evalue 1e-5 -max_target_seqs 5 -comp_based_stats 0
     tests.append(blastp_test({"adv|evalue": "1e-5", "adv|max_target_seqs": "5", "adv|comp_based_stats": "0"},
                              gxtp.TestOutput("blast_out", file="blastp-queries.ext.tsv")))
-    # 8. blastp, BLAST XML; BLAST+'s file differs in two lines, each counted twice: its version
+    # 9. blastp, BLAST XML; BLAST+'s file differs in two lines, each counted twice: its version
     # and its database's path (the tool writes the dataset's name)
     tests.append(blastp_test({"outfmt": "5", "adv|evalue": "10"},
                              gxtp.TestOutput("blast_out", file="blastp-queries.xml", ftype="blastxml", lines_diff=4)))
-    # 9. blastp, the pairwise report; BLAST+'s differs in its first line (the version) and its
+    # 10. blastp, the pairwise report; BLAST+'s differs in its first line (the version) and its
     # two Database: lines (the dataset's name), each counted twice, and its Posted date line
     tests.append(blastp_test({"outfmt": "0", "adv|evalue": "10"},
                              gxtp.TestOutput("blast_out", file="blastp-queries.pairwise.txt", ftype="txt",
                                              lines_diff=7)))
-    # 10. blastp against the BLAST database of the test data table (test-data/blastdb_p.loc: the
-    # proteome as makeblastdb made it, test-data/make.sh): the rows of test 6
+    # 11. blastp against the BLAST database of the test data table (test-data/blastdb_p.loc: the
+    # proteome as makeblastdb made it, test-data/make.sh): the rows of test 7
     tests.append(blastp_test({"db_opts|db_opts_selector": "db", "db_opts|database": "proteome",
                               "outfmt": f"6 {BLAST_STD}", "adv|evalue": "10"},
                              gxtp.TestOutput("blast_out", file="blastp-queries.cbs2.std.tsv")))

@@ -40,6 +40,13 @@ pexe=$(python3 -c "import sys; sys.path.insert(0, 'tests/helpers'); from oracle.
         -E 10.0 --domE 10.0 --incE 0.01 --incdomE 0.01 --F1 0.02 --F2 0.001 --F3 1e-05 --seed 42 \
         --popen 0.02 --pextend 0.4 --mx BLOSUM62 $T/blastp-queries.faa $T/proteome.faa
 
+# jackhmmer with the options Galaxy's tool passes (tool.xml), --cpu 1 as in Galaxy's tests
+jexe=$(python3 -c "import sys; sys.path.insert(0, 'tests/helpers'); from oracle.build import build; print(build('jackhmmer_oracle'))")
+"$jexe" --cpu 1 -N 3 -o $T/blastp-queries.jackhmmer.out -A $T/blastp-queries.jackhmmer.sto \
+        --tblout $T/blastp-queries.jackhmmer.tblout --domtblout $T/blastp-queries.jackhmmer.domtblout \
+        -E 10.0 --domE 10.0 --incE 0.001 --incdomE 0.001 --F1 0.02 --F2 0.001 --F3 1e-05 --seed 42 \
+        --popen 0.02 --pextend 0.4 --mx BLOSUM62 $T/blastp-queries.faa $T/proteome.faa
+
 # hmmscan: the four models pressed by hmmpress for the test data table (test-data/hmm_database.loc;
 # pressed in their folder, so the index names no other path; the HMM file itself is not kept:
 # hmmscan reads only the pressed files), and HMMER's hmmscan of the test proteome against them with

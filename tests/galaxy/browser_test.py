@@ -23,7 +23,7 @@ tool as it changes:
 
 Each form state is saved as OUT/NN-<case>.png; the first screenshot of each
 case is copied to DOCS/<name>-form.png, where <name> is the case's value where it is a
-search type ("hmmsearch", "phmmer", "hmmscan", "blastp"), else "hmmsearch" or "blastp" when it contains
+search type ("hmmsearch", "phmmer", "jackhmmer", "hmmscan", "blastp"), else "hmmsearch" or "blastp" when it contains
 "hmm" or "blast" (else the value).
 Exits 1 if a check fails (a screenshot of the failing page is saved as
 OUT/failure.png), 0 otherwise.
@@ -105,7 +105,7 @@ def _flatten(elem, prefix: str = "") -> dict[str, str]:
 
 
 def doc_name(value: str) -> str:
-    if value in ("hmmsearch", "phmmer", "hmmscan", "blastp"):
+    if value in ("hmmsearch", "phmmer", "jackhmmer", "hmmscan", "blastp"):
         return value
     if "hmm" in value.lower():
         return "hmmsearch"

@@ -37,10 +37,10 @@ def test_tool_xml_structure():
     assert root.find("requirements/container").text
     assert root.find("version_command").text.strip() == "gpu-search --version"
     whens = {w.get("value") for w in root.findall("inputs/conditional/when")}
-    assert whens >= {"hmmsearch", "phmmer", "hmmscan", "blastp"}
+    assert whens >= {"hmmsearch", "phmmer", "jackhmmer", "hmmscan", "blastp"}
     searches = {w.get("value") for w in root.findall("inputs/conditional/when")
                 if w.getparent().get("name") == "search"}
-    assert searches == {"hmmsearch", "phmmer", "hmmscan", "blastp"}
+    assert searches == {"hmmsearch", "phmmer", "jackhmmer", "hmmscan", "blastp"}
     assert len(root.findall("tests/test")) >= 4
     assert len(root.findall("citations/citation")) >= 7
     for test in root.findall("tests/test"):       # expected files are there
@@ -143,6 +143,61 @@ def test_phmmer_command_quotes_everything(tmp_path):
            ["1e-3", "0.1", "0.5", "PAM70", "5000", "7"]
     assert "--max" in argv and "--domZ" not in argv
     assert argv[-2:] == [HOSTILE[0], HOSTILE[1]]
+
+
+def test_jackhmmer_command_quotes_everything(tmp_path):
+    """jackhmmer: the queries and database quoted, -N and the first round's scoring options
+    passed, no --cut_* and no --pfamtblout (jackhmmer has neither), the thresholds always given."""
+    adv = _Params(E="1e-3", domE="10.0", incE="0.001", incdomE="1e-4", popen="0.1", pextend="0.5", mx="PAM70",
+                  F1="0.02", F2="0.001", F3="1e-05", max="", nobias="--nobias", nonull2="", Z="", domZ="", seed="7")
+    search = dict(type="jackhmmer", query=HOSTILE[0], seqdb=HOSTILE[1], N="4",
+                  outputs=_Params(__str__="tblout,alignment"), adv=adv)
+    outs = dict(output=HOSTILE[2], tblout=HOSTILE[3], domtblout="unused", pfamtblout="unused",
+                alignment="ali $(touch PWNED).sto")
+    argv = run_rendered(render(search, outs, {}), tmp_path, {"CUDA_VISIBLE_DEVICES": "0"})
+    assert not (tmp_path / "PWNED").exists()
+    assert argv[0] == "jackhmmer" and argv[argv.index("--device") + 1] == "auto"
+    assert argv[argv.index("-o") + 1] == HOSTILE[2] and argv[argv.index("--tblout") + 1] == HOSTILE[3]
+    assert argv[argv.index("-A") + 1] == "ali $(touch PWNED).sto"
+    assert "--domtblout" not in argv and "--pfamtblout" not in argv and not any(a.startswith("--cut") for a in argv)
+    assert [argv[argv.index(o) + 1] for o in ("-N", "-E", "--incE", "--incdomE", "--popen", "--pextend", "--mx",
+                                               "--seed")] == ["4", "1e-3", "0.001", "1e-4", "0.1", "0.5", "PAM70", "7"]
+    assert "--nobias" in argv and "-Z" not in argv
+    assert argv[-2:] == [HOSTILE[0], HOSTILE[1]]
+
+
+def test_jackhmmer_command_runs(tmp_path):
+    """The rendered jackhmmer command (the tool's defaults, 3 rounds, as the tool's test runs
+    it), run with the real gpu-search on the test data named as Galaxy names datasets, gives
+    the rows and alignment of HMMER's jackhmmer in test-data (test-data/make.sh)."""
+    import shutil
+    import sys
+
+    exe = tmp_path / "bin" / "gpu-search"      # this checkout's gpu-search, first on the job's PATH
+    exe.parent.mkdir()
+    exe.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m gpu_search "$@"\n')
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    adv = _Params(E="10.0", domE="10.0", incE="0.001", incdomE="0.001", popen="0.02", pextend="0.4",
+                  mx="BLOSUM62", F1="0.02", F2="0.001", F3="1e-05", max="", nobias="", nonull2="", Z="", domZ="",
+                  seed="42")
+    data = ROOT / "test-data"
+    for k, name in enumerate(("blastp-queries.faa", "proteome.faa"), start=1):
+        shutil.copyfile(data / name, tmp_path / f"dataset_{k}.dat")
+    search = dict(type="jackhmmer", query=str(tmp_path / "dataset_1.dat"), seqdb=str(tmp_path / "dataset_2.dat"),
+                  N="3", outputs=_Params(__str__="tblout,domtblout,alignment"), adv=adv)
+    outs = {n: str(tmp_path / f"out.{n}") for n in ("output", "tblout", "domtblout", "pfamtblout", "alignment")}
+    r = subprocess.run(["bash", "-e", "-c", render(search, outs, {})], cwd=tmp_path, capture_output=True, text=True,
+                       env={**os.environ, "GALAXY_SLOTS": "1", "PATH": f"{exe.parent}:{os.environ['PATH']}"})
+    assert r.returncode == 0, r.stderr
+    for n, suffix in (("tblout", "tblout"), ("domtblout", "domtblout")):
+        rows = [line for line in Path(outs[n]).read_text().splitlines() if not line.startswith("#")]
+        want = [line for line in (data / f"blastp-queries.jackhmmer.{suffix}").read_text().splitlines()
+                if not line.startswith("#")]
+        assert rows and rows == want, n
+    ours = Path(outs["alignment"]).read_text().replace(f"; computed by gpu-search {gpu_search.__version__})", ")")
+    assert ours == (data / "blastp-queries.jackhmmer.sto").read_text()
+    report = Path(outs["output"]).read_text()
+    assert report.count("@@ Round:") == (data / "blastp-queries.jackhmmer.out").read_text().count("@@ Round:") > 0
 
 
 @pytest.mark.parametrize("source", ["history HMM file", "data table"])
