@@ -6,6 +6,7 @@
  *   nextflow run main.nf -profile gpu,singularity --search blastp --queries q.faa --db proteins.faa.gz --shards 8
  *   nextflow run main.nf -profile gpu,docker --search phmmer --queries q.faa --db proteins.faa.gz --shards 8
  *   nextflow run main.nf -profile docker --search hmmscan --queries q.faa --hmm Pfam-A.hmm --shards 8
+ *   nextflow run main.nf -profile gpu,docker --search jackhmmer --queries q.faa --db proteins.faa.gz --rounds 3
  *   nextflow run main.nf -profile test,docker
  *
  * The database is cut once (gpu-search makedb --shards N) into shards of balanced
@@ -18,17 +19,21 @@
  * the models (Z is the number of models): the query FASTA is cut into parts instead, each part
  * searched against the whole HMM database in its own task, and the parts' outputs put back
  * together in query order, as one hmmscan run writes them.
+ *
+ * jackhmmer is not cut at all: each round's model is built from the whole database's hits of the
+ * round before, so the queries are searched against the whole database in one task (GPU_JACKHMMER).
  */
 nextflow.enable.dsl = 2
 
-params.search    = 'hmmsearch'      // hmmsearch | phmmer | blastp | hmmscan
+params.search    = 'hmmsearch'      // hmmsearch | phmmer | blastp | hmmscan | jackhmmer
 params.hmm       = null             // hmmsearch: HMM file; hmmscan: the HMM database (an HMM file, or the name given to hmmpress)
-params.queries   = null             // phmmer, blastp, hmmscan: query FASTA
-params.db        = null             // protein FASTA (may be gzipped); not for hmmscan
-params.shards    = 4                // hmmscan: the parts the query FASTA is cut into
+params.queries   = null             // phmmer, blastp, hmmscan, jackhmmer: query FASTA
+params.db        = null             // protein FASTA (may be gzipped); not for hmmscan; jackhmmer: also a .gsdb from gpu-search makedb (not a shard)
+params.shards    = 4                // hmmscan: the parts the query FASTA is cut into; not for jackhmmer
+params.rounds    = 5                // jackhmmer: the most rounds of search (-N; fewer where a query converges)
 params.outdir    = 'results'
 params.outfmt    = '6 std sallseqid score nident positive gaps ppos qframe sframe qseq sseq qlen slen salltitles'   // blastp: the shards' and the merged table's columns
-params.write_align = false          // hmmsearch, phmmer: also the merged alignment of the included domains (-A, Stockholm), as nf-core's write_align
+params.write_align = false          // hmmsearch, phmmer: also the merged alignment of the included domains (-A, Stockholm), as nf-core's write_align; jackhmmer: the query and the last round's included domains
 // The image is not published in any registry: build it once, on each machine that runs tasks
 // (or push it to a registry of yours and give its name), from the repository's root:
 //   docker build -f containers/Dockerfile -t gpu-search:0.1.0 .         (podman build: the same)
@@ -350,6 +355,64 @@ process GPU_HMMSCAN_MERGE {
     """
 }
 
+// jackhmmer of the query FASTA against the whole database, in one task: each round's model is
+// built from the whole database's hits of the round before, so the database is not cut into
+// shards (gpu-search jackhmmer refuses a shard, exit 2) and nothing is merged
+process GPU_JACKHMMER {
+    tag "$meta.id"
+    label 'process_gpu'
+    container { container_for(task) }
+
+    input:
+    tuple val(meta), path(seqfile)
+    tuple val(meta2), path(seqdb)   // the whole database: protein FASTA (may be gzipped), a .gsdb from gpu-search makedb (not a shard), or a BLAST database's folder
+    val rounds                      // the most rounds (-N)
+    val write_align                 // also the alignment of the query and the last round's included domains (-A)
+
+    output:
+    tuple val(meta), path("*.txt.gz")    , emit: output
+    tuple val(meta), path("*.tbl.gz")    , emit: target_summary
+    tuple val(meta), path("*.domtbl.gz") , emit: domain_summary
+    tuple val(meta), path("*.sto.gz")    , emit: alignments, optional: true
+    tuple val(meta), path("*.stderr.txt"), emit: stderr
+    tuple val("${task.process}"), val('gpu-search'), eval("gpu-search --version | sed 's/.* //'"), topic: versions
+
+    when:
+    task.ext.when == null || task.ext.when
+
+    script:
+    def args   = task.ext.args ?: ''
+    def prefix = task.ext.prefix ?: "${meta.id}"
+    def device = task.accelerator ? 'auto' : 'cpu'
+    def align  = write_align ? "-A ${prefix}.sto" : ""
+    def align_gz = write_align ? " ${prefix}.sto" : ""
+    """
+    gpu-search jackhmmer \\
+        -N ${rounds} \\
+        --cpu ${task.cpus} \\
+        --device ${device} \\
+        --quiet \\
+        -o ${prefix}.txt \\
+        --tblout ${prefix}.tbl \\
+        --domtblout ${prefix}.domtbl \\
+        ${align} \\
+        ${args} \\
+        ${seqfile} \\
+        ${seqdb} \\
+        2> ${prefix}.stderr.txt || { status=\$?; cat ${prefix}.stderr.txt >&2; exit \$status; }
+    cat ${prefix}.stderr.txt >&2
+    gzip --no-name ${prefix}.txt ${prefix}.tbl ${prefix}.domtbl${align_gz}
+    """
+
+    stub:
+    def prefix = task.ext.prefix ?: "${meta.id}"
+    def align_gz = write_align ? " ${prefix}.sto.gz" : ""
+    """
+    for f in ${prefix}.txt.gz ${prefix}.tbl.gz ${prefix}.domtbl.gz${align_gz}; do echo "" | gzip > \$f; done
+    touch ${prefix}.stderr.txt
+    """
+}
+
 workflow SHARDED_SEARCH {
     take:
     db        // channel: [meta, fasta], meta.id names the merged outputs (one merge per database)
@@ -426,7 +489,7 @@ def db_id(path) {
 }
 
 workflow {
-    if (!(params.search in ['hmmsearch', 'phmmer', 'blastp', 'hmmscan'])) { error "--search ${params.search}: give hmmsearch, phmmer, blastp or hmmscan" }
+    if (!(params.search in ['hmmsearch', 'phmmer', 'blastp', 'hmmscan', 'jackhmmer'])) { error "--search ${params.search}: give hmmsearch, phmmer, blastp, hmmscan or jackhmmer" }
     if (workflow.containerEngine in ['singularity', 'apptainer'] && !params.sif) {
         error "give --sif: the SIF made from the gpu-search image (apptainer build gpu-search-0.1.0.sif docker-daemon://gpu-search:0.1.0)"
     }
@@ -438,6 +501,18 @@ workflow {
         queries = Channel.of([[id: db_id(params.queries)], file(params.queries, checkIfExists: true)])
         SHARDED_HMMSCAN(queries, [[id: file(params.hmm).name], hmm_files], params.shards)
         SHARDED_HMMSCAN.out.merged.subscribe { meta, files -> log.info "merged: ${files}" }
+    } else if (params.search == 'jackhmmer') {
+        // one task: the queries against the whole database (not sharded, nothing to merge)
+        if (!params.queries || !params.db) {
+            error "--search jackhmmer: give --queries (protein FASTA) and --db (the whole protein database: FASTA, may be gzipped, a .gsdb from gpu-search makedb, not a shard, or a BLAST database's folder)"
+        }
+        queries = Channel.of([[id: db_id(params.queries)], file(params.queries, checkIfExists: true)])
+        GPU_JACKHMMER(queries, [[id: db_id(params.db)], file(params.db, checkIfExists: true)], params.rounds, params.write_align)
+        // as SHARDED_SEARCH: a task given a GPU that could not use it says so on its stderr
+        GPU_JACKHMMER.out.stderr
+            .filter { meta, txt -> txt.text.contains('no usable GPU') }
+            .subscribe { meta, txt -> log.warn "${meta.id}: ${txt.text.readLines().find { it.contains('no usable GPU') }}" }
+        GPU_JACKHMMER.out.output.subscribe { meta, report -> log.info "jackhmmer: ${report}" }
     } else {
         if (!params.db) { error "give --db: the protein database (FASTA, may be gzipped)" }
         def query = params.search in ['phmmer', 'blastp'] ? params.queries : params.hmm

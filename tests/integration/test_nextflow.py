@@ -59,7 +59,7 @@ def structure():
 def test_processes_follow_nf_core_conventions(structure):
     procs = {p["name"]: p for p in structure["processes"]}
     assert {"GPU_HMMSEARCH", "GPU_BLASTP", "GPU_SEARCH_MAKEDB", "GPU_SEARCH_MERGE", "GPU_SEARCH_SPLIT", "GPU_HMMSCAN",
-            "GPU_HMMSCAN_MERGE"} <= set(procs)
+            "GPU_HMMSCAN_MERGE", "GPU_JACKHMMER"} <= set(procs)
     for name, p in procs.items():
         assert {"input", "output", "script", "stub"} <= set(p["sections"]), name
         assert "tag" in p["directives"] and "label" in p["directives"], name
@@ -68,13 +68,18 @@ def test_processes_follow_nf_core_conventions(structure):
         # nf-core's switch: a task runs unless its ext.when is set false
         assert p["when"] == "((task.ext.when == null) || task.ext.when)", name
         assert p["params"] == [], f"{name} reads params: a module takes what it needs as inputs"
-    for name in ("GPU_HMMSEARCH", "GPU_BLASTP"):
+    for name in ("GPU_HMMSEARCH", "GPU_BLASTP", "GPU_JACKHMMER"):
         assert procs[name]["directives"]["label"] == "(process_gpu)"
         # the GPU comes from the gpu profile (nextflow.config), so that without it the CPU is used
         assert "accelerator" not in procs[name]["directives"]
     assert procs["GPU_HMMSEARCH"]["emits"] == ["output", "target_summary", "domain_summary", "hits", "stderr"]
     assert procs["GPU_BLASTP"]["emits"] == ["tsv", "hits", "stderr"]
     assert procs["GPU_HMMSCAN"]["emits"] == ["output", "target_summary", "domain_summary", "stderr"]
+    # jackhmmer: nf-core hmmsearch's emits (the alignment optional, as write_align asks) and the stderr
+    assert procs["GPU_JACKHMMER"]["emits"] == ["output", "target_summary", "domain_summary", "alignments", "stderr"]
+    assert procs["GPU_JACKHMMER"]["inputs"][2:] == ["this.val(rounds)", "this.val(write_align)"]
+    assert "this.tuple([emit:alignments, optional:true], this.val(meta), this.path(*.sto.gz))" in \
+        procs["GPU_JACKHMMER"]["outputs"]
     # hmmscan runs on the CPU for now: its tasks ask for no GPU
     assert procs["GPU_HMMSCAN"]["directives"]["label"] == "(process_medium)"
     assert "this.val(outfmt)" in procs["GPU_BLASTP"]["inputs"] and "this.val(outfmt)" in procs["GPU_SEARCH_MERGE"]["inputs"]
@@ -328,7 +333,7 @@ def test_sharded_phmmer_tasks_equal_unsharded(tmp_path):
     entry = MAIN_NF.read_text()
     entry = entry[entry.index("\nworkflow {"):]
     assert "params.search in ['phmmer', 'blastp'] ? params.queries : params.hmm" in entry
-    assert "params.search in ['hmmsearch', 'phmmer', 'blastp', 'hmmscan']" in entry
+    assert "params.search in ['hmmsearch', 'phmmer', 'blastp', 'hmmscan', 'jackhmmer']" in entry
 
 
 def _hmmscan_parts(tmp_path: Path, queries: Path, n_parts: int, hmmdb: list[Path], name: str, ext_args=""):
@@ -409,11 +414,197 @@ def test_hmmscan_entry_workflow(structure):
     entry = MAIN_NF.read_text()
     entry = entry[entry.index("\nworkflow {"):]
     hmmscan, others = entry.split("} else {")
+    hmmscan = hmmscan.split("} else if (params.search == 'jackhmmer') {")[0]
     assert "SHARDED_HMMSCAN(queries, [[id: file(params.hmm).name], hmm_files], params.shards)" in hmmscan
     assert "['', '.h3m', '.h3i', '.h3f', '.h3p'].collect { file(params.hmm + it) }.findAll { it.exists() }" in hmmscan
     assert "params.db" not in hmmscan and "params.db" in others
     sharded = next(w for w in structure["workflows"] if w["name"] == "SHARDED_HMMSCAN")
     assert sharded["take"] == ["queries", "hmmdb", "n_parts"] and sharded["params"] == []
+
+
+# --- jackhmmer: one task over the whole database ------------------------------------------------
+
+# the lines of jackhmmer's report and tables that name files, the command line, the folder and the
+# date: they differ between the task and a run elsewhere with the same options
+JACKHMMER_DIFFER = ("# query sequence file:", "# target sequence database:", "# output directed to file:",
+                    "# MSA of hits saved to file:", "# per-seq hits tabular output:",
+                    "# per-dom hits tabular output:", "# Alignment of ", "# CPU time:", "# Mc/sec:",
+                    "# Query file:", "# Target file:", "# Option settings:", "# Current dir:", "# Date:")
+
+
+def _gunzip_lines(path: Path) -> list[str]:
+    import gzip
+
+    with gzip.open(path, "rt") as fh:
+        return fh.read().splitlines()
+
+
+def _some_proteins(out: Path, picks=(0, 9, 75, 150, 225), gz=False) -> Path:
+    """A few proteins of the test proteome, as they are there (plain or gzipped)."""
+    import gzip
+
+    proteome = (TEST_DATA / "proteome.faa").read_text()
+    records = [">" + r for r in proteome[1:].split("\n>")]
+    text = "".join(r if r.endswith("\n") else r + "\n" for r in (records[i] for i in picks))
+    if gz:
+        out.write_bytes(gzip.compress(text.encode()))
+    else:
+        out.write_text(text)
+    return out
+
+
+@pytest.mark.parametrize("source, write_align, ext_args, accelerator", [
+    ("fasta", True, "", None),
+    ("gsdb", False, "--incE 0.01 --incdomE 0.01", None),
+    ("makeblastdb folder", True, "-E 1", None),
+    ("fasta.gz", True, "", 1),
+])
+def test_jackhmmer_task_equals_one_run(tmp_path, source, write_align, ext_args, accelerator):
+    """--search jackhmmer: GPU_JACKHMMER runs gpu-search jackhmmer on the whole database (FASTA,
+    gzipped FASTA, a .gsdb from makedb, a BLAST database's folder) with -N from params.rounds and -A
+    where write_align asks; its gzipped report, tables and alignment equal one gpu-search jackhmmer
+    run's with the same options, apart from the lines naming files, the command line, the folder
+    and the date.  Five proteins of the test proteome against all of it, two rounds; a task given
+    a GPU (accelerator) runs with --device auto, with the same results."""
+    queries = _some_proteins(tmp_path / ("queries.faa.gz" if source == "fasta.gz" else "queries.faa"),
+                             gz=source == "fasta.gz")
+    db = TEST_DATA / "proteome.faa"
+    if source == "gsdb":
+        (tmp_path / "db").mkdir()
+        subprocess.run([sys.executable, "-m", "gpu_search", "makedb", "-o", str(tmp_path / "db" / "proteome.gsdb"),
+                        str(db)], check=True, capture_output=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        db = tmp_path / "db" / "proteome.gsdb"
+    elif source == "makeblastdb folder":
+        if shutil.which("makeblastdb") is None:
+            pytest.skip("makeblastdb (BLAST+) not installed")
+        (tmp_path / "blastdb").mkdir()
+        subprocess.run(["makeblastdb", "-in", str(db), "-dbtype", "prot", "-out", str(tmp_path / "blastdb" / "proteome")],
+                       check=True, capture_output=True)
+        db = tmp_path / "blastdb"
+    wd = tmp_path / "task"
+    script, _ = run_task("GPU_JACKHMMER", wd, {"meta": SimpleNamespace(id="queries"), "seqfile": queries,
+                                               "meta2": SimpleNamespace(id="proteome"), "seqdb": db,
+                                               "rounds": 2, "write_align": write_align},
+                         ext_args=ext_args, accelerator=accelerator)
+    assert "gpu-search jackhmmer" in script and "-N 2" in script and "--cpu 2" in script
+    assert f"--device {'auto' if accelerator else 'cpu'}" in script
+    assert ("-A queries.sto" in script) == write_align
+    made = sorted(p.name for p in wd.iterdir() if not p.name.startswith(".") and not p.is_symlink())
+    assert made == sorted(["queries.txt.gz", "queries.tbl.gz", "queries.domtbl.gz", "queries.stderr.txt"]
+                          + (["queries.sto.gz"] if write_align else []))
+    # one gpu-search jackhmmer run, same options, outputs elsewhere
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    subprocess.run([sys.executable, "-m", "gpu_search", "jackhmmer", "-N", "2", "--quiet", "--device", "cpu",
+                    *ext_args.split(), "-o", str(whole / "t.txt"), "--tblout", str(whole / "t.tbl"),
+                    "--domtblout", str(whole / "t.domtbl"), "-A", str(whole / "t.sto"), str(queries), str(db)],
+                   check=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+    def lines(text_lines):
+        return [l for l in text_lines if not l.startswith(JACKHMMER_DIFFER)]
+    for suffix in ("txt", "tbl", "domtbl"):
+        assert lines(_gunzip_lines(wd / f"queries.{suffix}.gz")) == lines((whole / f"t.{suffix}").read_text().splitlines()), suffix
+    if write_align:
+        assert _gunzip_lines(wd / "queries.sto.gz") == (whole / "t.sto").read_text().splitlines()
+    report = (whole / "t.txt").read_text()
+    assert report.startswith("# jackhmmer :: iteratively search a protein sequence against a protein database")
+    assert report.count("\nQuery:       ") == 5 and "@@ Round:                  2" in report
+    assert "@@ Round:                  3" not in report
+    assert len(data_lines(whole / "t.tbl")) > 10
+
+
+def test_jackhmmer_task_gives_hmmers_rows(tmp_path):
+    """GPU_JACKHMMER with the options of test-data/make.sh (three rounds of test-data's three
+    queries against the test proteome, defaults otherwise): the rows of HMMER 3.4's jackhmmer
+    (both tables) and its alignment; the report's rounds as many as HMMER's."""
+    wd = tmp_path / "task"
+    run_task("GPU_JACKHMMER", wd, {"meta": SimpleNamespace(id="blastp-queries"),
+                                   "seqfile": TEST_DATA / "blastp-queries.faa",
+                                   "meta2": SimpleNamespace(id="proteome"), "seqdb": TEST_DATA / "proteome.faa",
+                                   "rounds": 3, "write_align": True})
+    import gpu_search
+
+    for suffix in ("tbl", "domtbl"):
+        rows = [l for l in _gunzip_lines(wd / f"blastp-queries.{suffix}.gz") if not l.startswith("#")]
+        assert rows and rows == data_lines(TEST_DATA / f"blastp-queries.jackhmmer.{suffix}out"), suffix
+    ours = "\n".join(_gunzip_lines(wd / "blastp-queries.sto.gz")) + "\n"
+    assert ours.replace(f"; computed by gpu-search {gpu_search.__version__})", ")") == \
+        (TEST_DATA / "blastp-queries.jackhmmer.sto").read_text()
+    rounds = "\n".join(_gunzip_lines(wd / "blastp-queries.txt.gz")).count("@@ Round:")
+    assert rounds == (TEST_DATA / "blastp-queries.jackhmmer.out").read_text().count("@@ Round:") > 0
+
+
+def test_jackhmmer_task_refuses_a_shard(tmp_path):
+    """A shard as --db: gpu-search jackhmmer refuses it (exit 2), and the task fails with its
+    message on the task's stderr (each round's model needs the whole database's hits)."""
+    run_task("GPU_SEARCH_MAKEDB", tmp_path / "makedb", {"meta": SimpleNamespace(id="proteome"),
+                                                        "fasta": TEST_DATA / "proteome.faa", "n_shards": 2})
+    shard = sorted((tmp_path / "makedb").glob("*.gsdb"))[0]
+    with pytest.raises(AssertionError, match="jackhmmer needs the whole database"):
+        run_task("GPU_JACKHMMER", tmp_path / "task", {"meta": SimpleNamespace(id="q"),
+                                                      "seqfile": TEST_DATA / "blastp-queries.faa",
+                                                      "meta2": SimpleNamespace(id="proteome"), "seqdb": shard,
+                                                      "rounds": 2, "write_align": False})
+
+
+def test_jackhmmer_entry_workflow(structure):
+    """The entry workflow runs GPU_JACKHMMER for --search jackhmmer, once, with --queries, the whole
+    --db, params.rounds (jackhmmer's default, 5) and params.write_align; it warns where a task given
+    a GPU could not use it, as SHARDED_SEARCH does; nothing is cut or merged."""
+    text = MAIN_NF.read_text()
+    assert re.search(r"^params\.rounds\s*=\s*5\s", text, re.M)
+    entry = text[text.index("\nworkflow {"):]
+    jack = entry[entry.index("} else if (params.search == 'jackhmmer') {"):]
+    jack = jack[:jack.index("} else {")]
+    assert ("GPU_JACKHMMER(queries, [[id: db_id(params.db)], file(params.db, checkIfExists: true)], params.rounds, "
+            "params.write_align)") in jack
+    assert "error \"--search jackhmmer: give --queries (protein FASTA) and --db" in jack
+    assert "GPU_JACKHMMER.out.stderr" in jack and ".filter { meta, txt -> txt.text.contains('no usable GPU') }" in jack
+    for other in ("MAKEDB", "MERGE", "SPLIT", "params.shards"):
+        assert other not in jack
+    assert {"rounds", "write_align", "queries", "db"} <= set(next(w for w in structure["workflows"] if w["name"] == "")["params"])
+
+
+def _search_check(search: str) -> subprocess.CompletedProcess:
+    """The entry workflow's first line, the check of --search, run by Groovy with params.search."""
+    entry = MAIN_NF.read_text()
+    entry = entry[entry.index("\nworkflow {"):]
+    check = next(l for l in entry.splitlines() if "params.search in [" in l and "error" in l)
+    script = ("def params = [search: " + json.dumps(search) + "]\n"
+              "def error = { String msg -> System.err.println('ERROR ~ ' + msg); System.exit(1) }\n"
+              + check.strip() + "\nprintln 'accepted'\n")
+    return subprocess.run([shutil.which("groovy"), "-e", script], capture_output=True, text=True,
+                          env=dict(os.environ, JAVA_HOME=java_home()))
+
+
+def test_search_check_accepts_jackhmmer_and_names_it_when_refusing(structure):
+    """--search jackhmmer passes the entry workflow's check; a search it does not know stops the run
+    with the message that lists the five searches (as docs/workflows.md says them)."""
+    for search in ("hmmsearch", "phmmer", "blastp", "hmmscan", "jackhmmer"):
+        r = _search_check(search)
+        assert r.returncode == 0 and r.stdout.strip() == "accepted", (search, r.stderr)
+    for wrong in ("jackhmer", "psiblast", "JACKHMMER"):
+        r = _search_check(wrong)
+        assert r.returncode == 1
+        assert r.stderr.strip() == f"ERROR ~ --search {wrong}: give hmmsearch, phmmer, blastp, hmmscan or jackhmmer"
+    assert "`--search X: give hmmsearch, phmmer, blastp, hmmscan or jackhmmer`" in (ROOT / "docs" / "workflows.md").read_text()
+
+
+def test_nf_test_gives_gpu_jackhmmer_what_it_takes(structure):
+    """tests/jackhmmer.nf.test (nf-test, where Nextflow is installed) gives GPU_JACKHMMER every input
+    it takes, in every test; its real run compares the tables with HMMER's jackhmmer's
+    (test-data/make.sh)."""
+    proc = next(p for p in structure["processes"] if p["name"] == "GPU_JACKHMMER")
+    text = (ROOT / "tests" / "jackhmmer.nf.test").read_text()
+    assert 'process "GPU_JACKHMMER"' in text
+    tests = re.split(r"\n    test\(", text)[1:]
+    assert len(tests) >= 2
+    for test in tests:
+        given = sorted(int(i) for i in re.findall(r"input\[(\d+)\] =", test))
+        assert given == list(range(len(proc["inputs"]))), test.splitlines()[0]
+    for name in ("blastp-queries.jackhmmer.tblout", "blastp-queries.jackhmmer.domtblout", "blastp-queries.faa",
+                 "proteome.faa"):
+        assert f"test-data/{name}" in text
 
 
 @pytest.mark.parametrize("source", ["fasta", "makeblastdb folder"])
@@ -479,18 +670,23 @@ def test_search_task_keeps_the_no_gpu_line_visible(tmp_path):
 
 
 @pytest.mark.parametrize("process", ["GPU_SEARCH_MAKEDB", "GPU_HMMSEARCH", "GPU_BLASTP", "GPU_SEARCH_MERGE",
-                                     "GPU_SEARCH_SPLIT", "GPU_HMMSCAN", "GPU_HMMSCAN_MERGE"])
+                                     "GPU_SEARCH_SPLIT", "GPU_HMMSCAN", "GPU_HMMSCAN_MERGE", "GPU_JACKHMMER"])
 @pytest.mark.parametrize("search", ["hmmsearch", "phmmer", "blastp"])
 def test_stub_blocks_make_what_the_outputs_declare(process, search, tmp_path, structure):
-    """Each stub makes a file for every output glob of its process (nf-test -stub)."""
+    """Each stub makes a file for every output glob of its process (nf-test -stub), optional ones
+    (jackhmmer's alignment without write_align) apart."""
     meta = SimpleNamespace(id="x", search=search)
     run_task(process, tmp_path, {"meta": meta, "write_align": False}, section="stub")
     proc = next(p for p in structure["processes"] if p["name"] == process)
     made = [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")]
     for out in proc["outputs"]:
         glob = re.search(r"this\.path\(([^)]*)\)", out)
-        if glob:
+        if glob and "optional:true" not in out:
             assert any(fnmatch.fnmatch(name, glob.group(1)) for name in made), (out, made)
+    if process == "GPU_JACKHMMER":
+        assert not any(name.endswith(".sto.gz") for name in made)
+        run_task(process, tmp_path / "align", {"meta": meta, "write_align": True}, section="stub")
+        assert (tmp_path / "align" / "x.sto.gz").exists()
     if process == "GPU_SEARCH_MERGE":
         assert sorted(made) == (["x.merged.tsv"] if search == "blastp" else
                                 ["x.merged.domtbl", "x.merged.tbl", "x.merged.txt"])
@@ -513,7 +709,8 @@ def test_meta_yml_describes_the_process(process, structure):
     assert meta["name"] == process.lower()
     documented = [[next(iter(e)) for e in (item if isinstance(item, list) else [item])] for item in meta["input"]]
     assert documented == [_declared(i) for i in proc["inputs"]]
-    emitted = {re.search(r"\[emit:(\w+)\]", o).group(1): _declared(o) for o in proc["outputs"] if "[emit:" in o}
+    # an optional output prints as [emit:name, optional:true]
+    emitted = {re.search(r"\[emit:(\w+)[,\]]", o).group(1): _declared(o) for o in proc["outputs"] if "[emit:" in o}
     assert {name: [next(iter(e)) for e in tup[0]] for name, tup in meta["output"].items()} == emitted
     assert "versions" in meta["topics"]
 
