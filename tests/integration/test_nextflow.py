@@ -699,7 +699,7 @@ def _declared(text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("process", ["GPU_SEARCH_MAKEDB", "GPU_HMMSEARCH", "GPU_BLASTP", "GPU_SEARCH_MERGE",
-                                     "GPU_SEARCH_SPLIT", "GPU_HMMSCAN", "GPU_HMMSCAN_MERGE"])
+                                     "GPU_SEARCH_SPLIT", "GPU_HMMSCAN", "GPU_HMMSCAN_MERGE", "GPU_JACKHMMER"])
 def test_meta_yml_describes_the_process(process, structure):
     """meta/<process>/meta.yml (nf-core module metadata) names the process's inputs, in order, and
     each emitted output with its glob."""
