@@ -510,84 +510,67 @@ def build_tool():
     tool.outputs = outputs
 
     tests = gxtp.Tests()
+    TABLE_TAIL = 11     # a table's tail: 5 lines (files, options, folder, date) * 2 + the line saying
+    #                     gpu-search computed the file (lines_diff counts a changed line twice, - and +,
+    #                     and an added line once)
+
+    def hmmer_test(params: dict, outputs: dict) -> gxtp.Test:
+        """A test of a HMMER search: its parameters under search|, each output's expected file
+        and lines_diff."""
+        t = gxtp.Test(expect_num_outputs=len(outputs) + ("output" not in outputs))
+        for name, value in params.items():
+            t.append(gxtp.TestParam(f"search|{name}", value=value))
+        for name, (file, lines_diff) in outputs.items():
+            t.append(gxtp.TestOutput(name, file=file, lines_diff=lines_diff))
+        return t
+
+    def tables(prefix: str, *names: str) -> dict:
+        return {name: (f"{prefix}.{name}", TABLE_TAIL) for name in names}
+
     # 1. hmmsearch, three tables and the alignment; expected files made by HMMER 3.4
-    # (test-data/make.sh)
-    t = gxtp.Test(expect_num_outputs=5)
-    t.append(gxtp.TestParam("search|type", value="hmmsearch"))
-    t.append(gxtp.TestParam("search|hmmfile", value="four-models.hmm"))
-    t.append(gxtp.TestParam("search|seqdb", value="proteome.faa"))
-    t.append(gxtp.TestParam("search|outputs", value="tblout,domtblout,pfamtblout,alignment"))
-    # lines_diff counts a changed line twice (- and +) and an added line once: 7 header
-    # lines naming Galaxy's file paths, the 3 lines naming the alignment's file, and each
-    # model's "CPU time" and "Mc/sec" lines: (7 + 3 + 2 * 4) * 2, plus the line saying
-    # gpu-search computed the file; a table's tail: 5 lines (files, options, folder, date)
-    # * 2 + that line; the alignment: the author line of each of its 3 models * 2
-    t.append(gxtp.TestOutput("output", file="four-models.out", lines_diff=37))
-    t.append(gxtp.TestOutput("tblout", file="four-models.tblout", lines_diff=11))
-    t.append(gxtp.TestOutput("domtblout", file="four-models.domtblout", lines_diff=11))
-    t.append(gxtp.TestOutput("pfamtblout", file="four-models.pfamtblout", lines_diff=11))
-    t.append(gxtp.TestOutput("alignment", file="four-models.sto", lines_diff=6))
-    tests.append(t)
+    # (test-data/make.sh).  The report: 7 header lines naming Galaxy's file paths, the 3 lines
+    # naming the alignment's file, and each model's "CPU time" and "Mc/sec" lines: (7 + 3 + 2 *
+    # 4) * 2, plus the line saying gpu-search computed the file; the alignment: the author line
+    # of each of its 3 models * 2
+    tests.append(hmmer_test(
+        {"type": "hmmsearch", "hmmfile": "four-models.hmm", "seqdb": "proteome.faa",
+         "outputs": "tblout,domtblout,pfamtblout,alignment"},
+        {"output": ("four-models.out", 37), **tables("four-models", "tblout", "domtblout", "pfamtblout"),
+         "alignment": ("four-models.sto", 6)}))
     # 2. hmmsearch with the gathering cutoff, per-sequence table only
-    t = gxtp.Test(expect_num_outputs=2)
-    t.append(gxtp.TestParam("search|type", value="hmmsearch"))
-    t.append(gxtp.TestParam("search|hmmfile", value="PF02826.hmm"))
-    t.append(gxtp.TestParam("search|seqdb", value="proteome.faa"))
-    t.append(gxtp.TestParam("search|outputs", value="tblout"))
-    t.append(gxtp.TestParam("search|adv|cutoffs", value="cut_ga"))
-    t.append(gxtp.TestOutput("tblout", file="PF02826.cut_ga.tblout", lines_diff=11))
-    tests.append(t)
+    tests.append(hmmer_test(
+        {"type": "hmmsearch", "hmmfile": "PF02826.hmm", "seqdb": "proteome.faa", "outputs": "tblout",
+         "adv|cutoffs": "cut_ga"},
+        {"tblout": ("PF02826.cut_ga.tblout", TABLE_TAIL)}))
     # 3. phmmer, the three test queries against the test proteome, two tables; expected files
-    # made by HMMER 3.4's phmmer (test-data/make.sh); a table's tail as in test 1
-    t = gxtp.Test(expect_num_outputs=3)
-    t.append(gxtp.TestParam("search|type", value="phmmer"))
-    t.append(gxtp.TestParam("search|query", value="blastp-queries.faa"))
-    t.append(gxtp.TestParam("search|seqdb", value="proteome.faa"))
-    t.append(gxtp.TestParam("search|outputs", value="tblout,domtblout"))
-    t.append(gxtp.TestOutput("tblout", file="blastp-queries.phmmer.tblout", lines_diff=11))
-    t.append(gxtp.TestOutput("domtblout", file="blastp-queries.phmmer.domtblout", lines_diff=11))
-    tests.append(t)
+    # made by HMMER 3.4's phmmer (test-data/make.sh)
+    tests.append(hmmer_test(
+        {"type": "phmmer", "query": "blastp-queries.faa", "seqdb": "proteome.faa", "outputs": "tblout,domtblout"},
+        tables("blastp-queries.phmmer", "tblout", "domtblout")))
     # 4. jackhmmer, the three test queries against the test proteome in at most three rounds, the
     # report, two tables and the alignment; expected files made by HMMER 3.4's jackhmmer (the
     # oracle, test-data/make.sh).  The report counted as test 1's: 6 header lines naming files,
     # the 3 lines naming the alignment's file, each round's "CPU time" and "Mc/sec" (6 rounds
-    # in all): (6 + 3 + 2 * 6) * 2, plus the line saying gpu-search computed it; a table's tail
-    # as in test 1; the alignment: each query's author line * 2
-    t = gxtp.Test(expect_num_outputs=4)
-    t.append(gxtp.TestParam("search|type", value="jackhmmer"))
-    t.append(gxtp.TestParam("search|query", value="blastp-queries.faa"))
-    t.append(gxtp.TestParam("search|seqdb", value="proteome.faa"))
-    t.append(gxtp.TestParam("search|N", value="3"))
-    t.append(gxtp.TestParam("search|outputs", value="tblout,domtblout,alignment"))
-    t.append(gxtp.TestOutput("output", file="blastp-queries.jackhmmer.out", lines_diff=43))
-    t.append(gxtp.TestOutput("tblout", file="blastp-queries.jackhmmer.tblout", lines_diff=11))
-    t.append(gxtp.TestOutput("domtblout", file="blastp-queries.jackhmmer.domtblout", lines_diff=11))
-    t.append(gxtp.TestOutput("alignment", file="blastp-queries.jackhmmer.sto", lines_diff=6))
-    tests.append(t)
+    # in all): (6 + 3 + 2 * 6) * 2, plus the line saying gpu-search computed it; the
+    # alignment: each query's author line * 2
+    tests.append(hmmer_test(
+        {"type": "jackhmmer", "query": "blastp-queries.faa", "seqdb": "proteome.faa", "N": "3",
+         "outputs": "tblout,domtblout,alignment"},
+        {"output": ("blastp-queries.jackhmmer.out", 43), **tables("blastp-queries.jackhmmer", "tblout", "domtblout"),
+         "alignment": ("blastp-queries.jackhmmer.sto", 6)}))
     # 5. hmmscan, the test proteome against the four models of a history HMM file (not pressed),
     # two tables; expected files made by HMMER 3.4's hmmscan on the models pressed by hmmpress
-    # (test-data/make.sh); a table's tail as in test 1
-    t = gxtp.Test(expect_num_outputs=3)
-    t.append(gxtp.TestParam("search|type", value="hmmscan"))
-    t.append(gxtp.TestParam("search|query", value="proteome.faa"))
-    t.append(gxtp.TestParam("search|hmmdb_opts|hmmdb_opts_selector", value="file"))
-    t.append(gxtp.TestParam("search|hmmdb_opts|hmmfile", value="four-models.hmm"))
-    t.append(gxtp.TestParam("search|outputs", value="tblout,domtblout"))
-    t.append(gxtp.TestOutput("tblout", file="proteome.hmmscan.tblout", lines_diff=11))
-    t.append(gxtp.TestOutput("domtblout", file="proteome.hmmscan.domtblout", lines_diff=11))
-    tests.append(t)
+    # (test-data/make.sh)
+    tests.append(hmmer_test(
+        {"type": "hmmscan", "query": "proteome.faa", "hmmdb_opts|hmmdb_opts_selector": "file",
+         "hmmdb_opts|hmmfile": "four-models.hmm", "outputs": "tblout,domtblout"},
+        tables("proteome.hmmscan", "tblout", "domtblout")))
     # 6. hmmscan against the pressed database of the test data table (test-data/hmm_database.loc:
     # the four models as hmmpress pressed them, test-data/make.sh), the Pfam-style table too
-    t = gxtp.Test(expect_num_outputs=4)
-    t.append(gxtp.TestParam("search|type", value="hmmscan"))
-    t.append(gxtp.TestParam("search|query", value="proteome.faa"))
-    t.append(gxtp.TestParam("search|hmmdb_opts|hmmdb_opts_selector", value="db"))
-    t.append(gxtp.TestParam("search|hmmdb_opts|database", value="four_models"))
-    t.append(gxtp.TestParam("search|outputs", value="tblout,domtblout,pfamtblout"))
-    t.append(gxtp.TestOutput("tblout", file="proteome.hmmscan.tblout", lines_diff=11))
-    t.append(gxtp.TestOutput("domtblout", file="proteome.hmmscan.domtblout", lines_diff=11))
-    t.append(gxtp.TestOutput("pfamtblout", file="proteome.hmmscan.pfamtblout", lines_diff=11))
-    tests.append(t)
+    tests.append(hmmer_test(
+        {"type": "hmmscan", "query": "proteome.faa", "hmmdb_opts|hmmdb_opts_selector": "db",
+         "hmmdb_opts|database": "four_models", "outputs": "tblout,domtblout,pfamtblout"},
+        tables("proteome.hmmscan", "tblout", "domtblout", "pfamtblout")))
 
     def blastp_test(params: dict, output: gxtp.TestOutput) -> gxtp.Test:
         """A blastp test of the three test queries against the test proteome."""

@@ -590,18 +590,25 @@ def test_search_check_accepts_jackhmmer_and_names_it_when_refusing(structure):
     assert "`--search X: give hmmsearch, phmmer, blastp, hmmscan or jackhmmer`" in (ROOT / "docs" / "workflows.md").read_text()
 
 
+def nf_test_text(path: Path, n_inputs: int, min_tests: int) -> str:
+    """An nf-test file's text, checked to give its process or workflow every one of its n_inputs
+    inputs in each of its (at least min_tests) tests."""
+    text = path.read_text()
+    tests = re.split(r"\n    test\(", text)[1:]
+    assert len(tests) >= min_tests
+    for test in tests:
+        given = sorted(int(i) for i in re.findall(r"input\[(\d+)\] =", test))
+        assert given == list(range(n_inputs)), test.splitlines()[0]
+    return text
+
+
 def test_nf_test_gives_gpu_jackhmmer_what_it_takes(structure):
     """tests/jackhmmer.nf.test (nf-test, where Nextflow is installed) gives GPU_JACKHMMER every input
     it takes, in every test; its real run compares the tables with HMMER's jackhmmer's
     (test-data/make.sh)."""
     proc = next(p for p in structure["processes"] if p["name"] == "GPU_JACKHMMER")
-    text = (ROOT / "tests" / "jackhmmer.nf.test").read_text()
+    text = nf_test_text(ROOT / "tests" / "jackhmmer.nf.test", len(proc["inputs"]), 2)
     assert 'process "GPU_JACKHMMER"' in text
-    tests = re.split(r"\n    test\(", text)[1:]
-    assert len(tests) >= 2
-    for test in tests:
-        given = sorted(int(i) for i in re.findall(r"input\[(\d+)\] =", test))
-        assert given == list(range(len(proc["inputs"]))), test.splitlines()[0]
     for name in ("blastp-queries.jackhmmer.tblout", "blastp-queries.jackhmmer.domtblout", "blastp-queries.faa",
                  "proteome.faa"):
         assert f"test-data/{name}" in text
@@ -719,12 +726,7 @@ def test_nf_test_gives_sharded_search_what_it_takes(structure):
     """tests/main.nf.test (nf-test, where Nextflow is installed) calls SHARDED_SEARCH with every
     input it takes, in every test, one with params set."""
     sharded = next(w for w in structure["workflows"] if w["name"] == "SHARDED_SEARCH")
-    text = (ROOT / "tests" / "main.nf.test").read_text()
-    tests = re.split(r"\n    test\(", text)[1:]
-    assert len(tests) >= 4
-    for test in tests:
-        given = sorted(int(i) for i in re.findall(r"input\[(\d+)\] =", test))
-        assert given == list(range(len(sharded["take"]))), test.splitlines()[0]
+    text = nf_test_text(ROOT / "tests" / "main.nf.test", len(sharded["take"]), 4)
     assert re.search(r"params \{\s*outfmt = '6 std qlen slen'", text) and "input[4] = params.outfmt" in text
 
 
@@ -732,12 +734,7 @@ def test_nf_test_gives_sharded_hmmscan_what_it_takes(structure):
     """tests/hmmscan.nf.test calls SHARDED_HMMSCAN with every input it takes, in every test; its
     real run compares the merged tables with HMMER's hmmscan's (test-data/make.sh)."""
     sharded = next(w for w in structure["workflows"] if w["name"] == "SHARDED_HMMSCAN")
-    text = (ROOT / "tests" / "hmmscan.nf.test").read_text()
+    text = nf_test_text(ROOT / "tests" / "hmmscan.nf.test", len(sharded["take"]), 2)
     assert 'workflow "SHARDED_HMMSCAN"' in text
-    tests = re.split(r"\n    test\(", text)[1:]
-    assert len(tests) >= 2
-    for test in tests:
-        given = sorted(int(i) for i in re.findall(r"input\[(\d+)\] =", test))
-        assert given == list(range(len(sharded["take"]))), test.splitlines()[0]
     for name in ("proteome.hmmscan.tblout", "proteome.hmmscan.domtblout", "hmmdb/four-models.hmm.h3?"):
         assert f"test-data/{name}" in text
