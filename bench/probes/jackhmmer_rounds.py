@@ -2,7 +2,7 @@
 
     python3 bench/probes/jackhmmer_rounds.py [--cells 1:273m:few,1:273m:many] [--rounds 3]
 
-For each cell (queries and databases as ``bench/jackhmmer_bench.py`` builds them), runs
+For each cell (queries and databases as ``bench/query_search_bench.py`` builds them), runs
 ``gpu-search jackhmmer --device gpu`` twice (the first warms the caches) with the report
 kept, and prints the second run's wall time, the seconds before the first round (start-up:
 imports, CUDA, the database read and uploaded), and each round's elapsed seconds and filter
@@ -27,7 +27,7 @@ BENCH = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(BENCH.parent), str(BENCH)]
 
 import hmmsearch_matrix as matrix  # noqa: E402
-import jackhmmer_bench as jb  # noqa: E402
+import query_search_bench as qs  # noqa: E402
 from probes.hmmsearch_profile import summarise  # noqa: E402
 
 STAT = re.compile(r"^(Passed MSV filter|Passed bias filter|Passed Vit filter|Passed Fwd filter|"
@@ -64,8 +64,8 @@ def main():
     for cell in args.cells.split(","):
         n, db, homologs = cell.split(":")
         _, gsdb, info = matrix.build_database(db, homologs, args)
-        queries = args.work / f"jackhmmer_queries_{n}.faa"
-        queries.write_bytes(b"".join(b">%s\n%s\n" % (name.encode(), seq) for name, seq in jb.pick_queries(int(n))))
+        queries = args.work / f"queries_{n}.faa"
+        queries.write_bytes(b"".join(b">%s\n%s\n" % (name.encode(), seq) for name, seq in qs.pick_queries(int(n))))
         with tempfile.TemporaryDirectory() as tmp:
             report = Path(tmp) / "report.txt"
             cmd = [sys.executable, "-m", "gpu_search", "jackhmmer", "-q", "-N", str(args.rounds), "--cpu",

@@ -1,21 +1,23 @@
-"""jackhmmer end to end: gpu-search's command against pyhmmer's jackhmmer on all cores, on the
-same host, in one run.
+"""phmmer and jackhmmer end to end: gpu-search's command against pyhmmer's phmmer or jackhmmer
+on all cores, on the same host, in one run.
 
 Cells: queries x database x homologs, e.g. ``1:273m:few,1:68m:many,10:68m:many``: the
 databases of ``bench/hmmsearch_matrix.py`` (the proteome and its shuffled or mutated copies,
 built once under --work), the queries proteins of the proteome (their homologs in the
 database: the proteome's own, and in the many-homolog databases their mutated copies),
 taken at evenly spaced places among those of 100-600 residues.  Each cell, every tool run
-as a subprocess and timed by its wall time, -N rounds (--rounds, default 3):
+as a subprocess and timed by its wall time, the program of --program (jackhmmer: -N rounds,
+--rounds, default 3):
 
-* ours: ``python -m gpu_search jackhmmer -q -N R --cpu N -o /dev/null --noali --tblout T
+* ours: ``python -m gpu_search PROGRAM -q [-N R] --cpu N -o /dev/null --noali --tblout T
   QUERIES DB.gsdb`` with ``--device gpu``: cold (CuPy's, numba's and CUDA's caches a new
   empty folder, the cubins built ahead of time, as the GPU image ships them) and warm (the
   same command again, the caches as the cold run left them); and ``--device cpu`` (a query
   a core) where --cpu-path says;
 * pyhmmer: ``pyhmmer.hmmer.jackhmmer(queries, block, max_iterations=R, cpus=N,
-  incE=0.001, incdomE=0.001)`` in a subprocess that reads the FASTA file into a block itself
-  and writes the last round's hits of each query (``TopHits.write(format="targets")``);
+  incE=0.001, incdomE=0.001)`` or ``pyhmmer.hmmer.phmmer(queries, block, cpus=N)`` in a
+  subprocess that reads the FASTA file into a block itself and writes each query's hits (the
+  last round's) with ``TopHits.write(format="targets")``;
 * rows: our GPU run's --tblout against our CPU run's (identical, every column: the CPU path
   is tested line by line against HMMER's jackhmmer), and against pyhmmer's (the query name
   column left out: pyhmmer names the last round's model, ``<query>-i<round>``);
@@ -24,7 +26,8 @@ as a subprocess and timed by its wall time, -N rounds (--rounds, default 3):
 The ratio is pyhmmer's time over our warm run's.  The table (markdown and JSON in --out) is
 printed last.
 
-    python bench/jackhmmer_bench.py --cells 1:273m:few,1:68m:many --cpu-path 1:68m:many
+    python bench/query_search_bench.py --cells 1:273m:few,1:68m:many --cpu-path 1:68m:many
+    python bench/query_search_bench.py --program phmmer --cells 100:273m:few
 """
 
 from __future__ import annotations
@@ -48,9 +51,9 @@ def pick_queries(n: int) -> list[tuple[str, bytes]]:
     return [fit[int(step * (k + 0.5))] for k in range(n)]
 
 
-def pyhmmer_worker(queries, fasta, cpus, rounds, tbl):
-    """The pyhmmer side of a cell (run in its own process): read both files, iterate, write the
-    last round's hits of each query."""
+def pyhmmer_worker(program, queries, fasta, cpus, rounds, tbl):
+    """The pyhmmer side of a cell (run in its own process): read both files, search, write each
+    query's hits (jackhmmer: the last round's)."""
     import pyhmmer
 
     abc = pyhmmer.easel.Alphabet.amino()
@@ -59,13 +62,18 @@ def pyhmmer_worker(queries, fasta, cpus, rounds, tbl):
     with pyhmmer.easel.SequenceFile(queries, digital=True, alphabet=abc) as sf:
         qs = sf.read_block()
     with open(tbl, "wb") as out:
+        if program == "phmmer":
+            for hits in pyhmmer.hmmer.phmmer(qs, block, cpus=int(cpus)):
+                hits.write(out, format="targets", header=False)
+            return
         for result in pyhmmer.hmmer.jackhmmer(qs, block, max_iterations=int(rounds), cpus=int(cpus),
                                               incE=0.001, incdomE=0.001):
             result.hits.write(out, format="targets", header=False)
 
 
 def ours_command(args, device, queries, gsdb, tbl) -> list[str]:
-    return [sys.executable, "-m", "gpu_search", "jackhmmer", "-q", "-N", str(args.rounds), "--cpu", str(args.cpus),
+    rounds = ["-N", str(args.rounds)] if args.program == "jackhmmer" else []
+    return [sys.executable, "-m", "gpu_search", args.program, "-q", *rounds, "--cpu", str(args.cpus),
             "-o", os.devnull, "--noali", "--device", device, "--tblout", str(tbl), str(queries), str(gsdb)]
 
 
@@ -76,17 +84,17 @@ def without_query_name(rows) -> list[bytes] | None:
 def run_cell(cell: str, args) -> dict:
     n, db, homologs = cell.split(":")
     fasta, gsdb, info = matrix.build_database(db, homologs, args)
-    queries = args.work / f"jackhmmer_queries_{n}.faa"
+    queries = args.work / f"queries_{n}.faa"
     queries.write_bytes(b"".join(b">%s\n%s\n" % (name.encode(), seq) for name, seq in pick_queries(int(n))))
-    row = {"cell": cell, "queries": int(n), "database": db, "homologs": homologs, "residues": info["residues"],
-           "rounds": args.rounds}
+    row = {"cell": cell, "program": args.program, "queries": int(n), "database": db, "homologs": homologs,
+           "residues": info["residues"], "rounds": args.rounds if args.program == "jackhmmer" else "-"}
     logs = args.out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    tbl = {k: args.work / f"jack_{cell.replace(':', '_')}_{k}.tbl" for k in ("cold", "warm", "cpu", "pyhmmer")}
+    tbl = {k: args.work / f"{args.program}_{cell.replace(':', '_')}_{k}.tbl" for k in ("cold", "warm", "cpu", "pyhmmer")}
     for path in tbl.values():
         path.unlink(missing_ok=True)
-    print(f"== {cell}: {n} queries x {info['residues'] / 1e6:.0f} M residues ({homologs} homologs), "
-          f"-N {args.rounds}", flush=True)
+    print(f"== {args.program} {cell}: {n} queries x {info['residues'] / 1e6:.0f} M residues ({homologs} "
+          f"homologs)", flush=True)
     with tempfile.TemporaryDirectory() as cache:      # empty for the cold run, then what it compiled
         env = matrix.cache_env(Path(cache))
         row["ours_cold"] = matrix.run_timed(ours_command(args, args.device, queries, gsdb, tbl["cold"]),
@@ -99,7 +107,7 @@ def run_cell(cell: str, args) -> dict:
     if args.no_pyhmmer:
         row["pyhmmer"] = {"rc": "not run"}
     else:
-        row["pyhmmer"] = matrix.run_timed([sys.executable, __file__, "_pyhmmer", str(queries), str(fasta),
+        row["pyhmmer"] = matrix.run_timed([sys.executable, __file__, "_pyhmmer", args.program, str(queries), str(fasta),
                                            str(args.cpus), str(args.rounds), str(tbl["pyhmmer"])],
                                           args.timeout, logs / f"{cell}_pyhmmer.log")
     rows = {k: matrix.table_rows(path) for k, path in tbl.items()}
@@ -136,11 +144,12 @@ def markdown(rows: list[dict]) -> str:
 
 def main():
     if sys.argv[1:2] == ["_pyhmmer"]:
-        pyhmmer_worker(*sys.argv[2:7])
+        pyhmmer_worker(*sys.argv[2:8])
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cells", default="1:273m:few,1:68m:many", help="queries:database:homologs, comma-separated")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--program", choices=["jackhmmer", "phmmer"], default="jackhmmer")
+    ap.add_argument("--rounds", type=int, default=3, help="jackhmmer's -N")
     ap.add_argument("--cpu-path", default="", help="cells where our --device cpu runs too")
     ap.add_argument("--device", default="gpu", help="our GPU runs' device (reference: a smoke run without a GPU)")
     ap.add_argument("--no-pyhmmer", action="store_true", help="our runs only (a change measured against itself)")
@@ -157,9 +166,9 @@ def main():
     t = time.perf_counter()
     for cell in args.cells.split(","):
         rows.append(run_cell(cell, args))
-        (args.out / "jackhmmer_bench.json").write_text(json.dumps(rows, indent=1))
+        (args.out / f"{args.program}_bench.json").write_text(json.dumps(rows, indent=1))
     table = markdown(rows)
-    (args.out / "jackhmmer_bench.md").write_text(table + "\n")
+    (args.out / f"{args.program}_bench.md").write_text(table + "\n")
     print(f"\n{args.cpus} CPU threads each side; {time.perf_counter() - t:.0f} s in all\n{table}")
 
 
