@@ -7,17 +7,20 @@ pyhmmer); they differ in what comes before:
   uploaded, kernels loaded), a host cost per model (profile conversion, launches,
   P-values, the bias filter), and the filters' DP cells at the GPU's rate;
 * the CPU path (pyhmmer's whole pipeline) pays the conversion of every database
-  sequence into a pyhmmer block, then the filters' cells on the CPU, where pyhmmer
-  runs one model per thread: a search of fewer models than cores uses fewer cores.
+  sequence into a pyhmmer block, then the filters' cells on every core (pyhmmer runs
+  one model per thread; with fewer models than threads the database is cut into pieces,
+  :class:`.search.PiecewiseSearch`).
 
 The costs are fitted to end-to-end runs through the command line on an H200 with 16
 cores (``bench/hmmsearch_matrix.py``'s ``ours warm`` and ``ours --device cpu`` columns,
 few-homolog cells of 1-2,000 models x 6.8-68 M residues; ``docs/benchmarks.md``): a
 proteome searched with 200 models or more goes to the GPU, with 20 to the CPU.  With
 many homologs the GPU path also finishes better (pieces of one model on every core, where
-pyhmmer gives each model one thread), which this estimate leaves out: there it may
-choose the CPU where the GPU was up to 1.4x faster.  Only the choice depends on these
-figures, never a result: both paths give the same output.
+pyhmmer gives each of 16 or more models one thread), which this estimate leaves out:
+there it may choose the CPU where the GPU was up to 1.4x faster.  The CPU path's pieces
+for fewer models than cores came after these fits (their cells are counted on every core
+here, not measured on that host).  Only the choice depends on these figures, never a
+result: both paths give the same output.
 """
 
 from __future__ import annotations
@@ -42,8 +45,7 @@ class Crossover:
         model_nodes: the models' M summed; cpus: the threads the search may use.
         """
         cells = float(model_nodes) * float(residues)
-        cores = max(1, min(cpus, n_models))
-        cpu = n_seqs * self.cpu_per_sequence + cells / (cores * self.cpu_cells_per_core)
+        cpu = n_seqs * self.cpu_per_sequence + cells / (max(1, cpus) * self.cpu_cells_per_core)
         gpu = self.gpu_start + n_models * self.gpu_per_model + cells / self.gpu_cells_per_second
         return cpu, gpu
 

@@ -18,7 +18,8 @@ The round's search is p7_Pipeline over the whole database:
 
 * on the CPU (``device="cpu"``), ``Pipeline.search_hmm`` over the database, serially, as
   jackhmmer's serial path; queries are independent, so several run at once, one per
-  thread, each with its own builder and pipeline;
+  thread, each with its own builder and pipeline; with fewer queries than threads each
+  round's search is cut into database pieces searched at once (:func:`piecewise_search`);
 * otherwise hmmsearch's engine (:func:`.search.hmmsearch`): the round's model through the
   filter cascade on the GPU, its survivors finished by pyhmmer on every core with Z the
   number of sequences searched, so the round's hits are those of the serial search.  The
@@ -29,6 +30,7 @@ The round's search is p7_Pipeline over the whole database:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -41,7 +43,7 @@ from .options import JackhmmerOptions
 from .queries import Query, query_of
 from .queries import read_queries as _read_queries
 from .report import HMMER_VERSION, PROVENANCE, Timing
-from .search import PipelineStats, hmmsearch, make_backend, pipeline_stats
+from .search import PiecewiseSearch, PipelineStats, hmmsearch, make_backend, pipeline_stats, residue_pieces
 
 
 @dataclass
@@ -94,6 +96,20 @@ def serial_search(targets, options: JackhmmerOptions) -> Callable:
     def search(hmm):
         pipeline = Pipeline(hmm.alphabet, background=Background(hmm.alphabet), **options.pipeline_kwargs(options.Z))
         hits = pipeline.search_hmm(hmm, targets)
+        return hits, pipeline_stats(hits, options)
+
+    return search
+
+
+def piecewise_search(blocks: list, options: JackhmmerOptions, n_searched: int, pool) -> Callable:
+    """A round's search on the CPU with the database cut into ``blocks``, searched at once on
+    ``pool`` (:class:`.search.PiecewiseSearch`, Z fixed to the sequences searched, the number
+    the serial search counts): ``search(hmm) -> (hits, stats)``, as :func:`serial_search`'s."""
+    Z = options.Z if options.Z is not None else n_searched
+    pieces = PiecewiseSearch(blocks, options.pipeline_kwargs(Z), pool)
+
+    def search(hmm):
+        hits = pieces(hmm)
         return hits, pipeline_stats(hits, options)
 
     return search
@@ -260,18 +276,28 @@ def jackhmmer(queries: SequenceDB, db: SequenceDB, options: JackhmmerOptions | N
                 yield JackhmmerResult(query_of(queries, i), rounds)
         return
 
-    searched = None if skipped is None else np.setdiff1d(np.arange(db.n_seqs), skipped)
-    search = serial_search(db.digital_block(searched, abc), options)
+    searched = np.arange(db.n_seqs) if skipped is None else np.setdiff1d(np.arange(db.n_seqs), skipped)
+    threads = cpus or os.cpu_count() or 1
+    pieces = threads // max(1, n)
+    with contextlib.ExitStack() as stack:
+        if pieces > 1:
+            # fewer queries than threads: each round's search cut into database pieces, searched
+            # on every thread (one query on one thread left the other cores idle)
+            pool = stack.enter_context(ThreadPoolExecutor(max_workers=threads, thread_name_prefix="search"))
+            blocks = [db.digital_block(piece, abc) for piece in residue_pieces(searched, db.lengths, pieces)]
+            search = piecewise_search(blocks, options, len(searched), pool)
+        else:
+            search = serial_search(db.digital_block(searched, abc), options)
 
-    def one(i: int) -> JackhmmerResult:
-        return JackhmmerResult(query_of(queries, i), iterate(query(i), search, options))
+        def one(i: int) -> JackhmmerResult:
+            return JackhmmerResult(query_of(queries, i), iterate(query(i), search, options))
 
-    workers = max(1, min(cpus or os.cpu_count() or 1, n))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jackhmmer") as pool:
-        for done, result in enumerate(pool.map(one, range(n)), start=1):
-            if callback:
-                callback(done)
-            yield result
+        workers = max(1, min(threads, n))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jackhmmer") as per_query:
+            for done, result in enumerate(per_query.map(one, range(n)), start=1):
+                if callback:
+                    callback(done)
+                yield result
 
 
 def write_outputs(results, options: JackhmmerOptions, *, seqfile: str, seqdb: str, output=None,

@@ -161,11 +161,19 @@ def hmmsearch(
 
 
 def _search_pyhmmer(hmms, db, searched, options, kwargs, cpus, callback):
-    """HMMER's whole pipeline in pyhmmer, over every searched sequence."""
+    """HMMER's whole pipeline in pyhmmer, over every searched sequence.
+
+    pyhmmer's hmmsearch gives each model one thread: a search of fewer models than threads
+    left cores idle (one model: one core).  There the database is cut into pieces instead
+    (:class:`PiecewiseSearch`), each model's pieces searched on every thread."""
     import pyhmmer
 
-    block = db.digital_block(searched)
     queries = list(hmms)
+    pieces = cpus // max(1, len(queries))
+    if pieces > 1:
+        yield from _search_in_pieces(queries, db, searched, options, kwargs, cpus, pieces, callback)
+        return
+    block = db.digital_block(searched)
     done = 0
 
     def tick(hmm, total):
@@ -176,6 +184,80 @@ def _search_pyhmmer(hmms, db, searched, options, kwargs, cpus, callback):
 
     for hmm, hits in zip(queries, pyhmmer.hmmsearch(queries, block, cpus=cpus, callback=tick, **kwargs)):
         yield SearchResult(hmm, hits, pipeline_stats(hits, options))
+
+
+def residue_pieces(idx: np.ndarray, lengths: np.ndarray, n: int) -> list[np.ndarray]:
+    """The database indices ``idx`` cut into at most n contiguous pieces of about equal residues."""
+    idx = np.asarray(idx)
+    work = np.cumsum(lengths[idx], dtype=np.int64)
+    if n <= 1 or len(idx) <= 1:
+        return [idx]
+    cuts = np.searchsorted(work, work[-1] * np.arange(1, n) / n)
+    return [piece for piece in np.split(idx, cuts) if len(piece)]
+
+
+class PiecewiseSearch:
+    """HMMER's whole pipeline (pyhmmer's ``Pipeline.search_hmm``) of a model over a database cut
+    into pieces, the pieces searched at once on a pool of threads, each thread with one
+    ``Pipeline`` reused for every piece (cleared after each), as pyhmmer's own hmmsearch keeps
+    one per thread.  With Z fixed (``kwargs``), a model's pieces merged (``TopHits.merge``)
+    are its search of the whole database: the same hits and domains, the pipeline's counters
+    summed (tests: the CPU path against HMMER's, one model on several threads).
+
+    Args:
+        blocks: the pieces, pyhmmer ``DigitalSequenceBlock``s.
+        kwargs: the pipeline's options, Z among them.
+        pool: the threads (a ``ThreadPoolExecutor``).
+    """
+
+    def __init__(self, blocks: list, kwargs: dict, pool):
+        self.blocks, self.kwargs, self.pool = blocks, kwargs, pool
+        self._local = threading.local()
+
+    def _search(self, hmm, block):
+        from pyhmmer.plan7 import Background, Pipeline
+
+        pipeline = getattr(self._local, "pipeline", None)
+        if pipeline is None:
+            pipeline = self._local.pipeline = Pipeline(hmm.alphabet, background=Background(hmm.alphabet),
+                                                       **self.kwargs)
+        try:
+            return pipeline.search_hmm(hmm, block)
+        finally:
+            pipeline.clear()         # its counters start again from zero for the next piece
+
+    def submit(self, hmm) -> list:
+        """The model's search of each piece, under way (futures)."""
+        return [self.pool.submit(self._search, hmm, block) for block in self.blocks]
+
+    @staticmethod
+    def merged(futures):
+        """The pieces' hits as one ``TopHits`` (waiting for them)."""
+        parts = [f.result() for f in futures]
+        return parts[0].merge(*parts[1:]) if len(parts) > 1 else parts[0]
+
+    def __call__(self, hmm):
+        """The model's hits over the whole database."""
+        return self.merged(self.submit(hmm))
+
+
+def _search_in_pieces(queries, db, searched, options, kwargs, cpus, pieces, callback):
+    """:func:`_search_pyhmmer` for fewer models than threads: the database cut into ``pieces``
+    pieces of about equal residues, every (model, piece) on the pool; results in model order."""
+    blocks = [db.digital_block(piece) for piece in residue_pieces(searched, db.lengths, pieces)]
+    with ThreadPoolExecutor(max_workers=cpus, thread_name_prefix="search") as pool:
+        search = PiecewiseSearch(blocks, kwargs, pool)
+        under_way = [search.submit(hmm) for hmm in queries]
+        try:
+            for done, (hmm, futures) in enumerate(zip(queries, under_way), start=1):
+                hits = search.merged(futures)
+                if callback:
+                    callback(hmm, done)
+                yield SearchResult(hmm, hits, pipeline_stats(hits, options))
+        finally:
+            for futures in under_way:        # a failure, or a caller that stopped early: no more pieces
+                for future in futures:
+                    future.cancel()
 
 
 class Finisher:

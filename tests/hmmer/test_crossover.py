@@ -21,7 +21,8 @@ def test_small_work_goes_to_the_cpu_large_to_the_gpu():
     assert used == "cpu" and "too little work" in why and "1 model x 6.8 M residues" in why
     # twenty models against 68 M residues: the GPU
     assert choose_device(models(*[187] * 20), n_seqs=210_000, residues=68_000_000, cpus=16)[0] == "gpu"
-    # one model against 273 M residues: pyhmmer runs one model per thread, so the GPU
+    # one model against 273 M residues: the GPU (making 840,000 pyhmmer sequences alone takes
+    # the CPU path longer than the GPU's start)
     assert choose_device(models(143), n_seqs=840_000, residues=273_000_000, cpus=16)[0] == "gpu"
     # a proteome: 20 models on the CPU, 200 (batched on the GPU: 2.83 s against pyhmmer's 2.78 s
     # and our CPU path's ~3.4 s, docs/benchmarks.md) and 2,000 on the GPU
@@ -35,8 +36,8 @@ def test_estimates_follow_the_work():
     cpu1, gpu1 = c.seconds(20, 20 * 187, 21_000, 6_800_000, 16)
     cpu2, gpu2 = c.seconds(20, 20 * 187, 210_000, 68_000_000, 16)
     assert cpu2 > 5 * cpu1 and gpu2 > gpu1
-    # fewer models than cores: pyhmmer's threads beyond the models idle
-    assert c.seconds(1, 187, 0, 10**8, 16)[0] == c.seconds(16, 16 * 187, 0, 10**8, 16)[0]
+    # fewer models than cores: the database in pieces, every core busy
+    assert abs(16 * c.seconds(1, 187, 0, 10**8, 16)[0] - c.seconds(16, 16 * 187, 0, 10**8, 16)[0]) < 1e-9
 
 
 def test_auto_says_it_chose_the_cpu_and_matches_device_cpu(monkeypatch, tmp_path, capsys):

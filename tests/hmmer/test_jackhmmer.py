@@ -148,6 +148,7 @@ CASES = [
     ["-N", "2", "-T", "20", "--domT", "10", "--incT", "40", "--incdomT", "30"],
     ["-N", "2", "--max", "--nonull2"],
     ["-N", "2", "--F1", "0.1", "--F2", "0.01", "--nobias", "-Z", "1e6", "--domZ", "5", "--seed", "7", "--cpu", "1"],
+    ["-N", "3", "--cpu", "12"],                         # CPU: each round's search in 3 database pieces
 ]
 
 

@@ -52,6 +52,26 @@ def test_readme_example_equals_hmmer(device, tmp_path):
     assert alignment_lines(tmp_path / "a") == alignment_lines(TEST_DATA / "four-models.sto")
 
 
+def test_cpu_path_in_database_pieces_equals_hmmer(tmp_path):
+    """The CPU path with more threads than models cuts the database into pieces, each model's
+    pieces searched at once and merged: every output still HMMER 3.4's (four models on 8
+    threads: 2 pieces each; one model on 5 threads: 5 pieces)."""
+    threads = [o if o != "1" else "8" for o in GALAXY_OPTIONS[:2]] + GALAXY_OPTIONS[2:]
+    r = run("hmmsearch", "--device", "cpu", "--tblout", tmp_path / "t", "--domtblout", tmp_path / "d",
+            "--pfamtblout", tmp_path / "p", "-o", tmp_path / "o", "-A", tmp_path / "a", "--quiet", *threads,
+            TEST_DATA / "four-models.hmm", TEST_DATA / "proteome.faa")
+    assert r.returncode == 0, r.stderr
+    for ours, theirs in (("t", "tblout"), ("d", "domtblout"), ("p", "pfamtblout")):
+        assert stable(tmp_path / ours) == stable(TEST_DATA / f"four-models.{theirs}"), theirs
+    report = [line.replace("threads:        8", "threads:        1") for line in stable(tmp_path / "o")]
+    assert report == stable(TEST_DATA / "four-models.out")
+    assert alignment_lines(tmp_path / "a") == alignment_lines(TEST_DATA / "four-models.sto")
+    r = run("hmmsearch", "--device", "cpu", "--cpu", "5", "--cut_ga", "-o", os.devnull, "--tblout", tmp_path / "g",
+            "--quiet", TEST_DATA / "PF02826.hmm", TEST_DATA / "proteome.faa")
+    assert r.returncode == 0, r.stderr
+    assert stable(tmp_path / "g") == stable(TEST_DATA / "PF02826.cut_ga.tblout")
+
+
 def test_stdout_report_and_gzip_inputs(tmp_path):
     hmm_gz = tmp_path / "m.hmm.gz"
     hmm_gz.write_bytes(gzip.compress((TEST_DATA / "four-models.hmm").read_bytes()))
