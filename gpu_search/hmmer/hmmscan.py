@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -31,7 +32,7 @@ from ..seqdb import SequenceDB, check_readable
 from .options import SearchOptions
 from .queries import Query, query_of
 from .queries import read_queries as _read_queries
-from .search import PipelineStats
+from .search import PipelineStats, pipeline_stats
 
 # the files hmmpress writes beside an HMM file (hmmpress.c): binary models, their SSI
 # index, the MSV filter part of the optimized profiles and the rest of them
@@ -198,18 +199,9 @@ def read_queries(path: str | os.PathLike) -> SequenceDB:
 
 
 def _stats(hits, options: SearchOptions) -> PipelineStats:
-    """The numbers of p7_pli_Statistics, from the pipeline pyhmmer keeps with the hits."""
-    pli = hits.__getstate__()["pipeline"]
-    return PipelineStats(
-        nmodels=int(pli["nmodels"]), nnodes=int(pli["nnodes"]),
-        nseqs=int(pli["nseqs"]), nres=int(pli["nres"]),
-        n_past_msv=int(pli["n_past_msv"]), n_past_bias=int(pli["n_past_bias"]),
-        n_past_vit=int(pli["n_past_vit"]), n_past_fwd=int(pli["n_past_fwd"]),
-        Z=float(hits.Z), domZ=float(hits.domZ),
-        Z_from_option=options.Z is not None, domZ_from_option=options.domZ is not None,
-        F1=options.F1, F2=options.F2, F3=options.F3,
-        bias_filter=options.bias_filter, do_max=options.max,
-    )
+    """The numbers of p7_pli_Statistics, from the pipeline pyhmmer keeps with the hits: as a
+    search's, but the models are those scanned."""
+    return dataclasses.replace(pipeline_stats(hits, options), nmodels=int(hits.__getstate__()["pipeline"]["nmodels"]))
 
 
 def hmmscan(queries: SequenceDB, db: ModelDB, options: SearchOptions | None = None, *,
