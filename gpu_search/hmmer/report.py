@@ -335,6 +335,16 @@ class Timing:
     elapsed: float = 0.0
 
 
+def _write_query_sequence(fh, query) -> None:
+    """The "Query:" lines of a query sequence (phmmer, jackhmmer, hmmscan): its name and
+    length, then its accession and description where it has them."""
+    fh.write("Query:       %s  [L=%d]\n" % (query.name, query.length))
+    if query.accession:
+        fh.write("Accession:   %s\n" % query.accession)
+    if query.description:
+        fh.write("Description: %s\n" % query.description)
+
+
 def write_query(fh, result, options: SearchOptions, timing: Timing | None = None) -> None:
     """Write one query's report: header lines, hit list, domains, statistics, ``//``.
 
@@ -355,11 +365,7 @@ def write_query(fh, result, options: SearchOptions, timing: Timing | None = None
     query = getattr(result, "query", None)
     if query is not None:
         # phmmer.c prints the sequence's own name, length, accession and description
-        fh.write("Query:       %s  [L=%d]\n" % (query.name, query.length))
-        if query.accession:
-            fh.write("Accession:   %s\n" % query.accession)
-        if query.description:
-            fh.write("Description: %s\n" % query.description)
+        _write_query_sequence(fh, query)
     else:
         fh.write("Query:       %s  [M=%d]\n" % (hmm.name, hmm.M))
         if hmm.accession is not None:
@@ -386,11 +392,7 @@ def write_scan_query(fh, result, options: SearchOptions, timing: Timing | None =
     """
     textw = 0 if options.notextw else options.textw
     query = result.query
-    fh.write("Query:       %s  [L=%d]\n" % (query.name, query.length))
-    if query.accession:
-        fh.write("Accession:   %s\n" % query.accession)
-    if query.description:
-        fh.write("Description: %s\n" % query.description)
+    _write_query_sequence(fh, query)
     _write_targets(fh, result.hits, textw, options.acc, scan=True)
     fh.write("\n\n")
     _write_domains(fh, None, result.hits, textw, options.acc, not options.noali, scan=True)
@@ -414,11 +416,7 @@ def write_iterative_query(fh, result, options: SearchOptions, alignment_path: st
     """
     textw = 0 if options.notextw else options.textw
     query = result.query
-    fh.write("Query:       %s  [L=%d]\n" % (query.name, query.length))
-    if query.accession:
-        fh.write("Accession:   %s\n" % query.accession)
-    if query.description:
-        fh.write("Description: %s\n" % query.description)
+    _write_query_sequence(fh, query)
     fh.write("\n")
     for rnd in result.rounds:
         if rnd.iteration > 1:
