@@ -12,8 +12,8 @@ as a subprocess and timed by its wall time, the program of --program (jackhmmer:
 * ours: ``python -m gpu_search PROGRAM -q [-N R] --cpu N -o /dev/null --noali --tblout T
   QUERIES DB.gsdb`` with ``--device gpu``: cold (CuPy's, numba's and CUDA's caches a new
   empty folder, the cubins built ahead of time, as the GPU image ships them) and warm (the
-  same command again, the caches as the cold run left them); and ``--device cpu`` (a query
-  a core) where --cpu-path says;
+  same command again, the caches as the cold run left them); and ``--device cpu`` where
+  --cpu-path says;
 * pyhmmer: ``pyhmmer.hmmer.jackhmmer(queries, block, max_iterations=R, cpus=N,
   incE=0.001, incdomE=0.001)`` or ``pyhmmer.hmmer.phmmer(queries, block, cpus=N)`` in a
   subprocess that reads the FASTA file into a block itself and writes each query's hits (the

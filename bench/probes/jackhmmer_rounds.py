@@ -7,7 +7,7 @@ For each cell (queries and databases as ``bench/query_search_bench.py`` builds t
 kept, and prints the second run's wall time, the seconds before the first round (start-up:
 imports, CUDA, the database read and uploaded), and each round's elapsed seconds and filter
 counts as the report gives them (pipeline statistics: sequences past MSV, bias, Viterbi and
-Forward; hits reported); then, with py-spy where present, the innermost frames of ours per
+Forward; Z; domZ, the hits reported where --domZ is not given); then, with py-spy where present, the innermost frames of ours per
 thread role over a third run.
 """
 

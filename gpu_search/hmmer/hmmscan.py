@@ -201,7 +201,7 @@ def read_queries(path: str | os.PathLike) -> SequenceDB:
 def _stats(hits, options: SearchOptions) -> PipelineStats:
     """The numbers of p7_pli_Statistics, from the pipeline pyhmmer keeps with the hits: as a
     search's, but the models are those scanned."""
-    return dataclasses.replace(pipeline_stats(hits, options), nmodels=int(hits.__getstate__()["pipeline"]["nmodels"]))
+    return dataclasses.replace(pipeline_stats(hits, options), nmodels=int(hits.searched_models))
 
 
 def hmmscan(queries: SequenceDB, db: ModelDB, options: SearchOptions | None = None, *,

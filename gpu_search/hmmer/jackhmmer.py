@@ -18,11 +18,12 @@ The round's search is p7_Pipeline over the whole database:
 
 * on the CPU (``device="cpu"``), ``Pipeline.search_hmm`` over the database, serially, as
   jackhmmer's serial path; queries are independent, so several run at once, one per
-  thread, each with its own builder and pipeline; with fewer queries than threads each
-  round's search is cut into database pieces searched at once (:func:`piecewise_search`);
+  thread, each with its own builder and pipeline;
 * otherwise hmmsearch's engine (:func:`.search.hmmsearch`): the round's model through the
   filter cascade on the GPU, its survivors finished by pyhmmer on every core with Z the
-  number of sequences searched, so the round's hits are those of the serial search.  The
+  number of sequences searched, so the round's reported and included hits are those of the
+  serial search (with hmmsearch's known difference: the weak, never reported hits serial
+  HMMER keeps against a running Z are not kept, and can only widen its name columns).  The
   database is uploaded once and stays on the GPU for every round of every query; the
   queries run in lockstep, groups of up to LOCKSTEP_QUERIES, round r of each query of a
   group searched together as one run of the engine (:func:`in_lockstep`).
@@ -30,7 +31,6 @@ The round's search is p7_Pipeline over the whole database:
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -43,7 +43,7 @@ from .options import JackhmmerOptions
 from .queries import Query, query_of
 from .queries import read_queries as _read_queries
 from .report import HMMER_VERSION, PROVENANCE, Timing
-from .search import PiecewiseSearch, PipelineStats, hmmsearch, make_backend, pipeline_stats, residue_pieces
+from .search import PipelineStats, hmmsearch, make_backend, pipeline_stats
 
 
 @dataclass
@@ -101,28 +101,18 @@ def serial_search(targets, options: JackhmmerOptions) -> Callable:
     return search
 
 
-def piecewise_search(blocks: list, options: JackhmmerOptions, n_searched: int, pool) -> Callable:
-    """A round's search on the CPU with the database cut into ``blocks``, searched at once on
-    ``pool`` (:class:`.search.PiecewiseSearch`, Z fixed to the sequences searched, the number
-    the serial search counts): ``search(hmm) -> (hits, stats)``, as :func:`serial_search`'s."""
-    Z = options.Z if options.Z is not None else n_searched
-    pieces = PiecewiseSearch(blocks, options.pipeline_kwargs(Z), pool)
-
-    def search(hmm):
-        hits = pieces(hmm)
-        return hits, pipeline_stats(hits, options)
-
-    return search
-
-
 def engine_search(db: SequenceDB, options: JackhmmerOptions, *, device: str, backend, cpus: int | None,
                   skip_long: bool) -> Callable:
     """Rounds' searches by hmmsearch's engine on ``device`` with ``backend`` (the database
     already on the GPU): ``search(hmms)`` yields each model's ``(hits, stats)`` in turn, the
     models' searches one run of the engine (filtered together, finished on every core)."""
     def search(hmms):
-        for result in hmmsearch(hmms, db, options, device=device, backend=backend, cpus=cpus, skip_long=skip_long):
-            yield result.hits, result.stats
+        results = hmmsearch(hmms, db, options, device=device, backend=backend, cpus=cpus, skip_long=skip_long)
+        try:
+            for result in results:
+                yield result.hits, result.stats
+        finally:
+            results.close()           # (closed early: the engine's kill switch, its pools shut down)
 
     return search
 
@@ -220,7 +210,7 @@ def in_lockstep(seqs: list, search: Callable, options: JackhmmerOptions, threads
             try:
                 taken = [pool.submit(query.take, hits, stats) for query, (hits, stats) in zip(active, results)]
             finally:
-                results.close()        # (on a failure: the engine's kill switch)
+                results.close()        # (every model's result taken; on a failure, the kill switch)
             for future in taken:
                 future.result()
             active = [query for query in active if not query.done]
@@ -243,8 +233,9 @@ def jackhmmer(queries: SequenceDB, db: SequenceDB, options: JackhmmerOptions | N
         queries: the query sequences (:func:`read_queries`).
         db: the target database (all of it: each round's model comes from the round before).
         options: jackhmmer's options (defaults if None).
-        device: 'cpu' (pyhmmer's serial pipeline, a query a thread), 'gpu' or 'reference'
-            (hmmsearch's engine: its filter backend, survivors finished on every core).
+        device: 'cpu' (pyhmmer's serial pipeline, each query on one thread), 'gpu' or
+            'reference' (hmmsearch's engine: its filter backend, survivors finished on every
+            core).
         cpus: threads (all cores by default).
         skip_long: leave out sequences over HMMER's 100,000-residue limit instead of
             refusing the database.
@@ -276,28 +267,22 @@ def jackhmmer(queries: SequenceDB, db: SequenceDB, options: JackhmmerOptions | N
                 yield JackhmmerResult(query_of(queries, i), rounds)
         return
 
-    searched = np.arange(db.n_seqs) if skipped is None else np.setdiff1d(np.arange(db.n_seqs), skipped)
-    threads = cpus or os.cpu_count() or 1
-    pieces = threads // max(1, n)
-    with contextlib.ExitStack() as stack:
-        if pieces > 1:
-            # fewer queries than threads: each round's search cut into database pieces, searched
-            # on every thread (one query on one thread left the other cores idle)
-            pool = stack.enter_context(ThreadPoolExecutor(max_workers=threads, thread_name_prefix="search"))
-            blocks = [db.digital_block(piece, abc) for piece in residue_pieces(searched, db.lengths, pieces)]
-            search = piecewise_search(blocks, options, len(searched), pool)
-        else:
-            search = serial_search(db.digital_block(searched, abc), options)
+    # (the CPU path searches each round serially with Z unset, as jackhmmer.c does: HMMER then
+    # keeps the weak hits reportable against the number of targets seen so far, and the name
+    # columns are as wide as the longest of them; cutting the database into pieces would need
+    # Z fixed, the known difference of the engine's path)
+    searched = None if skipped is None else np.setdiff1d(np.arange(db.n_seqs), skipped)
+    search = serial_search(db.digital_block(searched, abc), options)
 
-        def one(i: int) -> JackhmmerResult:
-            return JackhmmerResult(query_of(queries, i), iterate(query(i), search, options))
+    def one(i: int) -> JackhmmerResult:
+        return JackhmmerResult(query_of(queries, i), iterate(query(i), search, options))
 
-        workers = max(1, min(threads, n))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jackhmmer") as per_query:
-            for done, result in enumerate(per_query.map(one, range(n)), start=1):
-                if callback:
-                    callback(done)
-                yield result
+    workers = max(1, min(cpus or os.cpu_count() or 1, n))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jackhmmer") as pool:
+        for done, result in enumerate(pool.map(one, range(n)), start=1):
+            if callback:
+                callback(done)
+            yield result
 
 
 def write_outputs(results, options: JackhmmerOptions, *, seqfile: str, seqdb: str, output=None,

@@ -165,12 +165,13 @@ def _search_pyhmmer(hmms, db, searched, options, kwargs, cpus, callback):
 
     pyhmmer's hmmsearch gives each model one thread: a search of fewer models than threads
     left cores idle (one model: one core).  There the database is cut into pieces instead
-    (:class:`PiecewiseSearch`), each model's pieces searched on every thread."""
+    (:class:`PiecewiseSearch`), each model's pieces searched on every thread.  (Z is fixed
+    on every path, so the pieces change no output.)"""
     import pyhmmer
 
     queries = list(hmms)
-    pieces = cpus // max(1, len(queries))
-    if pieces > 1:
+    if 1 < cpus and len(queries) < cpus:
+        pieces = -(-PIECES_PER_THREAD * cpus // max(1, len(queries)))
         yield from _search_in_pieces(queries, db, searched, options, kwargs, cpus, pieces, callback)
         return
     block = db.digital_block(searched)
@@ -186,23 +187,50 @@ def _search_pyhmmer(hmms, db, searched, options, kwargs, cpus, callback):
         yield SearchResult(hmm, hits, pipeline_stats(hits, options))
 
 
-def residue_pieces(idx: np.ndarray, lengths: np.ndarray, n: int) -> list[np.ndarray]:
-    """The database indices ``idx`` cut into at most n contiguous pieces of about equal residues."""
-    idx = np.asarray(idx)
-    work = np.cumsum(lengths[idx], dtype=np.int64)
+def cut_by_work(idx: np.ndarray, work: np.ndarray, n: int) -> list[np.ndarray]:
+    """``idx`` cut into at most n contiguous pieces of about equal summed ``work`` (one value
+    per index), none empty."""
     if n <= 1 or len(idx) <= 1:
         return [idx]
-    cuts = np.searchsorted(work, work[-1] * np.arange(1, n) / n)
+    total = np.cumsum(work, dtype=np.float64)
+    cuts = np.searchsorted(total, total[-1] * np.arange(1, n) / n)
     return [piece for piece in np.split(idx, cuts) if len(piece)]
+
+
+def merge_pieces(parts: list):
+    """One model's pieces' ``TopHits`` as one (with Z fixed, those of one search of all the
+    pieces' sequences: the same hits, the pipeline's counters summed)."""
+    return parts[0].merge(*parts[1:]) if len(parts) > 1 else parts[0]
+
+
+class ThreadPipelines:
+    """One ``pyhmmer.plan7.Pipeline`` per calling thread, reused for every search it runs
+    (cleared after each), as pyhmmer's own hmmsearch keeps one per thread: no pipeline,
+    background or dispatcher is built per search."""
+
+    def __init__(self, alphabet, background, kwargs: dict):
+        self.alphabet, self.background, self.kwargs = alphabet, background, kwargs
+        self._local = threading.local()
+
+    def search(self, hmm, block):
+        """``Pipeline.search_hmm(hmm, block)`` on this thread's pipeline."""
+        pipeline = getattr(self._local, "pipeline", None)
+        if pipeline is None:
+            from pyhmmer.plan7 import Pipeline
+
+            pipeline = self._local.pipeline = Pipeline(self.alphabet, background=self.background, **self.kwargs)
+        try:
+            return pipeline.search_hmm(hmm, block)
+        finally:
+            pipeline.clear()         # its counters start again from zero for the next search
 
 
 class PiecewiseSearch:
     """HMMER's whole pipeline (pyhmmer's ``Pipeline.search_hmm``) of a model over a database cut
-    into pieces, the pieces searched at once on a pool of threads, each thread with one
-    ``Pipeline`` reused for every piece (cleared after each), as pyhmmer's own hmmsearch keeps
-    one per thread.  With Z fixed (``kwargs``), a model's pieces merged (``TopHits.merge``)
-    are its search of the whole database: the same hits and domains, the pipeline's counters
-    summed (tests: the CPU path against HMMER's, one model on several threads).
+    into pieces, the pieces searched at once on a pool of threads (:class:`ThreadPipelines`).
+    With Z fixed (``kwargs``), a model's pieces merged are its search of the whole database:
+    the same hits and domains, the pipeline's counters summed (tests: the CPU path against
+    HMMER's, models on more threads than models).
 
     Args:
         blocks: the pieces, pyhmmer ``DigitalSequenceBlock``s.
@@ -211,40 +239,31 @@ class PiecewiseSearch:
     """
 
     def __init__(self, blocks: list, kwargs: dict, pool):
-        self.blocks, self.kwargs, self.pool = blocks, kwargs, pool
-        self._local = threading.local()
+        from pyhmmer.plan7 import Background
 
-    def _search(self, hmm, block):
-        from pyhmmer.plan7 import Background, Pipeline
-
-        pipeline = getattr(self._local, "pipeline", None)
-        if pipeline is None:
-            pipeline = self._local.pipeline = Pipeline(hmm.alphabet, background=Background(hmm.alphabet),
-                                                       **self.kwargs)
-        try:
-            return pipeline.search_hmm(hmm, block)
-        finally:
-            pipeline.clear()         # its counters start again from zero for the next piece
+        self.blocks, self.pool = blocks, pool
+        self.pipelines = ThreadPipelines(blocks[0].alphabet, Background(blocks[0].alphabet), kwargs)
 
     def submit(self, hmm) -> list:
         """The model's search of each piece, under way (futures)."""
-        return [self.pool.submit(self._search, hmm, block) for block in self.blocks]
+        return [self.pool.submit(self.pipelines.search, hmm, block) for block in self.blocks]
 
     @staticmethod
     def merged(futures):
         """The pieces' hits as one ``TopHits`` (waiting for them)."""
-        parts = [f.result() for f in futures]
-        return parts[0].merge(*parts[1:]) if len(parts) > 1 else parts[0]
+        return merge_pieces([f.result() for f in futures])
 
-    def __call__(self, hmm):
-        """The model's hits over the whole database."""
-        return self.merged(self.submit(hmm))
+
+# Pieces of the database a model's CPU search is cut into, per thread the model has: a few,
+# so that the pieces of models of different lengths balance across the threads, and a search
+# stopped early (Ctrl-C, an error) waits only for the pieces under way
+PIECES_PER_THREAD = 4
 
 
 def _search_in_pieces(queries, db, searched, options, kwargs, cpus, pieces, callback):
     """:func:`_search_pyhmmer` for fewer models than threads: the database cut into ``pieces``
     pieces of about equal residues, every (model, piece) on the pool; results in model order."""
-    blocks = [db.digital_block(piece) for piece in residue_pieces(searched, db.lengths, pieces)]
+    blocks = [db.digital_block(piece) for piece in cut_by_work(searched, db.lengths[searched], pieces)]
     with ThreadPoolExecutor(max_workers=cpus, thread_name_prefix="search") as pool:
         search = PiecewiseSearch(blocks, kwargs, pool)
         under_way = [search.submit(hmm) for hmm in queries]
@@ -255,8 +274,8 @@ def _search_in_pieces(queries, db, searched, options, kwargs, cpus, pieces, call
                     callback(hmm, done)
                 yield SearchResult(hmm, hits, pipeline_stats(hits, options))
         finally:
-            for futures in under_way:        # a failure, or a caller that stopped early: no more pieces
-                for future in futures:
+            for futures in under_way:        # a failure, or a caller that stopped early: the pieces
+                for future in futures:       # not yet started are dropped
                     future.cancel()
 
 
@@ -264,10 +283,8 @@ class Finisher:
     """HMMER's pipeline after the filters, on survivors: Forward, domain definition,
     thresholds (pyhmmer, in the calling thread).
 
-    Each worker thread keeps one ``pyhmmer.plan7.Pipeline`` and reuses it for every
-    model and piece (cleared after each), as pyhmmer's own hmmsearch keeps one per
-    thread: no pipeline, background or dispatcher is built per piece.  The
-    survivors already passed MSV, bias and Viterbi filters, so F1 = F2 = 1 (MSV lets
+    Each worker thread keeps one ``pyhmmer.plan7.Pipeline`` for every model and piece
+    (:class:`ThreadPipelines`).  The survivors already passed MSV, bias and Viterbi filters, so F1 = F2 = 1 (MSV lets
     all through, the Viterbi filter is skipped); the bias filter stays on, since
     Forward's P-value uses its score.
 
@@ -283,19 +300,9 @@ class Finisher:
     def __init__(self, db: SequenceDB, alphabet, background, kwargs: dict):
         self.db = db
         self.alphabet = alphabet
-        self.background = background
-        self.kwargs = dict(kwargs, F1=1.0, F2=1.0)
-        self._local = threading.local()
+        self.pipelines = ThreadPipelines(alphabet, background, dict(kwargs, F1=1.0, F2=1.0))
         self._sequences: dict[int, object] = {}
         self._cached_residues = 0
-
-    def _pipeline(self):
-        pipeline = getattr(self._local, "pipeline", None)
-        if pipeline is None:
-            from pyhmmer.plan7 import Pipeline
-
-            pipeline = self._local.pipeline = Pipeline(self.alphabet, background=self.background, **self.kwargs)
-        return pipeline
 
     def block(self, survivors: np.ndarray):
         """The survivors as one pyhmmer ``DigitalSequenceBlock``, in the order given."""
@@ -316,12 +323,7 @@ class Finisher:
     def __call__(self, hmm, survivors: np.ndarray):
         """(TopHits of ``hmm`` over the database sequences ``survivors``, seconds taken)."""
         t = time.perf_counter()
-        block = self.block(survivors)
-        pipeline = self._pipeline()
-        try:
-            hits = pipeline.search_hmm(hmm, block)
-        finally:
-            pipeline.clear()         # its counters start again from zero for the next piece
+        hits = self.pipelines.search(hmm, self.block(survivors))
         return hits, time.perf_counter() - t
 
 
@@ -339,12 +341,8 @@ def _chunks_by_cells(survivors: np.ndarray, lengths: np.ndarray, M: int,
     """Split survivors into pieces of about ``cells`` DP cells for the CPU threads."""
     if len(survivors) <= min_size:
         return [survivors]
-    work = np.cumsum(lengths[survivors].astype(np.float64) * M)
-    n = int(min(len(survivors) // min_size, max(1, work[-1] // cells)))
-    if n <= 1:
-        return [survivors]
-    cuts = np.searchsorted(work, work[-1] * np.arange(1, n) / n)
-    return [c for c in np.split(survivors, cuts) if len(c)]
+    work = lengths[survivors].astype(np.float64) * M
+    return cut_by_work(survivors, work, int(min(len(survivors) // min_size, max(1, work.sum() // cells))))
 
 
 # Models a filter task runs through the cascade together (one launch a geometry each
@@ -423,9 +421,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
         def collect(hmm, fut, j):
             cascade, pieces = fut.result()[j]
             parts = [f.result() for f in pieces]
-            hits = parts[0][0]
-            if len(parts) > 1:
-                hits = hits.merge(*[h for h, _ in parts[1:]])
+            hits = merge_pieces([h for h, _ in parts])
             seconds = dict(cascade.seconds, finish=sum(t for _, t in parts))
             return SearchResult(hmm, hits, pipeline_stats(hits, options, nseqs=n_searched, nres=nres, cascade=cascade),
                                 seconds)
