@@ -464,8 +464,10 @@ def jackhmmer(seqfile, seqdb, N, popen, pextend, mx, chkhmm, chkali, skip_long, 
         raise OptionError(f"{printable(seqdb)} is shard {db.shard[0]} of {db.shard[1]}: jackhmmer needs the "
                           f"whole database (each round's model comes from all of the round before's hits)")
     db.check_for_hmmsearch(skip_long, "jackhmmer")      # bad input before any note about the device
-    # (--device auto weighs a round's work: one model per query, of about the query's length)
-    used = _hmmer_device(device, round_work(queries), db, seqdb, cpu, None, quiet)
+    # (--device auto weighs a round's work: one model per query, of about the query's length,
+    # on the CPU one query a thread)
+    threads = min(cpu or os.cpu_count() or 1, queries.n_seqs)
+    used = _hmmer_device(device, round_work(queries), db, seqdb, threads, None, quiet)
     progress = Progress("jackhmmer", queries.n_seqs, "queries", quiet)
     results = run(queries, db, options, device=used, cpus=cpu, skip_long=skip_long, gpus=gpu_ids,
                   callback=progress.update)
