@@ -453,6 +453,17 @@ def _some_proteins(out: Path, picks=(0, 9, 75, 150, 225), gz=False) -> Path:
     return out
 
 
+def makeblastdb_folder(fasta: Path, tmp_path: Path) -> Path:
+    """A folder holding the BLAST database makeblastdb makes of ``fasta``, as nf-core's
+    makeblastdb module gives it (skips the test where BLAST+ is not installed)."""
+    if shutil.which("makeblastdb") is None:
+        pytest.skip("makeblastdb (BLAST+) not installed")
+    (tmp_path / "blastdb").mkdir()
+    subprocess.run(["makeblastdb", "-in", str(fasta), "-dbtype", "prot", "-out", str(tmp_path / "blastdb" / "proteome")],
+                   check=True, capture_output=True)
+    return tmp_path / "blastdb"
+
+
 @pytest.mark.parametrize("source, write_align, ext_args, accelerator", [
     ("fasta", True, "", None),
     ("gsdb", False, "--incE 0.01 --incdomE 0.01", None),
@@ -475,12 +486,7 @@ def test_jackhmmer_task_equals_one_run(tmp_path, source, write_align, ext_args, 
                         str(db)], check=True, capture_output=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
         db = tmp_path / "db" / "proteome.gsdb"
     elif source == "makeblastdb folder":
-        if shutil.which("makeblastdb") is None:
-            pytest.skip("makeblastdb (BLAST+) not installed")
-        (tmp_path / "blastdb").mkdir()
-        subprocess.run(["makeblastdb", "-in", str(db), "-dbtype", "prot", "-out", str(tmp_path / "blastdb" / "proteome")],
-                       check=True, capture_output=True)
-        db = tmp_path / "blastdb"
+        db = makeblastdb_folder(db, tmp_path)
     wd = tmp_path / "task"
     script, _ = run_task("GPU_JACKHMMER", wd, {"meta": SimpleNamespace(id="queries"), "seqfile": queries,
                                                "meta2": SimpleNamespace(id="proteome"), "seqdb": db,
@@ -623,12 +629,7 @@ def test_sharded_blastp_tasks_equal_unsharded_in_params_outfmt(tmp_path, source)
     assert len(outfmt.split()) == 15          # 6, std (12 columns) and 13 more
     db = TEST_DATA / "proteome.faa"
     if source != "fasta":
-        if shutil.which("makeblastdb") is None:
-            pytest.skip("makeblastdb (BLAST+) not installed")
-        (tmp_path / "blastdb").mkdir()
-        subprocess.run(["makeblastdb", "-in", str(db), "-dbtype", "prot", "-out", str(tmp_path / "blastdb" / "proteome")],
-                       check=True, capture_output=True)
-        db = tmp_path / "blastdb"
+        db = makeblastdb_folder(db, tmp_path)
     run_task("GPU_SEARCH_MAKEDB", tmp_path / "makedb",
              {"meta": SimpleNamespace(id="proteome"), "fasta": db, "n_shards": 3})
     hits = []
