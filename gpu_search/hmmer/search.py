@@ -284,9 +284,9 @@ class Finisher:
     thresholds (pyhmmer, in the calling thread).
 
     Each worker thread keeps one ``pyhmmer.plan7.Pipeline`` for every model and piece
-    (:class:`ThreadPipelines`).  The survivors already passed MSV, bias and Viterbi filters, so F1 = F2 = 1 (MSV lets
-    all through, the Viterbi filter is skipped); the bias filter stays on, since
-    Forward's P-value uses its score.
+    (:class:`ThreadPipelines`).  The survivors already passed MSV, bias and Viterbi
+    filters, so F1 = F2 = 1 (MSV lets all through, the Viterbi filter is skipped); the
+    bias filter stays on, since Forward's P-value uses its score.
 
     A database sequence becomes a pyhmmer ``DigitalSequence`` once, the first time it
     survives, and is reused for every later model it survives (with many homologs each
