@@ -33,7 +33,7 @@ import numpy as np
 from ..errors import OptionError
 from . import gapped, kappa, stats, traceback
 from .alphabet import EASEL_TO_NCBISTDAA, NCBISTDAA, blast_query_codes, easel_to_ncbistdaa
-from .hitlist import SubjectResult, evalue_key, evalues, evalues_by_length, hit_list, list_order_key
+from .hitlist import EVALUE_EPSILON, SubjectResult, evalue_key, evalues_by_length, hit_list, list_order_key
 from .lookup import build_lookup
 from .matrix import load_matrix
 from .options import BlastOptions
@@ -231,25 +231,28 @@ def traceback_stage(work: QueryWork, setup: SearchSetup, queries, hits: list[tup
     opts = setup.options
     if opts.comp_based_stats:
         return redo_stage(work, setup, queries, hits)
+    if not hits:                   # (a query BLAST skips has no cutoffs)
+        return []
     first = int(setup.subjects.first_index)
+    subjects = [s for _, s in hits]
+    tb = traceback.traceback_hit_list(
+        [work.prelim[s] for s in subjects], work.codes, subjects, setup.residues, setup.offsets,
+        setup.matrix.scores, setup.gap_open, setup.gap_extend, work.cutoffs.x_drop_final,
+        evalue=lambda scores, lengths: evalues_by_length(scores, lengths, work, setup),
+        expect_value=opts.evalue, letters=NCBISTDAA)
+    h = tb.hsps
+    # per subject, Blast_HSPListSortByEvalue: E-value up (as s_EvalueComp compares them), then
+    # score order (the traceback's order)
+    order = np.lexsort((np.arange(len(h)), np.where(h["evalue"] < EVALUE_EPSILON, 0.0, h["evalue"]), tb.subject))
+    cuts = np.flatnonzero(np.diff(tb.subject[order])) + 1
     results = []
-    for key, s in hits:
-        a, b = setup.offsets[s], setup.offsets[s + 1]
-        subject = setup.residues[a:b]
-        res = traceback.traceback(
-            work.prelim[s], work.codes, subject, setup.matrix.scores, setup.gap_open, setup.gap_extend,
-            work.cutoffs.x_drop_final,
-            evalue=lambda scores, n=b - a: evalues(scores, work, setup, n),
-            expect_value=opts.evalue)
-        if len(res) == 0:
-            continue
-        # Blast_HSPListSortByEvalue: E-value up, then score (ScoreCompareHSPs)
-        order = sorted(range(len(res)), key=lambda i: (evalue_key(float(res.hsps["evalue"][i])), i))
+    for group in np.split(order, cuts) if len(order) else []:
         if opts.max_hsps is not None:
-            order = order[: opts.max_hsps]
-        final_key = list_order_key(float(res.hsps["evalue"][order[0]]), int(res.hsps["score"][order[0]]),
-                                   first + s)
-        results.append(SubjectResult(first + s, key, final_key, to_hsps(work, setup, queries, s, res, order)))
+            group = group[: opts.max_hsps]
+        key, s = hits[int(tb.subject[group[0]])]
+        best = group[0]
+        final_key = list_order_key(float(h["evalue"][best]), int(h["score"][best]), first + s)
+        results.append(SubjectResult(first + s, key, final_key, traced_hsps(work, setup, queries, s, tb, group)))
     return results
 
 
@@ -310,23 +313,20 @@ def redone_hsps(work: QueryWork, setup: SearchSetup, queries, s: int, done, orde
     return rows
 
 
-def to_hsps(work: QueryWork, setup: SearchSetup, queries, s: int, res, order) -> list[Hsp]:
-    """Output rows of one subject."""
+def traced_hsps(work: QueryWork, setup: SearchSetup, queries, s: int, tb, rows) -> list[Hsp]:
+    """Output rows of one subject: HSPs ``rows`` of ``tb`` (``traceback.HitListTraceback``)."""
     pair = _pair_fields(work, setup, queries, s)
-    g = setup.gapped
-    subject = setup.residues[setup.offsets[s]:setup.offsets[s + 1]]
-    strings = res.strings(work.codes, subject, NCBISTDAA)
-    rows = []
-    for i in order:
-        h = res.hsps[i]
-        qseq, sseq = strings[i]
-        rows.append(Hsp(
-            **pair, score=int(h["score"]), bit_score=stats.bit_score(int(h["score"]), g.kbp),
-            evalue=float(h["evalue"]), q_start=int(h["q_start"]) + 1, q_end=int(h["q_end"]),
-            s_start=int(h["s_start"]) + 1, s_end=int(h["s_end"]), qseq=qseq, sseq=sseq,
-            nident=int(h["num_ident"]), positive=int(h["num_positives"]), gaps=int(h["gaps"]),
-            gapopen=int(h["gap_opens"])))
-    return rows
+    kbp = setup.gapped.kbp
+    out = []
+    for i in rows.tolist():
+        h = tb.hsps[i]
+        score = int(h["score"])
+        out.append(Hsp(
+            **pair, score=score, bit_score=stats.bit_score(score, kbp), evalue=float(h["evalue"]),
+            q_start=int(h["q_start"]) + 1, q_end=int(h["q_end"]), s_start=int(h["s_start"]) + 1,
+            s_end=int(h["s_end"]), qseq=tb.qseq[i], sseq=tb.sseq[i], nident=int(h["num_ident"]),
+            positive=int(h["num_positives"]), gaps=int(h["gaps"]), gapopen=int(h["gap_opens"])))
+    return out
 
 
 def search_query(i: int, queries, setup: SearchSetup) -> list[SubjectResult]:

@@ -570,6 +570,171 @@ def _traceback_kernel(prelim, qp, qlen, subject, sp, mat, gap_open, gap_extend, 
     return arr[:, :12].copy(), ops_out, nums_out, script_start
 
 
+@numba.njit(cache=True, nogil=True)
+def _traceback_subjects(prelim, first, subjects, residues, offsets, qp, qlen, mat, gap_open, gap_extend,
+                        x_dropoff_final):
+    """``_traceback_kernel`` for every subject of a query's hit list in one call: the
+    per-subject Python around the compiled traceback cost as much as the traceback.
+
+    Args:
+        prelim: int64 (n, 7), the subjects' preliminary HSPs one after the other, subject j's
+            at rows first[j]:first[j + 1].
+        subjects: the subjects' indices into ``offsets`` (the database's residues).
+
+    Returns:
+        (rows, ops, nums, script_start): rows int64 (k, 13), the 12 columns of
+        ``_traceback_kernel`` and the subject's position j in ``subjects``, subject by
+        subject in the hit list's order and within one in score order; HSP i's edit script
+        is ops/nums[script_start[i]:script_start[i + 1]].
+    """
+    rows = np.empty((prelim.shape[0], 13), dtype=np.int64)
+    ops_all = np.empty(max(64, 8 * prelim.shape[0]), dtype=np.int32)
+    nums_all = np.empty(len(ops_all), dtype=np.int32)
+    script_start = np.zeros(prelim.shape[0] + 1, dtype=np.int64)
+    k = 0
+    for j in range(len(subjects)):
+        subject = residues[offsets[subjects[j]]:offsets[subjects[j] + 1]]
+        sp = np.empty(len(subject) + 2, dtype=np.uint8)     # gapped.pad
+        sp[0] = 0
+        sp[len(subject) + 1] = 0
+        sp[1:len(subject) + 1] = subject
+        arr, ops, nums, at = _traceback_kernel(prelim[first[j]:first[j + 1]], qp, qlen, subject, sp, mat,
+                                               gap_open, gap_extend, x_dropoff_final, MININT, 0.0, 0)
+        used = script_start[k]
+        while used + len(ops) > len(ops_all):
+            ops_all = np.concatenate((ops_all, np.empty(len(ops_all), dtype=np.int32)))
+            nums_all = np.concatenate((nums_all, np.empty(len(nums_all), dtype=np.int32)))
+        ops_all[used:used + len(ops)] = ops
+        nums_all[used:used + len(ops)] = nums
+        for i in range(arr.shape[0]):
+            rows[k, :12] = arr[i]
+            rows[k, 12] = j
+            script_start[k + 1] = used + at[i + 1]
+            k += 1
+    total = script_start[k]
+    return rows[:k].copy(), ops_all[:total].copy(), nums_all[:total].copy(), script_start[:k + 1].copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def _aligned_letters_many(query, residues, offsets, subjects, q0, s0, ops, nums, script_start, table):
+    """``_aligned_letters`` of many HSPs of one query, the rows one after the other in two
+    byte buffers; HSP i's are [line_start[i], line_start[i + 1])."""
+    n = len(q0)
+    line_start = np.zeros(n + 1, dtype=np.int64)
+    for i in range(n):
+        length = 0
+        for k in range(script_start[i], script_start[i + 1]):
+            length += nums[k]
+        line_start[i + 1] = line_start[i] + length
+    qa = np.empty(line_start[n], np.uint8)
+    sa = np.empty(line_start[n], np.uint8)
+    gap = np.uint8(45)           # '-'
+    for i in range(n):
+        subject = residues[offsets[subjects[i]]:offsets[subjects[i] + 1]]
+        q = q0[i]
+        s = s0[i]
+        j = line_start[i]
+        for k in range(script_start[i], script_start[i + 1]):
+            op = ops[k]
+            for _ in range(nums[k]):
+                if op == OP_SUB:
+                    qa[j] = table[query[q]]
+                    sa[j] = table[subject[s]]
+                    q += 1
+                    s += 1
+                elif op == OP_DEL:
+                    qa[j] = gap
+                    sa[j] = table[subject[s]]
+                    s += 1
+                else:
+                    qa[j] = table[query[q]]
+                    sa[j] = gap
+                    q += 1
+                j += 1
+    return qa, sa, line_start
+
+
+@dataclass
+class HitListTraceback:
+    """The traceback of a query's whole hit list (``traceback_hit_list``).
+
+    Attributes:
+        hsps: FINAL_HSP_DTYPE array, subject by subject in the hit list's order, within
+            one subject in score order, E-values set and reaped.
+        subject: per HSP, the subject's position in the hit list.
+        qseq, sseq: per HSP, the aligned strings ('-' for gaps).
+    """
+    hsps: np.ndarray
+    subject: np.ndarray
+    qseq: list
+    sseq: list
+
+
+_PRELIM_COLUMNS = ("score", "q_start", "q_end", "s_start", "s_end", "q_gapped_start", "s_gapped_start")
+
+
+def _prelim_rows(prelims: list) -> np.ndarray:
+    """Preliminary HSP arrays (PRELIM_HSP_DTYPE, or PRELIM_BATCH rows with their subject)
+    stacked as int64 (n, 7) in ``_traceback_kernel``'s column order.  Arrays of one dtype of
+    int32 fields are stacked as plain int32 rows: numpy's concatenation of structured arrays
+    promotes each array's fields, which cost more than the stacking."""
+    if not prelims:
+        return np.empty((0, 7), dtype=np.int64)
+    dt = prelims[0].dtype
+    if all(p.dtype == dt for p in prelims) and dt.itemsize % 4 == 0 and \
+            all(dt.fields[n][0] == np.int32 for n in dt.names):
+        flat = np.concatenate([np.ascontiguousarray(p).view(np.int32).reshape(-1, dt.itemsize // 4)
+                               for p in prelims])
+        return flat[:, [dt.fields[n][1] // 4 for n in _PRELIM_COLUMNS]].astype(np.int64)
+    return np.stack([np.concatenate([p[n] for p in prelims]) for n in _PRELIM_COLUMNS], axis=1).astype(np.int64)
+
+
+def traceback_hit_list(prelims: list, query, subjects, residues, offsets, matrix, gap_open: int,
+                       gap_extend: int, x_dropoff_final: int, evalue: Callable, expect_value: float,
+                       letters: str) -> HitListTraceback:
+    """``traceback`` (its defaults: no cutoff, no -perc_identity) for every subject of a
+    query's hit list at once, with the alignment strings.
+
+    Args:
+        prelims: per subject of the hit list, its PRELIM_HSP_DTYPE rows (score order,
+            E-value reaped).
+        subjects: per subject, its index into ``offsets``; ``residues[offsets[s]:offsets[s + 1]]``
+            is subject s (NCBIstdaa).
+        evalue: maps (raw scores, subject lengths), two int arrays, to E-values; HSPs with
+            E > expect_value are dropped.
+        letters: the residue letters by code (alphabet.NCBISTDAA).
+    """
+    query = np.asarray(query, dtype=np.uint8)
+    subjects = np.asarray(subjects, dtype=np.int64)
+    first = np.zeros(len(prelims) + 1, dtype=np.int64)
+    first[1:] = np.cumsum([len(p) for p in prelims])
+    prelim = _prelim_rows(prelims)
+    arr, ops, nums, at = _traceback_subjects(
+        prelim, first, subjects, residues, np.asarray(offsets, dtype=np.int64), pad(query), len(query),
+        np.ascontiguousarray(matrix, dtype=np.int32), int(gap_open), int(gap_extend), int(x_dropoff_final))
+    out = np.zeros(len(arr), dtype=FINAL_HSP_DTYPE)
+    for k, name in enumerate(FINAL_HSP_DTYPE.names[:12]):
+        out[name] = arr[:, k]
+    offsets = np.asarray(offsets, dtype=np.int64)
+    subject_pos = arr[:, 12]
+    hit_subjects = subjects[subject_pos]
+    if len(out):
+        out['evalue'] = evalue(out['score'].astype(np.int64), offsets[hit_subjects + 1] - offsets[hit_subjects])
+    kept = ~(out['evalue'] > expect_value)
+    script_length = np.diff(at)
+    kept_ops = np.repeat(kept, script_length)
+    script_start = np.zeros(int(kept.sum()) + 1, dtype=np.int64)
+    np.cumsum(script_length[kept], out=script_start[1:])
+    out = out[kept]
+    qa, sa, line = _aligned_letters_many(query, residues, offsets, hit_subjects[kept],
+                                         out['q_start'].astype(np.int64), out['s_start'].astype(np.int64),
+                                         ops[kept_ops], nums[kept_ops], script_start, _letter_table(letters))
+    qtext, stext = qa.tobytes().decode("ascii"), sa.tobytes().decode("ascii")
+    bounds = list(zip(line[:-1].tolist(), line[1:].tolist()))
+    return HitListTraceback(out, subject_pos[kept], [qtext[a:b] for a, b in bounds],
+                            [stext[a:b] for a, b in bounds])
+
+
 def traceback(prelim_hsps: np.ndarray, query, subject, matrix, gap_open: int, gap_extend: int,
               x_dropoff_final: int, cutoff: int | None = None, *,
               evalue: Callable[[np.ndarray], np.ndarray] | None = None,

@@ -493,6 +493,63 @@ def test_long_subject(proteome_seqs, tmp_path, blosum62, gp, query_name, positio
     assert rows == blastp_pair(tmp_path, q, s)
 
 
+def test_hit_list_traceback_equals_subject_by_subject(proteome_seqs, blosum62, gp):
+    # traceback_hit_list (a query's whole hit list in one compiled call, with the aligned
+    # strings) gives every subject the rows, E-values and order of traceback() run subject by
+    # subject (whose rows are BLAST+'s: the tests above), in any order of subjects, with
+    # HSPs reaped by E-value, and with a subject long enough to be windowed (AdjustSubjectRange)
+    rng = random.Random(11)
+    names = {n: i for i, (n, _, _) in enumerate(proteome_seqs)}
+    long_query = proteome_seqs[names[QUERIES[0]]][2].rstrip("*")
+    long_subject = encode("".join(rng.choice("ACDEFGHIKLMNPQRSTVWY") for _ in range(95_000))
+                          + mutated(long_query, rng))
+    subjects = [c for _, c, _ in proteome_seqs] + [long_subject]
+    offsets = np.zeros(len(subjects) + 1, np.int64)
+    offsets[1:] = np.cumsum([len(s) for s in subjects])
+    residues = np.concatenate(subjects).astype(np.uint8)
+    db_length = int(offsets[-1])
+    hsps_checked = 0
+    for name in QUERIES:
+        q = blast_query_codes(proteome_seqs[names[name]][1])
+        cut = stats.search_cutoffs(stats.ungapped_params(q, blosum62), gp, query_len=len(q),
+                                   db_length=db_length, evalue=10.0,
+                                   min_subject_len=stats.BLAST_SEQSRC_MINLENGTH)
+        init = ungapped_extensions(q, build_lookup(q, blosum62.scores, 3, 11), residues, offsets,
+                                   np.arange(len(subjects), dtype=np.int64), blosum62.scores,
+                                   cut.x_drop_ungapped, cut.ungapped_cutoff)
+        prelim_all, _ = gapped.preliminary_gapped_hsps_batch(
+            init, q, residues, offsets, blosum62.scores, GAP_OPEN, GAP_EXTEND, cut.x_drop_gapped,
+            cut.cutoff_score, expect_value=10.0)
+        order = sorted(set(prelim_all["subject"].tolist()))
+        rng.shuffle(order)
+        prelims = [prelim_all[prelim_all["subject"] == s] for s in order]
+
+        def e_values(scores, lengths):
+            return np.array([stats.spouge_evalue(int(x), gp.kbp, gp.gbp, len(q), int(n), db_length)
+                             for x, n in zip(scores, lengths)], dtype=float)
+
+        for expect in (10.0, 1e-20):
+            got = tb.traceback_hit_list(prelims, q, order, residues, offsets, blosum62.scores,
+                                        GAP_OPEN, GAP_EXTEND, cut.x_drop_final, evalue=e_values,
+                                        expect_value=expect, letters=NCBISTDAA)
+            want = []
+            for j, (s, prelim) in enumerate(zip(order, prelims)):
+                subject = subjects[s]
+                r = tb.traceback(prelim, q, subject, blosum62.scores, GAP_OPEN, GAP_EXTEND,
+                                 cut.x_drop_final, expect_value=expect,
+                                 evalue=lambda sc, n=len(subject): e_values(sc, [n] * len(sc)))
+                want += [(j, *row, float(e)) for row, e in zip(tb.tabular_rows(r, q, subject, NCBISTDAA),
+                                                               r.hsps["evalue"])]
+            h = got.hsps
+            mine = [(int(j), int(x["q_start"]) + 1, int(x["q_end"]), int(x["s_start"]) + 1, int(x["s_end"]),
+                     int(x["score"]), int(x["num_ident"]), int(x["num_positives"]), int(x["gaps"]),
+                     int(x["gap_opens"]), int(x["length"]), qs, ss, float(x["evalue"]))
+                    for j, x, qs, ss in zip(got.subject, h, got.qseq, got.sseq)]
+            assert mine == want
+            hsps_checked += len(mine)
+    assert hsps_checked > 300
+
+
 # ---------------------------------------------------------------------------------------------
 # (c) database search, including the restricted alignment and its restart
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# On the GPU host: where a blastp run's time goes, for one cell of bench/blastp_matrix.py
+# (default 500 queries x 68 M residues, many homologs): an untimed first run, then a run with
+# --timings and --timeline (bench/probes/timeline.py summarises it), one sampled by py-spy
+# --gil (the thread holding the interpreter lock), and BLAST+ on all cores, rows compared.
+#   bash bench/probes/blastp_where.sh [QUERIES DB HOMOLOGS CBS]
+set -uo pipefail
+n=${1:-500}; db=${2:-68m}; hom=${3:-many}; cbs=${4:-0}
+bash bench/device_run.sh none > /dev/null 2>&1
+export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:/tmp/deb/usr/bin:$PATH
+export LD_LIBRARY_PATH=/tmp/deb/usr/lib/x86_64-linux-gnu:/tmp/deb/lib/x86_64-linux-gnu:/tmp/deb/usr/lib/ncbi-blast+
+OUT=${OUT:-/tmp/out}; W=/tmp/gsmatrix; mkdir -p "$OUT" $W
+t=$(date +%s.%N)
+python3 bench/blastp_matrix.py --build-only --cells "$n:$db:$hom" --work $W 2>&1 | tail -3
+echo "built in $(python3 -c "import time; print(round(time.time() - $t, 1))") s"
+Q=$(ls $W/blastp_queries_n${n}_*.faa | head -1)
+G=$(python3 - "$W" "$db" "$hom" <<'PY'
+import sys, json, pathlib
+w, db, hom = sys.argv[1:]
+want = {"proteome": 9, "68m": 99, "273m": 399}[db]
+for p in sorted(pathlib.Path(w).glob(f"db_{hom}_c{want}_*.gsdb")):
+    print(p); break
+PY
+)
+B=${G%.gsdb}.blastdb/$(basename ${G%.gsdb})
+echo "queries $Q; database $G"
+ours=(python3 -m gpu_search blastp -comp_based_stats $cbs -num_threads $(nproc) -outfmt 6 --device gpu
+      -query "$Q" -db "$G")
+/usr/bin/time -f "first run %e s" "${ours[@]}" -out $OUT/first.tsv 2>&1 | tail -2
+/usr/bin/time -f "warm run %e s" "${ours[@]}" -out $OUT/ours.tsv --timings --timeline $OUT/timeline.json 2>&1 | tail -3
+/usr/bin/time -f "warm run %e s" "${ours[@]}" -out $OUT/ours2.tsv 2>&1 | tail -1
+if [ -z "${QUICK:-}" ]; then          # QUICK=1: no py-spy run, no BLAST+
+py-spy record --gil --nonblocking --threads -r 500 -f raw -o $OUT/gil.txt -- "${ours[@]}" -out $OUT/spy.tsv > $OUT/spy.log 2>&1
+tail -1 $OUT/spy.log
+python3 bench/probes/timeline.py $OUT/timeline.json --step 1 > $OUT/timeline.txt; tail -12 $OUT/timeline.txt
+/usr/bin/time -f "BLAST+ %e s" blastp -comp_based_stats $cbs -num_threads $(nproc) -outfmt 6 -query "$Q" -db "$B" \
+    -out $OUT/blast.tsv 2>&1 | tail -1
+wc -l $OUT/ours.tsv $OUT/blast.tsv | head -2
+cmp -s $OUT/ours.tsv $OUT/blast.tsv && echo "rows identical" || echo "ROWS DIFFER: $(diff $OUT/ours.tsv $OUT/blast.tsv | grep -c '^[<>]') lines"
+python3 -c "import sys; sys.path.insert(0, 'bench/probes'); from gil_profile import summarise
+from pathlib import Path; summarise(Path('$OUT/gil.txt'), 1.0, 500, top=10)" 2>&1 | head -120
+fi
+if [ -n "${ALSO_CBS:-}" ]; then     # our warm run with another -comp_based_stats (BLAST+ not run again)
+    /usr/bin/time -f "warm run, cbs $ALSO_CBS: %e s" "${ours[@]}" -comp_based_stats "$ALSO_CBS" --timings \
+        -out $OUT/ours-cbs$ALSO_CBS.tsv 2>&1 | tail -3
+fi
+if [ -n "${AB_OLD:-}" ]; then       # an older gpu_search (git archive REV gpu_search | tar -x -C AB_OLD), runs alternated
+    PYTHONPATH=$AB_OLD:/tmp/site "${ours[@]}" -out $OUT/ab-old.tsv --quiet     # (its numba cache is its own)
+    for k in 1 2 3; do
+        for v in old new; do
+            if [ $v = old ]; then pp=$AB_OLD:/tmp/site; else pp=/tmp/site:$PWD; fi
+            t0=$(date +%s.%N)
+            PYTHONPATH=$pp "${ours[@]}" -out $OUT/ab-$v.tsv --quiet
+            echo "A/B $v $(python3 -c "import time; print(round(time.time() - $t0, 2))") s"
+        done
+    done
+    cmp -s $OUT/ab-old.tsv $OUT/ab-new.tsv && echo "A/B rows identical" || echo "A/B ROWS DIFFER"
+fi
+if [ -n "${SWEEP:-}" ]; then        # BlastSettings variants, ';'-separated JSON objects, runs alternated with the defaults
+    IFS=';' read -ra variants <<< "{};$SWEEP"
+    for k in 1 2; do
+        for v in "${variants[@]}"; do
+            t0=$(date +%s.%N)
+            python3 bench/blastp_with_settings.py "$v" blastp -comp_based_stats $cbs -num_threads $(nproc) -outfmt 6 \
+                --device gpu -query "$Q" -db "$G" -out $OUT/sweep.tsv --quiet
+            echo "settings $v: $(python3 -c "import time; print(round(time.time() - $t0, 2))") s" \
+                "$(cmp -s $OUT/sweep.tsv $OUT/ours.tsv && echo rows identical || echo ROWS DIFFER)"
+        done
+    done
+fi
