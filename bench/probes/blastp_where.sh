@@ -58,7 +58,7 @@ if [ -n "${AB_OLD:-}" ]; then       # an older gpu_search (git archive REV gpu_s
 fi
 if [ -n "${SWEEP:-}" ]; then        # BlastSettings variants, ';'-separated JSON objects, runs alternated with the defaults
     IFS=';' read -ra variants <<< "{};$SWEEP"
-    for k in 1 2; do
+    for k in $(seq "${REPS:-2}"); do
         for v in "${variants[@]}"; do
             t0=$(date +%s.%N)
             python3 bench/blastp_with_settings.py "$v" blastp -comp_based_stats $cbs -num_threads $(nproc) -outfmt 6 \

@@ -23,7 +23,7 @@ from . import pipeline, workers
 from .crossover import auto_device
 from .hitlist import output_batches, select_batch
 from .options import BlastOptions
-from .output import PAIRWISE, XML, write_footer, write_query
+from .output import PAIRWISE, TABULAR, XML, row_formatter, write_footer, write_query
 from .scheduler import PhaseTimes, Scheduler
 from .settings import BlastSettings
 
@@ -215,7 +215,8 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
         # DataLoader workers forked after CUDA's start, and CuPy was imported on this thread):
         # given back below if the run is on the CPU after all
         t0 = time.perf_counter()
-        procs = workers.start_workers(setup, queries, threads)
+        row_text = row_formatter(tuple(columns), TABULAR[fmt]) if fmt in TABULAR and hits_out is None else None
+        procs = workers.start_workers(setup, queries, threads, row_text)
         times.add("worker processes started", t0)
 
     def warm_up():

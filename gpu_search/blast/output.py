@@ -235,8 +235,9 @@ def format_row(h: Hsp, columns: list[str]) -> str:
     return row_formatter(tuple(columns))(h)
 
 
-def write_query(fh, fmt: int, columns: list[str], query_title: str, db_name: str, hsps: list[Hsp]) -> None:
-    """Rows of one query (format 7: with its comment lines)."""
+def write_query(fh, fmt: int, columns: list[str], query_title: str, db_name: str, hsps: list) -> None:
+    """Rows of one query (format 7: with its comment lines); ``hsps``: Hsp objects, or their
+    lines as ``row_formatter`` wrote them (the traceback's worker processes send lines)."""
     if fmt == 7:
         # BLAST+'s program line, then which program computed the rows (comment lines: no
         # parser of format 7 reads them as rows); a database named with a newline in its path
@@ -249,7 +250,7 @@ def write_query(fh, fmt: int, columns: list[str], query_title: str, db_name: str
         fh.write(f"# {len(hsps)} hits found\n")
     if hsps:
         row = row_formatter(tuple(columns), TABULAR[fmt])
-        fh.write("".join([row(h) + "\n" for h in hsps]))
+        fh.write("".join([(h if isinstance(h, str) else row(h)) + "\n" for h in hsps]))
 
 
 def write_footer(fh, fmt: int, n_queries: int) -> None:
