@@ -32,6 +32,7 @@ The round's search is p7_Pipeline over the whole database:
 from __future__ import annotations
 
 import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -184,12 +185,13 @@ class Iteration:
         self.done = converged or iteration == self.options.N
 
 
-def iterate(seq, search: Callable, options: JackhmmerOptions) -> list[Round]:
+def iterate(seq, search: Callable, options: JackhmmerOptions, stop: threading.Event | None = None) -> list[Round]:
     """jackhmmer.c's rounds for one query sequence (a pyhmmer ``DigitalSequence``), each
     round's model searched in this thread by ``search(hmm) -> (hits, stats)``
-    (:func:`serial_search`)."""
+    (:func:`serial_search`).  ``stop`` set: no round is started (the search was stopped;
+    the rounds so far are returned, for nobody)."""
     query = Iteration(seq, options)
-    while not query.done:
+    while not query.done and not (stop is not None and stop.is_set()):
         query.take(*search(query.model()))
     return query.rounds
 
@@ -274,15 +276,20 @@ def jackhmmer(queries: SequenceDB, db: SequenceDB, options: JackhmmerOptions | N
     searched = None if skipped is None else np.setdiff1d(np.arange(db.n_seqs), skipped)
     search = serial_search(db.digital_block(searched, abc), options)
 
+    stop = threading.Event()        # the kill switch: a stopped search starts no other round
+
     def one(i: int) -> JackhmmerResult:
-        return JackhmmerResult(query_of(queries, i), iterate(query(i), search, options))
+        return JackhmmerResult(query_of(queries, i), iterate(query(i), search, options, stop))
 
     workers = max(1, min(cpus or os.cpu_count() or 1, n))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jackhmmer") as pool:
-        for done, result in enumerate(pool.map(one, range(n)), start=1):
-            if callback:
-                callback(done)
-            yield result
+        try:
+            for done, result in enumerate(pool.map(one, range(n)), start=1):
+                if callback:
+                    callback(done)
+                yield result
+        finally:                    # (Ctrl-C, an error, the results abandoned: the queries under
+            stop.set()              # way end with their round, before the pool's shutdown waits)
 
 
 def write_outputs(results, options: JackhmmerOptions, *, seqfile: str, seqdb: str, output=None,
@@ -318,28 +325,35 @@ def write_outputs(results, options: JackhmmerOptions, *, seqfile: str, seqdb: st
                             {"o": output, "A": alignment, "tblout": tblout, "domtblout": domtblout,
                              "chkhmm": chkhmm, "chkali": chkali}, program=report.JACKHMMER)
         first = True
-        for result in results:
-            for rnd in result.rounds:
-                if chkhmm:
-                    buf = io.BytesIO()
-                    rnd.hmm.write(buf, binary=False)
-                    checkpoint(chkhmm, rnd.iteration, "hmm").write(buf.getvalue().decode("utf-8", "replace"))
-                if chkali:
-                    report.write_msa(checkpoint(chkali, rnd.iteration, "sto"), rnd.msa, pfam=True)
-            report.write_iterative_query(main_fh, result, options, alignment)
-            last = result.rounds[-1]
-            if ali_fh is not None:
-                report.write_msa(ali_fh, last.msa, pfam=textw == 0)
-            if tables:
-                # jackhmmer.c names the query sequence in the tables; pyhmmer's TopHits.write
-                # names the hits' model, <query>-i<round> from round 2 on.  The model is given
-                # the query's name now that its checkpoint and alignments are written.
-                last.hmm.name = result.query.name
-                for fh, fmt in tables:
-                    buf = io.BytesIO()
-                    last.hits.write(buf, format=fmt, header=first)
-                    fh.write(buf.getvalue().decode())
-            first = False
+        try:
+            for result in results:
+                for rnd in result.rounds:
+                    if chkhmm:
+                        buf = io.BytesIO()
+                        rnd.hmm.write(buf, binary=False)
+                        checkpoint(chkhmm, rnd.iteration, "hmm").write(buf.getvalue().decode("utf-8", "replace"))
+                    if chkali:
+                        report.write_msa(checkpoint(chkali, rnd.iteration, "sto"), rnd.msa, pfam=True)
+                report.write_iterative_query(main_fh, result, options, alignment)
+                last = result.rounds[-1]
+                if ali_fh is not None:
+                    report.write_msa(ali_fh, last.msa, pfam=textw == 0)
+                if tables:
+                    # jackhmmer.c names the query sequence in the tables; pyhmmer's TopHits.write
+                    # names the hits' model, <query>-i<round> from round 2 on.  The model is given
+                    # the query's name now that its checkpoint and alignments are written.
+                    last.hmm.name = result.query.name
+                    for fh, fmt in tables:
+                        buf = io.BytesIO()
+                        last.hits.write(buf, format=fmt, header=first)
+                        fh.write(buf.getvalue().decode())
+                first = False
+        finally:
+            # a stop or an error: the search's kill switch set now, before the interpreter's
+            # exit waits for the threads under way
+            close = getattr(results, "close", None)
+            if close is not None:
+                close()
         if progress:
             progress.close()
         report.write_footer(main_fh)

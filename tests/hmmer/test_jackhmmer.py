@@ -32,6 +32,7 @@ import os
 import random
 import shutil
 import subprocess
+import textwrap
 import sys
 from pathlib import Path
 
@@ -378,3 +379,82 @@ def test_library_rounds_as_reported(queries):
         assert all(not r.converged for r in rounds[:-1])
     assert len(results[-1].rounds) == 1 and results[-1].rounds[0].converged
     assert len(results[-1].rounds[0].msa.sequences) == 1
+
+
+def test_cpu_path_stopped_starts_no_other_round(tmp_path, monkeypatch):
+    """The CPU path's kill switch: a search stopped early (its results abandoned, as after
+    Ctrl-C) starts no other round, so a query under way on another thread ends with its round
+    instead of running all of its rounds first.  Two copies of a protein that runs all 5 rounds
+    (the proteome's third), one made slow (each round's search 1.5 s longer)."""
+    import time
+
+    from gpu_search.hmmer import jackhmmer as J
+    from gpu_search.hmmer.options import JackhmmerOptions
+    from gpu_search.seqdb import open_database
+
+    sequence = PROTEOME.read_text().split(">")[3].split("\n", 1)[1]
+    (tmp_path / "q.faa").write_text(f">fast\n{sequence}>slow\n{sequence}")
+    real = J.serial_search
+    searched = []
+
+    def serial_search(targets, options):
+        search = real(targets, options)
+
+        def slowed(hmm):
+            name = hmm.name.decode() if isinstance(hmm.name, bytes) else hmm.name
+            searched.append(name)
+            if name.startswith("slow"):
+                time.sleep(1.5)
+            return search(hmm)
+
+        return slowed
+
+    monkeypatch.setattr(J, "serial_search", serial_search)
+    results = J.jackhmmer(J.read_queries(tmp_path / "q.faa"), open_database(PROTEOME), JackhmmerOptions(N=5),
+                          cpus=2)
+    first = next(results)
+    assert first.query.name == "fast" and len(first.rounds) == 5 and not first.rounds[-1].converged
+    results.close()                 # waits for the slow query's round under way, no more
+    assert 1 <= sum(name.startswith("slow") for name in searched) <= 3
+
+
+def test_cpu_path_stopped_command_ends_with_the_round(tmp_path):
+    """The command stopped (SIGTERM, as a scheduler stops a job) while a query is under way on
+    another thread: it ends with that query's round (exit 143, no output file), not after all
+    of its rounds.  The same two queries as above, the slow one 1.5 s longer a round."""
+    import signal
+    import time
+
+    sequence = PROTEOME.read_text().split(">")[3].split("\n", 1)[1]
+    (tmp_path / "q.faa").write_text(f">fast\n{sequence}>slow\n{sequence}")
+    slowed = textwrap.dedent("""
+        import sys, time
+        from gpu_search.hmmer import jackhmmer as J
+        real = J.serial_search
+        def serial_search(targets, options):
+            search = real(targets, options)
+            def slowed(hmm):
+                name = hmm.name.decode() if isinstance(hmm.name, bytes) else hmm.name
+                if name.startswith("slow"):
+                    time.sleep(1.5)
+                else:
+                    print("fast round", flush=True)
+                return search(hmm)
+            return slowed
+        J.serial_search = serial_search
+        from gpu_search.cli import main
+        sys.argv = ["gpu-search", "jackhmmer", "--cpu", "2", "-N", "5", "-o", "out.txt", "q.faa", sys.argv[1]]
+        main()
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", slowed, str(PROTEOME)], cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    for _ in range(5):                       # the fast query's five rounds
+        assert proc.stdout.readline() == "fast round\n"
+    time.sleep(0.5)                          # its last round's search, taken and written
+    stopped = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and "terminated" in err, err
+    assert time.monotonic() - stopped < 3.5     # the slow query's round under way (1.5 s), not its rest
+    assert not (tmp_path / "out.txt").exists()
