@@ -447,16 +447,24 @@ def _aligned_letters(query, subject, q, s, ops, nums, table):
         n += nums[k]
     qa = np.empty(n, np.uint8)
     sa = np.empty(n, np.uint8)
+    _write_aligned(query, subject, q, s, ops, nums, 0, len(ops), table, qa, sa, 0)
+    return qa, sa
+
+
+@numba.njit(cache=True, nogil=True)
+def _write_aligned(query, subject, q, s, ops, nums, k0, k1, table, qa, sa, j):
+    """The rows of edit-script entries k0..k1 (the alignment starting at query letter q and
+    subject letter s, 0-based) into qa and sa from position j."""
     gap = np.uint8(45)           # '-'
-    j = 0
-    for k in range(len(ops)):
+    for k in range(k0, k1):
+        op = ops[k]
         for _ in range(nums[k]):
-            if ops[k] == OP_SUB:
+            if op == OP_SUB:
                 qa[j] = table[query[q]]
                 sa[j] = table[subject[s]]
                 q += 1
                 s += 1
-            elif ops[k] == OP_DEL:
+            elif op == OP_DEL:
                 qa[j] = gap
                 sa[j] = table[subject[s]]
                 s += 1
@@ -465,7 +473,6 @@ def _aligned_letters(query, subject, q, s, ops, nums, table):
                 sa[j] = gap
                 q += 1
             j += 1
-    return qa, sa
 
 
 @lru_cache(maxsize=8)
@@ -628,29 +635,10 @@ def _aligned_letters_many(query, residues, offsets, subjects, q0, s0, ops, nums,
         line_start[i + 1] = line_start[i] + length
     qa = np.empty(line_start[n], np.uint8)
     sa = np.empty(line_start[n], np.uint8)
-    gap = np.uint8(45)           # '-'
     for i in range(n):
         subject = residues[offsets[subjects[i]]:offsets[subjects[i] + 1]]
-        q = q0[i]
-        s = s0[i]
-        j = line_start[i]
-        for k in range(script_start[i], script_start[i + 1]):
-            op = ops[k]
-            for _ in range(nums[k]):
-                if op == OP_SUB:
-                    qa[j] = table[query[q]]
-                    sa[j] = table[subject[s]]
-                    q += 1
-                    s += 1
-                elif op == OP_DEL:
-                    qa[j] = gap
-                    sa[j] = table[subject[s]]
-                    s += 1
-                else:
-                    qa[j] = table[query[q]]
-                    sa[j] = gap
-                    q += 1
-                j += 1
+        _write_aligned(query, subject, q0[i], s0[i], ops, nums, script_start[i], script_start[i + 1], table,
+                       qa, sa, line_start[i])
     return qa, sa, line_start
 
 
