@@ -45,12 +45,14 @@ if [ -n "${ALSO_CBS:-}" ]; then     # our warm run with another -comp_based_stat
         -out $OUT/ours-cbs$ALSO_CBS.tsv 2>&1 | tail -3
 fi
 if [ -n "${AB_OLD:-}" ]; then       # an older gpu_search (git archive REV gpu_search | tar -x -C AB_OLD), runs alternated
-    PYTHONPATH=$AB_OLD:/tmp/site "${ours[@]}" -out $OUT/ab-old.tsv --quiet     # (its numba cache is its own)
+    # the old runs start in AB_OLD: `python -m` puts the current folder first on sys.path, before
+    # PYTHONPATH, so from the repository root they would run this checkout's gpu_search
+    (cd "$AB_OLD" && PYTHONPATH=$AB_OLD:/tmp/site "${ours[@]}" -out $OUT/ab-old.tsv --quiet)   # (its own numba cache)
     for k in 1 2 3; do
         for v in old new; do
-            if [ $v = old ]; then pp=$AB_OLD:/tmp/site; else pp=/tmp/site:$PWD; fi
+            if [ $v = old ]; then dir=$AB_OLD; pp=$AB_OLD:/tmp/site; else dir=$PWD; pp=/tmp/site:$PWD; fi
             t0=$(date +%s.%N)
-            PYTHONPATH=$pp "${ours[@]}" -out $OUT/ab-$v.tsv --quiet
+            (cd "$dir" && PYTHONPATH=$pp "${ours[@]}" -out $OUT/ab-$v.tsv --quiet)
             echo "A/B $v $(python3 -c "import time; print(round(time.time() - $t0, 2))") s"
         done
     done

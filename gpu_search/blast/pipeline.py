@@ -246,7 +246,7 @@ def traceback_stage(work: QueryWork, setup: SearchSetup, queries, hits: list[tup
     order = np.lexsort((np.arange(len(h)), np.where(h["evalue"] < EVALUE_EPSILON, 0.0, h["evalue"]), tb.subject))
     cuts = np.flatnonzero(np.diff(tb.subject[order])) + 1
     results = []
-    for group in np.split(order, cuts) if len(order) else []:
+    for group in (np.split(order, cuts) if len(order) else []):
         if opts.max_hsps is not None:
             group = group[: opts.max_hsps]
         key, s = hits[int(tb.subject[group[0]])]

@@ -673,8 +673,10 @@ def _prelim_rows(prelims: list) -> np.ndarray:
             all(dt.fields[n][0] == np.int32 for n in dt.names):
         flat = np.concatenate([np.ascontiguousarray(p).view(np.int32).reshape(-1, dt.itemsize // 4)
                                for p in prelims])
-        return flat[:, [dt.fields[n][1] // 4 for n in _PRELIM_COLUMNS]].astype(np.int64)
-    return np.stack([np.concatenate([p[n] for p in prelims]) for n in _PRELIM_COLUMNS], axis=1).astype(np.int64)
+        rows = flat[:, [dt.fields[n][1] // 4 for n in _PRELIM_COLUMNS]]
+    else:
+        rows = np.stack([np.concatenate([p[n] for p in prelims]) for n in _PRELIM_COLUMNS], axis=1)
+    return np.ascontiguousarray(rows, dtype=np.int64)      # (one layout: one compiled traceback)
 
 
 def traceback_hit_list(prelims: list, query, subjects, residues, offsets, matrix, gap_open: int,
@@ -684,8 +686,8 @@ def traceback_hit_list(prelims: list, query, subjects, residues, offsets, matrix
     query's hit list at once, with the alignment strings.
 
     Args:
-        prelims: per subject of the hit list, its PRELIM_HSP_DTYPE rows (score order,
-            E-value reaped).
+        prelims: per subject of the hit list, its preliminary HSPs (PRELIM_HSP_DTYPE, or
+            PRELIM_BATCH rows), in score order, E-value reaped.
         subjects: per subject, its index into ``offsets``; ``residues[offsets[s]:offsets[s + 1]]``
             is subject s (NCBIstdaa).
         evalue: maps (raw scores, subject lengths), two int arrays, to E-values; HSPs with
@@ -697,13 +699,16 @@ def traceback_hit_list(prelims: list, query, subjects, residues, offsets, matrix
     first = np.zeros(len(prelims) + 1, dtype=np.int64)
     first[1:] = np.cumsum([len(p) for p in prelims])
     prelim = _prelim_rows(prelims)
+    # the offsets as a read-only view, whatever the database: a .gsdb's are read-only, a FASTA
+    # file's not, and numba compiles the traceback once per kind
+    offsets = np.asarray(offsets, dtype=np.int64).view()
+    offsets.flags.writeable = False
     arr, ops, nums, at = _traceback_subjects(
-        prelim, first, subjects, residues, np.asarray(offsets, dtype=np.int64), pad(query), len(query),
+        prelim, first, subjects, residues, offsets, pad(query), len(query),
         np.ascontiguousarray(matrix, dtype=np.int32), int(gap_open), int(gap_extend), int(x_dropoff_final))
     out = np.zeros(len(arr), dtype=FINAL_HSP_DTYPE)
     for k, name in enumerate(FINAL_HSP_DTYPE.names[:12]):
         out[name] = arr[:, k]
-    offsets = np.asarray(offsets, dtype=np.int64)
     subject_pos = arr[:, 12]
     hit_subjects = subjects[subject_pos]
     if len(out):

@@ -143,13 +143,24 @@ def _worker_start(parent: int) -> None:
 
 
 def _warm_up_traceback() -> None:
-    """One tiny traceback (a doctest of traceback.traceback): numba loads its code."""
+    """Tiny tracebacks: numba loads the code of both ways the workers trace back, a query's
+    hit list at once (without composition-based statistics; preliminary HSPs as the
+    preliminary stage gives them) and one subject's HSPs with their strings (the redo's
+    pieces), from its cache or, on a first run, by compiling them."""
     try:
         from .alphabet import encode
 
         q, s = encode("W" * 10 + "E" * 10 + "W" * 10), encode("W" * 10 + "C" * 10 + "W" * 10)
-        prelim = np.array([(110, 0, 10, 0, 10, 5, 5)], dtype=gapped.PRELIM_HSP_DTYPE)
-        r = traceback.traceback(prelim, q, s, load_matrix("BLOSUM62").scores, 11, 1, 64)
+        row = (110, 0, 10, 0, 10, 5, 5)
+        prelim = np.array([row], dtype=gapped.PRELIM_HSP_DTYPE)
+        matrix = load_matrix("BLOSUM62").scores
+        r = traceback.traceback(prelim, q, s, matrix, 11, 1, 64)
         r.strings(q, s, NCBISTDAA)
+        batch = np.zeros(1, dtype=gapped.PRELIM_BATCH_DTYPE)
+        for name, value in zip(gapped.PRELIM_HSP_DTYPE.names, row):
+            batch[name] = value
+        traceback.traceback_hit_list([batch], q, [0], s, np.array([0, len(s)], np.int64), matrix, 11, 1, 64,
+                                     evalue=lambda scores, lengths: np.zeros(len(scores)), expect_value=10.0,
+                                     letters=NCBISTDAA)
     except Exception:                  # only a warm-up: the real task reports any error
         pass

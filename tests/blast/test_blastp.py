@@ -528,44 +528,36 @@ def test_results_pickle_as_their_fields():
 
 
 def test_worker_lines_write_as_their_rows(monkeypatch, tmp_path, proteome):
-    """The traceback's worker processes send a tabular run's rows back as lines (workers.as_lines):
-    written, they are the rows' own text; a run that writes XML or saves its hits (--hits-out)
-    gets Hsps back, which its writers need."""
+    """A tabular run's worker processes send rows back as lines (workers.as_lines): the output
+    is that of the same run with the traceback on threads, which writes Hsp objects (formats 6,
+    7 and 10, every column kind); a run that writes XML or saves its hits (--hits-out) gets
+    Hsps back, which its writers need."""
     import io
 
     from gpu_search.blast import engine, workers
-    from gpu_search.blast.hitlist import SubjectResult
     from gpu_search.blast.options import BlastOptions
-    from gpu_search.blast.output import Hsp, parse_outfmt, row_formatter, write_query
-
-    rows = [Hsp("q1", "q1 a query", 120, f"s{k}", f"s{k} title", 300 + k, 55 + k, 25.4 + k, 10.0 ** -k,
-                3, 40, 7 + k, 44 + k, "ACD-EF", "AC-KEF", 4, 5, 2, 2, oid=k) for k in range(3)]
-    for spec in ("6", "7 std qlen slen btop qseq", "10 std ppos"):
-        fmt, columns = parse_outfmt(spec)
-        lines = workers.as_lines([SubjectResult(17, (), (), list(rows))], row_formatter(tuple(columns),
-                                                                                   output_separator(fmt)))
-        assert all(isinstance(line, str) for line in lines[0].rows)
-        written = []
-        for hsps in (rows, lines[0].rows):
-            fh = io.StringIO()
-            write_query(fh, fmt, columns, "q1 a query", "db", hsps)
-            written.append(fh.getvalue())
-        assert written[0] == written[1] and written[0].count("\n") >= 3
+    from gpu_search.blast.output import parse_outfmt
+    from gpu_search.blast.settings import BlastSettings
 
     formatters = []
     start = workers.start_workers
     monkeypatch.setattr(workers, "start_workers", lambda setup, queries, n, row_text=None:
                         formatters.append(row_text) or start(setup, queries, n, row_text))
-    queries = proteome.subset([0, 1])
-    for spec, hits_out in (("6", None), ("5", None), ("6", "hits.gsblast")):
+    queries = proteome.subset([0, 1, 2, 3])
+    options = BlastOptions(num_threads=2, comp_based_stats=2)
+
+    def run(spec, hits_out=None, processes=True):
         fmt, columns = parse_outfmt(spec)
-        engine.run_blastp(queries, proteome, BlastOptions(num_threads=2, comp_based_stats=2), io.StringIO(),
-                          fmt=fmt, columns=columns, db_name="proteome", quiet=True, device="cpu",
-                          hits_out=None if hits_out is None else str(tmp_path / hits_out))
-    assert [f is not None for f in formatters] == [True, False, False]
+        fh = io.StringIO()
+        engine.run_blastp(queries, proteome, options, fh, fmt=fmt, columns=columns, db_name="proteome",
+                          quiet=True, device="cpu", hits_out=hits_out,
+                          settings=BlastSettings(traceback_processes=processes))
+        return fh.getvalue()
 
-
-def output_separator(fmt: int) -> str:
-    from gpu_search.blast.output import TABULAR
-
-    return TABULAR[fmt]
+    for spec in ("6", "7 std qlen slen btop qseq sseq stitle", "10 std ppos qcovhsp"):
+        lines = run(spec)
+        assert formatters.pop() is not None                  # (the workers sent lines)
+        assert lines == run(spec, processes=False) and lines.count("\n") > 20
+    run("5")
+    run("6", hits_out=str(tmp_path / "hits.gsblast"))
+    assert formatters == [None, None]
