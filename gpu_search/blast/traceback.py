@@ -679,6 +679,14 @@ def _prelim_rows(prelims: list) -> np.ndarray:
     return np.ascontiguousarray(rows, dtype=np.int64)      # (one layout: one compiled traceback)
 
 
+def _final_hsps(rows: np.ndarray) -> np.ndarray:
+    """The traceback kernels' rows (their first 12 columns) as FINAL_HSP_DTYPE, E-values 0."""
+    out = np.zeros(len(rows), dtype=FINAL_HSP_DTYPE)
+    for k, name in enumerate(FINAL_HSP_DTYPE.names[:12]):
+        out[name] = rows[:, k]
+    return out
+
+
 def traceback_hit_list(prelims: list, query, subjects, residues, offsets, matrix, gap_open: int,
                        gap_extend: int, x_dropoff_final: int, evalue: Callable, expect_value: float,
                        letters: str) -> HitListTraceback:
@@ -706,9 +714,7 @@ def traceback_hit_list(prelims: list, query, subjects, residues, offsets, matrix
     arr, ops, nums, at = _traceback_subjects(
         prelim, first, subjects, residues, offsets, pad(query), len(query),
         np.ascontiguousarray(matrix, dtype=np.int32), int(gap_open), int(gap_extend), int(x_dropoff_final))
-    out = np.zeros(len(arr), dtype=FINAL_HSP_DTYPE)
-    for k, name in enumerate(FINAL_HSP_DTYPE.names[:12]):
-        out[name] = arr[:, k]
+    out = _final_hsps(arr)
     subject_pos = arr[:, 12]
     hit_subjects = subjects[subject_pos]
     if len(out):
@@ -766,17 +772,11 @@ def traceback(prelim_hsps: np.ndarray, query, subject, matrix, gap_open: int, ga
     """
     query = np.asarray(query, dtype=np.uint8)
     subject = np.asarray(subject, dtype=np.uint8)
-    prelim = np.empty((len(prelim_hsps), 7), dtype=np.int64)
-    for k, name in enumerate(("score", "q_start", "q_end", "s_start", "s_end", "q_gapped_start",
-                              "s_gapped_start")):
-        prelim[:, k] = prelim_hsps[name]
     arr, ops, nums, at = _traceback_kernel(
-        prelim, pad(query), len(query), subject, pad(subject), np.ascontiguousarray(matrix, dtype=np.int32),
-        int(gap_open), int(gap_extend), int(x_dropoff_final), MININT if cutoff is None else int(cutoff),
-        float(percent_identity), int(min_hit_length))
-    out = np.zeros(len(arr), dtype=FINAL_HSP_DTYPE)
-    for k, name in enumerate(FINAL_HSP_DTYPE.names[:12]):
-        out[name] = arr[:, k]
+        _prelim_rows([prelim_hsps]), pad(query), len(query), subject, pad(subject),
+        np.ascontiguousarray(matrix, dtype=np.int32), int(gap_open), int(gap_extend), int(x_dropoff_final),
+        MININT if cutoff is None else int(cutoff), float(percent_identity), int(min_hit_length))
+    out = _final_hsps(arr)
     out['evalue'] = np.nan
     keep = range(len(arr))
     if evalue is not None and len(out):
