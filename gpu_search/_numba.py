@@ -17,6 +17,11 @@ the GPU host (py-spy, bench/probes/gil_profile.py).  Our compiled code uses no B
 np.dot, no np.linalg): numba's check runs here with scipy's BLAS module marked absent, and
 finds none; the mark is taken back after, so scipy stays importable.
 
+Copies between arrays.  ``a[i:j] = b`` in compiled code makes numba compile its shape check's
+error message (string formatting: about 6 s of a process's first compilation, numba 0.68), in
+every process that compiles such a loop: the first run on a fresh host, each of the traceback's
+worker processes.  Our loops copy with :func:`copy_into` and :func:`copy_rows` instead.
+
 Every module of ours that compiles with numba imports it from here (``from ._numba import
 numba``), when it is first needed: a run that compiles nothing (hmmsearch on the CPU path
 from a .gsdb) never imports numba, a quarter of a second of its start.
@@ -128,4 +133,20 @@ _check_blas_without_scipy()
 
 import numba  # noqa: E402
 
-__all__ = ["numba"]
+
+@numba.njit(cache=True, nogil=True)
+def copy_into(dst, at, src):
+    """``dst[at:at + len(src)] = src`` for 1-d arrays, without numba's shape-check message."""
+    for i in range(len(src)):
+        dst[at + i] = src[i]
+
+
+@numba.njit(cache=True, nogil=True)
+def copy_rows(dst, at, src):
+    """``dst[at:at + len(src)] = src`` for 2-d arrays of as many columns (src may have more)."""
+    for i in range(src.shape[0]):
+        for j in range(dst.shape[1]):
+            dst[at + i, j] = src[i, j]
+
+
+__all__ = ["numba", "copy_into", "copy_rows"]

@@ -95,3 +95,74 @@ def test_private_folder_another_user_could_plant_code_in_is_not_used(planted, tm
     assert folder.parent == tmp_path and folder.name.startswith("gpu-search-numba-")
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert not (top / "numba").exists()
+
+
+def test_compiled_loops_copy_arrays_without_slice_assignment():
+    """``a[i:j] = b`` in one of our compiled loops makes numba compile its shape check's error
+    message (string formatting, about 6 s of a first compilation in every process that meets
+    it): our loops copy with _numba.copy_into / copy_rows.  A scalar fill (``a[:] = 0``) is fine."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "gpu_search").rglob("*.py")):
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(fn, ast.FunctionDef) or not any("jit" in ast.unparse(d) for d in fn.decorator_list):
+                continue
+            for node in ast.walk(fn):
+                targets = node.targets if isinstance(node, ast.Assign) else \
+                    [node.target] if isinstance(node, ast.AugAssign) else []
+                for t in targets:
+                    parts = t.slice.elts if isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Tuple) else \
+                        [t.slice] if isinstance(t, ast.Subscript) else []
+                    if any(isinstance(p, ast.Slice) for p in parts) and not isinstance(node.value, ast.Constant):
+                        found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, found
+
+
+# In a fresh interpreter with an empty cache: the traceback's worker processes started as a
+# GPU run starts them, each given one task that loads the traceback's code as the workers'
+# warm-up does; which processes compiled it is recorded through numba's compile events (a
+# load from the cache raises none).
+ONE_WORKER_COMPILES = """
+import json, os, sys
+import numba.core.event as ev
+from gpu_search.blast import workers
+
+class Record(ev.Listener):
+    def on_start(self, event):
+        pass
+    def on_end(self, event):
+        name = event.data["dispatcher"].py_func.__name__
+        with open("compiles.txt", "a") as fh:
+            fh.write(f"{os.getpid()} {name}\\n")
+
+ev.register("numba:compile", Record())
+
+def task(_):
+    workers._pass_gate()
+    workers._warm_up_traceback()
+    return os.getpid()
+
+procs = workers.start_workers(None, None, 4)
+try:
+    futures = [procs.submit(task, i) for i in range(4)]
+    print(json.dumps(sorted({f.result() for f in futures})))
+finally:
+    workers.shut_down(procs)
+"""
+
+
+def test_one_worker_compiles_the_traceback_while_the_others_wait(tmp_path):
+    """On a first run (numba's cache empty) one of the traceback's worker processes compiles
+    its loops; the others wait, then load them from the cache, instead of all compiling the
+    same loops at once on the cores the run needs."""
+    import json
+
+    r = run_python(ONE_WORKER_COMPILES, tmp_path, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    assert r.returncode == 0, r.stderr
+    assert len(json.loads(r.stdout)) == 4                  # every worker ran a task
+    compiled = [line.split() for line in (tmp_path / "compiles.txt").read_text().splitlines()]
+    assert {pid for pid, name in compiled if name == "_traceback_subjects"} == \
+        {pid for pid, name in compiled if name == "_traceback_kernel"}
+    assert len({pid for pid, name in compiled if name == "_traceback_kernel"}) == 1, compiled
+    assert sum(1 for _, name in compiled if name == "_traceback_kernel") == 1   # one signature

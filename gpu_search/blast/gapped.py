@@ -58,7 +58,7 @@ Contents:
 
 from __future__ import annotations
 
-from .._numba import numba
+from .._numba import copy_into, copy_rows, numba
 import numpy as np
 
 # --------------------------------------------------------------------------------------------
@@ -754,7 +754,7 @@ def purge_and_sort_groups(rows, counts):
         n = counts[g]
         if n:
             r = purge_and_sort_rows(rows[a:a + n])
-            out[k:k + r.shape[0]] = r
+            copy_rows(out, k, r)
             new_counts[g] = r.shape[0]
             k += r.shape[0]
             a += n
@@ -800,7 +800,7 @@ def _prelim_batch_kernel(group_start, group_subject, init_q_start, init_s_start,
         sp = np.empty(slen + 2, dtype=np.uint8)
         sp[0] = SENTINEL
         sp[slen + 1] = SENTINEL
-        sp[1:slen + 1] = residues[s0:s0 + slen]
+        copy_into(sp, 1, residues[s0:s0 + slen])
         rows, rs = _get_gapped_score_kernel(
             init_q_start[order], init_s_start[order], init_length[order], init_score[order],
             qp, query_length, sp, slen, matrix, gap_open, gap_extend, x_dropoff, cutoff,
@@ -813,7 +813,7 @@ def _prelim_batch_kernel(group_start, group_subject, init_q_start, init_s_start,
     out = np.empty((total, 7), dtype=np.int32)
     k = 0
     for g in range(n_groups):
-        out[k:k + counts[g]] = parts[g]
+        copy_rows(out, k, parts[g])
         k += counts[g]
     return out, counts, restarted
 

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
-from .._numba import numba
+from .._numba import copy_into, copy_rows, numba
 import numpy as np
 
 from .gapped import (HSP_MAX_WINDOW, MININT, adjust_subject_range, pad, purge_and_sort_rows, tree_add,
@@ -163,7 +163,7 @@ def align_ex(qp, q_base, q_dir, sp, s_base, s_dir, M, N, matrix, gap_open, gap_e
         if need > cap:
             new_cap = max(2 * cap, need)
             nb = np.zeros(new_cap, dtype=np.uint8)
-            nb[:cursor] = buf[:cursor]
+            copy_into(nb, 0, buf[:cursor])
             buf = nb
             cap = new_cap
         row_start[a_index] = cursor
@@ -526,7 +526,7 @@ def _traceback_kernel(prelim, qp, qlen, subject, sp, mat, gap_open, gap_extend, 
             sub = np.empty(s_len_adj + 2, dtype=np.uint8)      # pad(subject[shift:shift + s_len_adj])
             sub[0] = 0
             sub[s_len_adj + 1] = 0
-            sub[1:s_len_adj + 1] = subject[shift:shift + s_len_adj]
+            copy_into(sub, 1, subject[shift:shift + s_len_adj])
         else:
             sub = sp
         t_score, q0, q1, s0, s1, ops, nums = gapped_alignment_with_traceback(
@@ -541,8 +541,8 @@ def _traceback_kernel(prelim, qp, qlen, subject, sp, mat, gap_open, gap_extend, 
         while used + len(ops) > len(ops_all):
             ops_all = np.concatenate((ops_all, np.empty(len(ops_all), dtype=np.int32)))
             nums_all = np.concatenate((nums_all, np.empty(len(nums_all), dtype=np.int32)))
-        ops_all[used:used + len(ops)] = ops
-        nums_all[used:used + len(ops)] = nums
+        copy_into(ops_all, used, ops)
+        copy_into(nums_all, used, nums)
         r = rows[k]
         r[0] = t_score; r[1] = q0; r[2] = q1; r[3] = s0; r[4] = s1; r[5] = q_gs; r[6] = s_gs + shift
         r[7] = ident; r[8] = pos; r[9] = gaps; r[10] = opens; r[11] = length; r[12] = used; r[13] = len(ops)
@@ -572,14 +572,14 @@ def _traceback_kernel(prelim, qp, qlen, subject, sp, mat, gap_open, gap_extend, 
     for i in range(arr.shape[0]):
         a = arr[i, 12]
         m = arr[i, 13]
-        ops_out[script_start[i]:script_start[i + 1]] = ops_all[a:a + m]
-        nums_out[script_start[i]:script_start[i + 1]] = nums_all[a:a + m]
+        copy_into(ops_out, script_start[i], ops_all[a:a + m])
+        copy_into(nums_out, script_start[i], nums_all[a:a + m])
     return arr[:, :12].copy(), ops_out, nums_out, script_start
 
 
 @numba.njit(cache=True, nogil=True)
 def _traceback_subjects(prelim, first, subjects, residues, offsets, qp, qlen, mat, gap_open, gap_extend,
-                        x_dropoff_final):
+                        x_dropoff_final, cutoff, percent_identity, min_hit_length):
     """``_traceback_kernel`` for every subject of a query's hit list in one call: the
     per-subject Python around the compiled traceback cost as much as the traceback.
 
@@ -587,6 +587,9 @@ def _traceback_subjects(prelim, first, subjects, residues, offsets, qp, qlen, ma
         prelim: int64 (n, 7), the subjects' preliminary HSPs one after the other, subject j's
             at rows first[j]:first[j + 1].
         subjects: the subjects' indices into ``offsets`` (the database's residues).
+        cutoff, percent_identity, min_hit_length: as ``_traceback_kernel`` takes them, given
+            by the caller rather than written here: constants would be typed as literals, and
+            numba would compile ``_traceback_kernel`` a second time (its longest compilation).
 
     Returns:
         (rows, ops, nums, script_start): rows int64 (k, 13), the 12 columns of
@@ -604,17 +607,19 @@ def _traceback_subjects(prelim, first, subjects, residues, offsets, qp, qlen, ma
         sp = np.empty(len(subject) + 2, dtype=np.uint8)     # gapped.pad
         sp[0] = 0
         sp[len(subject) + 1] = 0
-        sp[1:len(subject) + 1] = subject
+        copy_into(sp, 1, subject)
         arr, ops, nums, at = _traceback_kernel(prelim[first[j]:first[j + 1]], qp, qlen, subject, sp, mat,
-                                               gap_open, gap_extend, x_dropoff_final, MININT, 0.0, 0)
+                                               gap_open, gap_extend, x_dropoff_final, cutoff, percent_identity,
+                                               min_hit_length)
         used = script_start[k]
         while used + len(ops) > len(ops_all):
             ops_all = np.concatenate((ops_all, np.empty(len(ops_all), dtype=np.int32)))
             nums_all = np.concatenate((nums_all, np.empty(len(nums_all), dtype=np.int32)))
-        ops_all[used:used + len(ops)] = ops
-        nums_all[used:used + len(ops)] = nums
+        copy_into(ops_all, used, ops)
+        copy_into(nums_all, used, nums)
         for i in range(arr.shape[0]):
-            rows[k, :12] = arr[i]
+            for c in range(12):
+                rows[k, c] = arr[i, c]
             rows[k, 12] = j
             script_start[k + 1] = used + at[i + 1]
             k += 1
@@ -713,7 +718,8 @@ def traceback_hit_list(prelims: list, query, subjects, residues, offsets, matrix
     offsets.flags.writeable = False
     arr, ops, nums, at = _traceback_subjects(
         prelim, first, subjects, residues, offsets, pad(query), len(query),
-        np.ascontiguousarray(matrix, dtype=np.int32), int(gap_open), int(gap_extend), int(x_dropoff_final))
+        np.ascontiguousarray(matrix, dtype=np.int32), int(gap_open), int(gap_extend), int(x_dropoff_final),
+        MININT, 0.0, 0)
     out = _final_hsps(arr)
     subject_pos = arr[:, 12]
     hit_subjects = subjects[subject_pos]

@@ -72,7 +72,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
-from .._numba import numba
+from .._numba import copy_rows, numba
 import numpy as np
 
 from .lookup import Lookup
@@ -221,7 +221,7 @@ def _push(out, n, row):
     """Append one row to a growable (cap, 7) int32 table; returns the (possibly new) table."""
     if n == out.shape[0]:
         bigger = np.empty((max(16, 2 * out.shape[0]), 7), dtype=np.int32)
-        bigger[:n] = out[:n]
+        copy_rows(bigger, 0, out[:n])
         out = bigger
     for k in range(7):
         out[n, k] = row[k]

@@ -23,6 +23,10 @@ from .hitlist import hit_list
 from .matrix import load_matrix
 
 _FORKED: tuple | None = None       # (setup, queries, row_text) in the worker processes
+# (lock, done) shared by the worker processes: the first to take the lock loads the traceback's
+# compiled code while the others wait for ``done`` (see _warm_up)
+_GATE: tuple | None = None
+GATE_TIMEOUT = 600.0               # seconds a worker waits for another's compilation at most
 
 
 def traceback_task(index: int, codes, kbp, cutoffs, prelim: dict, gpu_hsps=None,
@@ -42,6 +46,7 @@ def traceback_task(index: int, codes, kbp, cutoffs, prelim: dict, gpu_hsps=None,
     An error comes back as a RuntimeError carrying the worker's traceback (an exception
     that cannot be pickled back would otherwise be lost)."""
     t0 = time.perf_counter()
+    _pass_gate()
     setup, queries, row_text = _FORKED
     work = pipeline.QueryWork(index=index, codes=codes, kbp=kbp, cutoffs=cutoffs, prelim=prelim)
     try:
@@ -63,6 +68,7 @@ def traceback_task(index: int, codes, kbp, cutoffs, prelim: dict, gpu_hsps=None,
 def search_task(index: int):
     """One whole query in a worker process (a CPU run with composition-based statistics):
     its results (``pipeline.search_query``)."""
+    _pass_gate()
     setup, queries, row_text = _FORKED
     try:
         return as_lines(pipeline.search_query(index, queries, setup), row_text)
@@ -103,11 +109,13 @@ def start_workers(setup, queries, workers: int, row_text=None):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    global _FORKED
+    global _FORKED, _GATE
     if "fork" not in multiprocessing.get_all_start_methods():
         return None
     _FORKED = (setup, queries, row_text)
-    procs = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
+    fork = multiprocessing.get_context("fork")
+    _GATE = (fork.Lock(), fork.Event())
+    procs = ProcessPoolExecutor(max_workers=workers, mp_context=fork,
                                 initializer=_worker_start, initargs=(os.getpid(),))
     try:
         procs.submit(int).result()     # with fork, every worker starts now, before our threads do
@@ -119,10 +127,10 @@ def start_workers(setup, queries, workers: int, row_text=None):
 
 def shut_down(procs) -> None:
     """End the traceback's worker processes (None: none) and drop what they inherited."""
-    global _FORKED
+    global _FORKED, _GATE
     if procs is not None:
         procs.shutdown(cancel_futures=True)
-    _FORKED = None
+    _FORKED = _GATE = None
 
 
 def _worker_start(parent: int) -> None:
@@ -138,8 +146,33 @@ def _worker_start(parent: int) -> None:
     if os.getppid() != parent:         # the parent died before that
         os._exit(1)
     # load the traceback's compiled code (numba's cache) while the worker waits for its
-    # first task, not inside it: all workers at once, while the parent starts the GPUs
-    threading.Thread(target=_warm_up_traceback, name="warm-up", daemon=True).start()
+    # first task, not inside it, while the parent starts the GPUs
+    threading.Thread(target=_warm_up, name="warm-up", daemon=True).start()
+
+
+def _warm_up() -> None:
+    """The traceback's compiled code loaded by one worker, then by the others.
+
+    On a host where numba's cache is empty (a first run) every worker would compile the same
+    loops at once: 16 copies of the same 15-25 s of work, on the cores the parent needs for
+    its own first compilations.  One worker compiles them into the cache while the others
+    wait, then load them from there; where the cache is full the wait is one load (a fraction
+    of a second, before any task can have come)."""
+    lock, done = _GATE
+    if lock.acquire(block=False):
+        try:
+            _warm_up_traceback()
+        finally:
+            done.set()
+    elif done.wait(GATE_TIMEOUT):
+        _warm_up_traceback()
+
+
+def _pass_gate() -> None:
+    """Wait, in a task, until one worker has loaded the traceback's compiled code (``_warm_up``):
+    a task that came first would compile it again itself."""
+    if _GATE is not None:
+        _GATE[1].wait(GATE_TIMEOUT)
 
 
 def _warm_up_traceback() -> None:
