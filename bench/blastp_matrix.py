@@ -17,7 +17,7 @@ search, writing the table):
       ahead of time into the package's gpu_search/gpu/compiled/ folder are loaded from there
       (python -m gpu_search.gpu.compiled); the table's notes say how many cubins it held;
       With --cold image, numba's cache of the cold run holds the loops our container image
-      carries instead, made as the image's build makes them (containers/warm-cache.py with
+      carries instead, made as the image's build makes them (gpu-search compile --arch none with
       NUMBA_CPU_NAME=generic and no GPU visible; every run of ours then uses the generic
       CPU's code), the CuPy and CUDA caches still empty: the first run in a container made
       from our image, which also carries the cubins;
@@ -177,8 +177,8 @@ def our_env(folder: Path, args) -> dict:
 
 def image_numba(args) -> dict:
     """numba's compiled loops as our container image carries them, for --cold image: made by
-    containers/warm-cache.py as the image's build runs it (NUMBA_CPU_NAME=generic, no GPU
-    visible: the CPU paths' loops only), once, into --work/image-numba."""
+    `gpu-search compile` as the image's build runs it (NUMBA_CPU_NAME=generic, no GPU visible:
+    the GPU pipeline's host loops through its CPU stand-ins), once, into --work/image-numba."""
     args.image_numba = args.work / "image-numba"
     t = time.monotonic()
     if not args.image_numba.is_dir():
@@ -186,8 +186,8 @@ def image_numba(args) -> dict:
         env = hm.child_env(NUMBA_CACHE_DIR=str(tmp), NUMBA_CPU_NAME="generic", CUDA_VISIBLE_DEVICES="",
                            PATH=os.pathsep.join([os.path.dirname(sys.executable), str(hm.REPO / "bin"),
                                                  os.environ.get("PATH", "")]))     # (its gpu-search, this python)
-        subprocess.run([sys.executable, str(hm.REPO / "containers" / "warm-cache.py")], env=env, check=True,
-                       capture_output=True)
+        subprocess.run([sys.executable, "-m", "gpu_search", "compile", "--arch", "none", "--quiet"], env=env,
+                       check=True, capture_output=True)
         tmp.rename(args.image_numba)
     loops = sum(1 for _ in args.image_numba.rglob("*.nbc"))
     print(f"numba's loops as the image carries them: {loops} in {args.image_numba} "
@@ -328,8 +328,8 @@ def fmt_time(r) -> str:
 def cubin_note(host) -> str:
     c = host["compiled"]
     if host.get("cold") == "image":
-        return ("ours cold: as in a container made from our image: numba's loops as containers/warm-cache.py "
-                "compiles them for the image (generic CPU, CPU paths only), CuPy's and CUDA's caches empty; " + (f"{c['folder']} held {c['cubins']} cubins ({', '.join(c['archs'])})"
+        return ("ours cold: as in a container made from our image: numba's loops as gpu-search compile "
+                "makes them for the image (generic CPU, no GPU), CuPy's and CUDA's caches empty; " + (f"{c['folder']} held {c['cubins']} cubins ({', '.join(c['archs'])})"
                                            if c["cubins"] else f"{c['folder']} held no cubins"))
     if host["device"] == "cpu":
         return "ours cold: compiled-code caches empty (--device cpu: no CUDA kernels loaded)"

@@ -197,7 +197,6 @@ ctx=$WORK_DIR/context
 rm -rf "$ctx"; mkdir -p "$ctx"
 cp "$ROOT/pyproject.toml" "$ROOT/README.md" "$ctx/"
 cp -r "$ROOT/gpu_search" "$ctx/"
-mkdir -p "$ctx/containers"; cp "$ROOT/containers/warm-cache.py" "$ctx/containers/"
 find "$ctx" -name __pycache__ -prune -exec rm -rf {} +
 build_args=(--build-arg "BASE_IMAGE=$BASE" --build-arg "WITH_GPU=$WITH_GPU")
 volumes=()

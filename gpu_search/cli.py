@@ -1007,6 +1007,27 @@ def makedb(fasta, out, shards, quiet):
         click.echo(f"gpu-search makedb: done in {time.monotonic() - t0:.1f} s", err=True)
 
 
+# --- compile -------------------------------------------------------------------------------
+
+
+@cli.command("compile", context_settings=CONTEXT)
+@click.option("--arch", default="90", show_default=True, metavar="CC[,CC]",
+              help="GPU architectures the kernels are built for, comma-separated (80: A100; 90: H100 and "
+                   "H200); 'none': numba's loops only.  Without CuPy only numba's loops are made.")
+@click.option("--quiet", "-q", is_flag=True, help="Nothing printed on success.")
+def compile_ahead(arch, quiet):
+    """Compile what searches need (numba's loops, the GPU kernels) once, ahead of time.
+
+    Run it after installing (an image's build does): otherwise the first search on a host
+    compiles them, about 20 s of a first blastp run."""
+    from .warmup import compile_all
+
+    try:
+        compile_all(None if arch == "none" else arch, quiet=quiet)
+    except RuntimeError as exc:
+        raise OutputError(f"compile: failed: {exc}") from None
+
+
 # --- galaxy-xml ----------------------------------------------------------------------------
 
 

@@ -166,3 +166,70 @@ def test_one_worker_compiles_the_traceback_while_the_others_wait(tmp_path):
         {pid for pid, name in compiled if name == "_traceback_kernel"}
     assert len({pid for pid, name in compiled if name == "_traceback_kernel"}) == 1, compiled
     assert sum(1 for _, name in compiled if name == "_traceback_kernel") == 1   # one signature
+
+
+# After `gpu-search compile`: searches unlike its own small ones (other files, several queries,
+# a FASTA database and a .gsdb, blastp's GPU pipeline with CPU stand-ins for its GPU parts),
+# each in this interpreter, numba's compile events recorded (a load from the cache raises none)
+SEARCHES_AFTER_COMPILE = """
+import io, os, sys
+import numpy as np
+import numba.core.event as ev
+
+class Record(ev.Listener):
+    def on_start(self, event):
+        pass
+    def on_end(self, event):
+        d = event.data["dispatcher"]
+        with open("compiles.txt", "a") as fh:
+            fh.write(f"{d.py_func.__module__}.{d.py_func.__qualname__} {event.data.get('args')}\\n")
+
+ev.register("numba:compile", Record())
+from gpu_search.cli import main
+
+data = sys.argv[1]
+for args in (["blastp", "-query", f"{data}/blastp-queries.faa", "-db", f"{data}/proteome.faa", "-out", "a.tsv"],
+             ["blastp", "-query", f"{data}/blastp-queries.faa", "-db", f"{data}/proteome.faa", "-out", "b.tsv",
+              "-comp_based_stats", "0", "-outfmt", "6 std qseq sseq"],
+             ["hmmsearch", "--device", "cpu", "-o", "c.out", f"{data}/four-models.hmm", f"{data}/proteome.faa"]):
+    try:
+        main([*args, "--quiet"])
+    except SystemExit as exc:
+        assert not exc.code, (args, exc.code)
+
+from gpu_search.blast import engine
+from gpu_search.blast.options import BlastOptions
+from gpu_search.blast.output import parse_outfmt
+from gpu_search.seqdb import open_database
+from gpu_search import warmup
+
+db = open_database(f"{data}/proteome.faa", blast=True)
+queries = open_database(f"{data}/blastp-queries.faa", blast=True)
+fmt, columns = parse_outfmt("6")
+for cbs in (0, 2):
+    engine.run_blastp(queries, db, BlastOptions(num_threads=2, comp_based_stats=cbs), io.StringIO(), fmt=fmt,
+                      columns=columns, db_name="proteome", quiet=True, device="gpu",
+                      engine_types=warmup.gpu_stand_ins())
+print("searched")
+"""
+
+
+def test_compile_leaves_nothing_for_a_search_to_compile(tmp_path):
+    """`gpu-search compile` (run once after installing; an image's build runs it) makes every
+    numba loop the searches use, blastp's GPU pipeline's included: searches on other inputs
+    afterwards compile none."""
+    from conftest import TEST_DATA
+
+    env = dict(NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    r = run_python("import sys; from gpu_search.cli import main; sys.argv[0] = 'gpu-search'; "
+                   "main(['compile', '--arch', 'none', '--quiet'])", tmp_path, **env)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert len(cached_loops(tmp_path / "cache")) > 50
+    work = tmp_path / "work"
+    work.mkdir()
+    r = subprocess.run([sys.executable, "-c", SEARCHES_AFTER_COMPILE, str(TEST_DATA)], capture_output=True,
+                       text=True, cwd=work, env={**{k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")},
+                                                 "PYTHONPATH": str(ROOT), **env})
+    assert r.returncode == 0 and r.stdout.strip() == "searched", r.stderr
+    compiled = (work / "compiles.txt").read_text() if (work / "compiles.txt").exists() else ""
+    assert compiled == "", compiled

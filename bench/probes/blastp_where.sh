@@ -44,7 +44,7 @@ if [ -n "${ALSO_CBS:-}" ]; then     # our warm run with another -comp_based_stat
     /usr/bin/time -f "warm run, cbs $ALSO_CBS: %e s" "${ours[@]}" -comp_based_stats "$ALSO_CBS" --timings \
         -out $OUT/ours-cbs$ALSO_CBS.tsv 2>&1 | tail -3
 fi
-if [ -n "${AB_OLD:-}" ]; then       # an older gpu_search (git archive REV gpu_search | tar -x -C AB_OLD), runs alternated
+if [ -n "${AB_OLD:-}" ] && [ -z "${FIRST_AB:-}" ]; then   # an older gpu_search (git archive REV gpu_search | tar -x -C AB_OLD), runs alternated
     # the old runs start in AB_OLD: `python -m` puts the current folder first on sys.path, before
     # PYTHONPATH, so from the repository root they would run this checkout's gpu_search
     (cd "$AB_OLD" && PYTHONPATH=$AB_OLD:/tmp/site "${ours[@]}" -out $OUT/ab-old.tsv --quiet)   # (its own numba cache)
@@ -57,6 +57,39 @@ if [ -n "${AB_OLD:-}" ]; then       # an older gpu_search (git archive REV gpu_s
         done
     done
     cmp -s $OUT/ab-old.tsv $OUT/ab-new.tsv && echo "A/B rows identical" || echo "A/B ROWS DIFFER"
+fi
+if [ -n "${AB_OLD:-}" ] && [ -n "${FIRST_AB:-}" ]; then   # first runs (numba's and CuPy's caches empty), old and new alternated
+    for k in $(seq "${FIRST_AB}"); do
+        for v in old new; do
+            if [ $v = old ]; then dir=$AB_OLD; pp=$AB_OLD:/tmp/site; else dir=$PWD; pp=/tmp/site:$PWD; fi
+            caches=$(mktemp -d)
+            t0=$(date +%s.%N)
+            (cd "$dir" && NUMBA_CACHE_DIR=$caches/numba CUPY_CACHE_DIR=$caches/cupy PYTHONPATH=$pp "${ours[@]}" \
+                -out $OUT/first-$v.tsv --quiet)
+            echo "first run $v $(python3 -c "import time; print(round(time.time() - $t0, 2))") s"
+            t0=$(date +%s.%N)
+            (cd "$dir" && NUMBA_CACHE_DIR=$caches/numba CUPY_CACHE_DIR=$caches/cupy PYTHONPATH=$pp "${ours[@]}" \
+                -out $OUT/second-$v.tsv --quiet)
+            echo "second run $v $(python3 -c "import time; print(round(time.time() - $t0, 2))") s"
+            rm -rf "$caches"
+        done
+    done
+    cmp -s $OUT/first-old.tsv $OUT/first-new.tsv && cmp -s $OUT/first-new.tsv $OUT/ours.tsv && echo "first-run rows identical" \
+        || echo "FIRST-RUN ROWS DIFFER"
+fi
+if [ -n "${AFTER_COMPILE:-}" ]; then   # `gpu-search compile` into empty caches (no cubins), then a first and a second run
+    caches=$(mktemp -d); rm -rf gpu_search/gpu/compiled
+    export NUMBA_CACHE_DIR=$caches/numba CUPY_CACHE_DIR=$caches/cupy
+    /usr/bin/time -f "gpu-search compile --arch 90: %e s" python3 -m gpu_search compile --arch 90 2>&1 | tail -3
+    for run in first second; do
+        t0=$(date +%s.%N)
+        NUMBA_DEBUG_CACHE=1 "${ours[@]}" -out $OUT/compiled-$run.tsv --quiet > $OUT/compiled-$run.log 2>&1
+        echo "$run run after compile $(python3 -c "import time; print(round(time.time() - $t0, 2))") s;" \
+            "numba loops loaded $(grep -c 'data loaded' $OUT/compiled-$run.log), compiled $(grep -c 'data saved' $OUT/compiled-$run.log)"
+        grep 'data saved' $OUT/compiled-$run.log | head -5
+    done
+    cmp -s $OUT/compiled-first.tsv $OUT/ours.tsv && echo "rows identical" || echo "ROWS DIFFER"
+    unset NUMBA_CACHE_DIR CUPY_CACHE_DIR; rm -rf "$caches"
 fi
 if [ -n "${SWEEP:-}" ]; then        # BlastSettings variants, ';'-separated JSON objects, runs alternated with the defaults
     IFS=';' read -ra variants <<< "{};$SWEEP"
