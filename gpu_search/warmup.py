@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import importlib.util
 import io
-import os
 import subprocess
 import sys
 import tempfile
