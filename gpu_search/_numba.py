@@ -149,4 +149,13 @@ def copy_rows(dst, at, src):
             dst[at + i, j] = src[i, j]
 
 
-__all__ = ["numba", "copy_into", "copy_rows"]
+def not_compiled_here(dispatcher) -> bool:
+    """Whether numba's cache holds nothing of this compiled function yet (its index file is
+    missing): this host's first run, which compiles.  False where that cannot be told."""
+    try:
+        return not os.path.exists(dispatcher._cache._cache_file._index_path)
+    except AttributeError:                    # (numba's internals changed: say nothing)
+        return False
+
+
+__all__ = ["numba", "copy_into", "copy_rows", "not_compiled_here"]

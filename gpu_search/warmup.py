@@ -39,7 +39,8 @@ RUNS = [
                           "motif.hmm", "db.faa"]),
     ("hmmsearch, .gsdb", ["hmmsearch", "--device", "cpu", "-o", "hits-2.out", "--domtblout", "dom-2.tsv",
                           "motif.hmm", "db.gsdb"]),
-    ("hmmsearch, reference", ["hmmsearch", "--device", "reference", "-o", "hits-3.out", "motif.hmm", "db.gsdb"]),
+    *[(f"hmmsearch, reference, {db}", ["hmmsearch", "--device", "reference", "-o", f"hits-3{db}.out", "motif.hmm", db])
+      for db in ("db.faa", "db.gsdb")],
     ("blastp, FASTA", ["blastp", "-query", "query.faa", "-db", "db.faa", "-out", "hits-4.tsv",
                        "-outfmt", "6 std qseq sseq nident positive gaps"]),
     ("blastp, .gsdb", ["blastp", "-query", "query.faa", "-db", "db.gsdb", "-out", "hits-5.tsv", "-outfmt", "7"]),

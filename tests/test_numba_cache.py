@@ -233,3 +233,13 @@ def test_compile_leaves_nothing_for_a_search_to_compile(tmp_path):
     assert r.returncode == 0 and r.stdout.strip() == "searched", r.stderr
     compiled = (work / "compiles.txt").read_text() if (work / "compiles.txt").exists() else ""
     assert compiled == "", compiled
+
+
+def test_a_first_run_is_told_from_numbas_cache(tmp_path):
+    """not_compiled_here (blastp's note on a terminal that its first run compiles): true while the
+    cache holds nothing of the function, false once it is compiled there."""
+    code = ("from gpu_search import _fasta; from gpu_search._numba import not_compiled_here; "
+            "before = not_compiled_here(_fasta._is_space); _fasta._is_space(32); "
+            "print(before, not_compiled_here(_fasta._is_space))")
+    r = run_python(code, tmp_path, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    assert r.returncode == 0 and r.stdout.split() == ["True", "False"], r.stderr

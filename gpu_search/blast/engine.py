@@ -197,6 +197,13 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
     settings = settings or BlastSettings()
     times = PhaseTimes(settings.timeline)
     t0 = t_start = time.perf_counter()
+    if not quiet and sys.stderr.isatty():
+        from .._numba import not_compiled_here
+        from .traceback import _traceback_kernel
+
+        if not_compiled_here(_traceback_kernel):
+            print("gpu-search blastp: the first run on this host compiles its loops (about 20 s on 16 cores; "
+                  "`gpu-search compile` does it once, ahead of time)", file=sys.stderr)
     setup = pipeline.make_setup(subjects, options)
     times.add("setup", t0)
     threads = options.num_threads or os.cpu_count() or 1
