@@ -33,7 +33,7 @@ import numpy as np
 
 AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", dtype=np.uint8)
 
-# each search run once, as its own process: (name, gpu-search arguments); {db} is db.faa or db.gsdb
+# each search run once, as its own process: (name, gpu-search arguments), in the folder of write_inputs
 RUNS = [
     ("hmmsearch, FASTA", ["hmmsearch", "--device", "cpu", "-o", "hits-1.out", "--domtblout", "dom-1.tsv",
                           "motif.hmm", "db.faa"]),
