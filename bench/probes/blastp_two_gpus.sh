@@ -6,16 +6,8 @@
 #   bash bench/probes/blastp_two_gpus.sh [QUERIES DB HOMOLOGS CBS]     (REPS: runs of each, default 2)
 set -uo pipefail
 n=${1:-500}; db=${2:-68m}; hom=${3:-many}; cbs=${4:-0}
-bash bench/device_run.sh none > /dev/null 2>&1
-export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:/tmp/deb/usr/bin:$PATH
-export LD_LIBRARY_PATH=/tmp/deb/usr/lib/x86_64-linux-gnu:/tmp/deb/lib/x86_64-linux-gnu:/tmp/deb/usr/lib/ncbi-blast+
-OUT=${OUT:-/tmp/out}; W=/tmp/gsmatrix; mkdir -p "$OUT" $W
+source bench/probes/blastp_cell.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-python3 bench/blastp_matrix.py --build-only --cells "$n:$db:$hom" --work $W 2>&1 | tail -2
-Q=$(ls $W/blastp_queries_n${n}_*.faa | head -1)
-want=$(python3 -c "print({'proteome': 9, '68m': 99, '273m': 399}['$db'])")
-G=$(ls $W/db_${hom}_c${want}_*.gsdb | head -1)
-B=${G%.gsdb}.blastdb/$(basename ${G%.gsdb})
 ours=(python3 -m gpu_search blastp -comp_based_stats $cbs -num_threads $(nproc) -outfmt 6 --device gpu
       -query "$Q" -db "$G" --quiet)
 "${ours[@]}" --gpus 0 -out $OUT/one.tsv; "${ours[@]}" --gpus 0,1 -out $OUT/two.tsv     # first runs, untimed

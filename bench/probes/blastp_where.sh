@@ -6,24 +6,7 @@
 #   bash bench/probes/blastp_where.sh [QUERIES DB HOMOLOGS CBS]
 set -uo pipefail
 n=${1:-500}; db=${2:-68m}; hom=${3:-many}; cbs=${4:-0}
-bash bench/device_run.sh none > /dev/null 2>&1
-export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:/tmp/deb/usr/bin:$PATH
-export LD_LIBRARY_PATH=/tmp/deb/usr/lib/x86_64-linux-gnu:/tmp/deb/lib/x86_64-linux-gnu:/tmp/deb/usr/lib/ncbi-blast+
-OUT=${OUT:-/tmp/out}; W=/tmp/gsmatrix; mkdir -p "$OUT" $W
-t=$(date +%s.%N)
-python3 bench/blastp_matrix.py --build-only --cells "$n:$db:$hom" --work $W 2>&1 | tail -3
-echo "built in $(python3 -c "import time; print(round(time.time() - $t, 1))") s"
-Q=$(ls $W/blastp_queries_n${n}_*.faa | head -1)
-G=$(python3 - "$W" "$db" "$hom" <<'PY'
-import sys, json, pathlib
-w, db, hom = sys.argv[1:]
-want = {"proteome": 9, "68m": 99, "273m": 399}[db]
-for p in sorted(pathlib.Path(w).glob(f"db_{hom}_c{want}_*.gsdb")):
-    print(p); break
-PY
-)
-B=${G%.gsdb}.blastdb/$(basename ${G%.gsdb})
-echo "queries $Q; database $G"
+source bench/probes/blastp_cell.sh
 ours=(python3 -m gpu_search blastp -comp_based_stats $cbs -num_threads $(nproc) -outfmt 6 --device gpu
       -query "$Q" -db "$G")
 /usr/bin/time -f "first run %e s" "${ours[@]}" -out $OUT/first.tsv 2>&1 | tail -2
@@ -63,14 +46,12 @@ if [ -n "${AB_OLD:-}" ] && [ -n "${FIRST_AB:-}" ]; then   # first runs (numba's 
         for v in old new; do
             if [ $v = old ]; then dir=$AB_OLD; pp=$AB_OLD:/tmp/site; else dir=$PWD; pp=/tmp/site:$PWD; fi
             caches=$(mktemp -d)
-            t0=$(date +%s.%N)
-            (cd "$dir" && NUMBA_CACHE_DIR=$caches/numba CUPY_CACHE_DIR=$caches/cupy PYTHONPATH=$pp "${ours[@]}" \
-                -out $OUT/first-$v.tsv --quiet)
-            echo "first run $v $(python3 -c "import time; print(round(time.time() - $t0, 2))") s"
-            t0=$(date +%s.%N)
-            (cd "$dir" && NUMBA_CACHE_DIR=$caches/numba CUPY_CACHE_DIR=$caches/cupy PYTHONPATH=$pp "${ours[@]}" \
-                -out $OUT/second-$v.tsv --quiet)
-            echo "second run $v $(python3 -c "import time; print(round(time.time() - $t0, 2))") s"
+            for run in first second; do
+                t0=$(date +%s.%N)
+                (cd "$dir" && NUMBA_CACHE_DIR=$caches/numba CUPY_CACHE_DIR=$caches/cupy PYTHONPATH=$pp "${ours[@]}" \
+                    -out $OUT/$run-$v.tsv --quiet)
+                echo "$run run $v $(python3 -c "import time; print(round(time.time() - $t0, 2))") s"
+            done
             rm -rf "$caches"
         done
     done
