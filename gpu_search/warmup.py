@@ -102,7 +102,8 @@ def compile_all(arch: str | None = "90", quiet: bool = False) -> None:
         for name, proc in procs:
             _, err = proc.communicate()
             if proc.returncode != 0:
-                failed.append(f"{name} (exit {proc.returncode}: {err.strip().splitlines()[-1:] or ''})")
+                last = err.strip().splitlines()[-1:] or ["no message"]
+                failed.append(f"{name} (exit {proc.returncode}: {last[0]})")
     if failed:
         raise RuntimeError("; ".join(failed))
     say(f"done in {time.perf_counter() - t0:.0f} s")

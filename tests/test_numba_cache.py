@@ -243,3 +243,18 @@ def test_a_first_run_is_told_from_numbas_cache(tmp_path):
             "print(before, not_compiled_here(_fasta._is_space))")
     r = run_python(code, tmp_path, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
     assert r.returncode == 0 and r.stdout.split() == ["True", "False"], r.stderr
+
+
+def test_compile_names_the_runs_that_failed(tmp_path, monkeypatch):
+    """A run of `gpu-search compile` that fails is named with its exit status and the last line
+    it printed (the command turns that into one error line, exit 10)."""
+    from gpu_search import warmup
+
+    monkeypatch.setattr(warmup, "write_inputs", lambda work: None)     # no inputs: every search fails
+    monkeypatch.setattr(warmup, "RUNS", [("a search of a missing file", ["blastp", "-query", "missing.faa",
+                                                                         "-db", "missing.faa", "-out", "x.tsv"])])
+    with pytest.raises(RuntimeError) as failed:
+        warmup.compile_all(None, quiet=True)
+    message = str(failed.value)
+    assert "a search of a missing file (exit 3: gpu-search: error: " in message and "missing.faa" in message
+    assert "blastp GPU pipeline (host loops), -comp_based_stats 0 (exit 1: " in message
