@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
-from .._numba import copy_into, copy_rows, numba
+from .._numba import copy_into, numba
 import numpy as np
 
 from .gapped import (HSP_MAX_WINDOW, MININT, adjust_subject_range, pad, purge_and_sort_rows, tree_add,
@@ -300,20 +300,43 @@ def gapped_alignment_with_traceback(qp, query_length, sp, subject_length, q_star
     score_left, a_l, b_l, steps_l = align_ex(qp, q_start + 2, -1, sp, s_start + 2, -1,
                                              q_start + 1, s_start + 1, matrix,
                                              gap_open, gap_extend, x_dropoff)
-    q_begin = q_start - a_l + 1
-    s_begin = s_start - b_l + 1
-    score_right = 0
-    if q_start < query_length and s_start < subject_length:
+    score_right, a_r, b_r = 0, 0, 0
+    steps_r = np.empty(0, dtype=np.uint8)
+    if has_right_extension(query_length, subject_length, q_start, s_start):
         score_right, a_r, b_r, steps_r = align_ex(qp, q_start + 1, 1, sp, s_start + 1, 1,
                                                   query_length - q_start - 1,
                                                   subject_length - s_start - 1, matrix,
                                                   gap_open, gap_extend, x_dropoff)
+    return join_extensions(query_length, subject_length, q_start, s_start, gap_open, gap_extend,
+                           score_left, a_l, b_l, steps_l, score_right, a_r, b_r, steps_r)
+
+
+@numba.njit(cache=True, nogil=True)
+def has_right_extension(query_length, subject_length, q_start, s_start):
+    """Whether ``BLAST_GappedAlignmentWithTraceback`` aligns right of the start point."""
+    return q_start < query_length and s_start < subject_length
+
+
+@numba.njit(cache=True, nogil=True)
+def join_extensions(query_length, subject_length, q_start, s_start, gap_open, gap_extend,
+                    score_left, a_l, b_l, steps_l, score_right, a_r, b_r, steps_r):
+    """The rest of ``BLAST_GappedAlignmentWithTraceback`` once ``align_ex`` has run left of the
+    start point and right of it (on the CPU or the GPU, blast/gpu/traceback.cu): the
+    extents, the two edit blocks joined, a leading or trailing gap pruned.
+
+    Returns:
+        (score, q_begin, q_end, s_begin, s_end, ops, nums), ends exclusive.
+    """
+    q_begin = q_start - a_l + 1
+    s_begin = s_start - b_l + 1
+    if has_right_extension(query_length, subject_length, q_start, s_start):
         q_end = q_start + a_r + 1
         s_end = s_start + b_r + 1
     else:
-        steps_r = np.empty(0, dtype=np.uint8)
+        score_right = 0
         q_end = q_start - 1
         s_end = s_start - 1
+        steps_r = steps_r[:0]
     ops, nums = _run_length(steps_l, steps_r)
 
     # prune a leading or trailing gap (only possible when scoring changed)
@@ -485,9 +508,41 @@ def _letter_table(letters: str) -> np.ndarray:
 # 6. Blast_TracebackFromHSPList
 # --------------------------------------------------------------------------------------------
 
+# The extensions of preliminary HSPs aligned ahead (on the GPU: blast/gpu/traceback.py), one
+# int64 row per preliminary HSP: the start point and subject window they were aligned from,
+# then per direction (left of the start point, right of it) ALIGN_EX's status (0: done),
+# best score, a_offset, b_offset and number of steps, then where each direction's steps are in
+# the steps array (traceback order, as align_ex returns them).
+PRE_Q_START, PRE_S_START, PRE_S_LENGTH, PRE_SHIFT = 0, 1, 2, 3
+PRE_LEFT, PRE_RIGHT = 4, 9             # status, score, a_offset, b_offset, steps
+PRE_STEPS_AT = 14                      # left's, right's
+PRE_FIELDS = 16
+
+
+def no_pre() -> tuple[np.ndarray, np.ndarray]:
+    """(pre, steps) of a traceback with nothing aligned ahead."""
+    return np.empty((0, PRE_FIELDS), dtype=np.int64), np.empty(0, dtype=np.uint8)
+
+
+@numba.njit(cache=True, nogil=True)
+def start_point(row, qp, sp, mat, qlen, slen):
+    """Where ``Blast_TracebackFromHSPList`` aligns a preliminary HSP from (``row``: int64 columns
+    of ``_prelim_rows``): (found, q_gs, s_gs, s_adj, s_len_adj, shift), the start point and
+    ``AdjustSubjectRange``'s window of the subject."""
+    q_gs = row[5]
+    s_gs = row[6]
+    # the preliminary start point as it is (BLAST+ 2.12 tests no window around it)
+    if q_gs == 0 and s_gs == 0:
+        found, q_gs, s_gs = get_offsets_for_gapped_alignment(qp, sp, mat, row[1], row[2], row[3], row[4])
+        if not found:
+            return False, q_gs, s_gs, 0, 0, 0
+    s_adj, s_len_adj, shift = adjust_subject_range(s_gs, slen, q_gs, qlen)
+    return True, q_gs, s_gs, s_adj, s_len_adj, shift
+
+
 @numba.njit(cache=True, nogil=True)
 def _traceback_kernel(prelim, qp, qlen, subject, sp, mat, gap_open, gap_extend, x_dropoff_final,
-                      cutoff, percent_identity, min_hit_length):
+                      cutoff, percent_identity, min_hit_length, pre, pre_steps):
     """The body of ``traceback`` for one subject, compiled: one call instead of a Python
     loop over the preliminary HSPs (Python here held the GIL the GPU threads need).
 
@@ -495,11 +550,15 @@ def _traceback_kernel(prelim, qp, qlen, subject, sp, mat, gap_open, gap_extend, 
         prelim: int64 (n, 7) rows score, q_start, q_end, s_start, s_end,
             q_gapped_start, s_gapped_start, in score order.
         cutoff: drop an HSP whose traceback score is below it (MININT: keep all).
+        pre, pre_steps: the HSPs' extensions aligned ahead (PRE_* rows, one per row of
+            ``prelim``, and their steps), or no rows: those not done (status), or done from
+            another start point, are aligned here.
 
     Returns:
-        (rows, ops, nums, script_start): rows int64 (k, 12) in FINAL_HSP_DTYPE
+        (rows, ops, nums, script_start, aligned_here): rows int64 (k, 12) in FINAL_HSP_DTYPE
         field order (evalue aside), purged, in score order; HSP i's edit script
-        is ops/nums[script_start[i]:script_start[i + 1]].
+        is ops/nums[script_start[i]:script_start[i + 1]]; aligned_here: HSPs whose
+        extensions were aligned here rather than taken from ``pre``.
     """
     slen = len(subject)
     n = prelim.shape[0]
@@ -510,18 +569,14 @@ def _traceback_kernel(prelim, qp, qlen, subject, sp, mat, gap_open, gap_extend, 
     nums_all = np.empty(64, dtype=np.int32)
     used = 0
     k = 0
+    aligned_here = 0
     for i in range(n):
         score, q_off, q_end, s_off, s_end = prelim[i, 0], prelim[i, 1], prelim[i, 2], prelim[i, 3], prelim[i, 4]
         if tree_contains(tree, n_tree, q_off, q_end, s_off, s_end, score):
             continue
-        q_gs = prelim[i, 5]
-        s_gs = prelim[i, 6]
-        # the preliminary start point as it is (BLAST+ 2.12 tests no window around it)
-        if q_gs == 0 and s_gs == 0:
-            found, q_gs, s_gs = get_offsets_for_gapped_alignment(qp, sp, mat, q_off, q_end, s_off, s_end)
-            if not found:
-                continue
-        s_adj, s_len_adj, shift = adjust_subject_range(s_gs, slen, q_gs, qlen)
+        found, q_gs, s_gs, s_adj, s_len_adj, shift = start_point(prelim[i], qp, sp, mat, qlen, slen)
+        if not found:
+            continue
         if shift:
             sub = np.empty(s_len_adj + 2, dtype=np.uint8)      # pad(subject[shift:shift + s_len_adj])
             sub[0] = 0
@@ -529,8 +584,21 @@ def _traceback_kernel(prelim, qp, qlen, subject, sp, mat, gap_open, gap_extend, 
             copy_into(sub, 1, subject[shift:shift + s_len_adj])
         else:
             sub = sp
-        t_score, q0, q1, s0, s1, ops, nums = gapped_alignment_with_traceback(
-            qp, qlen, sub, s_len_adj, q_gs, s_adj, mat, gap_open, gap_extend, x_dropoff_final)
+        if i < pre.shape[0] and pre[i, PRE_LEFT] == 0 and pre[i, PRE_RIGHT] == 0 and \
+                pre[i, PRE_Q_START] == q_gs and pre[i, PRE_S_START] == s_adj and \
+                pre[i, PRE_S_LENGTH] == s_len_adj and pre[i, PRE_SHIFT] == shift:
+            at_l = pre[i, PRE_STEPS_AT]
+            at_r = pre[i, PRE_STEPS_AT + 1]
+            t_score, q0, q1, s0, s1, ops, nums = join_extensions(
+                qlen, s_len_adj, q_gs, s_adj, gap_open, gap_extend,
+                pre[i, PRE_LEFT + 1], pre[i, PRE_LEFT + 2], pre[i, PRE_LEFT + 3],
+                pre_steps[at_l:at_l + pre[i, PRE_LEFT + 4]],
+                pre[i, PRE_RIGHT + 1], pre[i, PRE_RIGHT + 2], pre[i, PRE_RIGHT + 3],
+                pre_steps[at_r:at_r + pre[i, PRE_RIGHT + 4]])
+        else:
+            aligned_here += 1
+            t_score, q0, q1, s0, s1, ops, nums = gapped_alignment_with_traceback(
+                qp, qlen, sub, s_len_adj, q_gs, s_adj, mat, gap_open, gap_extend, x_dropoff_final)
         if t_score < cutoff:
             continue
         ident, pos, length, gaps, opens = alignment_stats(qp, sub, mat, q0, s0, ops, nums)
@@ -574,12 +642,12 @@ def _traceback_kernel(prelim, qp, qlen, subject, sp, mat, gap_open, gap_extend, 
         m = arr[i, 13]
         copy_into(ops_out, script_start[i], ops_all[a:a + m])
         copy_into(nums_out, script_start[i], nums_all[a:a + m])
-    return arr[:, :12].copy(), ops_out, nums_out, script_start
+    return arr[:, :12].copy(), ops_out, nums_out, script_start, aligned_here
 
 
 @numba.njit(cache=True, nogil=True)
 def _traceback_subjects(prelim, first, subjects, residues, offsets, qp, qlen, mat, gap_open, gap_extend,
-                        x_dropoff_final, cutoff, percent_identity, min_hit_length):
+                        x_dropoff_final, cutoff, percent_identity, min_hit_length, pre, pre_steps):
     """``_traceback_kernel`` for every subject of a query's hit list in one call: the
     per-subject Python around the compiled traceback cost as much as the traceback.
 
@@ -590,27 +658,34 @@ def _traceback_subjects(prelim, first, subjects, residues, offsets, qp, qlen, ma
         cutoff, percent_identity, min_hit_length: as ``_traceback_kernel`` takes them, given
             by the caller rather than written here: constants would be typed as literals, and
             numba would compile ``_traceback_kernel`` a second time (its longest compilation).
+        pre, pre_steps: the extensions aligned ahead, a PRE_* row per row of ``prelim`` (or
+            none: all aligned here).
 
     Returns:
-        (rows, ops, nums, script_start): rows int64 (k, 13), the 12 columns of
+        (rows, ops, nums, script_start, aligned_here): rows int64 (k, 13), the 12 columns of
         ``_traceback_kernel`` and the subject's position j in ``subjects``, subject by
         subject in the hit list's order and within one in score order; HSP i's edit script
-        is ops/nums[script_start[i]:script_start[i + 1]].
+        is ops/nums[script_start[i]:script_start[i + 1]]; aligned_here: HSPs aligned here,
+        not taken from ``pre``.
     """
     rows = np.empty((prelim.shape[0], 13), dtype=np.int64)
     ops_all = np.empty(max(64, 8 * prelim.shape[0]), dtype=np.int32)
     nums_all = np.empty(len(ops_all), dtype=np.int32)
     script_start = np.zeros(prelim.shape[0] + 1, dtype=np.int64)
     k = 0
+    aligned_here = 0
+    with_pre = pre.shape[0] > 0
     for j in range(len(subjects)):
         subject = residues[offsets[subjects[j]]:offsets[subjects[j] + 1]]
         sp = np.empty(len(subject) + 2, dtype=np.uint8)     # gapped.pad
         sp[0] = 0
         sp[len(subject) + 1] = 0
         copy_into(sp, 1, subject)
-        arr, ops, nums, at = _traceback_kernel(prelim[first[j]:first[j + 1]], qp, qlen, subject, sp, mat,
-                                               gap_open, gap_extend, x_dropoff_final, cutoff, percent_identity,
-                                               min_hit_length)
+        rows_pre = pre[first[j]:first[j + 1]] if with_pre else pre
+        arr, ops, nums, at, here = _traceback_kernel(prelim[first[j]:first[j + 1]], qp, qlen, subject, sp, mat,
+                                                     gap_open, gap_extend, x_dropoff_final, cutoff,
+                                                     percent_identity, min_hit_length, rows_pre, pre_steps)
+        aligned_here += here
         used = script_start[k]
         while used + len(ops) > len(ops_all):
             ops_all = np.concatenate((ops_all, np.empty(len(ops_all), dtype=np.int32)))
@@ -624,7 +699,8 @@ def _traceback_subjects(prelim, first, subjects, residues, offsets, qp, qlen, ma
             script_start[k + 1] = used + at[i + 1]
             k += 1
     total = script_start[k]
-    return rows[:k].copy(), ops_all[:total].copy(), nums_all[:total].copy(), script_start[:k + 1].copy()
+    return (rows[:k].copy(), ops_all[:total].copy(), nums_all[:total].copy(), script_start[:k + 1].copy(),
+            aligned_here)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -656,11 +732,14 @@ class HitListTraceback:
             one subject in score order, E-values set and reaped.
         subject: per HSP, the subject's position in the hit list.
         qseq, sseq: per HSP, the aligned strings ('-' for gaps).
+        aligned_here: preliminary HSPs traced back whose extensions were aligned here, not
+            taken from those aligned ahead.
     """
     hsps: np.ndarray
     subject: np.ndarray
     qseq: list
     sseq: list
+    aligned_here: int = 0
 
 
 _PRELIM_COLUMNS = ("score", "q_start", "q_end", "s_start", "s_end", "q_gapped_start", "s_gapped_start")
@@ -694,7 +773,7 @@ def _final_hsps(rows: np.ndarray) -> np.ndarray:
 
 def traceback_hit_list(prelims: list, query, subjects, residues, offsets, matrix, gap_open: int,
                        gap_extend: int, x_dropoff_final: int, evalue: Callable, expect_value: float,
-                       letters: str) -> HitListTraceback:
+                       letters: str, aligned: tuple | None = None) -> HitListTraceback:
     """``traceback`` (its defaults: no cutoff, no -perc_identity) for every subject of a
     query's hit list at once, with the alignment strings.
 
@@ -706,9 +785,12 @@ def traceback_hit_list(prelims: list, query, subjects, residues, offsets, matrix
         evalue: maps (raw scores, subject lengths), two int arrays, to E-values; HSPs with
             E > expect_value are dropped.
         letters: the residue letters by code (alphabet.NCBISTDAA).
+        aligned: (pre, steps), the extensions of the preliminary HSPs aligned ahead
+            (PRE_* rows in the order of ``prelims``' rows: blast/gpu/traceback.py), or None.
     """
     query = np.asarray(query, dtype=np.uint8)
     subjects = np.asarray(subjects, dtype=np.int64)
+    pre, pre_steps = aligned if aligned is not None else no_pre()
     first = np.zeros(len(prelims) + 1, dtype=np.int64)
     first[1:] = np.cumsum([len(p) for p in prelims])
     prelim = _prelim_rows(prelims)
@@ -716,10 +798,10 @@ def traceback_hit_list(prelims: list, query, subjects, residues, offsets, matrix
     # file's not, and numba compiles the traceback once per kind
     offsets = np.asarray(offsets, dtype=np.int64).view()
     offsets.flags.writeable = False
-    arr, ops, nums, at = _traceback_subjects(
+    arr, ops, nums, at, aligned_here = _traceback_subjects(
         prelim, first, subjects, residues, offsets, pad(query), len(query),
         np.ascontiguousarray(matrix, dtype=np.int32), int(gap_open), int(gap_extend), int(x_dropoff_final),
-        MININT, 0.0, 0)
+        MININT, 0.0, 0, np.ascontiguousarray(pre, dtype=np.int64), np.ascontiguousarray(pre_steps, dtype=np.uint8))
     out = _final_hsps(arr)
     subject_pos = arr[:, 12]
     hit_subjects = subjects[subject_pos]
@@ -737,7 +819,7 @@ def traceback_hit_list(prelims: list, query, subjects, residues, offsets, matrix
     qtext, stext = qa.tobytes().decode("ascii"), sa.tobytes().decode("ascii")
     bounds = list(zip(line[:-1].tolist(), line[1:].tolist()))
     return HitListTraceback(out, subject_pos[kept], [qtext[a:b] for a, b in bounds],
-                            [stext[a:b] for a, b in bounds])
+                            [stext[a:b] for a, b in bounds], int(aligned_here))
 
 
 def traceback(prelim_hsps: np.ndarray, query, subject, matrix, gap_open: int, gap_extend: int,
@@ -778,10 +860,10 @@ def traceback(prelim_hsps: np.ndarray, query, subject, matrix, gap_open: int, ga
     """
     query = np.asarray(query, dtype=np.uint8)
     subject = np.asarray(subject, dtype=np.uint8)
-    arr, ops, nums, at = _traceback_kernel(
+    arr, ops, nums, at, _ = _traceback_kernel(
         _prelim_rows([prelim_hsps]), pad(query), len(query), subject, pad(subject),
         np.ascontiguousarray(matrix, dtype=np.int32), int(gap_open), int(gap_extend), int(x_dropoff_final),
-        MININT if cutoff is None else int(cutoff), float(percent_identity), int(min_hit_length))
+        MININT if cutoff is None else int(cutoff), float(percent_identity), int(min_hit_length), *no_pre())
     out = _final_hsps(arr)
     out['evalue'] = np.nan
     keep = range(len(arr))

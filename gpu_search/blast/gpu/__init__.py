@@ -1,5 +1,6 @@
 """blastp on CUDA GPUs: cuBLASTP's word finder and ungapped extension (:mod:`.ungapped`,
-``GpuUngapped``) and the preliminary gapped stage (:mod:`.gapped`, ``GpuPrelim``).
+``GpuUngapped``), the preliminary gapped stage (:mod:`.gapped`, ``GpuPrelim``) and the
+traceback's alignments (:mod:`.traceback`, ``GpuTraceback``).
 The database on the GPU, kernel loading and grid sizes are the GPU layer's
 (:mod:`gpu_search.gpu`).
 """
@@ -10,7 +11,7 @@ import numpy as np
 
 from ...gpu import longest_first
 from ...gpu import residue_chunks as _chunks
-from . import gapped, ungapped
+from . import gapped, traceback, ungapped
 from .ungapped import (BLOCK, EXTENSIONS, HIT_SLOTS, KERNEL_FILE, LOW_COMPLEXITY_CELL, MAX_SMEM_CELLS, ORDER_FILE,
                        RESIDENT_QUERIES_PER_PASS, SCORES, SLOTS_PER_HIT_X2, STREAMED_QUERIES_PER_PASS, WINDOW_LANES,
                        GpuUngapped, KernelChoice, block_size, extension_for, kernel_choice, kernel_options,
@@ -20,8 +21,9 @@ from .ungapped import (BLOCK, EXTENSIONS, HIT_SLOTS, KERNEL_FILE, LOW_COMPLEXITY
 def kernel_shapes():
     """(file, options) of every kernel shape a blastp run can load: the ungapped stage's and
     the order kernels' (:func:`.ungapped.kernel_shapes`), the gapped stage's
-    (:func:`.gapped.kernel_shapes`).  :mod:`gpu_search.gpu.compiled` builds them ahead of time."""
-    return itertools.chain(ungapped.kernel_shapes(), gapped.kernel_shapes())
+    (:func:`.gapped.kernel_shapes`), the traceback's (:func:`.traceback.kernel_shapes`).
+    :mod:`gpu_search.gpu.compiled` builds them ahead of time."""
+    return itertools.chain(ungapped.kernel_shapes(), gapped.kernel_shapes(), traceback.kernel_shapes())
 
 
 def _longest_first(offsets: np.ndarray) -> np.ndarray:

@@ -1,0 +1,63 @@
+"""blast/gpu/traceback.cu built for the CPU with a C++ compiler, and run as the kernel's threads would.
+
+traceback.cu's per-job code compiles as plain C++ when ``__CUDACC__`` is not defined;
+``align_ex_host`` then runs every job in turn.  ``HostTraceback`` is a ``GpuTraceback``
+whose launch calls it instead of the GPU: the CPU-only tests check the kernel's code, and
+the launcher's layout of jobs and results, against traceback.py without a GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from gpu_search.blast.gpu import traceback as gpu_tb
+
+CXX = shutil.which("g++") or shutil.which("c++")
+_P = ctypes.c_void_p
+
+
+def build(directory: Path):
+    """traceback.cu as a shared library (ctypes)."""
+    out = Path(directory) / "traceback_host.so"
+    if not out.exists():
+        subprocess.run([CXX, "-O2", "-std=c++17", "-shared", "-fPIC", "-x", "c++", "-o", str(out),
+                        str(gpu_tb.KERNEL_FILE)], check=True, capture_output=True)
+    lib = ctypes.CDLL(str(out))
+    lib.align_ex_host.restype = None
+    return lib
+
+
+def _ptr(a: np.ndarray):
+    return a.ctypes.data_as(_P)
+
+
+class HostTraceback(gpu_tb.GpuTraceback):
+    """GpuTraceback with the kernel run by the host build over the whole database
+    (``residues``, NCBIstdaa, as the worker processes address it)."""
+
+    class _Resident:
+        streamed = False
+
+    def __init__(self, lib, residues, tb_cap: int = gpu_tb.TB_CAP):
+        super().__init__(self._Resident(), tb_cap)
+        self.lib = lib
+        self.residues = np.ascontiguousarray(residues, np.uint8)
+
+    def _launch(self, plans, query_codes, matrix_scores, gap_open, gap_extend):
+        lay = gpu_tb.layout(plans, query_codes, self.tb_cap)
+        jobs = np.ascontiguousarray(lay.jobs, np.int64)
+        matrix = np.ascontiguousarray(matrix_scores, np.int32)
+        ints = np.empty(max(1, lay.n_ints), np.int32)
+        tb = np.zeros(max(1, lay.n_tb), np.uint8)
+        steps = np.zeros(max(1, lay.n_steps), np.uint8)
+        out = np.zeros(len(jobs) * gpu_tb.OUT_FIELDS, np.int32)
+        queries = np.ascontiguousarray(lay.queries, np.uint8)
+        self.lib.align_ex_host(_ptr(jobs), ctypes.c_int(len(jobs)), _ptr(queries), _ptr(self.residues),
+                               _ptr(matrix), ctypes.c_int(gap_open), ctypes.c_int(gap_extend), _ptr(ints),
+                               _ptr(tb), _ptr(steps), _ptr(out))
+        return out.reshape(-1, gpu_tb.OUT_FIELDS), steps, lay.step_at
