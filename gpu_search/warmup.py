@@ -111,11 +111,13 @@ def compile_all(arch: str | None = "90", quiet: bool = False) -> None:
 
 def gpu_stand_ins():
     """blastp's GPU engines with their GPU parts done on the CPU (engine.GpuEngineTypes): the word
-    finder by ``ungapped.ungapped_extensions``, and a preliminary gapped kernel that leaves every
-    group to the CPU threads.  The loops the pipeline runs on the host see the same arrays as
+    finder by ``ungapped.ungapped_extensions``, a preliminary gapped kernel that leaves every
+    group to the CPU threads, and a traceback kernel that leaves every alignment to the worker
+    processes.  The loops the pipeline runs on the host see the same arrays as
     with a GPU."""
     from .blast import engine
     from .blast.gpu import gapped as gpu_gapped
+    from .blast.gpu import traceback as gpu_traceback
     from .blast.ungapped import ungapped_extensions
 
     class Ungapped:
@@ -140,7 +142,14 @@ def gpu_stand_ins():
             left = np.zeros(len(batch.on_gpu), np.int32)     # every group left to the CPU
             return np.empty((0, 7), np.int32), left, left + gpu_gapped.STATUS_OVERFLOW
 
-    return engine.GpuEngineTypes(Ungapped, Prelim)
+    class Traceback(gpu_traceback.GpuTraceback):
+        def _launch(self, plans, query_codes, matrix_scores, gap_open, gap_extend):
+            lay = gpu_traceback.layout(plans, query_codes, self.tb_cap)
+            out = np.zeros((len(lay.jobs), gpu_traceback.OUT_FIELDS), np.int32)
+            out[:, 0] = gpu_traceback.STATUS_OVERFLOW              # every job left to the CPU
+            return out, np.zeros(lay.n_steps, np.uint8), lay.step_at
+
+    return engine.GpuEngineTypes(Ungapped, Prelim, Traceback)
 
 
 def gpu_path(comp_based_stats: int) -> None:

@@ -35,6 +35,7 @@ class GpuEngineTypes:
 
     ungapped: type      # GpuUngapped: the database on one GPU, the ungapped stage
     gapped: type        # GpuPrelim: the preliminary gapped kernel on one stream of a GPU
+    traceback: type | None = None   # GpuTraceback: the traceback's alignments on one stream of a GPU
 
 
 @dataclass
@@ -45,6 +46,7 @@ class GpuEngines:
     ungapped: list = field(default_factory=list)
     gapped: dict = field(default_factory=dict)       # id(ungapped engine) -> its GPU's gapped engines
     per_device: dict = field(default_factory=dict)   # device id -> that GPU's gapped engines
+    tracers: list = field(default_factory=list)      # a GpuTraceback per GPU (with a resident database)
 
 
 def build_gpu_engines(setup: pipeline.SearchSetup, ids: list[int], settings: BlastSettings,
@@ -70,6 +72,9 @@ def build_gpu_engines(setup: pipeline.SearchSetup, ids: list[int], settings: Bla
                 engines.per_device[e.device_id] = [types.gapped(e.stream_twin(), kernel=settings.gapped_kernel, **kw)
                                                    for _ in range(settings.gapped_threads)]
         engines.gapped = {id(e): engines.per_device[e.device_id] for e in engines.ungapped if not e.streamed}
+    if settings.traceback_gpu and types.traceback is not None:
+        firsts = {e.device_id: e for e in reversed(engines.ungapped) if not e.streamed}
+        engines.tracers = [types.traceback(e.stream_twin()) for e in firsts.values()]
     return engines
 
 
@@ -87,8 +92,9 @@ def _start_gpus(setup, device: str, quiet: bool, gpus, settings: BlastSettings, 
         from ..gpu import check_gpus
         from .gpu import GpuUngapped
         from .gpu.gapped import GpuPrelim
+        from .gpu.traceback import GpuTraceback
 
-        types = GpuEngineTypes(GpuUngapped, GpuPrelim)
+        types = GpuEngineTypes(GpuUngapped, GpuPrelim, GpuTraceback)
         ids = check_gpus(gpus)
     else:                                  # stand-ins: the GPU ids they are given
         ids = list(gpus) if gpus else [0]
@@ -250,8 +256,11 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
             sys.setswitchinterval(settings.switch_interval)
         try:
             with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="blastp") as pool:
+                # the traceback's alignments on the GPUs, for the worker processes (without
+                # composition-based statistics: the redo aligns with its own matrices)
+                tracers = engines.tracers if procs is not None and not options.comp_based_stats else []
                 scheduler = Scheduler(queries, setup, pool, threads, engines.ungapped, times, engines.gapped,
-                                      procs, settings)
+                                      procs, settings, tracers)
                 # queries are independent: several at a time, written in input order
                 xml = _xml_writer(fh, queries, subjects, setup, db_name) if fmt == XML else None
                 pw = _pairwise_writer(fh, subjects, setup, db_name, num_alignments) if fmt == PAIRWISE else None
@@ -290,6 +299,12 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
                 times.add_seconds("preliminary gapped kernel (GPU time)", prelim.kernel_seconds)
                 for part, seconds in prelim.seconds.items():
                     times.add_seconds(f"gapped GPU threads: {part}", seconds)
+        for tracer in engines.tracers:
+            times.add_seconds("traceback kernel (GPU time)", tracer.kernel_seconds)
+            for part, seconds in tracer.seconds.items():
+                times.add_seconds(f"traceback GPU threads: {part}", seconds)
+            if tracer.overflowed:
+                times.count("traceback jobs left to the CPU", tracer.overflowed)
         if fmt == XML:
             xml.close()
         elif fmt == PAIRWISE:

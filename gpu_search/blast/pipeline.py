@@ -225,9 +225,23 @@ def final_stage(work: QueryWork, setup: SearchSetup, queries) -> list[SubjectRes
     return traceback_stage(work, setup, queries, hit_list(work, setup))
 
 
-def traceback_stage(work: QueryWork, setup: SearchSetup, queries, hits: list[tuple]) -> list[SubjectResult]:
+def alignment_plan(work: QueryWork, setup: SearchSetup, hits: list[tuple]):
+    """The alignments of the traceback of ``hits`` (``hitlist.hit_list``), for the GPU
+    (``gpu.traceback.AlignmentPlan``; ``traceback_stage`` then takes what it gives)."""
+    from .gpu.traceback import AlignmentPlan, alignment_jobs
+
+    subjects = [s for _, s in hits]
+    prelims = [work.prelim[s] for s in subjects]
+    jobs, starts = alignment_jobs(prelims, work.codes, subjects, setup.residues, setup.offsets,
+                                  setup.matrix.scores, work.cutoffs.x_drop_final)
+    return AlignmentPlan(hits, dict(zip(subjects, prelims)), jobs, starts)
+
+
+def traceback_stage(work: QueryWork, setup: SearchSetup, queries, hits: list[tuple],
+                    aligned=None) -> list[SubjectResult]:
     """Final HSPs with traceback of the subjects of ``hits`` (``hitlist.hit_list``); with
-    composition-based statistics, their redo (:mod:`.kappa`)."""
+    composition-based statistics, their redo (:mod:`.kappa`).  ``aligned``: the extensions
+    aligned on the GPU (``traceback.traceback_hit_list``'s argument), or None."""
     opts = setup.options
     if opts.comp_based_stats:
         return redo_stage(work, setup, queries, hits)
@@ -239,7 +253,7 @@ def traceback_stage(work: QueryWork, setup: SearchSetup, queries, hits: list[tup
         [work.prelim[s] for s in subjects], work.codes, subjects, setup.residues, setup.offsets,
         setup.matrix.scores, setup.gap_open, setup.gap_extend, work.cutoffs.x_drop_final,
         evalue=lambda scores, lengths: evalues_by_length(scores, lengths, work, setup),
-        expect_value=opts.evalue, letters=NCBISTDAA)
+        expect_value=opts.evalue, letters=NCBISTDAA, aligned=aligned)
     h = tb.hsps
     # per subject, Blast_HSPListSortByEvalue: E-value up (as s_EvalueComp compares them), then
     # score order (the traceback's order)

@@ -15,6 +15,11 @@ With GPUs (cuBLASTP's overlap of GPU and CPU phases):
   preliminary gapped extensions run on the pool's threads while the GPUs go on;
   when a query's last piece is done, its hit list and traceback go to a worker
   process (:mod:`.workers`) or, without them, to the pool;
+* with the traceback's alignments on the GPUs, a worker process gives back the
+  hit list's alignment jobs instead (``gpu.traceback.AlignmentPlan``); each GPU's
+  *traceback launcher* thread aligns those of the queries waiting, up to
+  ``traceback_batch`` in one launch, and hands each query back to a worker
+  process, which traces its hit list back with them;
 * the calling thread writes the queries' results in query order.
 
 Two bounds keep memory in check: queries taken whose results are not ready
@@ -140,12 +145,19 @@ class _QueryChore:
         else:
             self._succeed(f.result())
 
-    def _submit_to_process(self, prelim, gpu_hsps, split, hits=None, piece=None, n_pieces=0) -> None:
+    def _submit_to_process(self, prelim, gpu_hsps, split, hits=None, piece=None, n_pieces=0, aligned=None) -> None:
         """The query's E-values, hit list and traceback (or one piece of its hit list) on a
-        worker process (their Python holds no GIL here)."""
+        worker process (their Python holds no GIL here); with the traceback's alignments on
+        the GPUs, the hit list's alignment jobs first, then (``aligned``) the traceback."""
         w = self.work
+        align = self.s.tracers is not None and aligned is None
         self.s.procs.submit(workers.traceback_task, w.index, w.codes, w.kbp, w.cutoffs, prelim, gpu_hsps,
-                            split, hits).add_done_callback(lambda f: self._back(f, piece, n_pieces))
+                            split, hits, align, aligned).add_done_callback(lambda f: self._back(f, piece, n_pieces))
+
+    def aligned(self, plan, aligned, piece, n_pieces: int) -> None:
+        """The extensions of ``plan`` (a hit list, or a piece of it) aligned on a GPU: its
+        traceback on a worker process."""
+        self._submit_to_process(plan.prelim, None, None, plan.hits, piece, n_pieces, aligned)
 
     def _back(self, f: Future, piece, n_pieces: int) -> None:
         """A worker's answer: the results, a piece's results, or the hit list cut into pieces."""
@@ -153,7 +165,9 @@ class _QueryChore:
             (what, value), t0, t1, pid = f.result()
             times = self.s.times
             times.add_span(f"blastp-process-{pid}", "E-values+traceback (worker processes)", t0, t1)
-            if what == "pieces":
+            if what == "align":
+                self.s.to_align(self, value, piece, n_pieces)
+            elif what == "pieces":
                 times.count("hit lists cut into pieces")
                 times.count("pieces", len(value))
                 # handed to a pool thread: this callback runs on the process pool's own
@@ -190,13 +204,17 @@ class Scheduler:
         gapped_engines: {id(engine): [GpuPrelim, ...]}, the same list for every engine of
             one GPU: its gapped launchers, one thread each.
         procs: the traceback's worker processes (``workers.start_workers``), or None.
-        settings: the run's ``BlastSettings`` (gapped_batch, gapped_piece, traceback_split).
+        settings: the run's ``BlastSettings`` (gapped_batch, gapped_piece, traceback_split,
+            traceback_batch).
+        tracers: a ``GpuTraceback`` per GPU, for the traceback's alignments (with ``procs``),
+            or none: the worker processes align.
 
     ``results_in_order()`` yields each query's ``SubjectResult`` list, in query order.
     """
 
     def __init__(self, queries, setup, pool, threads: int, engines: list, times: PhaseTimes,
-                 gapped_engines: dict | None = None, procs=None, settings: BlastSettings | None = None):
+                 gapped_engines: dict | None = None, procs=None, settings: BlastSettings | None = None,
+                 tracers: list | None = None):
         self.queries, self.setup, self.pool, self.times = queries, setup, pool, times
         self.engines = list(engines)
         self.gapped_engines = gapped_engines or {}
@@ -230,6 +248,11 @@ class Scheduler:
         self.waiting = {key: [] for key in lists}
         self.feeders = {key: sum(1 for g in self.engines if self.gapped_engines.get(id(g)) is ps)
                         for key, ps in lists.items()}
+        # the hit lists waiting for their alignments (chore, plan, piece, pieces), and the GPUs'
+        # traceback launchers (None: the worker processes align)
+        self.tracers = list(tracers) if tracers and procs is not None else None
+        self.align_waiting: list = []
+        self.closing = False                     # every query written: the launchers end
 
     # --- one failure path ------------------------------------------------------------------
     def fail(self, exc: BaseException) -> None:
@@ -267,16 +290,24 @@ class Scheduler:
                 for m, prelim in enumerate(prelims):
                     threading.Thread(target=self._launch_gapped, args=(prelim, id(prelims)),
                                      name=f"blastp-gapped{k}.{m}", daemon=True).start()
-            for i in range(self.n):
+            for k, tracer in enumerate(self.tracers or []):
+                threading.Thread(target=self._launch_traceback, args=(tracer,), name=f"blastp-traceback{k}",
+                                 daemon=True).start()
+            try:
+                for i in range(self.n):
+                    with self.state:
+                        while i not in self.finished and not self.kill_switch.is_set():
+                            self.state.wait()
+                        if self.error is not None:
+                            raise self.error
+                        future = self.finished.pop(i)
+                        self.n_written += 1
+                        self.state.notify_all()
+                    yield future.result()
+            finally:
                 with self.state:
-                    while i not in self.finished and not self.kill_switch.is_set():
-                        self.state.wait()
-                    if self.error is not None:
-                        raise self.error
-                    future = self.finished.pop(i)
-                    self.n_written += 1
+                    self.closing = True
                     self.state.notify_all()
-                yield future.result()
 
     # --- handing out queries -----------------------------------------------------------------
     def _prepare(self, i: int):
@@ -390,3 +421,32 @@ class Scheduler:
         except BaseException as exc:
             self.fail(exc)
 
+    def to_align(self, chore: _QueryChore, plan, piece, n_pieces: int) -> None:
+        """A hit list (or a piece of one) whose alignments wait for a traceback launcher."""
+        with self.state:
+            self.align_waiting.append((chore, plan, piece, n_pieces))
+            self.state.notify_all()
+
+    def _launch_traceback(self, tracer) -> None:
+        """A traceback launcher: the hit lists waiting, up to ``traceback_batch`` in one
+        launch of the traceback kernel (blast/gpu/traceback.py), each then handed back to a
+        worker process for its traceback."""
+        setup = self.setup
+        try:
+            while True:
+                with self.state:
+                    while not self.align_waiting and not self.closing and not self.kill_switch.is_set():
+                        self.state.wait()
+                    if self.kill_switch.is_set() or not self.align_waiting:
+                        return
+                    batch = self.align_waiting[:self.settings.traceback_batch]
+                    del self.align_waiting[:len(batch)]
+                t0 = time.perf_counter()
+                aligned = tracer.align_many([plan for _, plan, _, _ in batch],
+                                            [chore.work.codes for chore, _, _, _ in batch],
+                                            setup.matrix.scores, setup.gap_open, setup.gap_extend)
+                self.times.add("traceback alignments (GPU threads)", t0)
+                for (chore, plan, piece, n_pieces), pre in zip(batch, aligned):
+                    chore.aligned(plan, pre, piece, n_pieces)
+        except BaseException as exc:
+            self.fail(exc)

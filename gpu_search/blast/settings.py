@@ -53,6 +53,10 @@ class BlastSettings:
         traceback_processes: the traceback of a GPU run on forked worker processes (else
             on threads, sharing the GIL with the threads that feed the GPUs); in a CPU run
             with composition-based statistics, whole queries on them.
+        traceback_gpu: the traceback's alignments (ALIGN_EX) on the GPU, for the worker
+            processes (blast/gpu/traceback.py; a resident database, no composition-based
+            statistics), else on the processes themselves.
+        traceback_batch: most queries' hit lists per launch of the traceback kernel.
         timings: print where the run's time went on stderr (``--timings``).
         timeline: write every timed interval to this JSON file (``bench/probes/timeline.py``).
     """
@@ -72,6 +76,8 @@ class BlastSettings:
     traceback_split: int = 20_000
     switch_interval: float = 0.0005
     traceback_processes: bool = True
+    traceback_gpu: bool = True
+    traceback_batch: int = 8
     timings: bool = False
     timeline: str | None = None
 
@@ -80,6 +86,7 @@ class BlastSettings:
             raise ValueError(f"extension must be one of {EXTENSIONS}, not {self.extension!r}")
         if self.gapped_kernel not in GAPPED_KERNELS:
             raise ValueError(f"gapped_kernel must be one of {GAPPED_KERNELS}, not {self.gapped_kernel!r}")
-        for name in ("streams", "gapped_threads", "gapped_batch", "gapped_piece", "traceback_split"):
+        for name in ("streams", "gapped_threads", "gapped_batch", "gapped_piece", "traceback_split",
+                     "traceback_batch"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")

@@ -30,18 +30,21 @@ GATE_TIMEOUT = 600.0               # seconds a worker waits for another's compil
 
 
 def traceback_task(index: int, codes, kbp, cutoffs, prelim: dict, gpu_hsps=None,
-                   split: int | None = None, hits: list | None = None):
+                   split: int | None = None, hits: list | None = None, align: bool = False, aligned=None):
     """The end of one query in a worker process: the E-values of the HSPs the GPU's gapped
     kernel found (``gpu_hsps``, PRELIM_BATCH rows, or None) reaped into ``prelim`` (the
     subjects done on CPU threads), the hit list (or ``hits``, a piece of one) and its
-    traceback (``pipeline.traceback_stage``).
+    traceback (``pipeline.traceback_stage``, with ``aligned``: the extensions the GPU
+    aligned, ``traceback.traceback_hit_list``'s argument).
 
     Returns (("results", results), start, end, process id); with ``split``
     (``BlastSettings.traceback_split``) and a hit list whose HSPs span more query letters than that,
     (("pieces", pieces), ...) instead: the hit list cut into pieces of about ``split``
     letters, each (hits, their rows), for this function to trace back on several
     processes (in the hit list's order: the pieces' results, concatenated, are the
-    serial ones).
+    serial ones).  With ``align`` (the traceback's alignments on the GPUs), a hit list (or
+    piece) to trace back gives (("align", plan), ...) instead: its alignment jobs
+    (``pipeline.alignment_plan``), for the GPU, then this function again with ``aligned``.
 
     An error comes back as a RuntimeError carrying the worker's traceback (an exception
     that cannot be pickled back would otherwise be lost)."""
@@ -57,7 +60,9 @@ def traceback_task(index: int, codes, kbp, cutoffs, prelim: dict, gpu_hsps=None,
         pieces = hit_list_pieces(hits, work.prelim, split) if split is not None else []
         if len(pieces) > 1:                  # (one piece: traced back here)
             return ("pieces", pieces), t0, time.perf_counter(), os.getpid()
-        results = as_lines(pipeline.traceback_stage(work, setup, queries, hits), row_text)
+        if align and hits:
+            return ("align", pipeline.alignment_plan(work, setup, hits)), t0, time.perf_counter(), os.getpid()
+        results = as_lines(pipeline.traceback_stage(work, setup, queries, hits, aligned), row_text)
     except Exception as exc:
         import traceback as tb
 

@@ -238,13 +238,24 @@ def gapped_kernel_on_cpu(tmp_path_factory):
     return build(tmp_path_factory.mktemp("gapped")) if CXX else None
 
 
+@pytest.fixture(scope="module")
+def traceback_kernel_on_cpu(tmp_path_factory):
+    """blast/gpu/traceback.cu built for the CPU (tests/helpers/traceback_host.py), None without a C++ compiler."""
+    from traceback_host import CXX, build
+
+    return build(tmp_path_factory.mktemp("traceback")) if CXX else None
+
+
 @pytest.mark.parametrize("gpus, cbs", [(None, 0), ([0, 1, 2], 0), (None, 2)])
-def test_gpu_pipeline_with_a_cpu_stand_in(tmp_path, proteome, gpus, cbs, gapped_kernel_on_cpu):
+def test_gpu_pipeline_with_a_cpu_stand_in(tmp_path, proteome, gpus, cbs, gapped_kernel_on_cpu,
+                                          traceback_kernel_on_cpu):
     """The GPU pipeline of run_blastp (tables built ahead, each query's gapped work cut into
     pieces on threads, the preliminary gapped kernel for subjects with at most 2 init HSPs on
     each GPU's gapped threads, for the queries waiting at once, traceback in query order, on
-    worker processes with one GPU and on threads with three) with stand-ins for the GPU: the CPU word
-    finder, and gapped.cu built for the CPU: the same output as the CPU path.  (The kernels
+    worker processes with one GPU and on threads with three; with one GPU and no composition-based
+    statistics, the traceback's alignments by traceback.cu, some left to the workers) with
+    stand-ins for the GPU: the CPU word finder, and gapped.cu and traceback.cu built for the
+    CPU: the same output as the CPU path.  (The kernels
     themselves are checked against the CPU path in test_blast_gpu.py, on the GPU host.)  With
     composition-based statistics too (cbs 2: the redo on the worker processes, in pieces)."""
     import io
@@ -300,7 +311,20 @@ def test_gpu_pipeline_with_a_cpu_stand_in(tmp_path, proteome, gpus, cbs, gapped_
             return ungapped_extensions(q, lookup, self.residues, self.offsets, ids, scores, x_drop, cutoff,
                                        window, method="scan")
 
-    stand_ins = engine.GpuEngineTypes(StandIn, PrelimStandIn)
+    from traceback_host import HostTraceback
+
+    traceback_launches = []
+
+    class TracebackStandIn(HostTraceback):
+        def __init__(self, ungapped):      # a cap of 3,000 traceback bytes: some jobs overflow
+            super().__init__(traceback_kernel_on_cpu, ungapped.residues, tb_cap=3000)
+
+        def _launch(self, plans, *args):
+            traceback_launches.append(len(plans))
+            return super()._launch(plans, *args)
+
+    stand_ins = engine.GpuEngineTypes(StandIn, PrelimStandIn,
+                                      TracebackStandIn if traceback_kernel_on_cpu is not None else None)
     # many gapped pieces per query; with one GPU, one gapped thread (the queries waiting pile up
     # behind its first launch) and long hit lists traced back in pieces on worker processes;
     # with three, the traceback on threads; the GPU run's timeline kept
@@ -337,6 +361,11 @@ def test_gpu_pipeline_with_a_cpu_stand_in(tmp_path, proteome, gpus, cbs, gapped_
         # a task per query, and more for the hit lists cut into pieces
         assert sum(1 for name, _, _, _ in timeline if name.startswith("blastp-process-")) > len(idx)
     assert out["cpu"].count("\n") > 200
+    if gpus is None and not cbs and traceback_kernel_on_cpu is not None:
+        assert len(traceback_launches) > 1 and max(traceback_launches) > 1    # queries' alignments in one launch
+        assert ("blastp-traceback", "traceback alignments (GPU threads)") in threads
+    else:
+        assert not traceback_launches          # (threads, or the redo: the CPU aligns)
 
 
 @pytest.mark.parametrize("gpus", [[0], [0, 1]])

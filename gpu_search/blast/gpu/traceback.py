@@ -81,8 +81,11 @@ def alignment_jobs(prelims: list, query, subjects, residues, offsets, matrix,
     first = np.zeros(len(prelims) + 1, dtype=np.int64)
     first[1:] = np.cumsum([len(p) for p in prelims])
     query = np.asarray(query, dtype=np.uint8)
-    return _alignment_jobs(prelim, first, np.asarray(subjects, dtype=np.int64), residues,
-                           np.asarray(offsets, dtype=np.int64), tb.pad(query), len(query),
+    # the offsets as a read-only view, whatever the database (as traceback_hit_list: one compilation)
+    offsets = np.asarray(offsets, dtype=np.int64).view()
+    offsets.flags.writeable = False
+    return _alignment_jobs(prelim, first, np.asarray(subjects, dtype=np.int64), residues, offsets,
+                           tb.pad(query), len(query),
                            np.ascontiguousarray(matrix, dtype=np.int32), int(x_dropoff_final))
 
 
