@@ -46,7 +46,7 @@ class GpuEngines:
     ungapped: list = field(default_factory=list)
     gapped: dict = field(default_factory=dict)       # id(ungapped engine) -> its GPU's gapped engines
     per_device: dict = field(default_factory=dict)   # device id -> that GPU's gapped engines
-    tracers: list = field(default_factory=list)      # a GpuTraceback per GPU (with a resident database)
+    tracers: list = field(default_factory=list)      # GpuTraceback launchers (GPUs with a resident database)
 
 
 def build_gpu_engines(setup: pipeline.SearchSetup, ids: list[int], settings: BlastSettings,
@@ -73,8 +73,10 @@ def build_gpu_engines(setup: pipeline.SearchSetup, ids: list[int], settings: Bla
                                                    for _ in range(settings.gapped_threads)]
         engines.gapped = {id(e): engines.per_device[e.device_id] for e in engines.ungapped if not e.streamed}
     if settings.traceback_gpu and types.traceback is not None:
+        # each GPU's traceback launchers, on streams of their own (twins of its first engine)
         firsts = {e.device_id: e for e in reversed(engines.ungapped) if not e.streamed}
-        engines.tracers = [types.traceback(e.stream_twin()) for e in firsts.values()]
+        engines.tracers = [types.traceback(e.stream_twin()) for e in firsts.values()
+                           for _ in range(settings.traceback_threads)]
     return engines
 
 

@@ -231,17 +231,18 @@ def alignment_plan(work: QueryWork, setup: SearchSetup, hits: list[tuple]):
     from .gpu.traceback import AlignmentPlan, alignment_jobs
 
     subjects = [s for _, s in hits]
-    prelims = [work.prelim[s] for s in subjects]
+    prelims = traceback.stack_prelims([work.prelim[s] for s in subjects])
     jobs, starts = alignment_jobs(prelims, work.codes, subjects, setup.residues, setup.offsets,
                                   setup.matrix.scores, work.cutoffs.x_drop_final)
-    return AlignmentPlan(hits, dict(zip(subjects, prelims)), jobs, starts)
+    return AlignmentPlan(hits, prelims, jobs, starts)
 
 
 def traceback_stage(work: QueryWork, setup: SearchSetup, queries, hits: list[tuple],
                     aligned=None) -> list[SubjectResult]:
     """Final HSPs with traceback of the subjects of ``hits`` (``hitlist.hit_list``); with
-    composition-based statistics, their redo (:mod:`.kappa`).  ``aligned``: the extensions
-    aligned on the GPU (``traceback.traceback_hit_list``'s argument), or None."""
+    composition-based statistics, their redo (:mod:`.kappa`).  ``aligned``: the hit list's
+    preliminary HSPs with their extensions aligned on the GPU (``gpu.traceback.Aligned``; then
+    ``work.prelim`` is not read), or None."""
     opts = setup.options
     if opts.comp_based_stats:
         return redo_stage(work, setup, queries, hits)
@@ -249,11 +250,13 @@ def traceback_stage(work: QueryWork, setup: SearchSetup, queries, hits: list[tup
         return []
     first = int(setup.subjects.first_index)
     subjects = [s for _, s in hits]
+    prelims = aligned.prelims if aligned is not None else [work.prelim[s] for s in subjects]
     tb = traceback.traceback_hit_list(
-        [work.prelim[s] for s in subjects], work.codes, subjects, setup.residues, setup.offsets,
+        prelims, work.codes, subjects, setup.residues, setup.offsets,
         setup.matrix.scores, setup.gap_open, setup.gap_extend, work.cutoffs.x_drop_final,
         evalue=lambda scores, lengths: evalues_by_length(scores, lengths, work, setup),
-        expect_value=opts.evalue, letters=NCBISTDAA, aligned=aligned)
+        expect_value=opts.evalue, letters=NCBISTDAA,
+        aligned=(aligned.pre, aligned.steps) if aligned is not None else None)
     h = tb.hsps
     # per subject, Blast_HSPListSortByEvalue: E-value up (as s_EvalueComp compares them), then
     # score order (the traceback's order)

@@ -154,10 +154,12 @@ class _QueryChore:
         self.s.procs.submit(workers.traceback_task, w.index, w.codes, w.kbp, w.cutoffs, prelim, gpu_hsps,
                             split, hits, align, aligned).add_done_callback(lambda f: self._back(f, piece, n_pieces))
 
-    def aligned(self, plan, aligned, piece, n_pieces: int) -> None:
-        """The extensions of ``plan`` (a hit list, or a piece of it) aligned on a GPU: its
-        traceback on a worker process."""
-        self._submit_to_process(plan.prelim, None, None, plan.hits, piece, n_pieces, aligned)
+    def aligned(self, plan, pre, piece, n_pieces: int) -> None:
+        """The extensions of ``plan`` (a hit list, or a piece of it) aligned on a GPU (``pre``:
+        (pre, steps)): its traceback on a worker process."""
+        from .gpu.traceback import Aligned
+
+        self._submit_to_process({}, None, None, plan.hits, piece, n_pieces, Aligned(plan.prelims, *pre))
 
     def _back(self, f: Future, piece, n_pieces: int) -> None:
         """A worker's answer: the results, a piece's results, or the hit list cut into pieces."""
@@ -206,8 +208,8 @@ class Scheduler:
         procs: the traceback's worker processes (``workers.start_workers``), or None.
         settings: the run's ``BlastSettings`` (gapped_batch, gapped_piece, traceback_split,
             traceback_batch).
-        tracers: a ``GpuTraceback`` per GPU, for the traceback's alignments (with ``procs``),
-            or none: the worker processes align.
+        tracers: the GPUs' ``GpuTraceback`` launchers (a thread each), for the traceback's
+            alignments (with ``procs``), or none: the worker processes align.
 
     ``results_in_order()`` yields each query's ``SubjectResult`` list, in query order.
     """

@@ -57,6 +57,8 @@ class BlastSettings:
             processes (blast/gpu/traceback.py; a resident database, no composition-based
             statistics), else on the processes themselves.
         traceback_batch: most queries' hit lists per launch of the traceback kernel.
+        traceback_threads: host threads (each on its own stream) per GPU launching the
+            traceback kernel.
         timings: print where the run's time went on stderr (``--timings``).
         timeline: write every timed interval to this JSON file (``bench/probes/timeline.py``).
     """
@@ -78,6 +80,7 @@ class BlastSettings:
     traceback_processes: bool = True
     traceback_gpu: bool = True
     traceback_batch: int = 8
+    traceback_threads: int = 2
     timings: bool = False
     timeline: str | None = None
 
@@ -87,6 +90,6 @@ class BlastSettings:
         if self.gapped_kernel not in GAPPED_KERNELS:
             raise ValueError(f"gapped_kernel must be one of {GAPPED_KERNELS}, not {self.gapped_kernel!r}")
         for name in ("streams", "gapped_threads", "gapped_batch", "gapped_piece", "traceback_split",
-                     "traceback_batch"):
+                     "traceback_batch", "traceback_threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")

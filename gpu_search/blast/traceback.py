@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from .._numba import copy_into, numba
 import numpy as np
@@ -763,6 +763,20 @@ def _prelim_rows(prelims: list) -> np.ndarray:
     return np.ascontiguousarray(rows, dtype=np.int64)      # (one layout: one compiled traceback)
 
 
+class StackedPrelims(NamedTuple):
+    """A hit list's preliminary HSPs as one array (``stack_prelims``): what crosses between
+    processes instead of one array per subject."""
+    rows: np.ndarray             # int64 (n, 7), ``_prelim_rows``
+    first: np.ndarray            # int64 (subjects + 1,): subject j's rows are rows[first[j]:first[j + 1]]
+
+
+def stack_prelims(prelims: list) -> StackedPrelims:
+    """The preliminary HSPs of a hit list's subjects (one array each, in its order), stacked."""
+    first = np.zeros(len(prelims) + 1, dtype=np.int64)
+    first[1:] = np.cumsum([len(p) for p in prelims])
+    return StackedPrelims(_prelim_rows(prelims), first)
+
+
 def _final_hsps(rows: np.ndarray) -> np.ndarray:
     """The traceback kernels' rows (their first 12 columns) as FINAL_HSP_DTYPE, E-values 0."""
     out = np.zeros(len(rows), dtype=FINAL_HSP_DTYPE)
@@ -779,7 +793,8 @@ def traceback_hit_list(prelims: list, query, subjects, residues, offsets, matrix
 
     Args:
         prelims: per subject of the hit list, its preliminary HSPs (PRELIM_HSP_DTYPE, or
-            PRELIM_BATCH rows), in score order, E-value reaped.
+            PRELIM_BATCH rows), in score order, E-value reaped; or all of them stacked
+            (``StackedPrelims``).
         subjects: per subject, its index into ``offsets``; ``residues[offsets[s]:offsets[s + 1]]``
             is subject s (NCBIstdaa).
         evalue: maps (raw scores, subject lengths), two int arrays, to E-values; HSPs with
@@ -791,9 +806,7 @@ def traceback_hit_list(prelims: list, query, subjects, residues, offsets, matrix
     query = np.asarray(query, dtype=np.uint8)
     subjects = np.asarray(subjects, dtype=np.int64)
     pre, pre_steps = aligned if aligned is not None else no_pre()
-    first = np.zeros(len(prelims) + 1, dtype=np.int64)
-    first[1:] = np.cumsum([len(p) for p in prelims])
-    prelim = _prelim_rows(prelims)
+    prelim, first = prelims if isinstance(prelims, StackedPrelims) else stack_prelims(prelims)
     # the offsets as a read-only view, whatever the database: a .gsdb's are read-only, a FASTA
     # file's not, and numba compiles the traceback once per kind
     offsets = np.asarray(offsets, dtype=np.int64).view()

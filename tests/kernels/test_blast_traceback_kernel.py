@@ -115,8 +115,9 @@ def hit_list_case(q, residues, offsets, matrix, seed):
 
 
 def plan_of(prelims, order, q, residues, offsets, matrix, cut):
-    jobs, starts = gpu_tb.alignment_jobs(prelims, q, order, residues, offsets, matrix.scores, cut.x_drop_final)
-    return gpu_tb.AlignmentPlan([], {}, jobs, starts)
+    stacked = tb.stack_prelims(prelims)
+    jobs, starts = gpu_tb.alignment_jobs(stacked, q, order, residues, offsets, matrix.scores, cut.x_drop_final)
+    return gpu_tb.AlignmentPlan([], stacked, jobs, starts)
 
 
 def rows_of(got):
@@ -173,12 +174,12 @@ def test_traceback_with_the_kernels_extensions_is_the_cpus(tracer, database, blo
     for cap in (gpu_tb.TB_CAP, 4000):
         engine = tracer(residues, offsets, cap)
         aligned = engine.align_many(plans, queries, blosum62.scores, GAP_OPEN, GAP_EXTEND)
-        for (prelims, order, cut, e_values), q, pre in zip(cases, queries, aligned):
+        for (prelims, order, cut, e_values), q, pre, plan in zip(cases, queries, aligned, plans):
             for expect in (10.0, 1e-20):
-                args = (prelims, q, order, residues, offsets, blosum62.scores, GAP_OPEN, GAP_EXTEND, cut.x_drop_final)
+                args = (q, order, residues, offsets, blosum62.scores, GAP_OPEN, GAP_EXTEND, cut.x_drop_final)
                 kw = dict(evalue=e_values, expect_value=expect, letters=NCBISTDAA)
-                alone = tb.traceback_hit_list(*args, **kw)
-                with_gpu = tb.traceback_hit_list(*args, **kw, aligned=pre)
+                alone = tb.traceback_hit_list(prelims, *args, **kw)
+                with_gpu = tb.traceback_hit_list(plan.prelims, *args, **kw, aligned=pre)   # (stacked)
                 assert rows_of(with_gpu) == rows_of(alone)
                 checked += len(alone.hsps)
                 assert alone.aligned_here > 100

@@ -54,7 +54,8 @@
 #define J_TB_AT 10      // the job's traceback bytes
 #define J_TB_CAP 11     // and their number
 #define J_STEP_AT 12    // the job's steps (M + N bytes)
-#define JOB_FIELDS 13
+#define J_ROWS 13       // the rows it is expected to take (the preliminary HSP's): the launch's order
+#define JOB_FIELDS 14
 #define OUT_FIELDS 5
 
 #ifdef __CUDACC__

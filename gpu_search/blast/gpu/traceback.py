@@ -43,8 +43,8 @@ STATUS_DONE, STATUS_OVERFLOW = 0, 1
 
 # traceback.cu's job fields (J_*)
 (J_Q_AT, J_Q0, J_DIR, J_M, J_N, J_S_AT, J_S0, J_S_LENGTH, J_X_DROP, J_INT_AT, J_TB_AT, J_TB_CAP,
- J_STEP_AT) = range(13)
-JOB_FIELDS = 13
+ J_STEP_AT, J_ROWS) = range(14)
+JOB_FIELDS = 14
 OUT_FIELDS = 5                # status, best score, a_offset, b_offset, steps
 
 
@@ -63,12 +63,19 @@ def kernel_shapes():
 class AlignmentPlan(NamedTuple):
     """One query's hit list (or a piece of it) waiting for its extensions to be aligned."""
     hits: list                # (order key, subject) of the hit list (hitlist.hit_list), or the piece's
-    prelim: dict              # subject -> its preliminary HSPs, for the hit list's subjects
+    prelims: tb.StackedPrelims    # their preliminary HSPs
     jobs: np.ndarray          # int64 (2 n, JOB_FIELDS): left and right of each preliminary HSP
     starts: np.ndarray        # int64 (n, 4): the start point and window each was aligned from (PRE_*)
 
 
-def alignment_jobs(prelims: list, query, subjects, residues, offsets, matrix,
+class Aligned(NamedTuple):
+    """A plan's HSPs with their extensions aligned, for its traceback (``pipeline.traceback_stage``)."""
+    prelims: tb.StackedPrelims
+    pre: np.ndarray           # traceback.PRE_* rows
+    steps: np.ndarray
+
+
+def alignment_jobs(prelims: tb.StackedPrelims, query, subjects, residues, offsets, matrix,
                    x_dropoff_final: int) -> tuple[np.ndarray, np.ndarray]:
     """The extensions to align of the preliminary HSPs of a hit list, in the order
     ``traceback.traceback_hit_list`` takes them (``prelims``, ``subjects``: its arguments).
@@ -77,9 +84,7 @@ def alignment_jobs(prelims: list, query, subjects, residues, offsets, matrix,
     (an HSP without a start point, or without a right extension, has an empty job),
     subject letters addressed in ``residues``; (n, 4) the start point and window of each.
     The query's address (J_Q_AT) and the scratch space are the launcher's."""
-    prelim = tb._prelim_rows(prelims)
-    first = np.zeros(len(prelims) + 1, dtype=np.int64)
-    first[1:] = np.cumsum([len(p) for p in prelims])
+    prelim, first = prelims
     query = np.asarray(query, dtype=np.uint8)
     # the offsets as a read-only view, whatever the database (as traceback_hit_list: one compilation)
     offsets = np.asarray(offsets, dtype=np.int64).view()
@@ -116,6 +121,7 @@ def _alignment_jobs(prelim, first, subjects, residues, offsets, qp, qlen, mat, x
             left[J_M] = q_gs + 1
             left[J_N] = s_adj + 1
             left[J_S0] = s_adj
+            left[J_ROWS] = max(q_gs - prelim[i, 1] + 1, 1)
             if tb.has_right_extension(qlen, s_len_adj, q_gs, s_adj):
                 right = jobs[2 * i + 1]
                 right[J_Q0] = q_gs
@@ -123,6 +129,7 @@ def _alignment_jobs(prelim, first, subjects, residues, offsets, qp, qlen, mat, x
                 right[J_M] = qlen - q_gs - 1
                 right[J_N] = s_len_adj - s_adj - 1
                 right[J_S0] = s_adj + 1
+                right[J_ROWS] = max(prelim[i, 2] - q_gs - 1, 1)
             for d in range(2):
                 job = jobs[2 * i + d]
                 job[J_S_AT] = a + shift
@@ -275,6 +282,10 @@ class GpuTraceback:
         chunk = np.searchsorted(bases, jobs[:, J_S_AT], side="right") - 1
         jobs[:, J_S_AT] -= bases[chunk]
         n_jobs = len(jobs)
+        # the longest jobs first: a warp's threads take similar work (the warp lasts as long
+        # as its longest job), and the longest start first
+        order = np.argsort(-jobs[:, J_ROWS], kind="stable")
+        jobs, chunk = jobs[order], chunk[order]
         d_jobs = cp.asarray(jobs)
         d_queries = cp.asarray(lay.queries)
         d_matrix = cp.asarray(np.ascontiguousarray(matrix_scores, dtype=np.int32))
@@ -300,7 +311,8 @@ class GpuTraceback:
                 d_out.reshape(n_jobs, OUT_FIELDS)[cp.asarray(mine)] = part_out.reshape(-1, OUT_FIELDS)
         end.record()
         t1 = time.perf_counter()
-        out = d_out.get().reshape(n_jobs, OUT_FIELDS)
+        out = np.empty((n_jobs, OUT_FIELDS), dtype=np.int32)
+        out[order] = d_out.get().reshape(n_jobs, OUT_FIELDS)
         steps = d_steps.get()
         t2 = time.perf_counter()
         self.kernel_seconds += cp.cuda.get_elapsed_time(start, end) / 1000
