@@ -75,7 +75,7 @@ def build_gpu_engines(setup: pipeline.SearchSetup, ids: list[int], settings: Bla
     if settings.traceback_gpu and types.traceback is not None:
         # each GPU's traceback launchers, on streams of their own (twins of its first engine)
         firsts = {e.device_id: e for e in reversed(engines.ungapped) if not e.streamed}
-        engines.tracers = [types.traceback(e.stream_twin()) for e in firsts.values()
+        engines.tracers = [types.traceback(e.stream_twin(), kernel=settings.traceback_kernel) for e in firsts.values()
                            for _ in range(settings.traceback_threads)]
     return engines
 

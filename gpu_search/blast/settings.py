@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 EXTENSIONS = ("auto", "window", "diagonal")   # cuBLASTP's ungapped-extension variants (auto: by query)
 GAPPED_KERNELS = ("warp", "thread")           # the preliminary gapped kernel: a warp or a thread per subject
+TRACEBACK_KERNELS = ("warp", "thread")        # the traceback kernel: a warp or a thread per alignment job
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class BlastSettings:
         traceback_batch: most queries' hit lists per launch of the traceback kernel.
         traceback_threads: host threads (each on its own stream) per GPU launching the
             traceback kernel.
+        traceback_kernel: "warp" (a warp per alignment job) or "thread" (a thread per job).
         timings: print where the run's time went on stderr (``--timings``).
         timeline: write every timed interval to this JSON file (``bench/probes/timeline.py``).
     """
@@ -81,6 +83,7 @@ class BlastSettings:
     traceback_gpu: bool = True
     traceback_batch: int = 8
     traceback_threads: int = 2
+    traceback_kernel: str = "warp"
     timings: bool = False
     timeline: str | None = None
 
@@ -89,6 +92,8 @@ class BlastSettings:
             raise ValueError(f"extension must be one of {EXTENSIONS}, not {self.extension!r}")
         if self.gapped_kernel not in GAPPED_KERNELS:
             raise ValueError(f"gapped_kernel must be one of {GAPPED_KERNELS}, not {self.gapped_kernel!r}")
+        if self.traceback_kernel not in TRACEBACK_KERNELS:
+            raise ValueError(f"traceback_kernel must be one of {TRACEBACK_KERNELS}, not {self.traceback_kernel!r}")
         for name in ("streams", "gapped_threads", "gapped_batch", "gapped_piece", "traceback_split",
                      "traceback_batch", "traceback_threads"):
             if getattr(self, name) < 1:

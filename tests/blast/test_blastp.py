@@ -316,7 +316,7 @@ def test_gpu_pipeline_with_a_cpu_stand_in(tmp_path, proteome, gpus, cbs, gapped_
     traceback_launches = []
 
     class TracebackStandIn(HostTraceback):
-        def __init__(self, ungapped):      # a cap of 3,000 traceback bytes: some jobs overflow
+        def __init__(self, ungapped, **kwargs):    # a cap of 3,000 traceback bytes: some jobs overflow
             super().__init__(traceback_kernel_on_cpu, ungapped.residues, tb_cap=3000)
 
         def _launch(self, plans, *args):

@@ -4,6 +4,8 @@ traceback.cu's per-job code compiles as plain C++ when ``__CUDACC__`` is not def
 ``align_ex_host`` then runs every job in turn.  ``HostTraceback`` is a ``GpuTraceback``
 whose launch calls it instead of the GPU: the CPU-only tests check the kernel's code, and
 the launcher's layout of jobs and results, against traceback.py without a GPU.
+``EmulatedTraceback`` runs the CUDA kernels themselves (the warp kernel too) on the CPU
+through tests/helpers/warp_emulator.cpp.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import emulator_build
 import numpy as np
 
 from gpu_search.blast.gpu import traceback as gpu_tb
@@ -60,4 +63,38 @@ class HostTraceback(gpu_tb.GpuTraceback):
         self.lib.align_ex_host(_ptr(jobs), ctypes.c_int(len(jobs)), _ptr(queries), _ptr(self.residues),
                                _ptr(matrix), ctypes.c_int(gap_open), ctypes.c_int(gap_extend), _ptr(ints),
                                _ptr(tb), _ptr(steps), _ptr(out))
+        return out.reshape(-1, gpu_tb.OUT_FIELDS), steps, lay.step_at
+
+
+def build_emulated(directory: Path):
+    """traceback.cu's CUDA kernels in the warp emulator, as a shared library (ctypes)."""
+    out = emulator_build.build(Path(directory) / "traceback_emulated.so",
+                               [f'-DTRACEBACK_CU="{gpu_tb.KERNEL_FILE}"'], optimize="-O2")
+    lib = ctypes.CDLL(str(out))
+    lib.emulator_error.restype = ctypes.c_char_p
+    return lib
+
+
+class EmulatedTraceback(HostTraceback):
+    """GpuTraceback with a CUDA kernel of traceback.cu (``kernel``: "warp" or "thread") run by
+    the warp emulator."""
+
+    def __init__(self, lib, residues, tb_cap: int = gpu_tb.TB_CAP, kernel: str = "warp", seed: int = 1):
+        super().__init__(lib, residues, tb_cap)
+        self.kernel, self.seed = kernel, seed
+
+    def _launch(self, plans, query_codes, matrix_scores, gap_open, gap_extend):
+        lay = gpu_tb.layout(plans, query_codes, self.tb_cap)
+        jobs = np.ascontiguousarray(lay.jobs, np.int64)
+        matrix = np.ascontiguousarray(matrix_scores, np.int32)
+        ints = np.empty(max(1, lay.n_ints), np.int32)
+        tb = np.zeros(max(1, lay.n_tb), np.uint8)
+        steps = np.zeros(max(1, lay.n_steps), np.uint8)
+        out = np.zeros(len(jobs) * gpu_tb.OUT_FIELDS, np.int32)
+        queries = np.ascontiguousarray(lay.queries, np.uint8)
+        failed = self.lib.emulate_traceback(
+            ctypes.c_int(0 if self.kernel == "warp" else 1), ctypes.c_uint(self.seed), _ptr(jobs),
+            ctypes.c_int(len(jobs)), _ptr(queries), _ptr(self.residues), _ptr(matrix), ctypes.c_int(gap_open),
+            ctypes.c_int(gap_extend), _ptr(ints), _ptr(tb), _ptr(steps), _ptr(out))
+        assert not failed, self.lib.emulator_error().decode()
         return out.reshape(-1, gpu_tb.OUT_FIELDS), steps, lay.step_at

@@ -4,7 +4,8 @@
 // -DFILTERS_CU="path/to/filters.cu" (HMMER's MSV and Viterbi filters, with the kernel's
 // compile-time constants G, W, SEQS, ...; with -DFORWARD_CU="path/to/forward.cu" also the
 // Forward prefilter, with -DBIAS_CU="path/to/bias.cu" also the bias filter;
-// tests/kernels/test_filters_emulated.py) or
+// tests/kernels/test_filters_emulated.py) or -DTRACEBACK_CU="path/to/traceback.cu" (blastp's
+// traceback kernels; tests/kernels/test_blast_traceback_kernel.py) or
 // -DUNGAPPED_CU="path/to/ungapped.cu" (blastp's hit detection, two-hit filter and ungapped
 // extension, its `extern __shared__` turned into `extern` by the caller, see
 // tests/kernels/test_blast_ungapped_emulated.py; with -DORDER_CU="path/to/order.cu" also the kernels
@@ -169,6 +170,8 @@ EMU_SHARED int smem[EMU_SMEM_BYTES / 4];
 #ifdef ORDER_CU
 #include ORDER_CU
 #endif
+#elif defined(TRACEBACK_CU)
+#include TRACEBACK_CU
 #else
 #include GAPPED_CU
 #endif
@@ -431,6 +434,34 @@ EMU_INTERNAL static int run_block(int n)
 }
 
 extern "C" const char* emulator_error() { return g_error; }
+
+#ifdef TRACEBACK_CU
+// align_ex_warp (which = 0: WARPS jobs a block, a warp each) or align_ex (which = 1: 128 jobs a
+// block, a thread each) over jobs[0, n_jobs), the kernels' arguments otherwise.  Returns 0, or 1
+// (emulator_error() says why).
+extern "C" int emulate_traceback(int which, unsigned seed, const long long* jobs, int n_jobs,
+                                 const unsigned char* queries, const unsigned char* residues, const int* matrix_g,
+                                 int gap_open, int gap_extend, int* ints, unsigned char* tb, unsigned char* steps,
+                                 int* out)
+{
+    g_rng.seed(seed);
+    g_error[0] = 0;
+    if (which == 0)
+        g_kernel = [=] { align_ex_warp(jobs, n_jobs, queries, residues, matrix_g, gap_open, gap_extend, ints, tb,
+                                       steps, out); };
+    else
+        g_kernel = [=] { align_ex(jobs, n_jobs, queries, residues, matrix_g, gap_open, gap_extend, ints, tb, steps,
+                                  out); };
+    const int per_block = which == 0 ? WARPS : 128;
+    g_block_dim = 128;
+    for (int b = 0; b * per_block < n_jobs; b++) {
+        garbage_in_shared_memory();
+        g_block = b;
+        if (run_block(g_block_dim)) return 1;
+    }
+    return 0;
+}
+#endif
 
 #ifdef GAPPED_CU
 // prelim_gapped_warp (which = 0: WARPS jobs a block, a warp each) or prelim_gapped (which = 1:

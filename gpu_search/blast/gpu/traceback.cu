@@ -1,9 +1,10 @@
 // blastp's traceback stage on the GPU: the X-drop DP with traceback (ALIGN_EX of
-// blast_gapalign.c, BLAST+ 2.12) of the final HSPs' alignments, one thread per
+// blast_gapalign.c, BLAST+ 2.12) of the final HSPs' alignments, one job per
 // direction of one HSP (BLAST_GappedAlignmentWithTraceback aligns left of the
-// start point, the start pair included, then right of it).
+// start point, the start pair included, then right of it), a warp per job
+// (align_ex_warp, the default) or a thread (align_ex).
 //
-// Each thread replays traceback.py's align_ex for its job:
+// Each replays traceback.py's align_ex for its job:
 //
 //   1. the DP row by row, its two rows (best, best_gap) over the live band
 //      [first_b_index, b_size) kept in the thread's int scratch (N + 2 cells,
@@ -19,8 +20,9 @@
 // runs the jobs on the CPU whose traceback bytes outgrew the thread's share
 // (status OVERFLOW): same result.
 //
-// Tests without a GPU: the per-job code builds as C++ for the host (no
-// __CUDACC__; align_ex_host below).
+// Tests without a GPU: the thread kernel's per-job code builds as C++ for the host
+// (no __CUDACC__; align_ex_host below), and both CUDA kernels run on the CPU through
+// tests/helpers/warp_emulator.cpp.
 //
 // Jobs: int64 rows of JOB_FIELDS (J_* below).  Letters: query letter a (1..M)
 // is queries[q_at + q0 + dir * a]; subject letter b + 1 (b = 0..N) is
@@ -226,6 +228,237 @@ HD void align_ex_job(const i64* job, const unsigned char* queries, const unsigne
 }
 
 #ifdef __CUDACC__
+
+// --- One warp per job ------------------------------------------------------------------------
+//
+// The same DP, the 32 lanes of a warp computing each row 32 cells at a time, as
+// gapped.cu's warp kernel does for the score-only DP (see "One warp per subject"
+// there for why a row's cells can be computed together: the row gap gr is a
+// max-plus scan along the row, the X-drop test a running maximum).  Here each cell
+// also gets its traceback byte: the operation (BLAST's order of comparisons:
+// OP_SUB unless d < gc, then OP_DEL if max(d, gc) < gr) and, in a surviving
+// cell, the two gap-extension bits.  The scan's gr equals BLAST's in every
+// surviving cell whose row gap the walk back can follow (a gap on the best path
+// stays above the X-drop threshold), and the walk back visits surviving cells
+// only, so the steps are align_ex's.  Dead cells keep best_gap as BLAST does.
+// Lane 0 walks back.
+
+#define LANES 32
+#define WARP_MASK 0xffffffffu
+#define WARPS 4                          // warps per block: one job each
+#define NEG_SCAN (MININT - (1 << 28))    // below every cell value: the scans' "nothing yet"
+
+__device__ __forceinline__ int warp_max_inclusive(int v, int lane)
+{
+#pragma unroll
+    for (int d = 1; d < LANES; d *= 2) {
+        const int o = __shfl_up_sync(WARP_MASK, v, d);
+        if (lane >= d) v = v > o ? v : o;
+    }
+    return v;
+}
+
+// The maximum of `carry` and of v over the lanes before this one; `carry` moves on to
+// include all 32.
+__device__ __forceinline__ int warp_max_before(int v, int lane, int& carry)
+{
+    int incl = warp_max_inclusive(v, lane);
+    incl = incl > carry ? incl : carry;
+    int excl = __shfl_up_sync(WARP_MASK, incl, 1);
+    if (lane == 0) excl = carry;
+    carry = __shfl_sync(WARP_MASK, incl, LANES - 1);
+    return excl;
+}
+
+__device__ void align_ex_warp_job(const i64* job, const unsigned char* queries, const unsigned char* residues,
+                                  const int* matrix, int gap_open, int gap_extend, int* ints, unsigned char* tb_all,
+                                  unsigned char* steps_all, int* out, int lane)
+{
+    const int dir = (int)job[J_DIR];
+    const int M = (int)job[J_M], N = (int)job[J_N];
+    const unsigned char* q = queries + job[J_Q_AT] + job[J_Q0];
+    const unsigned char* s = residues + job[J_S_AT];
+    const int s0 = (int)job[J_S0], s_length = (int)job[J_S_LENGTH];
+    const int oe = gap_open + gap_extend;
+    int x_drop = (int)job[J_X_DROP];
+    if (x_drop < oe) x_drop = oe;
+    if (lane == 0) {
+        out[0] = STATUS_DONE;
+        out[1] = out[2] = out[3] = out[4] = 0;
+    }
+    if (N <= 0 || M <= 0) return;
+    int* best = ints + job[J_INT_AT];
+    int* best_gap = best + (N + 2);
+    int* row_start = best_gap + (N + 2);
+    int* row_first = row_start + (M + 1);
+    unsigned char* buf = tb_all + job[J_TB_AT];
+    const i64 cap = job[J_TB_CAP];
+    if (cap < (i64)N + 3) {
+        if (lane == 0) out[0] = STATUS_OVERFLOW;
+        return;
+    }
+    // the first row: a gap in B from the start, while above -X
+    int n1 = gap_extend > 0 ? (x_drop - oe) / gap_extend + 1 : N;
+    if (n1 > N) n1 = N;
+    for (int i = lane; i <= n1; i += LANES) {
+        const int v = i == 0 ? 0 : -oe - (i - 1) * gap_extend;
+        best[i] = v;
+        best_gap[i] = v - oe;
+        if (i > 0) buf[i] = OP_DEL;
+    }
+    if (lane == 0) {
+        row_start[0] = 0;
+        row_first[0] = 0;
+    }
+    i64 cursor = n1 + 2;
+    int b_size = n1 + 1;
+    int best_score = 0, a_offset = 0, b_offset = 0;
+    int first_b = 0;
+    __syncwarp();
+    for (int a = 1; a <= M; a++) {
+        if (cursor + (N + 2 - first_b) + 1 > cap) {
+            if (lane == 0) out[0] = STATUS_OVERFLOW;
+            return;
+        }
+        if (lane == 0) {
+            row_start[a] = (int)cursor;
+            row_first[a] = first_b;
+        }
+        const int* row = matrix + q[dir * a] * ALPHABET;
+        const int row_b = first_b, b_end = b_size;
+        unsigned char* row_buf = buf + cursor - row_b;
+        int best_run = best_score;           // best so far: before the row, then its cells
+        int v_run = NEG_SCAN;                // max of hd(b) + e (b - row_b) so far
+        int diag_carry = MININT;             // the row above at the cell before this chunk
+        int first_survivor = -1, last_survivor = -1;
+        for (int b0 = row_b; b0 < b_end; b0 += LANES) {
+            const int b = b0 + lane;
+            const bool valid = b < b_end;
+            const int prev = valid ? best[b] : MININT;
+            const int prev_gap = valid ? best_gap[b] : MININT;
+            int left = __shfl_up_sync(WARP_MASK, prev, 1);
+            if (lane == 0) left = diag_carry;
+            diag_carry = __shfl_sync(WARP_MASK, prev, LANES - 1);
+            int d = MININT;
+            if (valid && b != row_b) {
+                const int at = s0 + dir * (b - 1);
+                d = left + row[(at >= 0 && at < s_length) ? s[at] : 0];
+            }
+            const int gc = prev_gap;
+            const int hd = d > gc ? d : gc;
+            const int before = warp_max_before(valid ? hd + gap_extend * (b - row_b) : NEG_SCAN, lane, v_run);
+            const int gr = before - oe - gap_extend * (b - 1 - row_b);     // the row gap reaching b
+            const int h = hd > gr ? hd : gr;
+            const int hexcl = warp_max_before(valid ? h : NEG_SCAN, lane, best_run);
+            const bool survive = valid && hexcl - h <= x_drop;
+            const unsigned survivors = __ballot_sync(WARP_MASK, survive);
+            const unsigned better = __ballot_sync(WARP_MASK, valid && h > hexcl);
+            if (survivors) {
+                if (first_survivor < 0) first_survivor = b0 + __ffs(survivors) - 1;
+                last_survivor = b0 + 31 - __clz(survivors);
+            }
+            if (better) {                    // the last improvement is the row's first maximum
+                const int k = 31 - __clz(better);
+                best_score = __shfl_sync(WARP_MASK, h, k);
+                a_offset = a;
+                b_offset = b0 + k;
+            }
+            if (valid) {
+                int script = hd < gr ? OP_DEL : (d < gc ? OP_INS : OP_SUB);
+                if (survive) {
+                    if (gc - gap_extend < h - oe) {
+                        best_gap[b] = h - oe;
+                    } else {
+                        best_gap[b] = gc - gap_extend;
+                        script += SCRIPT_EXTEND_GAP_B;
+                    }
+                    if (gr - gap_extend >= h - oe) script += SCRIPT_EXTEND_GAP_A;
+                    best[b] = h;
+                } else {
+                    best[b] = MININT;
+                }
+                row_buf[b] = (unsigned char)script;
+            }
+        }
+        __syncwarp();
+        if (first_survivor < 0) break;                       // no cell left: the extension is over
+        first_b = first_survivor;
+        if (last_survivor < b_size - 1) {
+            b_size = last_survivor + 1;
+        } else {                                             // the band grows right with the row gap
+            const int gr = v_run - oe - gap_extend * (b_size - 1 - row_b);
+            const int floor = best_score - x_drop;
+            if (gr >= floor && b_size <= N) {
+                const int room = N + 1 - b_size;
+                int grow = gap_extend > 0 ? (gr - floor) / gap_extend + 1 : room;
+                if (grow > room) grow = room;
+                for (int k = lane; k < grow; k += LANES) {
+                    best[b_size + k] = gr - k * gap_extend;
+                    best_gap[b_size + k] = gr - k * gap_extend - oe;
+                    row_buf[b_size + k] = OP_DEL;
+                }
+                b_size += grow;
+            }
+        }
+        cursor += (b_end > b_size ? b_end : b_size) - row_b + 1;
+        if (b_size <= N) {                                   // one dead cell past the band
+            if (lane == 0) {
+                best[b_size] = MININT;
+                best_gap[b_size] = MININT;
+            }
+            b_size++;
+        }
+        __syncwarp();
+    }
+    __syncwarp();
+    if (lane != 0) return;
+    // the walk back from the best cell (lane 0)
+    unsigned char* steps = steps_all + job[J_STEP_AT];
+    int n = 0;
+    int a_index = a_offset, b_index = b_offset;
+    int script = OP_SUB;
+    while (a_index > 0 || b_index > 0) {
+        const int next_script = buf[row_start[a_index] + b_index - row_first[a_index]];
+        if (script == OP_DEL) {
+            script = next_script & SCRIPT_OP_MASK;
+            if (next_script & SCRIPT_EXTEND_GAP_A) script = OP_DEL;
+        } else if (script == OP_INS) {
+            script = next_script & SCRIPT_OP_MASK;
+            if (next_script & SCRIPT_EXTEND_GAP_B) script = OP_INS;
+        } else {
+            script = next_script & SCRIPT_OP_MASK;
+        }
+        if (script == OP_DEL) {
+            b_index--;
+        } else if (script == OP_INS) {
+            a_index--;
+        } else {
+            a_index--;
+            b_index--;
+        }
+        steps[n++] = (unsigned char)script;
+    }
+    out[1] = best_score;
+    out[2] = a_offset;
+    out[3] = b_offset;
+    out[4] = n;
+}
+
+// One warp per job, WARPS jobs a block; the score matrix in shared memory.
+extern "C" __global__ void __launch_bounds__(WARPS * LANES)
+align_ex_warp(const i64* jobs, int n_jobs, const unsigned char* queries, const unsigned char* residues,
+              const int* matrix_g, int gap_open, int gap_extend, int* ints, unsigned char* tb, unsigned char* steps,
+              int* out)
+{
+    __shared__ int matrix[ALPHABET * ALPHABET];
+    for (int k = threadIdx.x; k < ALPHABET * ALPHABET; k += blockDim.x) matrix[k] = matrix_g[k];
+    __syncthreads();
+    const int warp = threadIdx.x / LANES, lane = threadIdx.x % LANES;
+    const int j = blockIdx.x * WARPS + warp;
+    if (j >= n_jobs) return;
+    align_ex_warp_job(jobs + (i64)j * JOB_FIELDS, queries, residues, matrix, gap_open, gap_extend, ints, tb, steps,
+                      out + (i64)j * OUT_FIELDS, lane);
+}
 
 // One thread per job; the score matrix in shared memory.
 extern "C" __global__ void __launch_bounds__(128)

@@ -37,7 +37,9 @@ from ...gpu import is_out_of_memory, load_functions
 from .. import traceback as tb
 
 KERNEL_FILE = Path(__file__).with_name("traceback.cu")
-THREADS = 128                 # per block (the kernel's __launch_bounds__)
+THREADS = 128                 # per block (the kernels' __launch_bounds__)
+WARPS = THREADS // 32         # align_ex_warp: jobs a block
+KERNELS = {"warp": "align_ex_warp", "thread": "align_ex"}    # a warp / a thread per job
 TB_CAP = 1 << 18              # traceback bytes a job may use: longer DPs are aligned on the CPU
 STATUS_DONE, STATUS_OVERFLOW = 0, 1
 
@@ -48,9 +50,9 @@ JOB_FIELDS = 14
 OUT_FIELDS = 5                # status, best score, a_offset, b_offset, steps
 
 
-def load_kernel(device_id: int):
-    """traceback.cu's kernel on one device."""
-    return load_functions(KERNEL_FILE, (), ("align_ex",), device_id)[0]
+def load_kernel(device_id: int, kernel: str = "warp"):
+    """traceback.cu's kernel (KERNELS) on one device."""
+    return load_functions(KERNEL_FILE, (), (KERNELS[kernel],), device_id)[0]
 
 
 def kernel_shapes():
@@ -221,9 +223,13 @@ class GpuTraceback:
     Args:
         ungapped: the GpuUngapped holding the database.
         tb_cap: traceback bytes a job may use (longer ones are left to the CPU).
+        kernel: "warp" (a warp per job) or "thread" (a thread per job).
     """
 
-    def __init__(self, ungapped, tb_cap: int = TB_CAP):
+    def __init__(self, ungapped, tb_cap: int = TB_CAP, kernel: str = "warp"):
+        if kernel not in KERNELS:
+            raise ValueError(f"unknown traceback kernel {kernel!r} (one of {', '.join(KERNELS)})")
+        self.kernel = kernel
         self.ungapped = ungapped
         self.tb_cap = int(tb_cap)
         self.overflowed = 0          # jobs left to the CPU, this run
@@ -274,7 +280,8 @@ class GpuTraceback:
     def _launch_on_device(self, cp, plans, query_codes, matrix_scores, gap_open, gap_extend):
         u = self.ungapped
         t0 = time.perf_counter()
-        kernel = load_kernel(u.device_id)
+        kernel = load_kernel(u.device_id, self.kernel)
+        per_block = WARPS if self.kernel == "warp" else THREADS
         lay = layout(plans, query_codes, self.tb_cap)
         jobs = lay.jobs
         # each job's chunk of the resident database, its subject addressed from the chunk's start
@@ -304,7 +311,7 @@ class GpuTraceback:
             else:
                 part_jobs = d_jobs[cp.asarray(mine)]
                 part_out = cp.empty(len(mine) * OUT_FIELDS, dtype=np.int32)
-            kernel(((len(mine) + THREADS - 1) // THREADS,), (THREADS,),
+            kernel(((len(mine) + per_block - 1) // per_block,), (THREADS,),
                    (part_jobs, np.int32(len(mine)), d_queries, c.residues, d_matrix, np.int32(gap_open),
                     np.int32(gap_extend), d_ints, d_tb, d_steps, part_out))
             if part_out is not d_out:
