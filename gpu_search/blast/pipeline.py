@@ -256,7 +256,7 @@ def traceback_stage(work: QueryWork, setup: SearchSetup, queries, hits: list[tup
         setup.matrix.scores, setup.gap_open, setup.gap_extend, work.cutoffs.x_drop_final,
         evalue=lambda scores, lengths: evalues_by_length(scores, lengths, work, setup),
         expect_value=opts.evalue, letters=NCBISTDAA,
-        aligned=(aligned.pre, aligned.steps) if aligned is not None else None)
+        aligned=aligned.ahead() if aligned is not None else None)
     h = tb.hsps
     # per subject, Blast_HSPListSortByEvalue: E-value up (as s_EvalueComp compares them), then
     # score order (the traceback's order)

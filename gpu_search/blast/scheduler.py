@@ -154,12 +154,13 @@ class _QueryChore:
         self.s.procs.submit(workers.traceback_task, w.index, w.codes, w.kbp, w.cutoffs, prelim, gpu_hsps,
                             split, hits, align, aligned).add_done_callback(lambda f: self._back(f, piece, n_pieces))
 
-    def aligned(self, plan, pre, piece, n_pieces: int) -> None:
-        """The extensions of ``plan`` (a hit list, or a piece of it) aligned on a GPU (``pre``:
-        (pre, steps)): its traceback on a worker process."""
+    def aligned(self, plan, kernel_out, piece, n_pieces: int) -> None:
+        """The extensions of ``plan`` (a hit list, or a piece of it) aligned on a GPU
+        (``kernel_out``: ``GpuTraceback.align_many``'s): its traceback on a worker process."""
         from .gpu.traceback import Aligned
 
-        self._submit_to_process({}, None, None, plan.hits, piece, n_pieces, Aligned(plan.prelims, *pre))
+        self._submit_to_process({}, None, None, plan.hits, piece, n_pieces,
+                                Aligned(plan.prelims, plan.starts, *kernel_out))
 
     def _back(self, f: Future, piece, n_pieces: int) -> None:
         """A worker's answer: the results, a piece's results, or the hit list cut into pieces."""

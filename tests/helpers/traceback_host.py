@@ -55,8 +55,8 @@ class HostTraceback(gpu_tb.GpuTraceback):
         lay = gpu_tb.layout(plans, query_codes, self.tb_cap)
         jobs = np.ascontiguousarray(lay.jobs, np.int64)
         matrix = np.ascontiguousarray(matrix_scores, np.int32)
-        ints = np.empty(max(1, lay.n_ints), np.int32)
-        tb = np.zeros(max(1, lay.n_tb), np.uint8)
+        ints = np.full(max(1, lay.n_ints), 0x5A5A5A5A, np.int32)    # garbage, as a GPU's memory
+        tb = np.full(max(1, lay.n_tb), 0x5A, np.uint8)
         steps = np.zeros(max(1, lay.n_steps), np.uint8)
         out = np.zeros(len(jobs) * gpu_tb.OUT_FIELDS, np.int32)
         queries = np.ascontiguousarray(lay.queries, np.uint8)
@@ -87,8 +87,8 @@ class EmulatedTraceback(HostTraceback):
         lay = gpu_tb.layout(plans, query_codes, self.tb_cap)
         jobs = np.ascontiguousarray(lay.jobs, np.int64)
         matrix = np.ascontiguousarray(matrix_scores, np.int32)
-        ints = np.empty(max(1, lay.n_ints), np.int32)
-        tb = np.zeros(max(1, lay.n_tb), np.uint8)
+        ints = np.full(max(1, lay.n_ints), 0x5A5A5A5A, np.int32)    # garbage, as a GPU's memory
+        tb = np.full(max(1, lay.n_tb), 0x5A, np.uint8)
         steps = np.zeros(max(1, lay.n_steps), np.uint8)
         out = np.zeros(len(jobs) * gpu_tb.OUT_FIELDS, np.int32)
         queries = np.ascontiguousarray(lay.queries, np.uint8)

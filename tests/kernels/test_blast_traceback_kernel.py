@@ -190,7 +190,8 @@ def test_traceback_with_the_kernels_extensions_is_the_cpus(tracer, database, blo
     for cap in (gpu_tb.TB_CAP, 4000):
         engine = tracer(residues, offsets, cap)
         aligned = engine.align_many(plans, queries, blosum62.scores, GAP_OPEN, GAP_EXTEND)
-        for (prelims, order, cut, e_values), q, pre, plan in zip(cases, queries, aligned, plans):
+        for (prelims, order, cut, e_values), q, kernel_out, plan in zip(cases, queries, aligned, plans):
+            pre = gpu_tb.Aligned(plan.prelims, plan.starts, *kernel_out).ahead()
             for expect in (10.0, 1e-20):
                 args = (q, order, residues, offsets, blosum62.scores, GAP_OPEN, GAP_EXTEND, cut.x_drop_final)
                 kw = dict(evalue=e_values, expect_value=expect, letters=NCBISTDAA)

@@ -19,9 +19,9 @@ The work is split between the processes as the data is:
    (``alignment_jobs``: start points, windows, letters' addresses; no CUDA);
 2. the parent's traceback launcher thread runs the jobs of several queries in
    one launch (``GpuTraceback.align_many``) on the database the ungapped stage
-   uploaded, and gives each query its ``(pre, steps)`` (``traceback.PRE_*`` rows);
-3. a worker process traces the hit list back with them
-   (``traceback.traceback_hit_list(..., aligned=)``).
+   uploaded, and gives each query the kernel's output for its jobs (``Aligned``);
+3. a worker process traces the hit list back with them (``Aligned.ahead()``:
+   ``traceback.PRE_*`` rows for ``traceback.traceback_hit_list(..., aligned=)``).
 """
 
 from __future__ import annotations
@@ -71,10 +71,20 @@ class AlignmentPlan(NamedTuple):
 
 
 class Aligned(NamedTuple):
-    """A plan's HSPs with their extensions aligned, for its traceback (``pipeline.traceback_stage``)."""
+    """A plan's HSPs with the kernel's output for their jobs, for its traceback on a worker
+    process (``pipeline.traceback_stage``; ``ahead()`` makes its ``traceback.PRE_*`` rows there,
+    not in the parent, whose every step holds the interpreter lock the GPU threads need)."""
     prelims: tb.StackedPrelims
-    pre: np.ndarray           # traceback.PRE_* rows
+    starts: np.ndarray        # the plan's
+    out: np.ndarray           # (2 n, OUT_FIELDS), or no rows: nothing aligned
     steps: np.ndarray
+    step_at: np.ndarray       # (2 n,) where each job's steps are in ``steps``
+
+    def ahead(self) -> tuple[np.ndarray, np.ndarray]:
+        """(pre, steps), ``traceback.traceback_hit_list``'s ``aligned``."""
+        if not len(self.out):
+            return tb.no_pre()
+        return pre_rows(self.starts, self.out, self.step_at), self.steps
 
 
 def alignment_jobs(prelims: tb.StackedPrelims, query, subjects, residues, offsets, matrix,
@@ -201,17 +211,17 @@ def pre_rows(starts: np.ndarray, out: np.ndarray, step_at: np.ndarray) -> np.nda
     return pre
 
 
+NOT_ALIGNED = (np.empty((0, OUT_FIELDS), dtype=np.int32), np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.int64))
+
+
 def split_results(plans: list, out: np.ndarray, steps: np.ndarray, step_at: np.ndarray) -> list:
-    """Each plan's (pre, steps) from one launch's output (jobs plan after plan)."""
+    """Each plan's (out, steps, step_at) from one launch's output (jobs plan after plan)."""
     results = []
     j = 0
     for plan in plans:
         k = len(plan.jobs)
-        if not k:
-            results.append(tb.no_pre())
-            continue
         s0, s1 = int(step_at[j]), int(step_at[j + k])
-        results.append((pre_rows(plan.starts, out[j:j + k], step_at[j:j + k] - s0), steps[s0:s1]))
+        results.append((out[j:j + k], steps[s0:s1], step_at[j:j + k] - s0) if k else NOT_ALIGNED)
         j += k
     return results
 
@@ -244,11 +254,11 @@ class GpuTraceback:
 
     def align_many(self, plans: list, query_codes: list, matrix_scores, gap_open: int,
                    gap_extend: int) -> list:
-        """(pre, steps) for each plan (``AlignmentPlan``; its query's codes in ``query_codes``),
-        for ``traceback.traceback_hit_list(..., aligned=)``; ``traceback.no_pre()`` for a plan
-        the GPU could not take (the CPU aligns it: same rows)."""
+        """(out, steps, step_at) for each plan (``AlignmentPlan``; its query's codes in
+        ``query_codes``): the kernel's output for its jobs, ``Aligned``'s fields; NOT_ALIGNED for a
+        plan the GPU could not take (the CPU aligns it: same rows)."""
         if not self.available or not plans:
-            return [tb.no_pre() for _ in plans]
+            return [NOT_ALIGNED for _ in plans]
         launched = self._launch(plans, query_codes, matrix_scores, gap_open, gap_extend)
         if launched is None:                              # out of GPU memory
             if len(plans) > 1:
@@ -256,7 +266,7 @@ class GpuTraceback:
                 return (self.align_many(plans[:half], query_codes[:half], matrix_scores, gap_open, gap_extend) +
                         self.align_many(plans[half:], query_codes[half:], matrix_scores, gap_open, gap_extend))
             self.out_of_memory += 1
-            return [tb.no_pre()]
+            return [NOT_ALIGNED]
         out, steps, step_at = launched
         self.overflowed += int(np.count_nonzero(out[:, 0] == STATUS_OVERFLOW))
         return split_results(plans, out, steps, step_at)
@@ -293,13 +303,19 @@ class GpuTraceback:
         # as its longest job), and the longest start first
         order = np.argsort(-jobs[:, J_ROWS], kind="stable")
         jobs, chunk = jobs[order], chunk[order]
-        d_jobs = cp.asarray(jobs)
-        d_queries = cp.asarray(lay.queries)
-        d_matrix = cp.asarray(np.ascontiguousarray(matrix_scores, dtype=np.int32))
+        # one upload (jobs, matrix, queries) and one download (out, steps): every CUDA call
+        # gives the interpreter lock up and waits for it back
+        matrix = np.ascontiguousarray(matrix_scores, dtype=np.int32)
+        host_in = np.concatenate([jobs.view(np.uint8).ravel(), matrix.view(np.uint8).ravel(), lay.queries])
+        d_in = cp.asarray(host_in)
+        d_jobs = d_in[:jobs.nbytes].view(np.int64)
+        d_matrix = d_in[jobs.nbytes:jobs.nbytes + matrix.nbytes].view(np.int32)
+        d_queries = d_in[jobs.nbytes + matrix.nbytes:]
         d_ints = cp.empty(max(1, lay.n_ints), dtype=np.int32)
-        d_tb = cp.zeros(max(1, lay.n_tb), dtype=np.uint8)      # (align_ex's buffer starts zeroed)
-        d_steps = cp.empty(max(1, lay.n_steps), dtype=np.uint8)
-        d_out = cp.empty(n_jobs * OUT_FIELDS, dtype=np.int32)
+        d_tb = cp.empty(max(1, lay.n_tb), dtype=np.uint8)     # (the kernels read back only what they wrote)
+        d_back = cp.empty(n_jobs * OUT_FIELDS * 4 + max(1, lay.n_steps), dtype=np.uint8)
+        d_out = d_back[:n_jobs * OUT_FIELDS * 4].view(np.int32)
+        d_steps = d_back[n_jobs * OUT_FIELDS * 4:]
         start, end = cp.cuda.Event(), cp.cuda.Event()
         start.record()
         for k, c in enumerate(u.chunks):
@@ -318,9 +334,10 @@ class GpuTraceback:
                 d_out.reshape(n_jobs, OUT_FIELDS)[cp.asarray(mine)] = part_out.reshape(-1, OUT_FIELDS)
         end.record()
         t1 = time.perf_counter()
+        back = d_back.get()
         out = np.empty((n_jobs, OUT_FIELDS), dtype=np.int32)
-        out[order] = d_out.get().reshape(n_jobs, OUT_FIELDS)
-        steps = d_steps.get()
+        out[order] = back[:n_jobs * OUT_FIELDS * 4].view(np.int32).reshape(n_jobs, OUT_FIELDS)
+        steps = back[n_jobs * OUT_FIELDS * 4:]
         t2 = time.perf_counter()
         self.kernel_seconds += cp.cuda.get_elapsed_time(start, end) / 1000
         self.seconds["inputs and launch"] += t1 - t0
