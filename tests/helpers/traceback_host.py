@@ -52,17 +52,27 @@ class HostTraceback(gpu_tb.GpuTraceback):
         self.residues = np.ascontiguousarray(residues, np.uint8)
 
     def _launch(self, plans, query_codes, matrix_scores, gap_open, gap_extend):
+        lay, args = self._arguments(plans, query_codes, matrix_scores, gap_open, gap_extend)
+        self.lib.align_ex_host(*args)
+        return self._results(lay, args)
+
+    def _arguments(self, plans, query_codes, matrix_scores, gap_open, gap_extend):
+        """The layout of ``plans`` and the kernels' arguments (scratch full of garbage, as a
+        GPU's memory is: a kernel that read back what it did not write would fail the tests)."""
         lay = gpu_tb.layout(plans, query_codes, self.tb_cap)
         jobs = np.ascontiguousarray(lay.jobs, np.int64)
-        matrix = np.ascontiguousarray(matrix_scores, np.int32)
-        ints = np.full(max(1, lay.n_ints), 0x5A5A5A5A, np.int32)    # garbage, as a GPU's memory
-        tb = np.full(max(1, lay.n_tb), 0x5A, np.uint8)
-        steps = np.zeros(max(1, lay.n_steps), np.uint8)
-        out = np.zeros(len(jobs) * gpu_tb.OUT_FIELDS, np.int32)
-        queries = np.ascontiguousarray(lay.queries, np.uint8)
-        self.lib.align_ex_host(_ptr(jobs), ctypes.c_int(len(jobs)), _ptr(queries), _ptr(self.residues),
-                               _ptr(matrix), ctypes.c_int(gap_open), ctypes.c_int(gap_extend), _ptr(ints),
-                               _ptr(tb), _ptr(steps), _ptr(out))
+        arrays = (jobs, np.ascontiguousarray(lay.queries, np.uint8), self.residues,
+                  np.ascontiguousarray(matrix_scores, np.int32))
+        scratch = (np.full(max(1, lay.n_ints), 0x5A5A5A5A, np.int32), np.full(max(1, lay.n_tb), 0x5A, np.uint8),
+                   np.zeros(max(1, lay.n_steps), np.uint8), np.zeros(len(jobs) * gpu_tb.OUT_FIELDS, np.int32))
+        self._kept = arrays + scratch
+        pointers = [_ptr(a) for a in arrays]
+        args = (pointers[0], ctypes.c_int(len(jobs)), *pointers[1:], ctypes.c_int(gap_open),
+                ctypes.c_int(gap_extend), *[_ptr(a) for a in scratch])
+        return lay, args
+
+    def _results(self, lay, args):
+        steps, out = self._kept[-2], self._kept[-1]
         return out.reshape(-1, gpu_tb.OUT_FIELDS), steps, lay.step_at
 
 
@@ -84,17 +94,8 @@ class EmulatedTraceback(HostTraceback):
         self.kernel, self.seed = kernel, seed
 
     def _launch(self, plans, query_codes, matrix_scores, gap_open, gap_extend):
-        lay = gpu_tb.layout(plans, query_codes, self.tb_cap)
-        jobs = np.ascontiguousarray(lay.jobs, np.int64)
-        matrix = np.ascontiguousarray(matrix_scores, np.int32)
-        ints = np.full(max(1, lay.n_ints), 0x5A5A5A5A, np.int32)    # garbage, as a GPU's memory
-        tb = np.full(max(1, lay.n_tb), 0x5A, np.uint8)
-        steps = np.zeros(max(1, lay.n_steps), np.uint8)
-        out = np.zeros(len(jobs) * gpu_tb.OUT_FIELDS, np.int32)
-        queries = np.ascontiguousarray(lay.queries, np.uint8)
-        failed = self.lib.emulate_traceback(
-            ctypes.c_int(0 if self.kernel == "warp" else 1), ctypes.c_uint(self.seed), _ptr(jobs),
-            ctypes.c_int(len(jobs)), _ptr(queries), _ptr(self.residues), _ptr(matrix), ctypes.c_int(gap_open),
-            ctypes.c_int(gap_extend), _ptr(ints), _ptr(tb), _ptr(steps), _ptr(out))
+        lay, args = self._arguments(plans, query_codes, matrix_scores, gap_open, gap_extend)
+        failed = self.lib.emulate_traceback(ctypes.c_int(0 if self.kernel == "warp" else 1),
+                                            ctypes.c_uint(self.seed), *args)
         assert not failed, self.lib.emulator_error().decode()
-        return out.reshape(-1, gpu_tb.OUT_FIELDS), steps, lay.step_at
+        return self._results(lay, args)

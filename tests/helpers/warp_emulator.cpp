@@ -435,6 +435,19 @@ EMU_INTERNAL static int run_block(int n)
 
 extern "C" const char* emulator_error() { return g_error; }
 
+// g_kernel over n_jobs jobs, per_block a block of block_dim threads, the blocks in turn,
+// each with garbage in shared memory.  Returns 0, or 1 (emulator_error() says why).
+static int run_blocks(int n_jobs, int per_block, int block_dim)
+{
+    g_block_dim = block_dim;
+    for (int b = 0; b * per_block < n_jobs; b++) {
+        garbage_in_shared_memory();
+        g_block = b;
+        if (run_block(g_block_dim)) return 1;
+    }
+    return 0;
+}
+
 #ifdef TRACEBACK_CU
 // align_ex_warp (which = 0: WARPS jobs a block, a warp each) or align_ex (which = 1: 128 jobs a
 // block, a thread each) over jobs[0, n_jobs), the kernels' arguments otherwise.  Returns 0, or 1
@@ -452,14 +465,7 @@ extern "C" int emulate_traceback(int which, unsigned seed, const long long* jobs
     else
         g_kernel = [=] { align_ex(jobs, n_jobs, queries, residues, matrix_g, gap_open, gap_extend, ints, tb, steps,
                                   out); };
-    const int per_block = which == 0 ? WARPS : 128;
-    g_block_dim = 128;
-    for (int b = 0; b * per_block < n_jobs; b++) {
-        garbage_in_shared_memory();
-        g_block = b;
-        if (run_block(g_block_dim)) return 1;
-    }
-    return 0;
+    return run_blocks(n_jobs, which == 0 ? WARPS : 128, 128);
 }
 #endif
 
@@ -487,14 +493,7 @@ extern "C" int emulate_prelim(int which, unsigned seed, const int* jobs, int n_j
                                        init_s_start, init_length, init_score, queries, query_start, params,
                                        residues, offsets, matrix_g, gap_open, gap_extend, order, tree, out,
                                        count, status); };
-    const int per_block = which == 0 ? WARPS : 32 * WARPS;      // jobs a block, as gapped.py
-    g_block_dim = 32 * WARPS;
-    for (int b = 0; b * per_block < n_jobs; b++) {
-        garbage_in_shared_memory();
-        g_block = b;
-        if (run_block(g_block_dim)) return 1;
-    }
-    return 0;
+    return run_blocks(n_jobs, which == 0 ? WARPS : 32 * WARPS, 32 * WARPS);     // jobs a block, as gapped.py
 }
 #endif
 

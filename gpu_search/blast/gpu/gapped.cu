@@ -510,7 +510,7 @@ HD int get_gapped_score(int lo, int hi, const int* init_q_start, const int* init
 }
 
 #ifdef __CUDACC__
-#define WARP_MASK 0xffffffffu
+#include "warp_scan.cuh"
 
 // The arguments of both kernels (below), and the ones group_of takes from them.
 #define PRELIM_ARGS                                                                                         \
@@ -588,29 +588,6 @@ prelim_gapped(PRELIM_ARGS)
 #ifndef WARPS
 #define WARPS 4                     // warps per block: one subject each
 #endif
-#define LANES 32
-#define NEG_SCAN (MININT - (1 << 28))   // below every cell value: the scans' "nothing yet"
-
-__device__ __forceinline__ int warp_max_inclusive(int v, int lane)
-{
-#pragma unroll
-    for (int d = 1; d < LANES; d *= 2) {
-        const int o = __shfl_up_sync(WARP_MASK, v, d);
-        if (lane >= d) v = imax(v, o);
-    }
-    return v;
-}
-
-// The maximum of `carry` and of v over the lanes before this one (a running
-// maximum along a row, 32 cells a call); `carry` moves on to include all 32.
-__device__ __forceinline__ int warp_max_before(int v, int lane, int& carry)
-{
-    const int incl = imax(warp_max_inclusive(v, lane), carry);
-    int excl = __shfl_up_sync(WARP_MASK, incl, 1);
-    if (lane == 0) excl = carry;
-    carry = __shfl_sync(WARP_MASK, incl, LANES - 1);
-    return excl;
-}
 
 // One score-only X-drop extension by a warp (Blast_SemiGappedAlign, or with
 // `restricted` s_RestrictedGappedAlign).  Returns false when the band outgrows

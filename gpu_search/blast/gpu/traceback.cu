@@ -68,30 +68,92 @@
 
 typedef long long i64;
 
+// One job's fields and its share of the scratch space.
+struct Job {
+    int dir, M, N, s0, s_length, x_drop;
+    const unsigned char* q;         // query letter a at q[dir * a]
+    const unsigned char* s;         // the (windowed) subject
+    int *best, *best_gap, *row_start, *row_first;
+    unsigned char* buf;             // traceback bytes
+    i64 cap;
+    unsigned char* steps;
+
+    HD Job(const i64* job, const unsigned char* queries, const unsigned char* residues, int gap_open_extend,
+           int* ints, unsigned char* tb_all, unsigned char* steps_all)
+    {
+        dir = (int)job[J_DIR];
+        M = (int)job[J_M];
+        N = (int)job[J_N];
+        q = queries + job[J_Q_AT] + job[J_Q0];
+        s = residues + job[J_S_AT];
+        s0 = (int)job[J_S0];
+        s_length = (int)job[J_S_LENGTH];
+        x_drop = (int)job[J_X_DROP];
+        if (x_drop < gap_open_extend) x_drop = gap_open_extend;     // as Blast_SemiGappedAlign
+        best = ints + job[J_INT_AT];
+        best_gap = best + (N + 2);
+        row_start = best_gap + (N + 2);
+        row_first = row_start + (M + 1);
+        buf = tb_all + job[J_TB_AT];
+        cap = job[J_TB_CAP];
+        steps = steps_all + job[J_STEP_AT];
+    }
+
+    // subject letter b + 1 (BLAST's sentinel 0 past either end)
+    HD int letter(int b) const
+    {
+        const int at = s0 + dir * b;
+        return (at >= 0 && at < s_length) ? s[at] : 0;
+    }
+};
+
+// ALIGN_EX's walk back from the best cell (a_offset, b_offset): one step per alignment
+// column into job.steps, in traceback order.  Returns the number of steps.
+HD int walk_back(const Job& job, int a_offset, int b_offset)
+{
+    int n = 0;
+    int a_index = a_offset, b_index = b_offset;
+    int script = OP_SUB;
+    while (a_index > 0 || b_index > 0) {
+        const int next_script = job.buf[job.row_start[a_index] + b_index - job.row_first[a_index]];
+        if (script == OP_DEL) {
+            script = next_script & SCRIPT_OP_MASK;
+            if (next_script & SCRIPT_EXTEND_GAP_A) script = OP_DEL;
+        } else if (script == OP_INS) {
+            script = next_script & SCRIPT_OP_MASK;
+            if (next_script & SCRIPT_EXTEND_GAP_B) script = OP_INS;
+        } else {
+            script = next_script & SCRIPT_OP_MASK;
+        }
+        if (script == OP_DEL) {
+            b_index--;
+        } else if (script == OP_INS) {
+            a_index--;
+        } else {
+            a_index--;
+            b_index--;
+        }
+        job.steps[n++] = (unsigned char)script;
+    }
+    return n;
+}
+
 // ALIGN_EX for one job.  A port of traceback.py's align_ex (itself checked against
 // BLAST+'s rows): same loop, same order of comparisons, int scores as BLAST's Int4.
-HD void align_ex_job(const i64* job, const unsigned char* queries, const unsigned char* residues,
+HD void align_ex_job(const i64* job_fields, const unsigned char* queries, const unsigned char* residues,
                      const int* matrix, int gap_open, int gap_extend, int* ints, unsigned char* tb_all,
                      unsigned char* steps_all, int* out)
 {
-    const int dir = (int)job[J_DIR];
-    const int M = (int)job[J_M], N = (int)job[J_N];
-    const unsigned char* q = queries + job[J_Q_AT] + job[J_Q0];
-    const unsigned char* s = residues + job[J_S_AT];
-    const int s0 = (int)job[J_S0], s_length = (int)job[J_S_LENGTH];
     const int gap_open_extend = gap_open + gap_extend;
-    int x_dropoff = (int)job[J_X_DROP];
-    if (x_dropoff < gap_open_extend) x_dropoff = gap_open_extend;
+    const Job job(job_fields, queries, residues, gap_open_extend, ints, tb_all, steps_all);
+    const int M = job.M, N = job.N, dir = job.dir, x_dropoff = job.x_drop;
+    const unsigned char* q = job.q;
+    int *best = job.best, *best_gap = job.best_gap, *row_start = job.row_start, *row_first = job.row_first;
+    unsigned char* buf = job.buf;
+    const i64 cap = job.cap;
     out[0] = STATUS_DONE;
     out[1] = out[2] = out[3] = out[4] = 0;
     if (N <= 0 || M <= 0) return;
-
-    int* best = ints + job[J_INT_AT];
-    int* best_gap = best + (N + 2);
-    int* row_start = best_gap + (N + 2);
-    int* row_first = row_start + (M + 1);
-    unsigned char* buf = tb_all + job[J_TB_AT];
-    const i64 cap = job[J_TB_CAP];
     if (cap < (i64)N + 3) {                     // not even the first row fits
         out[0] = STATUS_OVERFLOW;
         return;
@@ -131,9 +193,7 @@ HD void align_ex_job(const i64* job, const unsigned char* queries, const unsigne
         const int b_end = b_size;
         for (int b_index = first_b_index; b_index < b_end; b_index++) {
             int score_gap_col = best_gap[b_index];
-            const int at = s0 + dir * b_index;
-            const int letter = (at >= 0 && at < s_length) ? s[at] : 0;
-            const int next_score = best[b_index] + row[letter];
+            const int next_score = best[b_index] + row[job.letter(b_index)];
             int script = OP_SUB;
             if (score < score_gap_col) {
                 script = OP_INS;
@@ -195,36 +255,10 @@ HD void align_ex_job(const i64* job, const unsigned char* queries, const unsigne
         }
     }
 
-    // the walk back from the best cell
-    unsigned char* steps = steps_all + job[J_STEP_AT];
-    int n = 0;
-    int a_index = a_offset, b_index = b_offset;
-    int script = OP_SUB;
-    while (a_index > 0 || b_index > 0) {
-        const int next_script = buf[row_start[a_index] + b_index - row_first[a_index]];
-        if (script == OP_DEL) {
-            script = next_script & SCRIPT_OP_MASK;
-            if (next_script & SCRIPT_EXTEND_GAP_A) script = OP_DEL;
-        } else if (script == OP_INS) {
-            script = next_script & SCRIPT_OP_MASK;
-            if (next_script & SCRIPT_EXTEND_GAP_B) script = OP_INS;
-        } else {
-            script = next_script & SCRIPT_OP_MASK;
-        }
-        if (script == OP_DEL) {
-            b_index--;
-        } else if (script == OP_INS) {
-            a_index--;
-        } else {
-            a_index--;
-            b_index--;
-        }
-        steps[n++] = (unsigned char)script;
-    }
+    out[4] = walk_back(job, a_offset, b_offset);
     out[1] = best_score;
     out[2] = a_offset;
     out[3] = b_offset;
-    out[4] = n;
 }
 
 #ifdef __CUDACC__
@@ -243,57 +277,24 @@ HD void align_ex_job(const i64* job, const unsigned char* queries, const unsigne
 // only, so the steps are align_ex's.  Dead cells keep best_gap as BLAST does.
 // Lane 0 walks back.
 
-#define LANES 32
-#define WARP_MASK 0xffffffffu
+#include "warp_scan.cuh"
 #define WARPS 4                          // warps per block: one job each
-#define NEG_SCAN (MININT - (1 << 28))    // below every cell value: the scans' "nothing yet"
 
-__device__ __forceinline__ int warp_max_inclusive(int v, int lane)
-{
-#pragma unroll
-    for (int d = 1; d < LANES; d *= 2) {
-        const int o = __shfl_up_sync(WARP_MASK, v, d);
-        if (lane >= d) v = v > o ? v : o;
-    }
-    return v;
-}
-
-// The maximum of `carry` and of v over the lanes before this one; `carry` moves on to
-// include all 32.
-__device__ __forceinline__ int warp_max_before(int v, int lane, int& carry)
-{
-    int incl = warp_max_inclusive(v, lane);
-    incl = incl > carry ? incl : carry;
-    int excl = __shfl_up_sync(WARP_MASK, incl, 1);
-    if (lane == 0) excl = carry;
-    carry = __shfl_sync(WARP_MASK, incl, LANES - 1);
-    return excl;
-}
-
-__device__ void align_ex_warp_job(const i64* job, const unsigned char* queries, const unsigned char* residues,
+__device__ void align_ex_warp_job(const i64* job_fields, const unsigned char* queries, const unsigned char* residues,
                                   const int* matrix, int gap_open, int gap_extend, int* ints, unsigned char* tb_all,
                                   unsigned char* steps_all, int* out, int lane)
 {
-    const int dir = (int)job[J_DIR];
-    const int M = (int)job[J_M], N = (int)job[J_N];
-    const unsigned char* q = queries + job[J_Q_AT] + job[J_Q0];
-    const unsigned char* s = residues + job[J_S_AT];
-    const int s0 = (int)job[J_S0], s_length = (int)job[J_S_LENGTH];
     const int oe = gap_open + gap_extend;
-    int x_drop = (int)job[J_X_DROP];
-    if (x_drop < oe) x_drop = oe;
+    const Job job(job_fields, queries, residues, oe, ints, tb_all, steps_all);
+    const int M = job.M, N = job.N, dir = job.dir, x_drop = job.x_drop;
+    int *best = job.best, *best_gap = job.best_gap, *row_start = job.row_start, *row_first = job.row_first;
+    unsigned char* buf = job.buf;
     if (lane == 0) {
         out[0] = STATUS_DONE;
         out[1] = out[2] = out[3] = out[4] = 0;
     }
     if (N <= 0 || M <= 0) return;
-    int* best = ints + job[J_INT_AT];
-    int* best_gap = best + (N + 2);
-    int* row_start = best_gap + (N + 2);
-    int* row_first = row_start + (M + 1);
-    unsigned char* buf = tb_all + job[J_TB_AT];
-    const i64 cap = job[J_TB_CAP];
-    if (cap < (i64)N + 3) {
+    if (job.cap < (i64)N + 3) {
         if (lane == 0) out[0] = STATUS_OVERFLOW;
         return;
     }
@@ -316,7 +317,7 @@ __device__ void align_ex_warp_job(const i64* job, const unsigned char* queries, 
     int first_b = 0;
     __syncwarp();
     for (int a = 1; a <= M; a++) {
-        if (cursor + (N + 2 - first_b) + 1 > cap) {
+        if (cursor + (N + 2 - first_b) + 1 > job.cap) {
             if (lane == 0) out[0] = STATUS_OVERFLOW;
             return;
         }
@@ -324,7 +325,7 @@ __device__ void align_ex_warp_job(const i64* job, const unsigned char* queries, 
             row_start[a] = (int)cursor;
             row_first[a] = first_b;
         }
-        const int* row = matrix + q[dir * a] * ALPHABET;
+        const int* row = matrix + job.q[dir * a] * ALPHABET;
         const int row_b = first_b, b_end = b_size;
         unsigned char* row_buf = buf + cursor - row_b;
         int best_run = best_score;           // best so far: before the row, then its cells
@@ -339,11 +340,7 @@ __device__ void align_ex_warp_job(const i64* job, const unsigned char* queries, 
             int left = __shfl_up_sync(WARP_MASK, prev, 1);
             if (lane == 0) left = diag_carry;
             diag_carry = __shfl_sync(WARP_MASK, prev, LANES - 1);
-            int d = MININT;
-            if (valid && b != row_b) {
-                const int at = s0 + dir * (b - 1);
-                d = left + row[(at >= 0 && at < s_length) ? s[at] : 0];
-            }
+            const int d = (valid && b != row_b) ? left + row[job.letter(b - 1)] : MININT;
             const int gc = prev_gap;
             const int hd = d > gc ? d : gc;
             const int before = warp_max_before(valid ? hd + gap_extend * (b - row_b) : NEG_SCAN, lane, v_run);
@@ -412,36 +409,10 @@ __device__ void align_ex_warp_job(const i64* job, const unsigned char* queries, 
     }
     __syncwarp();
     if (lane != 0) return;
-    // the walk back from the best cell (lane 0)
-    unsigned char* steps = steps_all + job[J_STEP_AT];
-    int n = 0;
-    int a_index = a_offset, b_index = b_offset;
-    int script = OP_SUB;
-    while (a_index > 0 || b_index > 0) {
-        const int next_script = buf[row_start[a_index] + b_index - row_first[a_index]];
-        if (script == OP_DEL) {
-            script = next_script & SCRIPT_OP_MASK;
-            if (next_script & SCRIPT_EXTEND_GAP_A) script = OP_DEL;
-        } else if (script == OP_INS) {
-            script = next_script & SCRIPT_OP_MASK;
-            if (next_script & SCRIPT_EXTEND_GAP_B) script = OP_INS;
-        } else {
-            script = next_script & SCRIPT_OP_MASK;
-        }
-        if (script == OP_DEL) {
-            b_index--;
-        } else if (script == OP_INS) {
-            a_index--;
-        } else {
-            a_index--;
-            b_index--;
-        }
-        steps[n++] = (unsigned char)script;
-    }
-    out[1] = best_score;
+    out[1] = best_score;            // (lane 0)
     out[2] = a_offset;
     out[3] = b_offset;
-    out[4] = n;
+    out[4] = walk_back(job, a_offset, b_offset);
 }
 
 // One warp per job, WARPS jobs a block; the score matrix in shared memory.
