@@ -179,11 +179,12 @@ def test_every_kernel_blastp_loads_is_among_the_shapes_built_ahead_of_time(blast
 
 
 def test_the_loader_finds_each_one_among_the_cubins(blastp_loads):
-    """One cubin a shape for blastp's 164 (3 word sizes x 3 block sizes x 18 variants of the
+    """One cubin a shape for blastp's 165 (3 word sizes x 3 block sizes x 18 variants of the
     extension, lanes, scores and prefilter; the order kernels; the gapped kernels, both in one
-    file), and each kernel the runs loaded came from one of them, none from NVRTC."""
+    file; the traceback kernels, likewise), and each kernel the runs loaded came from one of
+    them, none from NVRTC."""
     loads, from_cubins, from_nvrtc, cubins = blastp_loads
-    assert len(cubins) == 3 * 3 * (2 + 4 * 2 * 2) + 1 + 1
+    assert len(cubins) == 3 * 3 * (2 + 4 * 2 * 2) + 1 + 1 + 1
     assert not from_nvrtc, f"NVRTC called for shapes that should be built ahead of time: {from_nvrtc}"
     assert set(from_cubins) <= set(cubins) and len(set(from_cubins)) == len(set(loads))
 
