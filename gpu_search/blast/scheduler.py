@@ -306,6 +306,12 @@ class Scheduler:
                         future = self.finished.pop(i)
                         self.n_written += 1
                         self.state.notify_all()
+                    # (a query whose chore a failure elsewhere left unfinished must not hold the
+                    # writer: the kill switch ends the wait)
+                    while not future.done():
+                        if self.kill_switch.wait(0.05):
+                            with self.state:
+                                raise self.error
                     yield future.result()
             finally:
                 with self.state:
@@ -427,6 +433,9 @@ class Scheduler:
     def to_align(self, chore: _QueryChore, plan, piece, n_pieces: int) -> None:
         """A hit list (or a piece of one) whose alignments wait for a traceback launcher."""
         with self.state:
+            if self.kill_switch.is_set():          # no launcher will take it
+                chore._fail(self.error)
+                return
             self.align_waiting.append((chore, plan, piece, n_pieces))
             self.state.notify_all()
 
@@ -435,6 +444,7 @@ class Scheduler:
         launch of the traceback kernel (blast/gpu/traceback.py), each then handed back to a
         worker process for its traceback."""
         setup = self.setup
+        batch = []
         try:
             while True:
                 with self.state:
@@ -453,3 +463,7 @@ class Scheduler:
                     chore.aligned(plan, pre, piece, n_pieces)
         except BaseException as exc:
             self.fail(exc)
+            with self.state:                       # the hit lists taken or waiting fail with it
+                left, self.align_waiting = self.align_waiting, []
+            for chore, _, _, _ in [*batch, *left]:
+                chore._fail(exc)

@@ -538,6 +538,44 @@ def test_gpu_pipeline_threads_end_after_a_failure(proteome):
     assert not multiprocessing.active_children()          # the traceback's workers ended too
 
 
+def test_a_failing_traceback_launch_reaches_the_caller(proteome):
+    """A failing launch of the traceback kernel: the error reaches the caller, and the traceback
+    launchers, the GPU threads and the worker processes end."""
+    import io
+    import threading
+
+    from gpu_search import warmup
+    from gpu_search.blast import engine
+    from gpu_search.blast.gpu import traceback as gpu_traceback
+    from gpu_search.blast.options import BlastOptions
+    from gpu_search.blast.output import parse_outfmt
+    from gpu_search.errors import DeviceError
+
+    launches = []
+
+    class FailingTraceback(gpu_traceback.GpuTraceback):
+        def _launch(self, *args):
+            launches.append(1)
+            raise DeviceError("traceback launch failed (planted)")
+
+    stand_ins = warmup.gpu_stand_ins()
+    fmt, columns = parse_outfmt("6")
+    with pytest.raises(DeviceError, match="planted"):
+        engine.run_blastp(proteome.subset(list(range(8))), proteome, BlastOptions(num_threads=2), io.StringIO(),
+                          fmt=fmt, columns=columns, db_name="p", quiet=True, device="gpu",
+                          engine_types=engine.GpuEngineTypes(stand_ins.ungapped, stand_ins.gapped, FailingTraceback))
+    assert launches
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        alive = [t.name for t in threading.enumerate()
+                 if t.name.startswith(("blastp-gpu", "blastp-gapped", "blastp-traceback"))]
+        if not alive:
+            break
+        time.sleep(0.05)
+    assert not alive, alive
+    assert not multiprocessing.active_children()
+
+
 def test_results_pickle_as_their_fields():
     """The traceback's worker processes send SubjectResults of Hsps back pickled as their fields
     (output.fields_reduce): every field, defaults included, comes back as it was."""
