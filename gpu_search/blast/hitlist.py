@@ -75,7 +75,7 @@ class SubjectResult:
     oid: int
     prelim_key: tuple
     final_key: tuple
-    rows: list                          # Hsp objects, or their output lines (workers.as_lines)
+    rows: list                          # Hsp objects, or their output lines (workers.as_sent)
     heap_record: tuple | None = None   # composition statistics: (best E-value, best scaled score, oid)
 
     def __reduce__(self):

@@ -16,7 +16,8 @@ With GPUs (cuBLASTP's overlap of GPU and CPU phases):
   when a query's last piece is done, its hit list and traceback go to a worker
   process (:mod:`.workers`) or, without them, to the pool;
 * with the traceback's alignments on the GPUs, a worker process gives back the
-  hit list's alignment jobs instead (``gpu.traceback.AlignmentPlan``); each GPU's
+  hit list's alignment jobs instead (``gpu.traceback.AlignmentPlan``; one per
+  piece of a long hit list, each aligned and traced back apart); each GPU's
   *traceback launcher* thread aligns those of the queries waiting, up to
   ``traceback_batch`` in one launch, and hands each query back to a worker
   process, which traces its hit list back with them;
@@ -113,7 +114,8 @@ class _QueryChore:
                           self.gpu_hsps, work, s.setup).add_done_callback(self._piece_done)
         return self.done
 
-    def _fail(self, exc: BaseException) -> None:
+    def fail(self, exc: BaseException) -> None:
+        """The query ends with ``exc`` (its own stages' error, or a launcher's that held it)."""
         with self._lock:
             if not self.done.done():
                 self.done.set_exception(exc)
@@ -137,11 +139,11 @@ class _QueryChore:
                 s.pool.submit(s.timed, "traceback (CPU threads)", pipeline.final_stage, self.work, s.setup,
                               s.queries).add_done_callback(self._traced_on_thread)
         except BaseException as exc:
-            self._fail(exc)
+            self.fail(exc)
 
     def _traced_on_thread(self, f: Future) -> None:
         if f.exception() is not None:
-            self._fail(f.exception())
+            self.fail(f.exception())
         else:
             self._succeed(f.result())
 
@@ -168,15 +170,19 @@ class _QueryChore:
             (what, value), t0, t1, pid = f.result()
             times = self.s.times
             times.add_span(f"blastp-process-{pid}", "E-values+traceback (worker processes)", t0, t1)
-            if what == "align":
-                self.s.to_align(self, value, piece, n_pieces)
-            elif what == "pieces":
+            if what in ("align", "pieces") and len(value) > 1:
                 times.count("hit lists cut into pieces")
                 times.count("pieces", len(value))
+            if what == "align" and len(value) == 1:
+                self.s.to_align(self, value[0], piece, n_pieces)
+            elif what == "align":                # a hit list's pieces, aligned and traced back apart
+                for k, plan in enumerate(value):
+                    self.s.to_align(self, plan, k, len(value))
+            elif what == "pieces":
                 # handed to a pool thread: this callback runs on the process pool's own
                 # thread, which should not wait on its own queue
                 self.s.pool.submit(self._submit_pieces, value).add_done_callback(
-                    lambda g: g.exception() is not None and self._fail(g.exception()))
+                    lambda g: g.exception() is not None and self.fail(g.exception()))
             elif piece is None:
                 self._succeed(value)
             else:
@@ -186,7 +192,7 @@ class _QueryChore:
                 if last:
                     self._succeed([r for k in range(n_pieces) for r in self._traced[k]])
         except BaseException as exc:
-            self._fail(exc)
+            self.fail(exc)
 
     def _submit_pieces(self, pieces: list) -> None:
         for k, (hits, rows) in enumerate(pieces):
@@ -278,7 +284,8 @@ class Scheduler:
     def results_in_order(self):
         """Each query's results, in query order."""
         if not self.engines and self.procs is not None:     # a CPU run on processes
-            yield from self.procs.map(workers.search_task, range(self.n))
+            for results in self.procs.map(workers.search_task, range(self.n)):
+                yield workers.received(results)
             return
         if not self.engines:
             yield from self.pool.map(lambda i: pipeline.search_query(i, self.queries, self.setup), range(self.n))
@@ -312,7 +319,7 @@ class Scheduler:
                         if self.kill_switch.wait(0.05):
                             with self.state:
                                 raise self.error
-                    yield future.result()
+                    yield workers.received(future.result())
             finally:
                 with self.state:
                     self.closing = True
@@ -434,7 +441,7 @@ class Scheduler:
         """A hit list (or a piece of one) whose alignments wait for a traceback launcher."""
         with self.state:
             if self.kill_switch.is_set():          # no launcher will take it
-                chore._fail(self.error)
+                chore.fail(self.error)
                 return
             self.align_waiting.append((chore, plan, piece, n_pieces))
             self.state.notify_all()
@@ -466,4 +473,4 @@ class Scheduler:
             with self.state:                       # the hit lists taken or waiting fail with it
                 left, self.align_waiting = self.align_waiting, []
             for chore, _, _, _ in [*batch, *left]:
-                chore._fail(exc)
+                chore.fail(exc)

@@ -19,8 +19,9 @@ import numpy as np
 
 from . import gapped, pipeline, traceback
 from .alphabet import NCBISTDAA
-from .hitlist import hit_list
+from .hitlist import SubjectResult, hit_list
 from .matrix import load_matrix
+from .output import fields_reduce
 
 _FORKED: tuple | None = None       # (setup, queries, row_text) in the worker processes
 # (lock, done) shared by the worker processes: the first to take the lock loads the traceback's
@@ -42,9 +43,10 @@ def traceback_task(index: int, codes, kbp, cutoffs, prelim: dict, gpu_hsps=None,
     (("pieces", pieces), ...) instead: the hit list cut into pieces of about ``split``
     letters, each (hits, their rows), for this function to trace back on several
     processes (in the hit list's order: the pieces' results, concatenated, are the
-    serial ones).  With ``align`` (the traceback's alignments on the GPUs), a hit list (or
-    piece) to trace back gives (("align", plan), ...) instead: its alignment jobs
-    (``pipeline.alignment_plan``), for the GPU, then this function again with ``aligned``.
+    serial ones).  With ``align`` (the traceback's alignments on the GPUs), a hit list to
+    trace back gives (("align", plans), ...) instead: the alignment jobs
+    (``pipeline.alignment_plan``) of the hit list, or of each of its pieces where ``split``
+    cuts it, for the GPU, then this function again for each with ``aligned``.
 
     An error comes back as a RuntimeError carrying the worker's traceback (an exception
     that cannot be pickled back would otherwise be lost)."""
@@ -58,11 +60,13 @@ def traceback_task(index: int, codes, kbp, cutoffs, prelim: dict, gpu_hsps=None,
         if hits is None:
             hits = hit_list(work, setup)
         pieces = hit_list_pieces(hits, work.prelim, split) if split is not None else []
+        if align and hits:                   # each piece's jobs, made here: its HSPs cross once
+            plans = [pipeline.alignment_plan(work, setup, h) for h, _ in pieces] if len(pieces) > 1 else \
+                [pipeline.alignment_plan(work, setup, hits)]
+            return ("align", plans), t0, time.perf_counter(), os.getpid()
         if len(pieces) > 1:                  # (one piece: traced back here)
             return ("pieces", pieces), t0, time.perf_counter(), os.getpid()
-        if align and hits:
-            return ("align", pipeline.alignment_plan(work, setup, hits)), t0, time.perf_counter(), os.getpid()
-        results = as_lines(pipeline.traceback_stage(work, setup, queries, hits, aligned), row_text)
+        results = as_sent(pipeline.traceback_stage(work, setup, queries, hits, aligned), row_text)
     except Exception as exc:
         import traceback as tb
 
@@ -76,24 +80,35 @@ def search_task(index: int):
     _pass_gate()
     setup, queries, row_text = _FORKED
     try:
-        return as_lines(pipeline.search_query(index, queries, setup), row_text)
+        return as_sent(pipeline.search_query(index, queries, setup), row_text)
     except Exception as exc:
         import traceback as tb
 
         raise RuntimeError(f"search of query {index + 1} failed: {exc!r}\n{tb.format_exc()}") from None
 
 
-def as_lines(results: list, row_text) -> list:
-    """``results`` with each row as its output line (``row_text``, ``output.row_formatter``:
-    a tabular run that saves no hits), else as they are.  Lines come back to the parent
-    instead of Hsp objects: the parent's thread that unpickles the workers' answers and the
-    one that writes the rows hold the GIL the threads feeding the GPUs wait for, and a line
-    costs both far less than an Hsp (in a 500-query run, bench/probes/blastp_where.sh, they
-    held it 1.8 s and 1.7 s of 8)."""
+def as_sent(results: list, row_text) -> list[tuple]:
+    """``results`` as a worker sends them back: each SubjectResult as the plain tuple of its
+    fields (``received`` makes it again), with each row as its output line (``row_text``,
+    ``output.row_formatter``: a tabular run that saves no hits), else as it is.
+
+    The parent loads every answer on one thread, the process pool's.  Python run there (a
+    dataclass's constructor per result) lets the threads feeding the GPUs take the GIL at
+    each call, and the answers queue behind it; tuples, numbers and strings load without
+    running any Python, and the writer's thread rebuilds the results.  (With the pieces'
+    alignment jobs made in the worker, this took the 500-query run of
+    bench/probes/blastp_where.sh from 7.8-8.3 s to 6.2-6.4 s.)  Rows come back as lines
+    instead of Hsp objects where they can, for the same reason."""
     if row_text is not None:
         for r in results:
             r.rows = [row_text(h) for h in r.rows]
-    return results
+    return [fields_reduce(r)[1] for r in results]
+
+
+def received(results: list) -> list[SubjectResult]:
+    """A query's results as the writer takes them: those a worker sent (``as_sent``) made
+    SubjectResults again; those made on the parent's threads as they are."""
+    return [r if isinstance(r, SubjectResult) else SubjectResult(*r) for r in results]
 
 
 def hit_list_pieces(hits: list, prelim: dict, split: int) -> list[tuple]:
@@ -110,7 +125,7 @@ def start_workers(setup, queries, workers: int, row_text=None):
     """A pool of ``workers`` forked processes for the traceback, or None where fork is not
     available (then threads do it).  Call before any thread of the run is started.
     ``row_text``: an Hsp's output line (``output.row_formatter``), where the run writes
-    tabular rows and saves no hits: the workers then send rows back as lines (``as_lines``)."""
+    tabular rows and saves no hits: the workers then send rows back as lines (``as_sent``)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 

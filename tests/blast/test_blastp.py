@@ -363,6 +363,7 @@ def test_gpu_pipeline_with_a_cpu_stand_in(tmp_path, proteome, gpus, cbs, gapped_
     assert out["cpu"].count("\n") > 200
     if gpus is None and not cbs and traceback_kernel_on_cpu is not None:
         assert len(traceback_launches) > 1 and max(traceback_launches) > 1    # queries' alignments in one launch
+        assert sum(traceback_launches) > len(idx)     # long hit lists aligned in pieces, a plan each
         assert ("blastp-traceback", "traceback alignments (GPU threads)") in threads
     else:
         assert not traceback_launches          # (threads, or the redo: the CPU aligns)
@@ -595,7 +596,7 @@ def test_results_pickle_as_their_fields():
 
 
 def test_worker_lines_write_as_their_rows(monkeypatch, tmp_path, proteome):
-    """A tabular run's worker processes send rows back as lines (workers.as_lines): the output
+    """A tabular run's worker processes send rows back as lines (workers.as_sent): the output
     is that of the same run with the traceback on threads, which writes Hsp objects (formats 6,
     7 and 10, every column kind); a run that writes XML or saves its hits (--hits-out) gets
     Hsps back, which its writers need."""
