@@ -763,11 +763,20 @@ def _prelim_rows(prelims: list) -> np.ndarray:
     return np.ascontiguousarray(rows, dtype=np.int64)      # (one layout: one compiled traceback)
 
 
+def tuple_reduce(self):
+    """A NamedTuple pickled as its class and a plain tuple, rebuilt by ``tuple.__new__``: loading
+    it runs no Python (a NamedTuple's own ``__new__`` is Python), so the parent's one thread that
+    loads the worker processes' answers keeps the GIL while it does (workers.as_sent)."""
+    return tuple.__new__, (type(self), tuple(self))
+
+
 class StackedPrelims(NamedTuple):
     """A hit list's preliminary HSPs as one array (``stack_prelims``): what crosses between
     processes instead of one array per subject."""
     rows: np.ndarray             # int64 (n, 7), ``_prelim_rows``
     first: np.ndarray            # int64 (subjects + 1,): subject j's rows are rows[first[j]:first[j + 1]]
+
+    __reduce__ = tuple_reduce
 
 
 def stack_prelims(prelims: list) -> StackedPrelims:

@@ -595,6 +595,52 @@ def test_results_pickle_as_their_fields():
     assert [format_row(h, columns) for h in back.rows] == [format_row(h, columns) for h in rows]
 
 
+def test_worker_answers_load_without_running_python():
+    """What the worker processes send back in a tabular run (workers.as_sent: results as
+    tuples, rows as lines; a hit list's alignment plan) loads in the parent without calling
+    any Python function (the pool's one loading thread would give the GIL away at each call),
+    and comes back as it was: the results as SubjectResults (workers.received), the plan as
+    an AlignmentPlan of arrays."""
+    import pickle
+    from multiprocessing.reduction import ForkingPickler
+
+    from gpu_search.blast import workers
+    from gpu_search.blast.gpu.traceback import AlignmentPlan
+    from gpu_search.blast.hitlist import SubjectResult
+    from gpu_search.blast.output import Hsp
+    from gpu_search.blast.traceback import StackedPrelims
+
+    def loads_calling_nothing(obj):
+        data = ForkingPickler.dumps(obj)          # as the process pool pickles
+        calls = []
+        sys.setprofile(lambda frame, event, arg: event == "call" and calls.append(frame.f_code.co_name))
+        try:
+            back = pickle.loads(data)
+        finally:
+            sys.setprofile(None)
+        assert calls == [], calls
+        return back
+
+    hsp = Hsp("q1", "q1", 120, "s3", "s3 title", 300, 55, 25.4, 1e-5, 3, 40, 7, 44, "ACD-EF", "AC-KEF", 4, 5, 2, 2)
+    results = [SubjectResult(17, (0.0, -60, -17), (1e-3, -60, -17), [hsp]),
+               SubjectResult(3, (2e-3, -40, -3), (2e-3, -40, -3), [hsp, hsp], (1e-3, 40, 3))]
+    lines = [["row 0"], ["row 1", "row 2"]]              # (each Hsp's line, in order)
+    keys = [(r.oid, r.prelim_key, r.final_key, r.heap_record) for r in results]
+    numbered = iter(range(3))
+    sent = workers.as_sent(results, lambda h: f"row {next(numbered)}")
+    back = workers.received(loads_calling_nothing(sent))
+    assert [(r.oid, r.prelim_key, r.final_key, r.heap_record) for r in back] == keys
+    assert [r.rows for r in back] == lines
+    assert all(isinstance(r, SubjectResult) for r in back)
+    prelims = StackedPrelims(np.arange(14, dtype=np.int64).reshape(2, 7), np.array([0, 1, 2], np.int64))
+    plan = AlignmentPlan([((1e-9, -50, -4), 4), ((1e-3, -30, -9), 9)], prelims, np.ones((4, 9), np.int64),
+                         np.zeros((2, 4), np.int64))
+    again = loads_calling_nothing(plan)
+    assert type(again) is AlignmentPlan and type(again.prelims) is StackedPrelims and again.hits == plan.hits
+    assert all(np.array_equal(a, b) for a, b in [(again.prelims.rows, prelims.rows), (again.prelims.first, prelims.first),
+                                                 (again.jobs, plan.jobs), (again.starts, plan.starts)])
+
+
 def test_worker_lines_write_as_their_rows(monkeypatch, tmp_path, proteome):
     """A tabular run's worker processes send rows back as lines (workers.as_sent): the output
     is that of the same run with the traceback on threads, which writes Hsp objects (formats 6,

@@ -69,6 +69,8 @@ class AlignmentPlan(NamedTuple):
     jobs: np.ndarray          # int64 (2 n, JOB_FIELDS): left and right of each preliminary HSP
     starts: np.ndarray        # int64 (n, 4): the start point and window each was aligned from (PRE_*)
 
+    __reduce__ = tb.tuple_reduce   # (sent back by a worker process)
+
 
 class Aligned(NamedTuple):
     """A plan's HSPs with the kernel's output for their jobs, for its traceback on a worker
@@ -79,6 +81,8 @@ class Aligned(NamedTuple):
     out: np.ndarray           # (2 n, OUT_FIELDS), or no rows: nothing aligned
     steps: np.ndarray
     step_at: np.ndarray       # (2 n,) where each job's steps are in ``steps``
+
+    __reduce__ = tb.tuple_reduce
 
     def ahead(self) -> tuple[np.ndarray, np.ndarray]:
         """(pre, steps), ``traceback.traceback_hit_list``'s ``aligned``."""
