@@ -346,20 +346,8 @@ __device__ void align_ex_warp_job(const i64* job_fields, const unsigned char* qu
             const int before = warp_max_before(valid ? hd + gap_extend * (b - row_b) : NEG_SCAN, lane, v_run);
             const int gr = before - oe - gap_extend * (b - 1 - row_b);     // the row gap reaching b
             const int h = hd > gr ? hd : gr;
-            const int hexcl = warp_max_before(valid ? h : NEG_SCAN, lane, best_run);
-            const bool survive = valid && hexcl - h <= x_drop;
-            const unsigned survivors = __ballot_sync(WARP_MASK, survive);
-            const unsigned better = __ballot_sync(WARP_MASK, valid && h > hexcl);
-            if (survivors) {
-                if (first_survivor < 0) first_survivor = b0 + __ffs(survivors) - 1;
-                last_survivor = b0 + 31 - __clz(survivors);
-            }
-            if (better) {                    // the last improvement is the row's first maximum
-                const int k = 31 - __clz(better);
-                best_score = __shfl_sync(WARP_MASK, h, k);
-                a_offset = a;
-                b_offset = b0 + k;
-            }
+            const bool survive = warp_xdrop_cells(h, valid, lane, a, b0, x_drop, best_run, first_survivor,
+                                                  last_survivor, best_score, a_offset, b_offset);
             if (valid) {
                 int script = hd < gr ? OP_DEL : (d < gc ? OP_INS : OP_SUB);
                 if (survive) {
