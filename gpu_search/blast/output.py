@@ -51,6 +51,13 @@ def fields_reduce(obj):
 _FIELD_NAMES: dict = {}
 
 
+def tuple_reduce(self):
+    """A NamedTuple pickled as its class and a plain tuple, rebuilt by ``tuple.__new__``: loading
+    it runs no Python (a NamedTuple's own ``__new__`` is Python), so the parent's one thread that
+    loads the worker processes' answers keeps the GIL while it does (workers.as_sent)."""
+    return tuple.__new__, (type(self), tuple(self))
+
+
 @dataclass
 class Hsp:
     """One reported alignment (one output row).

@@ -61,6 +61,7 @@ import numpy as np
 
 from .gapped import (HSP_MAX_WINDOW, MININT, adjust_subject_range, pad, purge_and_sort_rows, tree_add,
                      tree_contains)
+from .output import tuple_reduce
 
 # --------------------------------------------------------------------------------------------
 # 1. Output type, op codes
@@ -761,13 +762,6 @@ def _prelim_rows(prelims: list) -> np.ndarray:
     else:
         rows = np.stack([np.concatenate([p[n] for p in prelims]) for n in _PRELIM_COLUMNS], axis=1)
     return np.ascontiguousarray(rows, dtype=np.int64)      # (one layout: one compiled traceback)
-
-
-def tuple_reduce(self):
-    """A NamedTuple pickled as its class and a plain tuple, rebuilt by ``tuple.__new__``: loading
-    it runs no Python (a NamedTuple's own ``__new__`` is Python), so the parent's one thread that
-    loads the worker processes' answers keeps the GIL while it does (workers.as_sent)."""
-    return tuple.__new__, (type(self), tuple(self))
 
 
 class StackedPrelims(NamedTuple):

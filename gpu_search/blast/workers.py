@@ -61,9 +61,9 @@ def traceback_task(index: int, codes, kbp, cutoffs, prelim: dict, gpu_hsps=None,
             hits = hit_list(work, setup)
         pieces = hit_list_pieces(hits, work.prelim, split) if split is not None else []
         if align and hits:                   # each piece's jobs, made here: its HSPs cross once
-            plans = [pipeline.alignment_plan(work, setup, h) for h, _ in pieces] if len(pieces) > 1 else \
-                [pipeline.alignment_plan(work, setup, hits)]
-            return ("align", plans), t0, time.perf_counter(), os.getpid()
+            parts = [h for h, _ in pieces] if len(pieces) > 1 else [hits]
+            return ("align", [pipeline.alignment_plan(work, setup, h) for h in parts]), t0, time.perf_counter(), \
+                os.getpid()
         if len(pieces) > 1:                  # (one piece: traced back here)
             return ("pieces", pieces), t0, time.perf_counter(), os.getpid()
         results = as_sent(pipeline.traceback_stage(work, setup, queries, hits, aligned), row_text)

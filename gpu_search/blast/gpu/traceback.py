@@ -35,6 +35,7 @@ import numpy as np
 from ..._numba import copy_into, numba
 from ...gpu import is_out_of_memory, load_functions
 from .. import traceback as tb
+from ..output import tuple_reduce
 
 KERNEL_FILE = Path(__file__).with_name("traceback.cu")
 THREADS = 128                 # per block (the kernels' __launch_bounds__)
@@ -69,7 +70,7 @@ class AlignmentPlan(NamedTuple):
     jobs: np.ndarray          # int64 (2 n, JOB_FIELDS): left and right of each preliminary HSP
     starts: np.ndarray        # int64 (n, 4): the start point and window each was aligned from (PRE_*)
 
-    __reduce__ = tb.tuple_reduce   # (sent back by a worker process)
+    __reduce__ = tuple_reduce   # (sent back by a worker process)
 
 
 class Aligned(NamedTuple):
@@ -82,7 +83,7 @@ class Aligned(NamedTuple):
     steps: np.ndarray
     step_at: np.ndarray       # (2 n,) where each job's steps are in ``steps``
 
-    __reduce__ = tb.tuple_reduce
+    __reduce__ = tuple_reduce
 
     def ahead(self) -> tuple[np.ndarray, np.ndarray]:
         """(pre, steps), ``traceback.traceback_hit_list``'s ``aligned``."""

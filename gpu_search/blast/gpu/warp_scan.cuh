@@ -1,7 +1,7 @@
 // Running maxima along a DP row, 32 cells at a time: what lets a warp compute one row of
 // BLAST's X-drop DP together (the row gap is a max-plus scan along the row, the X-drop
-// test a running maximum), and the X-drop test of 32 cells.  Included by the warp kernels of gapped.cu and traceback.cu,
-// which define MININT (BLAST's INT4_MIN / 2) before.
+// test a running maximum), and the X-drop test of 32 cells.  Included by the warp kernels
+// of gapped.cu and traceback.cu, which define MININT (BLAST's INT4_MIN / 2) before.
 #pragma once
 
 #define LANES 32
