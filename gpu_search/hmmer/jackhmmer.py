@@ -22,8 +22,8 @@ The round's search is p7_Pipeline over the whole database:
 * otherwise hmmsearch's engine (:func:`.search.hmmsearch`): the round's model through the
   filter cascade on the GPU, its survivors finished by pyhmmer on every core with Z the
   number of sequences searched, so the round's reported and included hits are those of the
-  serial search (with hmmsearch's known difference: the weak, never reported hits serial
-  HMMER keeps against a running Z are not kept, and can only widen its name columns).  The
+  serial search; the weak, never reported hit serial HMMER keeps against a running Z that
+  widens its name columns is added as hmmsearch adds it (:func:`.search.with_running_z_hit`).  The
   database is uploaded once and stays on the GPU for every round of every query; the
   queries run in lockstep, groups of up to LOCKSTEP_QUERIES, round r of each query of a
   group searched together as one run of the engine (:func:`in_lockstep`).
@@ -271,8 +271,7 @@ def jackhmmer(queries: SequenceDB, db: SequenceDB, options: JackhmmerOptions | N
 
     # (the CPU path searches each round serially with Z unset, as jackhmmer.c does: HMMER then
     # keeps the weak hits reportable against the number of targets seen so far, and the name
-    # columns are as wide as the longest of them; cutting the database into pieces would need
-    # Z fixed, the known difference of the engine's path)
+    # columns are as wide as the longest of them)
     searched = None if skipped is None else np.setdiff1d(np.arange(db.n_seqs), skipped)
     search = serial_search(db.digital_block(searched, abc), options)
 

@@ -175,6 +175,8 @@ def _search_pyhmmer(hmms, db, searched, options, kwargs, cpus, callback):
         yield from _search_in_pieces(queries, db, searched, options, kwargs, cpus, pieces, callback)
         return
     block = db.digital_block(searched)
+    if running_z_applies(options, db):
+        kwargs = dict(kwargs, Z=None)       # (one serial search per model: HMMER's running Z itself)
     done = 0
 
     def tick(hmm, total):
@@ -203,6 +205,83 @@ def merge_pieces(parts: list):
     return parts[0].merge(*parts[1:]) if len(parts) > 1 else parts[0]
 
 
+# --- the hits serial HMMER keeps with Z unset ------------------------------------------------
+# Without -Z, HMMER keeps a hit when its P-value x the number of targets read so far is within E
+# (p7_pli_NewSeq sets Z = nseqs so far; p7_pli_TargetReportable), and reports against the final
+# Z.  A hit kept and never reported prints nothing, but every output's name columns are as wide
+# as the longest name of the kept hits (p7_tophits_GetMaxNameLength).  Our searches fix Z from
+# the start (database pieces, survivors finished apart), so after a model's search the longest-
+# named of those extra hits, the one that can widen the columns, is looked for and added,
+# unreported.
+
+# the pipeline's counters, zero in an added hit's TopHits so that merging sums the search's own
+PIPELINE_COUNTERS = ("nmodels", "nseqs", "nres", "nnodes", "n_past_msv", "n_past_bias", "n_past_vit",
+                     "n_past_fwd", "n_output", "pos_past_msv", "pos_past_bias", "pos_past_vit",
+                     "pos_past_fwd", "pos_output")
+
+
+def running_z_applies(options: SearchOptions, db: SequenceDB) -> bool:
+    """Whether HMMER's running Z decides which hits are kept: E-value thresholds and Z unset
+    (a shard's search is not the whole database's serial one)."""
+    return options.Z is None and options.T is None and not options.bit_cutoffs and not db.shard
+
+
+def name_bytes(db: SequenceDB) -> np.ndarray:
+    """Each sequence's name length in bytes (HMMER's strlen)."""
+    return np.diff(np.asarray(db.name_offsets, dtype=np.int64))
+
+
+def with_running_z_hit(hits, candidates: np.ndarray, searched: np.ndarray, db: SequenceDB,
+                       name_len: np.ndarray, search_one, survivors: bool):
+    """``hits`` (Z fixed) with the longest-named hit serial HMMER also keeps, unreported.
+
+    Args:
+        candidates: database sequences that may hold such a hit: the filters' survivors
+            (``survivors`` True) or every searched sequence.
+        searched: the searched sequences, in database order (a sequence's k is its place there).
+        name_len: :func:`name_bytes`.
+        search_one(idx, Z, E): the model's TopHits against the sequences idx, with that Z and E
+            (and the filters of ``candidates``' search).
+    """
+    kept = {h.name for h in hits}
+    widest = max([8] + [len(name.encode()) for name in kept])     # (HMMER's narrowest column: 8)
+    longer = candidates[name_len[candidates] > widest]
+    if not len(longer):
+        return hits
+    Z, E = float(hits.Z), float(hits.E)
+    k = np.searchsorted(searched, longer) + 1
+    if not survivors:
+        # which of them pass the filters at all, and their P-values: one search storing every
+        # hit within E against one target; serial HMMER keeps those with P x k within E
+        found = search_one(longer, Z, E * Z)
+        p = {h.name: h.pvalue for h in found}
+        keep = [j for j, i in enumerate(longer.tolist()) if db.name(i) in p and p[db.name(i)] * k[j] <= E]
+        longer, k = longer[keep], k[keep]
+    for j in np.lexsort((k, -name_len[longer])).tolist():        # longest first, then earliest
+        i = int(longer[j])
+        one = search_one(np.array([i]), float(k[j]), E)           # HMMER's own decision and hit
+        if len(one) and one[0].name not in kept:
+            return hits.merge(_unreported(one, Z))
+    return hits
+
+
+def _unreported(hits, Z: float):
+    """``hits`` as hits kept and not reported, with Z and zero counters (so that ``TopHits.merge``
+    takes them beside a search with Z fixed, its E-values and counters unchanged)."""
+    make, args, state = hits.__reduce__()[:3]
+    pipeline = state["pipeline"]
+    pipeline["Z"] = Z
+    for key in PIPELINE_COUNTERS:
+        pipeline[key] = 0
+    out = make(*args)
+    out.__setstate__(state)
+    for hit in out:
+        hit.reported = hit.included = False
+        for domain in hit.domains:
+            domain.reported = domain.included = False
+    return out
+
+
 class ThreadPipelines:
     """One ``pyhmmer.plan7.Pipeline`` per calling thread, reused for every search it runs
     (cleared after each), as pyhmmer's own hmmsearch keeps one per thread: no pipeline,
@@ -223,6 +302,12 @@ class ThreadPipelines:
             return pipeline.search_hmm(hmm, block)
         finally:
             pipeline.clear()         # its counters start again from zero for the next search
+
+    def once(self, hmm, block, **options):
+        """``search_hmm`` on a pipeline of its own, with some of the options changed."""
+        from pyhmmer.plan7 import Pipeline
+
+        return Pipeline(self.alphabet, background=self.background, **dict(self.kwargs, **options)).search_hmm(hmm, block)
 
 
 class PiecewiseSearch:
@@ -248,6 +333,11 @@ class PiecewiseSearch:
         """The model's search of each piece, under way (futures)."""
         return [self.pool.submit(self.pipelines.search, hmm, block) for block in self.blocks]
 
+    def alone(self, hmm, db: SequenceDB):
+        """search_one(idx, Z, E) of :func:`with_running_z_hit`: ``hmm`` against the database
+        sequences idx with that Z and E (HMMER's whole pipeline, on the calling thread)."""
+        return lambda idx, Z, E: self.pipelines.once(hmm, db.digital_block(idx), Z=Z, E=E)
+
     @staticmethod
     def merged(futures):
         """The pieces' hits as one ``TopHits`` (waiting for them)."""
@@ -264,12 +354,17 @@ def _search_in_pieces(queries, db, searched, options, kwargs, cpus, pieces, call
     """:func:`_search_pyhmmer` for fewer models than threads: the database cut into ``pieces``
     pieces of about equal residues, every (model, piece) on the pool; results in model order."""
     blocks = [db.digital_block(piece) for piece in cut_by_work(searched, db.lengths[searched], pieces)]
+    running_z = running_z_applies(options, db)
+    name_len = name_bytes(db) if running_z else None
     with ThreadPoolExecutor(max_workers=cpus, thread_name_prefix="search") as pool:
         search = PiecewiseSearch(blocks, kwargs, pool)
         under_way = [search.submit(hmm) for hmm in queries]
         try:
             for done, (hmm, futures) in enumerate(zip(queries, under_way), start=1):
                 hits = search.merged(futures)
+                if running_z:
+                    hits = with_running_z_hit(hits, searched, searched, db, name_len,
+                                              search.alone(hmm, db), survivors=False)
                 if callback:
                     callback(hmm, done)
                 yield SearchResult(hmm, hits, pipeline_stats(hits, options))
@@ -319,6 +414,11 @@ class Finisher:
                 cache.setdefault(i, seq)      # (another thread may have made it too: either is right)
             self._cached_residues += int(self.db.lengths[missing].sum())
         return DigitalSequenceBlock(self.alphabet, [cache[i] for i in ids])
+
+    def alone(self, hmm):
+        """search_one(idx, Z, E) of :func:`with_running_z_hit`: ``hmm`` against the survivors
+        idx, finished with that Z and E (on the calling thread)."""
+        return lambda idx, Z, E: self.pipelines.once(hmm, self.block(idx), Z=Z, E=E)
 
     def __call__(self, hmm, survivors: np.ndarray):
         """(TopHits of ``hmm`` over the database sequences ``survivors``, seconds taken)."""
@@ -399,6 +499,8 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
     first_prof = FilterProfile.from_hmm(first, bg)
     tables = LengthTables(db, searched, first_prof)
     finish = Finisher(db, first.alphabet, bg, kwargs)
+    running_z = running_z_applies(options, db)
+    name_len = name_bytes(db) if running_z else None
     batch_key = getattr(backend, "batch_key", lambda M: None)
 
     stop = threading.Event()      # the kill switch: batches being filtered end at their next stage
@@ -422,6 +524,9 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
             cascade, pieces = fut.result()[j]
             parts = [f.result() for f in pieces]
             hits = merge_pieces([h for h, _ in parts])
+            if running_z:
+                hits = with_running_z_hit(hits, np.asarray(cascade.survivors), searched, db, name_len,
+                                          finish.alone(hmm), survivors=True)
             seconds = dict(cascade.seconds, finish=sum(t for _, t in parts))
             return SearchResult(hmm, hits, pipeline_stats(hits, options, nseqs=n_searched, nres=nres, cascade=cascade),
                                 seconds)

@@ -194,8 +194,8 @@ def running_z_case(tmp_path) -> tuple[Path, Path, list]:
     proteome's first protein against the proteome with one of its weak hits moved first under
     a long name, -E 1e-13.  Serial HMMER creates a hit when P x (targets seen so far) <= E, so
     in round 1 this one is kept though its E-value against all 300 targets is over 1e-13, and
-    the report's and the tables' name columns are as wide as its name (the engine's path,
-    Z fixed from the start, fails this case: the strict xfail below)."""
+    the report's and the tables' name columns are as wide as its name (the engine's path fixes
+    Z from the start and adds that hit, unreported: search.with_running_z_hit)."""
     records = PROTEOME.read_text().split(">")[1:]
     weak = next(r for r in records if r.startswith("938293.PRJEB85.HG003691_58 "))
     moved = weak.replace("938293.PRJEB85.HG003691_58", "a_weak_hit_kept_by_serial_jackhmmer_under_a_long_name", 1)
@@ -234,10 +234,9 @@ def test_cpu_path_keeps_serial_jackhmmers_running_z(oracle, tmp_path):
     compare_running_z(oracle, tmp_path, "cpu")
 
 
-@pytest.mark.xfail(strict=True, reason="the engine fixes Z to the database size (as hmmsearch's GPU path, "
-                                       "README's known difference): the hit serial HMMER keeps against a "
-                                       "running Z is not kept, and the name columns are narrower")
 def test_engine_keeps_serial_jackhmmers_running_z(oracle, tmp_path):
+    """The engine (the GPU path's, on the CPU reference) fixes Z and adds the hit serial HMMER
+    keeps and never reports: the same name columns."""
     compare_running_z(oracle, tmp_path, "reference")
 
 

@@ -161,7 +161,8 @@ def spoofed_cmdline(args: list[str], outputs: dict[str, str], hmmfile: str, seqf
     return "".join(w + " " for w in words)
 
 
-def our_reports(hmmfile: str, seqfile: str, db, args: list[str], outputs: dict[str, str]):
+def our_reports(hmmfile: str, seqfile: str, db, args: list[str], outputs: dict[str, str], device: str = "cpu",
+                cpus: int = 2):
     """Our main report and three tables for one case."""
     options = parse_options(args)
     with HMMFile(hmmfile) as f:
@@ -169,7 +170,7 @@ def our_reports(hmmfile: str, seqfile: str, db, args: list[str], outputs: dict[s
     main = io.StringIO()
     tables = {"tblout": io.BytesIO(), "domtblout": io.BytesIO(), "pfamtblout": io.BytesIO()}
     report.write_header(main, hmmfile, seqfile, options, outputs)
-    for n, result in enumerate(hmmsearch(hmms, db, options, device="cpu", cpus=2)):
+    for n, result in enumerate(hmmsearch(hmms, db, options, device=device, cpus=cpus)):
         report.write_query(main, result, options)
         result.hits.write(tables["tblout"], format="targets", header=(n == 0))
         result.hits.write(tables["domtblout"], format="domains", header=(n == 0))
@@ -185,12 +186,13 @@ def our_reports(hmmfile: str, seqfile: str, db, args: list[str], outputs: dict[s
     return main.getvalue(), texts
 
 
-def check_case(oracle, tmp_path, db, hmmfile: str, seqfile: str, args: list[str]) -> None:
+def check_case(oracle, tmp_path, db, hmmfile: str, seqfile: str, args: list[str], device: str = "cpu",
+               cpus: int = 2) -> None:
     outputs = {key: str(tmp_path / f"hmmer.{key}") for key in ("o", "tblout", "domtblout", "pfamtblout")}
     flags = ["-o", outputs["o"], "--tblout", outputs["tblout"],
              "--domtblout", outputs["domtblout"], "--pfamtblout", outputs["pfamtblout"]]
     run_oracle(oracle, flags + args, hmmfile, seqfile)
-    main, tables = our_reports(hmmfile, seqfile, db, args, outputs)
+    main, tables = our_reports(hmmfile, seqfile, db, args, outputs, device, cpus)
 
     assert_same(Path(outputs["o"]).read_text(), main, EXEMPT_REPORT_PREFIXES, "main report")
     for key, ours in tables.items():
@@ -240,13 +242,17 @@ def test_header_echo_from_values_without_given():
     assert "filter P threshold" not in c.getvalue() and "biased composition" not in c.getvalue()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "search.py fixes Z to the database size, so pyhmmer keeps only hits reportable against "
-    "the final Z; serial HMMER keeps every hit reportable against the running target count "
-    "(p7_pli_NewSeq sets Z = nseqs so far), and the name columns are as wide as the longest "
-    "name of all kept hits. Passing Z=None to pyhmmer (unsharded db, no -Z) matches HMMER."))
-def test_running_Z_keeps_early_weak_hits(oracle, proteome, tmp_path):
-    """A weak hit (E ~ 20) first in the database, with a long name, widens HMMER's name columns."""
+# (device, threads): pieces of the database on two threads, one serial search per model, and
+# the filter cascade's survivors finished apart (the GPU path's engine, on the CPU reference)
+RUNNING_Z_PATHS = [("cpu", 2), ("cpu", 1), ("reference", 2)]
+
+
+@pytest.mark.parametrize("device,cpus", RUNNING_Z_PATHS, ids=[f"{d}-{n}" for d, n in RUNNING_Z_PATHS])
+def test_running_Z_keeps_early_weak_hits(oracle, proteome, tmp_path, device, cpus):
+    """A weak hit (E ~ 20) first in the database, with a long name, widens HMMER's name columns:
+    serial HMMER keeps every hit reportable against the targets read so far (p7_pli_NewSeq sets
+    Z = nseqs so far) and reports against the final Z.  Our searches fix Z from the start and
+    add that hit, unreported (search.with_running_z_hit)."""
     weak = "938293.PRJEB85.HG003686_858"
     seqs = list(SequenceFile(str(PROTEOME)).read_block())
     fasta = tmp_path / "weak_first.faa"
@@ -255,7 +261,7 @@ def test_running_Z_keeps_early_weak_hits(oracle, proteome, tmp_path):
             name = "A_VERY_LONG_NAME_FOR_AN_EARLY_WEAK_HIT_" + s.name if s.name == weak else s.name
             f.write(f">{name} {s.description}\n{s.sequence}\n")
     hmmfile = str(DATA / "hmms" / "txt" / "PF02826.hmm")
-    check_case(oracle, tmp_path, open_database(fasta), hmmfile, str(fasta), ["--F3", "1"])
+    check_case(oracle, tmp_path, open_database(fasta), hmmfile, str(fasta), ["--F3", "1"], device=device, cpus=cpus)
 
 
 # -A through the command line: (model file, options); RREFam has models without an included
