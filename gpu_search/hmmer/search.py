@@ -209,10 +209,10 @@ def merge_pieces(parts: list):
 # Without -Z, HMMER keeps a hit when its P-value x the number of targets read so far is within E
 # (p7_pli_NewSeq sets Z = nseqs so far; p7_pli_TargetReportable), and reports against the final
 # Z.  A hit kept and never reported prints nothing, but every output's name columns are as wide
-# as the longest name of the kept hits (p7_tophits_GetMaxNameLength).  Our searches fix Z from
-# the start (database pieces, survivors finished apart), so after a model's search the longest-
-# named of those extra hits, the one that can widen the columns, is looked for and added,
-# unreported.
+# as the longest name of the kept hits (p7_tophits_GetMaxNameLength).  The CPU path's one
+# serial search per model leaves Z unset, as HMMER; the filter engine fixes Z from the start
+# (survivors finished apart), so after a model's search the longest-named of those extra hits
+# among the survivors, the one that can widen the columns, is looked for and added, unreported.
 
 # the pipeline's counters, zero in an added hit's TopHits so that merging sums the search's own
 PIPELINE_COUNTERS = ("nmodels", "nseqs", "nres", "nnodes", "n_past_msv", "n_past_bias", "n_past_vit",
@@ -231,32 +231,23 @@ def name_bytes(db: SequenceDB) -> np.ndarray:
     return np.diff(np.asarray(db.name_offsets, dtype=np.int64))
 
 
-def with_running_z_hit(hits, candidates: np.ndarray, searched: np.ndarray, db: SequenceDB,
-                       name_len: np.ndarray, search_one, survivors: bool):
+def with_running_z_hit(hits, survivors: np.ndarray, searched: np.ndarray, name_len: np.ndarray, search_one):
     """``hits`` (Z fixed) with the longest-named hit serial HMMER also keeps, unreported.
 
     Args:
-        candidates: database sequences that may hold such a hit: the filters' survivors
-            (``survivors`` True) or every searched sequence.
+        survivors: the database sequences through the filters (only they can hold a hit).
         searched: the searched sequences, in database order (a sequence's k is its place there).
         name_len: :func:`name_bytes`.
-        search_one(idx, Z, E): the model's TopHits against the sequences idx, with that Z and E
-            (and the filters of ``candidates``' search).
+        search_one(idx, Z, E): the model's TopHits against the survivors idx (finished as the
+            others), with that Z and E.
     """
     kept = {h.name for h in hits}
     widest = max([8] + [len(name.encode()) for name in kept])     # (HMMER's narrowest column: 8)
-    longer = candidates[name_len[candidates] > widest]
+    longer = survivors[name_len[survivors] > widest]
     if not len(longer):
         return hits
     Z, E = float(hits.Z), float(hits.E)
     k = np.searchsorted(searched, longer) + 1
-    if not survivors:
-        # which of them pass the filters at all, and their P-values: one search storing every
-        # hit within E against one target; serial HMMER keeps those with P x k within E
-        found = search_one(longer, Z, E * Z)
-        p = {h.name: h.pvalue for h in found}
-        keep = [j for j, i in enumerate(longer.tolist()) if db.name(i) in p and p[db.name(i)] * k[j] <= E]
-        longer, k = longer[keep], k[keep]
     for j in np.lexsort((k, -name_len[longer])).tolist():        # longest first, then earliest
         i = int(longer[j])
         one = search_one(np.array([i]), float(k[j]), E)           # HMMER's own decision and hit
@@ -333,11 +324,6 @@ class PiecewiseSearch:
         """The model's search of each piece, under way (futures)."""
         return [self.pool.submit(self.pipelines.search, hmm, block) for block in self.blocks]
 
-    def alone(self, hmm, db: SequenceDB):
-        """search_one(idx, Z, E) of :func:`with_running_z_hit`: ``hmm`` against the database
-        sequences idx with that Z and E (HMMER's whole pipeline, on the calling thread)."""
-        return lambda idx, Z, E: self.pipelines.once(hmm, db.digital_block(idx), Z=Z, E=E)
-
     @staticmethod
     def merged(futures):
         """The pieces' hits as one ``TopHits`` (waiting for them)."""
@@ -353,18 +339,16 @@ PIECES_PER_THREAD = 4
 def _search_in_pieces(queries, db, searched, options, kwargs, cpus, pieces, callback):
     """:func:`_search_pyhmmer` for fewer models than threads: the database cut into ``pieces``
     pieces of about equal residues, every (model, piece) on the pool; results in model order."""
+    # (the hit serial HMMER keeps against its running Z is not looked for here: without the
+    # filters' survivors that takes a second search of every longer-named sequence, as long
+    # as the search itself for 1 model x 6.8 M residues; README's known difference)
     blocks = [db.digital_block(piece) for piece in cut_by_work(searched, db.lengths[searched], pieces)]
-    running_z = running_z_applies(options, db)
-    name_len = name_bytes(db) if running_z else None
     with ThreadPoolExecutor(max_workers=cpus, thread_name_prefix="search") as pool:
         search = PiecewiseSearch(blocks, kwargs, pool)
         under_way = [search.submit(hmm) for hmm in queries]
         try:
             for done, (hmm, futures) in enumerate(zip(queries, under_way), start=1):
                 hits = search.merged(futures)
-                if running_z:
-                    hits = with_running_z_hit(hits, searched, searched, db, name_len,
-                                              search.alone(hmm, db), survivors=False)
                 if callback:
                     callback(hmm, done)
                 yield SearchResult(hmm, hits, pipeline_stats(hits, options))
@@ -525,8 +509,8 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
             parts = [f.result() for f in pieces]
             hits = merge_pieces([h for h, _ in parts])
             if running_z:
-                hits = with_running_z_hit(hits, np.asarray(cascade.survivors), searched, db, name_len,
-                                          finish.alone(hmm), survivors=True)
+                hits = with_running_z_hit(hits, np.asarray(cascade.survivors), searched, name_len,
+                                          finish.alone(hmm))
             seconds = dict(cascade.seconds, finish=sum(t for _, t in parts))
             return SearchResult(hmm, hits, pipeline_stats(hits, options, nseqs=n_searched, nres=nres, cascade=cascade),
                                 seconds)
