@@ -434,8 +434,7 @@ def jackhmmer(seqfile, seqdb, N, popen, pextend, mx, chkhmm, chkali, skip_long, 
     round before included (--incE, --incdomE...), until -N rounds or convergence.  The
     report, -A, the tables and the checkpoint files are those of HMMER 3.4's jackhmmer.
     On the GPU each round runs hmmsearch's engine, the database kept on the GPU for every
-    round of every query (its name columns may be narrower than serial jackhmmer's, as
-    hmmsearch's: README); on the CPU each query is searched on one thread, as jackhmmer's
+    round of every query; on the CPU each query is searched on one thread, as jackhmmer's
     serial code does.  Not offered: the options of the later rounds' model
     construction (--fragthresh; --wpb, --wgsc, --wblosum, --wnone, --wid; --eent, --eentexp,
     --eclust, --enone, --eset, --ere, --esigma, --eid; --pnone, --plaplace: HMMER's defaults

@@ -165,8 +165,8 @@ def _search_pyhmmer(hmms, db, searched, options, kwargs, cpus, callback):
 
     pyhmmer's hmmsearch gives each model one thread: a search of fewer models than threads
     left cores idle (one model: one core).  There the database is cut into pieces instead
-    (:class:`PiecewiseSearch`), each model's pieces searched on every thread.  (Z is fixed
-    on every path, so the pieces change no output.)"""
+    (:class:`PiecewiseSearch`), each model's pieces searched on every thread.  Without -Z,
+    both keep the hits serial HMMER keeps against its running Z (:func:`serial_hits`)."""
     import pyhmmer
 
     queries = list(hmms)
@@ -210,9 +210,11 @@ def merge_pieces(parts: list):
 # (p7_pli_NewSeq sets Z = nseqs so far; p7_pli_TargetReportable), and reports against the final
 # Z.  A hit kept and never reported prints nothing, but every output's name columns are as wide
 # as the longest name of the kept hits (p7_tophits_GetMaxNameLength).  The CPU path's one
-# serial search per model leaves Z unset, as HMMER; the filter engine fixes Z from the start
-# (survivors finished apart), so after a model's search the longest-named of those extra hits
-# among the survivors, the one that can widen the columns, is looked for and added, unreported.
+# serial search per model leaves Z unset, as HMMER; its search in database pieces leaves Z
+# unset in each piece and drops what serial HMMER would not keep (serial_hits); the filter
+# engine fixes Z from the start (survivors finished apart), so after a model's search the
+# longest-named of those extra hits among the survivors, the one that can widen the columns,
+# is looked for and added, unreported (with_running_z_hit).
 
 # the pipeline's counters, zero in an added hit's TopHits so that merging sums the search's own
 PIPELINE_COUNTERS = ("nmodels", "nseqs", "nres", "nnodes", "n_past_msv", "n_past_bias", "n_past_vit",
@@ -251,9 +253,39 @@ def with_running_z_hit(hits, survivors: np.ndarray, searched: np.ndarray, name_l
     for j in np.lexsort((k, -name_len[longer])).tolist():        # longest first, then earliest
         i = int(longer[j])
         one = search_one(np.array([i]), float(k[j]), E)           # HMMER's own decision and hit
-        if len(one) and one[0].name not in kept:
+        if len(one):
             return hits.merge(_unreported(one, Z))
     return hits
+
+
+def serial_hits(hits, hmm, db: SequenceDB, searched: np.ndarray, place: dict):
+    """``hits`` without the hits kept and not reported that serial HMMER would not keep (P x k
+    over E, k the sequence's place among the searched ones).
+
+    ``place``: name -> k, filled here the first time it is needed (where names repeat, a name's
+    first place)."""
+    E = float(hits.E)
+    drop = []
+    for rank, hit in enumerate(hits):
+        if hit.reported or hit.included:
+            continue
+        if not place:
+            for k, i in enumerate(searched.tolist(), start=1):
+                place.setdefault(db.name(i), k)
+        if hit.pvalue * place[hit.name] > E:
+            drop.append(rank)
+    if not drop:
+        return hits
+    state = hits.__getstate__()
+    order = state["hit"]                    # unsorted positions, in the sorted order
+    gone = {order[rank] for rank in drop}
+    kept = [i for i in range(len(state["unsrt"])) if i not in gone]
+    new_place = {old: new for new, old in enumerate(kept)}
+    state.update(unsrt=[state["unsrt"][i] for i in kept], hit=[new_place[i] for i in order if i not in gone],
+                 N=len(kept), Nalloc=max(1, len(kept)))
+    out = type(hits)(hmm)
+    out.__setstate__(state)
+    return out
 
 
 def _unreported(hits, Z: float):
@@ -338,17 +370,25 @@ PIECES_PER_THREAD = 4
 
 def _search_in_pieces(queries, db, searched, options, kwargs, cpus, pieces, callback):
     """:func:`_search_pyhmmer` for fewer models than threads: the database cut into ``pieces``
-    pieces of about equal residues, every (model, piece) on the pool; results in model order."""
-    # (the hit serial HMMER keeps against its running Z is not looked for here: without the
-    # filters' survivors that takes a second search of every longer-named sequence, as long
-    # as the search itself for 1 model x 6.8 M residues; README's known difference)
+    pieces of about equal residues, every (model, piece) on the pool; results in model order.
+
+    Without -Z each piece is searched with Z unset: its count of targets read starts again at
+    zero, so it keeps every hit serial HMMER keeps in it, and some more; merged, Z is the
+    sum (the searched sequences) and the hits are thresholded against it, and the kept hits
+    serial HMMER would not keep are dropped (:func:`serial_hits`)."""
     blocks = [db.digital_block(piece) for piece in cut_by_work(searched, db.lengths[searched], pieces)]
+    running_z = running_z_applies(options, db)
+    if running_z:
+        kwargs = dict(kwargs, Z=None)
+    place = {}                             # name -> k, made when first needed
     with ThreadPoolExecutor(max_workers=cpus, thread_name_prefix="search") as pool:
         search = PiecewiseSearch(blocks, kwargs, pool)
         under_way = [search.submit(hmm) for hmm in queries]
         try:
             for done, (hmm, futures) in enumerate(zip(queries, under_way), start=1):
                 hits = search.merged(futures)
+                if running_z:
+                    hits = serial_hits(hits, hmm, db, searched, place)
                 if callback:
                     callback(hmm, done)
                 yield SearchResult(hmm, hits, pipeline_stats(hits, options))

@@ -242,28 +242,37 @@ def test_header_echo_from_values_without_given():
     assert "filter P threshold" not in c.getvalue() and "biased composition" not in c.getvalue()
 
 
-# (device, threads): one serial search per model, the filter cascade's survivors finished
-# apart (the GPU path's engine, on the CPU reference), and pieces of the database on two
-# threads (the README's known difference: not looked for there)
-RUNNING_Z_PATHS = [("cpu", 1), ("reference", 2),
-                   pytest.param("cpu", 2, marks=pytest.mark.xfail(strict=True, reason=(
-                       "a CPU search of fewer models than threads cuts the database into pieces with "
-                       "Z fixed, and does not look for the hit serial HMMER keeps against its running Z")))]
+# (device, threads): one serial search per model, pieces of the database on two threads, and
+# the filter cascade's survivors finished apart (the GPU path's engine, on the CPU reference)
+RUNNING_Z_PATHS = [("cpu", 1), ("cpu", 2), ("reference", 2)]
+# a weak hit of PF02826 (E ~ 20 against the whole proteome), given a long name
+WEAK = "938293.PRJEB85.HG003686_858"
 
 
-@pytest.mark.parametrize("device,cpus", RUNNING_Z_PATHS, ids=["cpu-1", "reference-2", "cpu-2"])
-def test_running_Z_keeps_early_weak_hits(oracle, proteome, tmp_path, device, cpus):
-    """A weak hit (E ~ 20) first in the database, with a long name, widens HMMER's name columns:
-    serial HMMER keeps every hit reportable against the targets read so far (p7_pli_NewSeq sets
-    Z = nseqs so far) and reports against the final Z.  Our searches fix Z from the start and
-    add that hit, unreported (search.with_running_z_hit)."""
-    weak = "938293.PRJEB85.HG003686_858"
-    seqs = list(SequenceFile(str(PROTEOME)).read_block())
-    fasta = tmp_path / "weak_first.faa"
+def weak_hit_at(tmp_path, place: int) -> Path:
+    """The proteome with WEAK moved to ``place`` (0-based) under a long name."""
+    seqs = [s for s in SequenceFile(str(PROTEOME)).read_block()]
+    weak = next(s for s in seqs if s.name == WEAK)
+    seqs = [s for s in seqs if s is not weak]
+    seqs.insert(place, weak)
+    fasta = tmp_path / f"weak_at_{place}.faa"
     with open(fasta, "w") as f:
-        for s in sorted(seqs, key=lambda s: s.name != weak):
-            name = "A_VERY_LONG_NAME_FOR_AN_EARLY_WEAK_HIT_" + s.name if s.name == weak else s.name
+        for s in seqs:
+            name = "A_VERY_LONG_NAME_FOR_A_WEAK_HIT_" + s.name if s is weak else s.name
             f.write(f">{name} {s.description}\n{s.sequence}\n")
+    return fasta
+
+
+@pytest.mark.parametrize("device,cpus", RUNNING_Z_PATHS, ids=[f"{d}-{n}" for d, n in RUNNING_Z_PATHS])
+@pytest.mark.parametrize("place", [0, 1500], ids=["first", "late"])
+def test_running_Z_kept_hits(oracle, tmp_path, device, cpus, place):
+    """Serial HMMER keeps a hit when its P-value x the targets read so far is within E
+    (p7_pli_NewSeq sets Z = nseqs so far) and reports against the final Z; the name columns are
+    as wide as the longest name of all kept hits.  First in the database, the weak hit is kept
+    (the long name widens the columns); 1,500th, it is not, though a piece of the database
+    searched with its own count of targets would keep it.  Our searches fix Z and add the hit
+    (search.with_running_z_hit), or search pieces with Z unset and drop it (search.serial_hits)."""
+    fasta = weak_hit_at(tmp_path, place)
     hmmfile = str(DATA / "hmms" / "txt" / "PF02826.hmm")
     check_case(oracle, tmp_path, open_database(fasta), hmmfile, str(fasta), ["--F3", "1"], device=device, cpus=cpus)
 
