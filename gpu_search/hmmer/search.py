@@ -201,7 +201,8 @@ def cut_by_work(idx: np.ndarray, work: np.ndarray, n: int) -> list[np.ndarray]:
 
 def merge_pieces(parts: list):
     """One model's pieces' ``TopHits`` as one (with Z fixed, those of one search of all the
-    pieces' sequences: the same hits, the pipeline's counters summed)."""
+    pieces' sequences: the same hits, the pipeline's counters summed; with Z unset, Z is the
+    pieces' sum and the hits are thresholded against it)."""
     return parts[0].merge(*parts[1:]) if len(parts) > 1 else parts[0]
 
 
@@ -338,7 +339,8 @@ class PiecewiseSearch:
     into pieces, the pieces searched at once on a pool of threads (:class:`ThreadPipelines`).
     With Z fixed (``kwargs``), a model's pieces merged are its search of the whole database:
     the same hits and domains, the pipeline's counters summed (tests: the CPU path against
-    HMMER's, models on more threads than models).
+    HMMER's, models on more threads than models).  With Z unset, the merged pieces keep more
+    weak, unreported hits than serial HMMER, which :func:`serial_hits` drops.
 
     Args:
         blocks: the pieces, pyhmmer ``DigitalSequenceBlock``s.
