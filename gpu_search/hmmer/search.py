@@ -290,8 +290,9 @@ def serial_hits(hits, hmm, db: SequenceDB, searched: np.ndarray, place: dict):
 
 
 def _unreported(hits, Z: float):
-    """``hits`` as hits kept and not reported, with Z and zero counters (so that ``TopHits.merge``
-    takes them beside a search with Z fixed, its E-values and counters unchanged)."""
+    """``hits`` with Z and zero counters, so that ``TopHits.merge`` takes them beside a search
+    with Z fixed, its E-values and counters unchanged (the merge thresholds every hit against
+    that Z again: over E there, they are kept and not reported)."""
     make, args, state = hits.__reduce__()[:3]
     pipeline = state["pipeline"]
     pipeline["Z"] = Z
@@ -299,10 +300,6 @@ def _unreported(hits, Z: float):
         pipeline[key] = 0
     out = make(*args)
     out.__setstate__(state)
-    for hit in out:
-        hit.reported = hit.included = False
-        for domain in hit.domains:
-            domain.reported = domain.included = False
     return out
 
 
