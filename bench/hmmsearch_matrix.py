@@ -264,7 +264,9 @@ def _init_models(n_base):
 
 
 def pool(cpus, initializer, n_base):
-    return multiprocessing.get_context("fork").Pool(cpus, initializer=initializer, initargs=(n_base,))
+    # spawned, not forked: a fork copies whatever lock another thread of ours holds (a build
+    # hung once that way), and each worker reads the proteome itself anyway
+    return multiprocessing.get_context("spawn").Pool(cpus, initializer=initializer, initargs=(n_base,))
 
 
 def build_models(n: int, args) -> tuple[Path, dict]:
@@ -446,21 +448,31 @@ def table_rows(path: Path) -> list[bytes] | None:
 # then rescaled by what this run measured
 
 RATE = {
-    "pyhmmer_start": 1.0,          # s: interpreter and imports
-    "pyhmmer_per_model": 0.004,    # s per model: reading the HMM text (one thread)
-    "fasta_per_s": 130e6,          # residues read per second by pyhmmer (ours: 220e6)
-    "filter_per_thread": 10e9,     # model positions x residues per second and thread (MSV...)
-    "hit_thread_s": 0.03,          # thread-seconds per homolog found, at M = 324 (Forward, domains)
-    "ours_start": 3.5,             # s: CuPy and CUDA start, numba, upload
-    "ours_per_model": 0.025,       # s of host work per model
-    "ours_gpu_cells": 3e12,        # model positions x residues per second through the GPU filters
-    "ours_hit_factor": 1.5,        # our CPU stages per homolog, against pyhmmer's
-    "kernel_compile": 0.19,        # s per CUDA kernel variant (4.5 n^0.56 variants for n models)
-    "numba_compile": 5.0,          # s: numba's functions on an empty cache
+    "pyhmmer_start": 0.35,         # s: interpreter and imports
+    "fasta_per_s": 100e6,          # residues read per second by pyhmmer (ours: 220e6)
+    "filter_per_thread": 17e9,     # model positions x residues per second and thread (MSV...)
+    "filter_per_thread_big": 9e9,  # the same for a database past the CPU's caches (> 10 M residues)
+    "hits_few": 5.0,               # hits per model where homologs are few (the proteome's paralogs)
+    "hits_per_copy": 3.4,          # hits per model and database copy where they are many
+    "hit_thread_s": 0.009,         # thread-seconds per hit at M = 324 (Forward, domains)
+    "ours_start": 1.1,             # s: imports, CUDA, reading the models' file
+    "ours_residues_per_s": 3e8,    # residues of the .gsdb read and uploaded per second
+    "ours_per_model": 0.0022,      # s of host work per model
+    "ours_hit_factor": 0.75,       # our finishing per hit, against pyhmmer's (survivors only)
+    "kernel_compile": 0.02,        # s per kernel shape (4.5 n^0.56, at most 320) with cubins built
+    "numba_compile": 5.0,          # s: numba's functions on an empty cache (the CPU path)
     "model_build_cpu_s": 0.1,      # cpu-seconds per model (calibration dominates)
     "copy_build_cpu_s": 0.25,      # cpu-seconds per database copy, plus makedb below
     "makedb_per_s": 50e6,
 }
+
+
+def longest_model(n: int, m_mean: float) -> float:
+    """The expected longest M among n models drawn from the file's log-normal distribution:
+    pyhmmer searches a model on one thread, so with few models the longest bounds its run."""
+    if n <= 1:
+        return m_mean
+    return min(M_MAX, max(m_mean, M_MEDIAN * math.exp(M_SIGMA * math.sqrt(2 * math.log(n)))))
 
 
 class Estimator:
@@ -482,24 +494,30 @@ class Estimator:
 
     def raw(self, tool, n, m_sum, residues, homologs, copies):
         th = self.cpus
-        cells = m_sum * residues
         m_mean = m_sum / n
-        found = n * (copies + 1.4 if homologs == "many" else 1.4)   # with the proteome's paralogs
-        hit_s = found * RATE["hit_thread_s"] * m_mean / 324 / th
-        pyh = RATE["pyhmmer_start"] + n * RATE["pyhmmer_per_model"] + residues / RATE["fasta_per_s"] + cells / (RATE["filter_per_thread"] * th) + hit_s
+        rate = RATE["filter_per_thread" if residues <= 10e6 else "filter_per_thread_big"]
+        found = n * (RATE["hits_few"] + (RATE["hits_per_copy"] * (copies + 1) if homologs == "many" else 0))
+        hit_work = found * RATE["hit_thread_s"] * m_mean / 324          # thread-seconds
+        work = m_sum * residues / rate + hit_work
+        # pyhmmer runs one model per thread: its wall time is the work spread over the threads,
+        # or the longest model's share where the models are few
+        spread = max(work / th, work / n * longest_model(n, m_mean) / m_mean)
+        pyh = RATE["pyhmmer_start"] + residues / RATE["fasta_per_s"] + spread
         if tool in ("pyhmmer", "hmmsearch"):
             return pyh * (0.9 if tool == "hmmsearch" else 1.0)
         if tool == "ours_cpu" or self.device == "cpu":
             base = pyh - RATE["pyhmmer_start"] + RATE["ours_start"] - residues / RATE["fasta_per_s"]
-        else:
-            base = (RATE["ours_start"] + residues / 1e9 + n * RATE["ours_per_model"]
-                    + cells / RATE["ours_gpu_cells"] + hit_s * RATE["ours_hit_factor"])
+        else:       # our finishing is cut into pieces across the threads
+            base = (RATE["ours_start"] + residues / RATE["ours_residues_per_s"] + n * RATE["ours_per_model"]
+                    + hit_work / th * RATE["ours_hit_factor"])
         if tool == "ours_fasta":
             base += residues / 220e6
         if tool == "ours_cold":
-            base += RATE["numba_compile"]
-            if self.device != "cpu":
-                base += RATE["kernel_compile"] * 4.5 * n ** 0.56
+            base += 1.0
+            if self.device == "cpu":
+                base += RATE["numba_compile"]
+            else:
+                base += RATE["kernel_compile"] * min(4.5 * n ** 0.56, 320)
         return base
 
     def __call__(self, tool, *a):
