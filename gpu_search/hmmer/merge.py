@@ -43,7 +43,8 @@ from ..output import (Fields, Parts, check_database_record, check_shard_set, dat
                       write_results)
 from .options import CUTOFF_FLAGS, SCORE_MATRICES, PhmmerOptions, SearchOptions
 from .phmmer import PhmmerResult, Query
-from .search import PipelineStats, SearchResult
+from .search import (PIPELINE_BOOL, PIPELINE_COUNTERS, PIPELINE_FLOAT, PIPELINE_INT, PipelineStats, SearchResult,
+                     tophits_from_state)
 
 KIND = b"GSHITS\x00"
 SUFFIX, WRITER = ".gshits", "gpu-search hmmsearch or phmmer --hits-out"
@@ -57,14 +58,6 @@ MATCHING = tuple(name for name in OPTION_FIELDS if name not in REPORT_ONLY)
 PHMMER_OPTION_FIELDS = tuple(f.name for f in fields(PhmmerOptions))
 PHMMER_MATCHING = tuple(name for name in PHMMER_OPTION_FIELDS if name not in REPORT_ONLY)
 
-# pyhmmer TopHits.__getstate__()["pipeline"] (P7_PIPELINE's fields): the Python type of each
-_PIPELINE_BOOL = ("by_E", "dom_by_E", "inc_by_E", "incdom_by_E", "do_max", "do_biasfilter", "do_null2",
-                  "long_targets")
-_PIPELINE_FLOAT = ("E", "T", "domE", "domT", "incE", "incT", "incdomE", "incdomT", "Z", "domZ", "F1", "F2", "F3")
-_PIPELINE_INT = ("use_bit_cutoffs", "Z_setby", "domZ_setby", "B1", "B2", "B3", "nmodels", "nseqs", "nres",
-                 "nnodes", "n_past_msv", "n_past_bias", "n_past_vit", "n_past_fwd", "n_output", "pos_past_msv",
-                 "pos_past_bias", "pos_past_vit", "pos_past_fwd", "pos_output", "mode", "strands", "W",
-                 "block_length")
 # nhmmer's fields of P7_PIPELINE, which pyhmmer leaves unset (any bytes) in a protein search
 # and nothing of one reads: saved as 0
 _UNSET = {"strands": 0, "block_length": 0, "n_output": 0, "pos_output": 0}
@@ -287,7 +280,6 @@ def _read_hmms(f: Fields, blob: bytes, path) -> list:
 def _read_tophits(f: Fields, hmm, model: dict, data: bytes, what: str):
     """A TopHits rebuilt through ``__setstate__`` from fields checked first."""
     from pyhmmer.easel import VectorU8
-    from pyhmmer.plan7 import TopHits
 
     top = f.record(model["tophits"], _TOPHITS_FIELDS, f"{what} hits")
     n = f.integer(top["N"], f"{what} number of hits", 0, INT32[1])
@@ -312,24 +304,22 @@ def _read_tophits(f: Fields, hmm, model: dict, data: bytes, what: str):
         pos = end
     if pos != len(blob):
         f.fail(f"{what}: {len(blob) - pos} bytes after its {n} hits")
-    hits = TopHits(hmm)
-    hits.__setstate__({"unsrt": states, "hit": [int(x) for x in order], "Nalloc": n, "N": n,
-                       "nreported": top["nreported"], "nincluded": top["nincluded"],
-                       "is_sorted_by_sortkey": top["is_sorted_by_sortkey"],
-                       "is_sorted_by_seqidx": top["is_sorted_by_seqidx"], "_empty": top["_empty"],
-                       "pipeline": pipeline})
-    return hits
+    return tophits_from_state(hmm, {"unsrt": states, "hit": [int(x) for x in order], "Nalloc": n, "N": n,
+                                    "nreported": top["nreported"], "nincluded": top["nincluded"],
+                                    "is_sorted_by_sortkey": top["is_sorted_by_sortkey"],
+                                    "is_sorted_by_seqidx": top["is_sorted_by_seqidx"], "_empty": top["_empty"],
+                                    "pipeline": pipeline})
 
 
 def _read_pipeline(f: Fields, obj, what: str) -> dict:
-    f.record(obj, _PIPELINE_BOOL + _PIPELINE_FLOAT + _PIPELINE_INT, f"{what} pipeline")
-    for name in _PIPELINE_BOOL:
+    f.record(obj, PIPELINE_BOOL + PIPELINE_FLOAT + PIPELINE_INT, f"{what} pipeline")
+    for name in PIPELINE_BOOL:
         f.flag(obj[name], f"{what} pipeline {name}")
-    for name in _PIPELINE_FLOAT:
+    for name in PIPELINE_FLOAT:
         f.number(obj[name], f"{what} pipeline {name}")      # finite: JSON holds no other
-    for name in _PIPELINE_INT:
+    for name in PIPELINE_INT:
         # counters are 64-bit in HMMER, settings and enums C ints
-        lo, hi = (0, (1 << 63) - 1) if name.startswith(("n", "pos_")) else INT32
+        lo, hi = (0, (1 << 63) - 1) if name in PIPELINE_COUNTERS else INT32
         f.integer(obj[name], f"{what} pipeline {name}", lo, hi)
     if obj["mode"] != 0 or obj["long_targets"] or any(obj[name] != value for name, value in _UNSET.items()):
         f.fail(f"{what} pipeline: not hmmsearch's")

@@ -217,10 +217,27 @@ def merge_pieces(parts: list):
 # longest-named of those extra hits among the survivors, the one that can widen the columns,
 # is looked for and added, unreported (with_running_z_hit).
 
-# the pipeline's counters, zero in an added hit's TopHits so that merging sums the search's own
-PIPELINE_COUNTERS = ("nmodels", "nseqs", "nres", "nnodes", "n_past_msv", "n_past_bias", "n_past_vit",
-                     "n_past_fwd", "n_output", "pos_past_msv", "pos_past_bias", "pos_past_vit",
-                     "pos_past_fwd", "pos_output")
+# pyhmmer's TopHits.__getstate__()["pipeline"] (P7_PIPELINE's fields), by Python type
+PIPELINE_BOOL = ("by_E", "dom_by_E", "inc_by_E", "incdom_by_E", "do_max", "do_biasfilter", "do_null2",
+                 "long_targets")
+PIPELINE_FLOAT = ("E", "T", "domE", "domT", "incE", "incT", "incdomE", "incdomT", "Z", "domZ", "F1", "F2", "F3")
+PIPELINE_INT = ("use_bit_cutoffs", "Z_setby", "domZ_setby", "B1", "B2", "B3", "nmodels", "nseqs", "nres",
+                "nnodes", "n_past_msv", "n_past_bias", "n_past_vit", "n_past_fwd", "n_output", "pos_past_msv",
+                "pos_past_bias", "pos_past_vit", "pos_past_fwd", "pos_output", "mode", "strands", "W",
+                "block_length")
+# its counters (64-bit in HMMER): a merge sums them; zero in an added hit's TopHits, so that
+# merging it sums the search's own
+PIPELINE_COUNTERS = tuple(name for name in PIPELINE_INT if name.startswith(("n", "pos_")))
+
+
+def tophits_from_state(query, state: dict):
+    """A pyhmmer ``TopHits`` of ``query`` rebuilt from a ``__getstate__`` dict.  Its C code
+    trusts the dict: give it one pyhmmer made, or one checked field by field first."""
+    from pyhmmer.plan7 import TopHits
+
+    hits = TopHits(query)
+    hits.__setstate__(state)
+    return hits
 
 
 def running_z_applies(options: SearchOptions, db: SequenceDB) -> bool:
@@ -284,23 +301,16 @@ def serial_hits(hits, hmm, db: SequenceDB, searched: np.ndarray, place: dict):
     new_place = {old: new for new, old in enumerate(kept)}
     state.update(unsrt=[state["unsrt"][i] for i in kept], hit=[new_place[i] for i in order if i not in gone],
                  N=len(kept), Nalloc=max(1, len(kept)))
-    out = type(hits)(hmm)
-    out.__setstate__(state)
-    return out
+    return tophits_from_state(hmm, state)
 
 
 def _unreported(hits, Z: float):
     """``hits`` with Z and zero counters, so that ``TopHits.merge`` takes them beside a search
     with Z fixed, its E-values and counters unchanged (the merge thresholds every hit against
     that Z again: over E there, they are kept and not reported)."""
-    make, args, state = hits.__reduce__()[:3]
-    pipeline = state["pipeline"]
-    pipeline["Z"] = Z
-    for key in PIPELINE_COUNTERS:
-        pipeline[key] = 0
-    out = make(*args)
-    out.__setstate__(state)
-    return out
+    state = hits.__getstate__()
+    state["pipeline"].update({"Z": Z}, **dict.fromkeys(PIPELINE_COUNTERS, 0))
+    return tophits_from_state(hits.query, state)
 
 
 class ThreadPipelines:
