@@ -1,7 +1,10 @@
-"""Where the seconds of one ``gpu-search hmmsearch`` command go, in time order, on the GPU host.
+"""Where the seconds of one ``gpu-search hmmsearch`` (or ``phmmer``) command go, in time order,
+on the GPU host.
 
     python3 bench/probes/hmmsearch_timeline.py [--models 200] [--db proteome] [--homologs few]
         [--device gpu] [--runs 2]
+    python3 bench/probes/hmmsearch_timeline.py --program phmmer --models 100 --db 273m
+        (--models: the queries, ``bench/query_search_bench.py``'s)
 
 Runs the command (inputs built by ``bench/hmmsearch_matrix.py``, cached under --work, the
 matrix's warm kernel cache) in a child interpreter that wraps the command's steps in timers
@@ -98,6 +101,7 @@ import gpu_search.cli as cli
 for mod, *attr in [("gpu_search.device", "start_cuda"), ("gpu_search.device", "wait_cuda"),
                   ("gpu_search.hmmer.models", "read_hmms"), ("gpu_search.hmmer.models", "open_hmms"),
                   ("gpu_search.seqdb", "open_database"),
+                  ("gpu_search.hmmer.phmmer", "read_queries"), ("gpu_search.hmmer.phmmer", "build_models"),
                   ("gpu_search.hmmer.search", "make_backend"), ("gpu_search.hmmer.search", "hmmsearch"),
                   ("gpu_search.hmmer.search", "LengthTables.__init__"),
                   ("gpu_search.hmmer.search", "Finisher.__call__"),
@@ -140,7 +144,8 @@ def busy(spans, width: float) -> None:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--models", type=int, default=200)
+    ap.add_argument("--program", choices=("hmmsearch", "phmmer"), default="hmmsearch")
+    ap.add_argument("--models", type=int, default=200, help="models (phmmer: query sequences)")
     ap.add_argument("--db", default="proteome")
     ap.add_argument("--homologs", default="few")
     ap.add_argument("--device", default="gpu")
@@ -155,12 +160,19 @@ def main():
     args = ap.parse_args()
     args.copies, args.base_seqs, args.max_m = dict(matrix.DB_COPIES), 0, matrix.M_MAX
     args.work.mkdir(parents=True, exist_ok=True)
-    hmm, _ = matrix.build_models(args.models, args)
     _, gsdb, _ = matrix.build_database(args.db, args.homologs, args)
     env = matrix.cache_env(args.work / "cache")
-    cmd = matrix.ours_command(args, args.device, hmm, gsdb, os.devnull, os.devnull)
-    argv = cmd[cmd.index("hmmsearch"):]
-    print(f"== {args.models} models x {args.db}, {args.homologs} homologs, --device {args.device}")
+    if args.program == "phmmer":
+        import query_search_bench as queries
+        hmm = args.work / f"queries_{args.models}.faa"
+        hmm.write_bytes(b"".join(b">%s\n%s\n" % (name.encode(), seq) for name, seq in queries.pick_queries(args.models)))
+        cmd = [sys.executable, "-m", "gpu_search", "phmmer", "-q", "--cpu", str(args.cpus), "-o", os.devnull,
+               "--noali", "--device", args.device, "--tblout", os.devnull, str(hmm), str(gsdb)]
+    else:
+        hmm, _ = matrix.build_models(args.models, args)
+        cmd = matrix.ours_command(args, args.device, hmm, gsdb, os.devnull, os.devnull)
+    argv = cmd[cmd.index(args.program):]
+    print(f"== {args.program}: {args.models} models x {args.db}, {args.homologs} homologs, --device {args.device}")
     for run in range(args.runs):
         t = time.perf_counter()
         p = subprocess.run([sys.executable, "-c", CHILD, *argv], env=env, capture_output=True, text=True)
