@@ -36,7 +36,9 @@ from gpu_search import seqdb  # noqa: E402
 # a thread's role, from its name (threading's, as py-spy shows it), else from its stack
 NAMED = [(r"MainThread", "main thread"), (r"blastp-gpu", "GPU threads (ungapped)"),
          (r"blastp-gapped", "gapped GPU threads"), (r"blastp-lookup", "lookup thread (ahead)"),
-         (r"blastp_", "CPU pool"), (r"QueueFeederThread", "process pool: feeder"), (r"warm-up", "warm-up")]
+         (r"blastp_", "CPU pool"), (r"QueueFeederThread", "process pool: feeder"), (r"warm-up", "warm-up"),
+         (r"filter_", "filter threads (hmmsearch)"), (r"finish_", "finishing threads (hmmsearch)"),
+         (r"phmmer-build", "model builders (phmmer)")]
 STACKS = [("_ExecutorManagerThread.run", "process pool: manager"), ("_warm_up", "warm-up")]
 
 
