@@ -459,6 +459,7 @@ RATE = {
     "ours_residues_per_s": 3e8,    # residues of the .gsdb read and uploaded per second
     "ours_per_model": 0.0022,      # s of host work per model
     "ours_hit_factor": 0.75,       # our finishing per hit, against pyhmmer's (survivors only)
+    "ours_cold_start": 1.0,        # s more on empty caches (CuPy's own kernels, loading cubins)
     "kernel_compile": 0.02,        # s per kernel shape (4.5 n^0.56, at most 320) with cubins built
     "numba_compile": 5.0,          # s: numba's functions on an empty cache (the CPU path)
     "model_build_cpu_s": 0.1,      # cpu-seconds per model (calibration dominates)
@@ -513,7 +514,7 @@ class Estimator:
         if tool == "ours_fasta":
             base += residues / 220e6
         if tool == "ours_cold":
-            base += 1.0
+            base += RATE["ours_cold_start"]
             if self.device == "cpu":
                 base += RATE["numba_compile"]
             else:

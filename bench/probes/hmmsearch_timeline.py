@@ -163,11 +163,10 @@ def main():
     _, gsdb, _ = matrix.build_database(args.db, args.homologs, args)
     env = matrix.cache_env(args.work / "cache")
     if args.program == "phmmer":
-        import query_search_bench as queries
-        hmm = args.work / f"queries_{args.models}.faa"
-        hmm.write_bytes(b"".join(b">%s\n%s\n" % (name.encode(), seq) for name, seq in queries.pick_queries(args.models)))
-        cmd = [sys.executable, "-m", "gpu_search", "phmmer", "-q", "--cpu", str(args.cpus), "-o", os.devnull,
-               "--noali", "--device", args.device, "--tblout", os.devnull, str(hmm), str(gsdb)]
+        import query_search_bench as bench
+        queries = args.work / f"queries_{args.models}.faa"
+        queries.write_bytes(b"".join(b">%s\n%s\n" % (name.encode(), seq) for name, seq in bench.pick_queries(args.models)))
+        cmd = bench.ours_command(args, args.device, queries, gsdb, os.devnull)
     else:
         hmm, _ = matrix.build_models(args.models, args)
         cmd = matrix.ours_command(args, args.device, hmm, gsdb, os.devnull, os.devnull)
