@@ -1,9 +1,15 @@
-"""One-pass FASTA scanner compiled with numba (used by :mod:`gpu_search.seqdb`).
+"""One-pass FASTA scanner (used by :mod:`gpu_search.seqdb`), compiled with numba or run as
+plain Python.
 
 It reads the bytes once: header lines are located and split into name and
 description, sequence letters are digitized through a 256-entry table into a
-residue array.  Parsing 273 M residues takes well under a second, faster
+residue array.  Compiled, parsing 273 M residues takes well under a second, faster
 than Easel's own reader through pyhmmer.
+
+The functions below are written as plain Python; :func:`scanners` gives them compiled by
+numba, or run as they are.  A query file of a few kilobytes is scanned faster as plain
+Python than numba is imported and its compiled loops loaded (about 0.5 s): for phmmer and
+jackhmmer from a .gsdb that is numba's only use, a tenth of a run.
 
 A file is scanned piece by piece (a few tens of MiB at a time), so the state
 of the line it stopped in is carried from one piece to the next; a header line
@@ -19,7 +25,9 @@ boxing of the results and leaves a broken tuple (a segmentation fault when
 it is unpacked).  Integers are boxed without running Python code.
 """
 
-from ._numba import numba
+import types
+
+import numpy as np
 
 IGNORED = 254
 ILLEGAL = 255
@@ -47,12 +55,10 @@ IN_COMMENT, LINE_BLANK, HAS_RESIDUES, DROPS, DROP_BYTE, DROP_LINE, DROP_SEQ = 4,
 STATE_SIZE = 11
 
 
-@numba.njit(cache=True, nogil=True)
 def _is_space(c):
     return c == 32 or c == 9 or c == 10 or c == 13 or c == 11 or c == 12
 
 
-@numba.njit(cache=True, nogil=True)
 def count_gt(buf):
     """How many '>' ``buf`` holds: room for its headers."""
     n = 0
@@ -62,7 +68,6 @@ def count_gt(buf):
     return n
 
 
-@numba.njit(cache=True, nogil=True)
 def _implausible(buf, p, n, final, hyphen_good):
     """CFastaReader's test of a sequence's first data line, whose first byte other than
     whitespace is buf[p] (CheckDataLine: the line trimmed of whitespace, its first
@@ -100,7 +105,6 @@ def _implausible(buf, p, n, final, hyphen_good):
     return 0
 
 
-@numba.njit(cache=True, nogil=True)
 def scan(buf, table, final, state, residues, hstart, hend, lengths, blast):
     """Digitize a piece of a FASTA file.
 
@@ -240,7 +244,6 @@ def scan(buf, table, final, state, residues, hstart, hend, lengths, blast):
     return n_res, lead, k, p, bad, bad_kind
 
 
-@numba.njit(cache=True, nogil=True)
 def split_headers(buf, hstart, hend, k, name_blob, name_lens, header_blob, header_lens):
     """Name and header line of each header.
 
@@ -270,3 +273,36 @@ def split_headers(buf, hstart, hend, k, name_blob, name_lens, header_blob, heade
             nn += 1
         name_lens[i] = e - a
     return nn, nd
+
+
+def _on_memoryviews(function):
+    """``function`` run as plain Python with its numpy arguments as memoryviews (whose items
+    are read and written several times faster than a numpy array's)."""
+    def run(*args):
+        return function(*[memoryview(a) if isinstance(a, np.ndarray) else a for a in args])
+    return run
+
+
+_compiled = None
+
+
+def scanners(compiled: bool = True):
+    """(count_gt, scan, split_headers): compiled by numba (from its cache after the first
+    time), or run as plain Python (``compiled=False``: for an input of a few kilobytes; numba
+    is not imported)."""
+    global _compiled
+    if not compiled:
+        return tuple(_on_memoryviews(f) for f in (count_gt, scan, split_headers))
+    if _compiled is None:
+        from ._numba import numba
+
+        # numba takes a function's callees from its globals, where they must be compiled too:
+        # each function is compiled as a copy whose globals name the compiled helpers (numba's
+        # cache files keep the names of the originals: module, name, first line)
+        names = dict(globals())
+        for function in (_is_space, _implausible, count_gt, scan, split_headers):
+            copy = types.FunctionType(function.__code__, names, function.__name__, function.__defaults__)
+            copy.__qualname__ = function.__qualname__
+            names[function.__name__] = numba.njit(cache=True, nogil=True)(copy)
+        _compiled = (names["count_gt"], names["scan"], names["split_headers"])
+    return _compiled

@@ -456,18 +456,26 @@ def read_bytes(path: Path) -> bytes:
         return b"".join(inp.pieces())
 
 
-def read_fasta(path: str | os.PathLike, blast: str | None = None) -> SequenceDB:
+# a FASTA input held in one piece of fewer bytes than this, read with ``plain_scan``, is scanned
+# as plain Python: 200 KB take about 0.07 s so, numba's import and first load about 0.5 s
+PLAIN_SCAN_BYTES = 1 << 18
+
+
+def read_fasta(path: str | os.PathLike, blast: str | None = None, plain_scan: bool = False) -> SequenceDB:
     """Parse a protein FASTA file (plain or gzip; a pipe too), a piece at a time.
 
     ``blast``: None (Easel's rules), "query" (as blastp reads its queries: empty ones kept,
-    searched without hits) or "db" (as makeblastdb reads a database): see :func:`_blast_map`."""
+    searched without hits) or "db" (as makeblastdb reads a database): see :func:`_blast_map`.
+    ``plain_scan``: a file of under PLAIN_SCAN_BYTES is scanned as plain Python, not numba's
+    compiled loop (for query files, where a run may need numba for nothing else)."""
     with _Input(path) as inp:
-        return _collect(inp.pieces(), str(path), blast)
+        return _collect(inp.pieces(), str(path), blast, plain_scan)
 
 
-def parse_fasta(data: bytes, source: str = "<fasta>", blast: str | None = None) -> SequenceDB:
+def parse_fasta(data: bytes, source: str = "<fasta>", blast: str | None = None,
+                plain_scan: bool = False) -> SequenceDB:
     """Parse FASTA bytes into a :class:`SequenceDB` (see module docstring, and ``read_fasta``)."""
-    return _collect(iter([data]), source, blast)
+    return _collect(iter([data]), source, blast, plain_scan)
 
 
 def _warn(message: str) -> None:
@@ -488,9 +496,9 @@ class _Batch:
     header_lens: np.ndarray
 
 
-def _fasta_batches(pieces, source: str, blast: str | None = None):
+def _fasta_batches(pieces, source: str, blast: str | None = None, plain_scan: bool = False):
     """Digitize FASTA pieces (bytes) into :class:`_Batch`es, checking it as Easel reads it
-    (``blast``: as blastp or makeblastdb reads it, see ``read_fasta``).
+    (``blast``: as blastp or makeblastdb reads it; ``plain_scan``: see ``read_fasta``).
 
     The first byte other than whitespace must be '>': anything else (an HMM file, NUL bytes,
     binary) is refused at once.  Errors are raised where they are found, in file order;
@@ -499,8 +507,7 @@ def _fasta_batches(pieces, source: str, blast: str | None = None):
     are told in one warning.
     """
     from ._fasta import (AT_LINE_START, BAD_IMPLAUSIBLE, BAD_NO_NAME, DROP_BYTE, DROP_LINE, DROP_SEQ, DROPS,
-                         IN_SEQUENCE, LINE, LINE_BLANK, PLAUSIBLE_SPAN, STATE_SIZE, count_gt, scan,
-                         split_headers)
+                         IN_SEQUENCE, LINE, LINE_BLANK, PLAUSIBLE_SPAN, STATE_SIZE, scanners)
 
     state = np.zeros(STATE_SIZE, dtype=np.int64)    # at a line's start, line 1, no sequence yet
     state[AT_LINE_START] = state[LINE] = state[LINE_BLANK] = 1
@@ -516,6 +523,7 @@ def _fasta_batches(pieces, source: str, blast: str | None = None):
 
     def scan_piece(data: bytes, final: bool):
         nonlocal open_name, open_len, n_seqs, empty, first_empty, sample_len, first_drop
+        count_gt, scan, split_headers = scanners(compiled=not (plain_scan and len(data) < PLAIN_SCAN_BYTES))
         buf = np.frombuffer(data, dtype=np.uint8)
         heads = count_gt(buf)
         residues = np.empty(len(buf), dtype=np.uint8)
@@ -634,12 +642,12 @@ def _check_protein(sample: np.ndarray, source: str) -> None:
         )
 
 
-def _collect(pieces, source: str, blast: str | None = None) -> SequenceDB:
+def _collect(pieces, source: str, blast: str | None = None, plain_scan: bool = False) -> SequenceDB:
     """A FASTA input read into memory, a piece at a time (the input is never held whole);
-    ``blast``: see ``read_fasta``."""
+    ``blast`` and ``plain_scan``: see ``read_fasta``."""
     residues, names, headers = bytearray(), bytearray(), bytearray()
     lengths, name_lens, header_lens = [], [], []
-    for b in _fasta_batches(pieces, source, blast):
+    for b in _fasta_batches(pieces, source, blast, plain_scan):
         residues += memoryview(b.residues)      # (an array would add itself element-wise)
         names += memoryview(b.name_blob)
         headers += memoryview(b.header_blob)

@@ -18,8 +18,9 @@ from conftest import ROOT
 
 from gpu_search import _numba
 
-# compile one small loop of ours (FASTA scanning's whitespace test) and say where numba put it
-COMPILE_ONE = ("from gpu_search import _fasta; assert _fasta._is_space(32); "
+# compile one small loop of ours (FASTA scanning's count of headers) and say where numba put it
+COMPILE_ONE = ("from gpu_search import _fasta; import numpy; count_gt = _fasta.scanners()[0]; "
+               "assert count_gt(numpy.frombuffer(b'>a>b', numpy.uint8)) == 2; "
                "import os; print(os.environ.get('NUMBA_CACHE_DIR', ''))")
 
 
@@ -44,7 +45,7 @@ def test_unwritable_configured_cache_falls_back_to_a_private_folder(tmp_path):
     assert r.returncode == 0, r.stderr
     private = tmp_path / "tmp" / f"gpu-search-{os.getuid()}"
     assert r.stdout.strip() == str(private / "numba")
-    assert any(name.startswith("_fasta._is_space") for name in cached_loops(private / "numba"))
+    assert any(name.startswith("_fasta.count_gt") for name in cached_loops(private / "numba"))
     assert stat.S_IMODE(private.stat().st_mode) == 0o700
 
 
@@ -52,7 +53,7 @@ def test_writable_configured_cache_is_used_as_it_is(tmp_path):
     r = run_python(COMPILE_ONE, tmp_path, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == str(tmp_path / "cache")
-    assert any(name.startswith("_fasta._is_space") for name in cached_loops(tmp_path / "cache"))
+    assert any(name.startswith("_fasta.count_gt") for name in cached_loops(tmp_path / "cache"))
     assert not (tmp_path / "tmp" / f"gpu-search-{os.getuid()}").exists()
 
 
@@ -238,9 +239,9 @@ def test_compile_leaves_nothing_for_a_search_to_compile(tmp_path):
 def test_a_first_run_is_told_from_numbas_cache(tmp_path):
     """not_compiled_here (blastp's note on a terminal that its first run compiles): true while the
     cache holds nothing of the function, false once it is compiled there."""
-    code = ("from gpu_search import _fasta; from gpu_search._numba import not_compiled_here; "
-            "before = not_compiled_here(_fasta._is_space); _fasta._is_space(32); "
-            "print(before, not_compiled_here(_fasta._is_space))")
+    code = ("from gpu_search import _fasta; from gpu_search._numba import not_compiled_here; import numpy; "
+            "count_gt = _fasta.scanners()[0]; before = not_compiled_here(count_gt); "
+            "count_gt(numpy.zeros(2, numpy.uint8)); print(before, not_compiled_here(count_gt))")
     r = run_python(code, tmp_path, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
     assert r.returncode == 0 and r.stdout.split() == ["True", "False"], r.stderr
 

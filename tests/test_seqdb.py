@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 
 import numpy as np
 import pytest
@@ -151,3 +152,60 @@ def test_long_sequences_refused_or_skipped(tmp_path):
     with pytest.raises(errors.SequenceError, match="over HMMER's limit of 100,000 for phmmer"):
         db.check_for_hmmsearch(program="phmmer")
     assert list(db.check_for_hmmsearch(skip_long=True)) == [1]
+
+
+# --- the scanner compiled and as plain Python --------------------------------------------------
+
+PLAIN_SCAN_CASES = [
+    b">a first one\r\nacdefGHIK\r\nLM.NP_Q*\r\n\r\n>b\tdesc with\ttabs  \nBJZOUX~W\n>  d \t spaced \nWW\n>c\nWWWW",
+    b">old mac\rMKTA\rYIAK\r>next\rWW\r",
+    b";comment\n!also\n>a\nMK.T_A~Y\n# not a comment here\nMKT-A\n>b\n>c\nMKTAYIAKQRQISFVK\n",
+    b">a\nMKTAYI.\nMKT\n>b\nMKT~\x0b\x0b\nQQ\n>c\n  MKTA.\nW\n>d\nMKT1234\n",
+    b">s1\nACDE1FG\n", b">s1\nACDE-FG\n", b">s1\nACDEFG\n>s2 empty one\n>s3\nWW\n", b">\nACDEFG\n",
+    b"this is not fasta\n", b"   \n\n", b"", b">dna\nACGTACGTACGGATCGATCGATCGTTAGCATGCANNACGT\n",
+]
+
+
+def _read_or_error(pieces, mode, plain_scan):
+    try:
+        db = seqdb._collect(iter(pieces), "t.faa", mode, plain_scan)
+    except errors.GpuSearchError as exc:
+        return type(exc).__name__, str(exc)
+    return (db.residues.tobytes(), db.lengths.tolist(), [db.header(i) for i in range(db.n_seqs)],
+            [db.name(i) for i in range(db.n_seqs)])
+
+
+@pytest.mark.parametrize("mode", [None, "query", "db"])
+def test_plain_scan_reads_as_the_compiled_scanner(proteome_path, mode, capsys):
+    """A query file is scanned as plain Python (no numba to load): the same sequences, names,
+    header lines, warnings and errors as the compiled scanner, whole or in pieces (a piece may
+    end inside a header or a first data line)."""
+    part = proteome_path.read_bytes()[:60000]
+    inputs = [[case] for case in PLAIN_SCAN_CASES]
+    inputs += [[part[i:i + 997] for i in range(0, len(part), 997)], [part]]
+    inputs += [[case[:k], case[k:]] for case in PLAIN_SCAN_CASES[:4] for k in (3, 17, len(case) - 2)]
+    for pieces in inputs:
+        compiled = _read_or_error(pieces, mode, plain_scan=False)
+        compiled_warnings = capsys.readouterr().err
+        plain = _read_or_error(pieces, mode, plain_scan=True)
+        assert plain == compiled, pieces
+        assert capsys.readouterr().err == compiled_warnings
+
+
+def test_a_small_query_file_is_read_without_numba(tmp_path, proteome_path):
+    """phmmer's and jackhmmer's queries: numba is not imported for them (its import and first
+    load are about 0.5 s, more than the scan); a database file is scanned compiled."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    (tmp_path / "q.faa").write_bytes(proteome_path.read_bytes()[:40000].rsplit(b">", 1)[0])
+    code = ("import sys; from gpu_search.hmmer.queries import read_queries; q = read_queries(sys.argv[1], ''); "
+            "print(q.n_seqs, 'numba' in sys.modules); from gpu_search.seqdb import open_database; "
+            "open_database(sys.argv[1]); print('numba' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "q.faa")], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stderr
+    n, before, after = r.stdout.split()
+    assert int(n) > 50 and (before, after) == ("False", "True")

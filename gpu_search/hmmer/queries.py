@@ -28,10 +28,11 @@ def query_of(queries: SequenceDB, i: int) -> Query:
 def read_queries(path: str | os.PathLike, hint: str) -> SequenceDB:
     """The query sequences of a protein FASTA file (plain or gzip; a pipe too), read as the
     databases are (Easel's rules; an empty file, a file that is not FASTA, nucleotides and
-    a sequence without residues are refused, each with its one-line error).  An HMM file
+    a sequence without residues are refused, each with its one-line error; a small file is
+    scanned without numba, see ``read_fasta``).  An HMM file
     given instead is named as one, with ``hint`` (what the program takes where)."""
     try:
-        return read_fasta(path)
+        return read_fasta(path, plain_scan=True)
     except FormatError:
         if _is_hmm_file(path):
             raise FormatError(f"{printable(path)}: this is a profile HMM file, not protein FASTA ({hint})") from None
