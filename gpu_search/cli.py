@@ -333,7 +333,7 @@ def hmmsearch(hmmfile, seqdb, cut_ga, cut_nc, cut_tc, hits_out, skip_long, devic
 
     options = _search_options(SearchOptions, shared, bit_cutoffs=_bit_cutoffs(cut_ga, cut_nc, cut_tc))
     gpu_ids = _parse_gpus(gpus)
-    dev.start_cuda(device, gpu_ids)         # the GPUs' start overlaps reading the inputs
+    dev.start_cuda(device, gpu_ids, forks=False)    # the GPUs' start overlaps reading the inputs
     # (a large model file streams into the search as it is parsed)
     hmms = open_hmms(hmmfile, threads=cpu)
     db = open_database(seqdb)
@@ -386,7 +386,7 @@ def phmmer(seqfile, seqdb, popen, pextend, mx, hits_out, skip_long, device, gpus
 
     options = _search_options(PhmmerOptions, shared, popen=popen, pextend=pextend, mx=mx)
     gpu_ids = _parse_gpus(gpus)
-    dev.start_cuda(device, gpu_ids)         # the GPUs' start overlaps reading the inputs
+    dev.start_cuda(device, gpu_ids, forks=False)    # the GPUs' start overlaps reading the inputs
     queries = read_queries(seqfile)
     db = open_database(seqdb)
     db.check_for_hmmsearch(skip_long, "phmmer")       # report bad input before any note about the device
@@ -456,7 +456,7 @@ def jackhmmer(seqfile, seqdb, N, popen, pextend, mx, chkhmm, chkali, skip_long, 
 
     options = _search_options(JackhmmerOptions, shared, N=N, popen=popen, pextend=pextend, mx=mx)
     gpu_ids = _parse_gpus(gpus)
-    dev.start_cuda(device, gpu_ids)         # the GPUs' start overlaps reading the inputs
+    dev.start_cuda(device, gpu_ids, forks=False)    # the GPUs' start overlaps reading the inputs
     queries = read_queries(seqfile)
     db = open_database(seqdb)
     if db.shard:

@@ -56,27 +56,31 @@ def gpu_status() -> tuple[bool, str, list[str]]:
 _cuda_start: threading.Thread | None = None
 
 
-def start_cuda(device: str, gpus: list[int] | None = None) -> None:
+def start_cuda(device: str, gpus: list[int] | None = None, forks: bool = True) -> None:
     """Start CUDA on a helper thread while the main thread reads the inputs: the driver's
     start and each GPU's context take about 0.2 s on an H100 host, in the driver, without
     the GIL (bench/upload_probe.py).  ``wait_cuda`` joins it before the first use.
 
-    CuPy is imported here, on the calling thread: the helper holds no import lock when the
-    blastp run forks its traceback workers, which never call CUDA.  Failures are left to
-    the real first use, which reports them.
+    ``forks``: the run forks worker processes (blastp's traceback workers, which never call
+    CUDA): CuPy is imported here, on the calling thread, so that the helper holds no import
+    lock at a fork.  Without (the HMMER programs) the helper imports it too (0.3 s), while
+    the main thread reads the inputs and builds the models.  Failures are left to the real
+    first use, which reports them (CuPy's import in ``gpu_status`` raising them again).
     """
     global _cuda_start
     if device not in ("auto", "gpu") or _cuda_start is not None or importlib.util.find_spec("cupy") is None:
         return
-    try:
-        cupy = _import_cupy()
-    except GpuSearchError:         # no writable folder for compiled code: the run's error
-        raise
-    except Exception:              # reported by gpu_status when the run asks
-        return
+    if forks:
+        try:
+            _import_cupy()
+        except GpuSearchError:     # no writable folder for compiled code: the run's error
+            raise
+        except Exception:          # reported by gpu_status when the run asks
+            return
 
     def create():
         try:
+            cupy = _import_cupy()
             ok, _, names = gpu_status()
             if not ok:
                 return

@@ -581,9 +581,9 @@ def test_cpu_search_from_gsdb_never_imports_numba(tmp_path):
 
 
 def test_cuda_started_on_a_helper_thread(monkeypatch):
-    """device.start_cuda: CuPy imported on the calling thread, each chosen GPU's context
-    created on a helper thread (wait_cuda joins it); nothing for --device cpu, nor
-    without CuPy.  A stand-in CuPy records the calls."""
+    """device.start_cuda: CuPy imported on the calling thread (on the helper where the run
+    forks nothing), each chosen GPU's context created on a helper thread (wait_cuda joins
+    it); nothing for --device cpu, nor without CuPy.  A stand-in CuPy records the calls."""
     import importlib.util
     import threading
     import types
@@ -621,6 +621,15 @@ def test_cuda_started_on_a_helper_thread(monkeypatch):
     device.start_cuda("auto")
     device.wait_cuda()
     assert [c[:2] for c in calls] == [("device", 0), ("free", 0), ("device", 1), ("free", 0)]
+    # the HMMER programs fork nothing: CuPy is imported on the helper as well
+    imported_on = []
+    monkeypatch.setattr(device, "_import_cupy", lambda: imported_on.append(threading.current_thread().name) or fake)
+    for forks, where in ((True, ["MainThread", "cuda-start"]), (False, ["cuda-start"])):
+        imported_on.clear()
+        monkeypatch.setattr(device, "_cuda_start", None)
+        device.start_cuda("gpu", [0], forks=forks)
+        device.wait_cuda()
+        assert imported_on == where
     monkeypatch.setattr(device, "_cuda_start", None)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
     device.start_cuda("gpu")
