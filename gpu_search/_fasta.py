@@ -283,6 +283,8 @@ def _on_memoryviews(function):
     return run
 
 
+# what numba compiles of this module, callees before their callers
+COMPILED_FUNCTIONS = (_is_space, _implausible, count_gt, scan, split_headers)
 _compiled = None
 
 
@@ -300,7 +302,7 @@ def scanners(compiled: bool = True):
         # each function is compiled as a copy whose globals name the compiled helpers (numba's
         # cache files keep the names of the originals: module, name, first line)
         names = dict(globals())
-        for function in (_is_space, _implausible, count_gt, scan, split_headers):
+        for function in COMPILED_FUNCTIONS:
             copy = types.FunctionType(function.__code__, names, function.__name__, function.__defaults__)
             copy.__qualname__ = function.__qualname__
             names[function.__name__] = numba.njit(cache=True, nogil=True)(copy)
