@@ -150,6 +150,7 @@ CASES = [
     ["-N", "2", "--max", "--nonull2"],
     ["-N", "2", "--F1", "0.1", "--F2", "0.01", "--nobias", "-Z", "1e6", "--domZ", "5", "--seed", "7", "--cpu", "1"],
     ["-N", "3", "--cpu", "12"],                         # more threads than queries
+    ["-N", "1", "--qformat", "fasta", "--tformat", "Fasta"],
 ]
 
 
@@ -261,7 +262,7 @@ def test_device_auto_takes_the_cpu_for_small_work_and_says_so(queries, tmp_path,
 
     monkeypatch.setattr(device, "gpu_status", lambda: (True, "1 GPU(s)", ["a GPU"]))
     monkeypatch.setattr(device, "wait_cuda", lambda: None)
-    monkeypatch.setattr(device, "start_cuda", lambda *a: None)
+    monkeypatch.setattr(device, "start_cuda", lambda *a, **k: None)
     cli.main(["jackhmmer", "-q", "-N", "1", "-o", str(tmp_path / "o.txt"), str(queries), str(PROTEOME)])
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("gpu-search: --device auto: searching on the CPU: 4 models x "), err
