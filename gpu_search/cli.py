@@ -282,6 +282,35 @@ _skip_long_option = click.option(
 # the shared options' parameters that are output files, not SearchOptions fields
 _OUTPUT_PARAMS = ("output", "alignment", "tblout", "domtblout", "pfamtblout")
 
+# Easel's names of sequence file formats (esl_sqio_EncodeFormat, unaligned and aligned), which
+# HMMER's --qformat and --tformat take; FASTA is the one read here
+EASEL_SEQ_FORMATS = ("fasta", "embl", "genbank", "ddbj", "uniprot", "ncbi", "daemon", "hmmpgmd", "fmindex",
+                     "stockholm", "pfam", "a2m", "psiblast", "selex", "afa", "clustal", "clustallike", "phylip",
+                     "phylips")
+
+
+def _format_options(**files):
+    """HMMER's --qformat / --tformat (``qformat="the query file (SEQFILE)"``...), echoed in the
+    report's header as HMMER echoes them."""
+    return _options(*(click.option(f"--{name}", name, metavar="FORMAT",
+                                   help=f"Assert that {what} is in FORMAT, as HMMER's --{name}: fasta is the "
+                                        f"one read here (a .gsdb or a BLAST database is known by its content).")
+                      for name, what in files.items()))
+
+
+def _check_formats(shared: dict) -> None:
+    """--qformat and --tformat, taken out of ``shared``: fasta (any case) passes; HMMER's other
+    formats and unknown names are refused with one line."""
+    for name in ("qformat", "tformat"):
+        value = shared.pop(name, None)
+        if value is None or value.lower() == "fasta":
+            continue
+        if value.lower() in EASEL_SEQ_FORMATS:
+            raise OptionError(f"--{name} {value}: gpu-search reads protein FASTA (and .gsdb, BLAST databases), "
+                              f"not {value}: convert the file first (esl-reformat fasta FILE)")
+        raise OptionError(f"--{name} {printable(value, 40)}: not a sequence file format "
+                          f"(HMMER's: {', '.join(EASEL_SEQ_FORMATS)})")
+
 
 def _bit_cutoffs(cut_ga: bool, cut_nc: bool, cut_tc: bool) -> str | None:
     """--cut_ga, --cut_nc or --cut_tc as SearchOptions.bit_cutoffs (one at most)."""
@@ -294,6 +323,7 @@ def _bit_cutoffs(cut_ga: bool, cut_nc: bool, cut_tc: bool) -> str | None:
 def _search_options(cls, shared: dict, **extra):
     """The SearchOptions (or PhmmerOptions) of the shared HMMER options' values, the options
     as typed recorded for the report's header."""
+    _check_formats(shared)
     fields = {k: v for k, v in shared.items() if k not in _OUTPUT_PARAMS + ("cpu", "max_")}
     options = cls(max=shared["max_"], **fields, **extra)
     options.given = _typed_options(click.get_current_context())
@@ -311,6 +341,7 @@ def _outputs(shared: dict) -> dict:
 @_hmmer_threshold_options
 @_cutoff_options
 @_hmmer_pipeline_options
+@_format_options(tformat="the target database (SEQDB)")
 @_hits_out_option
 @_skip_long_option
 @_device_option
@@ -359,6 +390,7 @@ def hmmsearch(hmmfile, seqdb, cut_ga, cut_nc, cut_tc, hits_out, skip_long, devic
               help="Substitution score matrix (HMMER's built-in ones; --mxfile is not offered).")
 @_hmmer_threshold_options
 @_hmmer_pipeline_options
+@_format_options(qformat="the query file (SEQFILE)", tformat="the target database (SEQDB)")
 @_hits_out_option
 @_skip_long_option
 @_device_option
@@ -370,8 +402,8 @@ def phmmer(seqfile, seqdb, popen, pextend, mx, hits_out, skip_long, device, gpus
     hmmsearch: protein FASTA, a .gsdb from `gpu-search makedb`, or a BLAST protein database.
     Each query becomes a profile HMM (phmmer's: --mx, --popen, --pextend), searched with
     hmmsearch's engine; scores, E-values, hits, domains and every output are those of
-    HMMER 3.4's phmmer.  Not offered: --mxfile, --qformat, --tformat, the E-value
-    calibration options (--EmL, --EmN, --EvL, --EvN, --EfL, --EfN, --Eft: HMMER's defaults
+    HMMER 3.4's phmmer.  --qformat and --tformat take fasta only.  Not offered: --mxfile,
+    the E-value calibration options (--EmL, --EmN, --EvL, --EvN, --EfL, --EfN, --Eft: HMMER's defaults
     are used).  A query without residues is refused (phmmer skips it silently).
     """
     from . import device as dev
@@ -420,6 +452,7 @@ def phmmer(seqfile, seqdb, popen, pextend, mx, hits_out, skip_long, device, gpus
               help="Substitution score matrix of the first round's model (HMMER's built-in ones).")
 @_threshold_options("sequences", inc_default=0.001, included_in=" in the next round's model")
 @_pipeline_options("sequences in the database")
+@_format_options(qformat="the query file (SEQFILE)", tformat="the target database (SEQDB)")
 @_skip_long_option
 @_device_option
 def jackhmmer(seqfile, seqdb, N, popen, pextend, mx, chkhmm, chkali, skip_long, device, gpus, quiet, **shared):
@@ -438,8 +471,8 @@ def jackhmmer(seqfile, seqdb, N, popen, pextend, mx, chkhmm, chkali, skip_long, 
     serial code does.  Not offered: the options of the later rounds' model
     construction (--fragthresh; --wpb, --wgsc, --wblosum, --wnone, --wid; --eent, --eentexp,
     --eclust, --enone, --eset, --ere, --esigma, --eid; --pnone, --plaplace: HMMER's defaults
-    are used), --mxfile, --qformat, --tformat, the E-value calibration options (--EmL,
-    --EmN, --EvL, --EvN, --EfL, --EfN, --Eft).  A query without residues is refused
+    are used), --mxfile, the E-value calibration options (--EmL, --EmN, --EvL, --EvN,
+    --EfL, --EfN, --Eft); --qformat and --tformat take fasta only.  A query without residues is refused
     (jackhmmer skips it silently).
     """
     from . import device as dev
@@ -511,6 +544,7 @@ def _say_cpu_only(program: str, device: str) -> None:
 @_threshold_options("models")
 @_cutoff_options
 @_pipeline_options("the number of models in HMMDB")
+@_format_options(qformat="the query file (SEQFILE)")
 @_skip_long_option
 @_cpu_only_device_option("hmmscan", quiet_first=True)
 def hmmscan(hmmdb, seqfile, cut_ga, cut_nc, cut_tc, skip_long, device, gpus, quiet, **shared):
@@ -522,8 +556,8 @@ def hmmscan(hmmdb, seqfile, cut_ga, cut_nc, cut_tc, skip_long, device, gpus, qui
     (hmmscan needs it pressed; here it need not be).  SEQFILE is a protein FASTA file of one
     or more queries (may be gzipped).  Results are grouped per query; scores, E-values, hits,
     domains and every output are those of HMMER 3.4's hmmscan (Z: the number of models).
-    Runs on the CPU for now.  Not offered: --qformat, hmmscan's search of the $PFAMDB
-    folders for HMMDB.  A query without residues is refused (hmmscan reports it without
+    Runs on the CPU for now.  --qformat takes fasta only.  Not offered: hmmscan's search of
+    the $PFAMDB folders for HMMDB.  A query without residues is refused (hmmscan reports it without
     hits); so is a model without the cutoff --cut_ga, --cut_nc or --cut_tc asks for
     (hmmscan skips such a model where it passes the MSV filter, without a word).
     """

@@ -153,7 +153,7 @@ def _is_used(options: SearchOptions, name: str) -> bool:
     if name in ("cut_ga", "cut_nc", "cut_tc"):
         flag = {"cut_ga": "gathering", "cut_nc": "noise", "cut_tc": "trusted"}[name]
         return options.bit_cutoffs == flag
-    if name == "cpu":
+    if name in ("cpu", "qformat", "tformat"):
         return False                    # only known from options.given
     if options.max and name in ("F1", "F2", "F3", "nobias"):
         return False                    # set by --max itself, not by the user
@@ -277,6 +277,16 @@ def write_header(fh, hmmfile: str, seqfile: str, options: SearchOptions,
             lines.append("# random number seed:              one-time arbitrary")
         else:
             lines.append("# random number seed set to:       %d" % options.seed)
+    # --qformat, --tformat as typed (hmmsearch.c, phmmer.c and jackhmmer.c, hmmscan.c word them so)
+    if program is HMMSEARCH:
+        formats = [("tformat", "# targ <seqfile> format asserted:  ")]
+    elif program is HMMSCAN:
+        formats = [("qformat", "# input seqfile format asserted:   ")]
+    else:
+        formats = [("qformat", "# query <seqfile> format asserted: "), ("tformat", "# target <seqdb> format asserted:  ")]
+    for name, label in formats:
+        if used(name):
+            lines.append(label + one_line(str(_given(options)[name])))
     if used("cpu"):
         lines.append("# number of worker threads:        %d" % int(_given(options)["cpu"]))
     lines.append(DASHES)

@@ -157,6 +157,7 @@ CASES = [
     ["-T", "10", "--domT", "5", "--incT", "20", "--incdomT", "15"],
     # "1e-3" is hmmscan's default text: not echoed; "10" is not "10.0": echoed
     ["-E", "10", "--incE", "1e-20", "--incdomE", "1e-20", "--F2", "1e-3"],
+    ["--seed", "7", "--qformat", "FASTA", "--cpu", "1"],
 ]
 
 
@@ -271,7 +272,8 @@ def test_help_says_what_is_not_offered():
     r = run_ours(["--help"], ROOT)
     text = " ".join(r.stdout.split())
     assert r.returncode == 0 and "Usage: gpu-search hmmscan [OPTIONS] HMMDB SEQFILE" in text
-    assert "Not offered: --qformat" in text and "Runs on the CPU for now." in text
+    assert "Not offered: hmmscan's search of the $PFAMDB" in text and "Runs on the CPU for now." in text
+    assert "--qformat takes fasta only" in text
     assert "-A FILE" not in text and "Report models with E-value <= E." in text
     assert "Exit codes:" in text
 
@@ -328,10 +330,13 @@ def bad_inputs(oracle, data_dir: Path, tmp: Path):
          "over HMMER's limit of 100,000 for hmmscan"),
         ("--cut_ga, a model without GA", text_db, faa, ["--cut_ga"], 2, "model 'KR' has no GA cutoff"),
         ("two cutoffs", text_db, faa, ["--cut_ga", "--cut_tc"], 2, "use only one of"),
+        ("--qformat of a format not read", text_db, faa, ["--qformat", "genbank"], 2,
+         "--qformat genbank: gpu-search reads protein FASTA"),
+        ("--qformat of no format", text_db, faa, ["--qformat", "gb"], 2, "--qformat gb: not a sequence file format"),
     ]
 
 
-N_BAD = 18
+N_BAD = 20
 
 
 @pytest.mark.parametrize("case", range(N_BAD))

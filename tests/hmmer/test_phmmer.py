@@ -141,6 +141,7 @@ CASES = [
     ["-T", "20", "--domT", "10", "--incT", "40", "--incdomT", "30"],
     ["--incE", "1e-20", "--incdomE", "1e-20", "--max", "--nonull2"],
     ["--F1", "0.1", "--F2", "0.01", "--nobias", "-Z", "1e6", "--domZ", "5", "--cpu", "1"],
+    ["--seed", "7", "--qformat", "fasta", "--tformat", "FASTA"],   # echoed as typed
 ]
 
 

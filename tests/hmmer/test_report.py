@@ -66,6 +66,7 @@ FLAGS = {
     "--max": ("max", None), "--F1": ("F1", float), "--F2": ("F2", float), "--F3": ("F3", float),
     "--nobias": ("nobias", None), "--nonull2": ("nonull2", None), "-Z": ("Z", float), "--domZ": ("domZ", float),
     "--seed": ("seed", int),
+    "--tformat": (None, str),           # echoed only (given); fasta is the one format read
 }
 
 # (model file, hmmsearch options).  Options are listed in the order of
@@ -96,6 +97,7 @@ CASES = [
     ("LuxC", ["--max"]),
     ("PF02826", ["--nonull2"]),
     ("RREFam", ["-E", "1e3", "--nobias", "--nonull2"]),
+    ("PF02826", ["--seed", "7", "--tformat", "FASTA"]),  # the format as typed, after --seed
 ]
 
 
@@ -105,7 +107,9 @@ def parse_options(args: list[str]) -> SearchOptions:
     it = iter(args)
     for flag in it:
         field, kind = FLAGS[flag]
-        if kind is None:
+        if field is None:
+            given[flag.lstrip("-")] = next(it)
+        elif kind is None:
             kwargs[field] = given[flag.lstrip("-")] = True
         elif isinstance(kind, str):
             kwargs[field] = kind

@@ -20,14 +20,14 @@
  * Options: -o, -A, --tblout, --domtblout, --pfamtblout, --acc, --noali, --notextw,
  *   --textw, -E, -T, --domE, --domT, --incE, --incT, --incdomE, --incdomT,
  *   --cut_ga, --cut_nc, --cut_tc, --max, --F1, --F2, --F3, --nobias,
- *   --nonull2, -Z, --domZ, --seed, --cpu (accepted and echoed as hmmsearch
- *   does; the search itself is always serial).
+ *   --nonull2, -Z, --domZ, --seed, --tformat, --cpu (accepted and echoed as
+ *   hmmsearch does; the search itself is always serial).
  *
  * Differences from the real hmmsearch, all deliberate:
  *   - serial only: HMMER's threaded search gives each worker its own
  *     running target count, which (only) changes which sub-threshold hits are
  *     kept in the hit list, and so the width of the name columns;
- *   - --tformat and the hidden --restrictdb_* options are not offered;
+ *   - the hidden --restrictdb_* options are not offered;
  *   - argv[0] is replaced by "hmmsearch", so the banner and the tabular
  *     "# Option settings:" line read as hmmsearch's own.
  *
@@ -56,7 +56,7 @@
 #define INCDOMOPTS  "--incdomE,--incdomT,--cut_ga,--cut_nc,--cut_tc"
 #define THRESHOPTS  "-E,-T,--domE,--domT,--incE,--incT,--incdomE,--incdomT,--cut_ga,--cut_nc,--cut_tc"
 
-/* hmmsearch.c's option table (HMMER 3.4), less --tformat and --restrictdb_*. */
+/* hmmsearch.c's option table (HMMER 3.4), less --restrictdb_*. */
 static ESL_OPTIONS options[] = {
   /* name           type      default  env  range     toggles   reqs   incomp              help                                                      docgroup*/
   { "-h",           eslARG_NONE,   FALSE, NULL, NULL,    NULL,  NULL,  NULL,            "show brief help on version and usage",                         1 },
@@ -95,9 +95,22 @@ static ESL_OPTIONS options[] = {
   { "-Z",           eslARG_REAL,   FALSE, NULL, "x>0",   NULL,  NULL,  NULL,            "set # of comparisons done, for E-value calculation",          12 },
   { "--domZ",       eslARG_REAL,   FALSE, NULL, "x>0",   NULL,  NULL,  NULL,            "set # of significant seqs, for domain E-value calculation",   12 },
   { "--seed",       eslARG_INT,    "42",  NULL, "n>=0",  NULL,  NULL,  NULL,            "set RNG seed to <n> (if 0: one-time arbitrary seed)",         12 },
+  { "--tformat",    eslARG_STRING,  NULL, NULL, NULL,    NULL,  NULL,  NULL,            "assert target <seqfile> is in format <s>: no autodetection",  12 },
   { "--cpu",        eslARG_INT,    "2","HMMER_NCPU","n>=0",NULL, NULL,  NULL,            "number of parallel CPU workers (accepted; search is serial)", 12 },
   {  0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
 };
+
+/* The format --qformat or --tformat asserts (esl_sqio_EncodeFormat, as HMMER decodes it), else
+ * autodetection. */
+static int
+seq_format(const ESL_GETOPTS *go, const char *option)
+{
+  int fmt;
+  if (! esl_opt_IsOn(go, option)) return eslSQFILE_UNKNOWN;
+  fmt = esl_sqio_EncodeFormat(esl_opt_GetString(go, option));
+  if (fmt == eslSQFILE_UNKNOWN) p7_Fail("%s is not a recognized input sequence file format\n", esl_opt_GetString(go, option));
+  return fmt;
+}
 
 static char usage[]  = "[options] <hmmfile> <seqdb>";
 static char banner[] = "search profile(s) against a sequence database";
@@ -143,6 +156,7 @@ output_header(FILE *ofp, const ESL_GETOPTS *go, char *hmmfile, char *seqfile)
     if (esl_opt_GetInteger(go, "--seed") == 0) fprintf(ofp, "# random number seed:              one-time arbitrary\n");
     else                                       fprintf(ofp, "# random number seed set to:       %d\n",             esl_opt_GetInteger(go, "--seed"));
   }
+  if (esl_opt_IsUsed(go, "--tformat"))    fprintf(ofp, "# targ <seqfile> format asserted:  %s\n",             esl_opt_GetString(go, "--tformat"));
   if (esl_opt_IsUsed(go, "--cpu"))        fprintf(ofp, "# number of worker threads:        %d\n",             esl_opt_GetInteger(go, "--cpu"));
   fprintf(ofp, "# - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -\n\n");
 }
@@ -232,7 +246,7 @@ main(int argc, char **argv)
   textw = esl_opt_GetBoolean(go, "--notextw") ? 0 : esl_opt_GetInteger(go, "--textw");
 
   /* Open the target sequence database */
-  status = esl_sqfile_Open(dbfile, eslSQFILE_UNKNOWN, p7_SEQDBENV, &dbfp);
+  status = esl_sqfile_Open(dbfile, seq_format(go, "--tformat"), p7_SEQDBENV, &dbfp);
   if      (status == eslENOTFOUND) p7_Fail("Failed to open sequence file %s for reading\n", dbfile);
   else if (status == eslEFORMAT)   p7_Fail("Sequence file %s is empty or misformatted\n",   dbfile);
   else if (status == eslEINVAL)    p7_Fail("Can't autodetect format of a stdin or .gz seqfile");

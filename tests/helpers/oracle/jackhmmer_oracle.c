@@ -30,7 +30,7 @@
  * Differences from the real jackhmmer, all deliberate:
  *   - serial only (see hmmsearch_oracle.c: threads change only which
  *     sub-threshold hits are kept, and so the width of the name columns);
- *   - --qformat, --tformat and the MPI options are not offered;
+ *   - the MPI options are not offered;
  *   - argv[0] is replaced by "jackhmmer", so the banner and the tabular
  *     "# Option settings:" line read as jackhmmer's own.
  *
@@ -63,7 +63,7 @@
 #define EFFOPTS     "--eent,--eentexp,--eclust,--eset,--enone"
 #define WGTOPTS     "--wgsc,--wblosum,--wpb,--wnone"
 
-/* jackhmmer.c's option table (HMMER 3.4), less --qformat, --tformat and the MPI options. */
+/* jackhmmer.c's option table (HMMER 3.4), less the MPI options. */
 static ESL_OPTIONS options[] = {
   /* name           type              default   env  range   toggles     reqs   incomp             help                                                  docgroup*/
   { "-h",           eslARG_NONE,        FALSE, NULL, NULL,      NULL,    NULL,  NULL,            "show brief help on version and usage",                         1 },
@@ -141,9 +141,23 @@ static ESL_OPTIONS options[] = {
   { "-Z",           eslARG_REAL,        FALSE, NULL, "x>0",     NULL,    NULL,  NULL,            "set # of comparisons done, for E-value calculation",          12 },
   { "--domZ",       eslARG_REAL,        FALSE, NULL, "x>0",     NULL,    NULL,  NULL,            "set # of significant seqs, for domain E-value calculation",   12 },
   { "--seed",       eslARG_INT,          "42", NULL, "n>=0",    NULL,    NULL,  NULL,            "set RNG seed to <n> (if 0: one-time arbitrary seed)",         12 },
+  { "--qformat",    eslARG_STRING,       NULL, NULL, NULL,      NULL,    NULL,  NULL,            "assert query <seqfile> is in format <s>: no autodetection",   12 },
+  { "--tformat",    eslARG_STRING,       NULL, NULL, NULL,      NULL,    NULL,  NULL,            "assert target <seqdb> is in format <s>: no autodetection",    12 },
   { "--cpu",        eslARG_INT,           "2", "HMMER_NCPU","n>=0",NULL, NULL,  NULL,            "number of parallel CPU workers (accepted; search is serial)", 12 },
   {  0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
 };
+
+/* The format --qformat or --tformat asserts (esl_sqio_EncodeFormat, as HMMER decodes it), else
+ * autodetection. */
+static int
+seq_format(const ESL_GETOPTS *go, const char *option)
+{
+  int fmt;
+  if (! esl_opt_IsOn(go, option)) return eslSQFILE_UNKNOWN;
+  fmt = esl_sqio_EncodeFormat(esl_opt_GetString(go, option));
+  if (fmt == eslSQFILE_UNKNOWN) p7_Fail("%s is not a recognized input sequence file format\n", esl_opt_GetString(go, option));
+  return fmt;
+}
 
 static char usage[]  = "[-options] <seqfile> <seqdb>";
 static char banner[] = "iteratively search a protein sequence against a protein database";
@@ -218,6 +232,8 @@ output_header(FILE *ofp, const ESL_GETOPTS *go, char *qfile, char *dbfile)
     if (esl_opt_GetInteger(go, "--seed") == 0) fprintf(ofp, "# random number seed:              one-time arbitrary\n");
     else                                       fprintf(ofp, "# random number seed set to:       %d\n", esl_opt_GetInteger(go, "--seed"));
   }
+  ECHO("--qformat",    "# query <seqfile> format asserted: %s\n",            esl_opt_GetString(go, "--qformat"));
+  ECHO("--tformat",    "# target <seqdb> format asserted:  %s\n",            esl_opt_GetString(go, "--tformat"));
   ECHO("--cpu",        "# number of worker threads:        %d\n",            esl_opt_GetInteger(go, "--cpu"));
   fprintf(ofp, "# - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -\n\n");
 }
@@ -364,7 +380,7 @@ main(int argc, char **argv)
   if (esl_opt_IsOn(go, "--tblout")    && (tblfp    = fopen(esl_opt_GetString(go, "--tblout"),    "w")) == NULL) p7_Fail("Failed to open tabular per-seq output file %s for writing\n", esl_opt_GetString(go, "--tblout"));
   if (esl_opt_IsOn(go, "--domtblout") && (domtblfp = fopen(esl_opt_GetString(go, "--domtblout"), "w")) == NULL) p7_Fail("Failed to open tabular per-dom output file %s for writing\n", esl_opt_GetString(go, "--domtblout"));
 
-  status = esl_sqfile_OpenDigital(abc, dbfile, eslSQFILE_UNKNOWN, p7_SEQDBENV, &dbfp);
+  status = esl_sqfile_OpenDigital(abc, dbfile, seq_format(go, "--tformat"), p7_SEQDBENV, &dbfp);
   if      (status == eslENOTFOUND) p7_Fail("Failed to open target sequence database %s for reading\n",      dbfile);
   else if (status == eslEFORMAT)   p7_Fail("Target sequence database file %s is empty or misformatted\n",   dbfile);
   else if (status == eslEINVAL)    p7_Fail("Can't autodetect format of a stdin or .gz seqfile");
@@ -372,7 +388,7 @@ main(int argc, char **argv)
   if (! esl_sqfile_IsRewindable(dbfp))
     p7_Fail("Target sequence file %s isn't rewindable; jackhmmer requires that it is", dbfile);
 
-  status = esl_sqfile_OpenDigital(abc, qfile, eslSQFILE_UNKNOWN, NULL, &qfp);
+  status = esl_sqfile_OpenDigital(abc, qfile, seq_format(go, "--qformat"), NULL, &qfp);
   if      (status == eslENOTFOUND) p7_Fail("Failed to open sequence file %s for reading\n",      qfile);
   else if (status == eslEFORMAT)   p7_Fail("Sequence file %s is empty or misformatted\n",        qfile);
   else if (status == eslEINVAL)    p7_Fail("Can't autodetect format of a stdin or .gz seqfile");

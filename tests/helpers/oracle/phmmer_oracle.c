@@ -22,13 +22,14 @@
  *   --notextw, --textw, --popen, --pextend, --mx, --mxfile, -E, -T, --domE, --domT,
  *   --incE, --incT, --incdomE, --incdomT, --max, --F1, --F2, --F3, --nobias,
  *   --EmL, --EmN, --EvL, --EvN, --EfL, --EfN, --Eft, --nonull2, -Z, --domZ, --seed,
- *   --cpu (accepted and echoed as phmmer does; the search itself is always serial).
+ *   --qformat, --tformat, --cpu (accepted and echoed as phmmer does; the search itself
+ *   is always serial).
  *
  * Differences from the real phmmer, all deliberate:
  *   - serial only (see hmmsearch_oracle.c: threads change only which
  *     sub-threshold hits are kept, and so the width of the name columns);
- *   - --qformat, --tformat, --daemon and the hidden --restrictdb_* options are
- *     not offered (the hidden --cut_* ones are kept: p7_pipeline_Create() reads them);
+ *   - --daemon and the hidden --restrictdb_* options are not offered (the hidden
+ *     --cut_* ones are kept: p7_pipeline_Create() reads them);
  *   - argv[0] is replaced by "phmmer", so the banner and the tabular
  *     "# Option settings:" line read as phmmer's own.
  *
@@ -110,9 +111,23 @@ static ESL_OPTIONS options[] = {
   { "-Z",           eslARG_REAL,    FALSE,   NULL, "x>0",     NULL,  NULL,  NULL,              "set # of comparisons done, for E-value calculation",          12 },
   { "--domZ",       eslARG_REAL,    FALSE,   NULL, "x>0",     NULL,  NULL,  NULL,              "set # of significant seqs, for domain E-value calculation",   12 },
   { "--seed",       eslARG_INT,      "42",   NULL, "n>=0",    NULL,  NULL,  NULL,              "set RNG seed to <n> (if 0: one-time arbitrary seed)",         12 },
+  { "--qformat",    eslARG_STRING,   NULL,   NULL, NULL,      NULL,  NULL,  NULL,              "assert query <seqfile> is in format <s>: no autodetection",   12 },
+  { "--tformat",    eslARG_STRING,   NULL,   NULL, NULL,      NULL,  NULL,  NULL,              "assert target <seqdb> is in format <s>>: no autodetection",   12 },
   { "--cpu",        eslARG_INT,       "2", "HMMER_NCPU","n>=0",NULL, NULL,  NULL,              "number of parallel CPU workers (accepted; search is serial)", 12 },
   {  0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
 };
+
+/* The format --qformat or --tformat asserts (esl_sqio_EncodeFormat, as HMMER decodes it), else
+ * autodetection. */
+static int
+seq_format(const ESL_GETOPTS *go, const char *option)
+{
+  int fmt;
+  if (! esl_opt_IsOn(go, option)) return eslSQFILE_UNKNOWN;
+  fmt = esl_sqio_EncodeFormat(esl_opt_GetString(go, option));
+  if (fmt == eslSQFILE_UNKNOWN) p7_Fail("%s is not a recognized input sequence file format\n", esl_opt_GetString(go, option));
+  return fmt;
+}
 
 static char usage[]  = "[-options] <seqfile> <seqdb>";
 static char banner[] = "search a protein sequence against a protein database";
@@ -166,6 +181,8 @@ output_header(FILE *ofp, const ESL_GETOPTS *go, char *qfile, char *dbfile)
     if (esl_opt_GetInteger(go, "--seed") == 0) fprintf(ofp, "# random number seed:              one-time arbitrary\n");
     else                                       fprintf(ofp, "# random number seed set to:       %d\n",             esl_opt_GetInteger(go, "--seed"));
   }
+  if (esl_opt_IsUsed(go, "--qformat"))    fprintf(ofp, "# query <seqfile> format asserted: %s\n",             esl_opt_GetString(go, "--qformat"));
+  if (esl_opt_IsUsed(go, "--tformat"))    fprintf(ofp, "# target <seqdb> format asserted:  %s\n",             esl_opt_GetString(go, "--tformat"));
   if (esl_opt_IsUsed(go, "--cpu"))        fprintf(ofp, "# number of worker threads:        %d\n",             esl_opt_GetInteger(go, "--cpu"));
   fprintf(ofp, "# - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -\n\n");
 }
@@ -285,14 +302,14 @@ main(int argc, char **argv)
   if (esl_opt_IsOn(go, "--pfamtblout")) { if ((pfamtblfp = fopen(esl_opt_GetString(go, "--pfamtblout"), "w")) == NULL) p7_Fail("Failed to open pfam-style tabular output file %s for writing\n", esl_opt_GetString(go, "--pfamtblout")); }
 
   /* Open the target sequence database */
-  status = esl_sqfile_OpenDigital(abc, dbfile, eslSQFILE_UNKNOWN, p7_SEQDBENV, &dbfp);
+  status = esl_sqfile_OpenDigital(abc, dbfile, seq_format(go, "--tformat"), p7_SEQDBENV, &dbfp);
   if      (status == eslENOTFOUND) p7_Fail("Failed to open target sequence database %s for reading\n",      dbfile);
   else if (status == eslEFORMAT)   p7_Fail("Target sequence database file %s is empty or misformatted\n",   dbfile);
   else if (status == eslEINVAL)    p7_Fail("Can't autodetect format of a stdin or .gz seqfile");
   else if (status != eslOK)        p7_Fail("Unexpected error %d opening target sequence database file %s\n", status, dbfile);
 
   /* Open the query sequence file */
-  status = esl_sqfile_OpenDigital(abc, qfile, eslSQFILE_UNKNOWN, NULL, &qfp);
+  status = esl_sqfile_OpenDigital(abc, qfile, seq_format(go, "--qformat"), NULL, &qfp);
   if      (status == eslENOTFOUND) p7_Fail("Failed to open sequence file %s for reading\n",      qfile);
   else if (status == eslEFORMAT)   p7_Fail("Sequence file %s is empty or misformatted\n",        qfile);
   else if (status == eslEINVAL)    p7_Fail("Can't autodetect format of a stdin or .gz seqfile");
