@@ -49,7 +49,8 @@ def build(name: str) -> Path | None:
     out_dir.mkdir(parents=True, exist_ok=True)
     src = HERE / f"{name}.c"
     exe = out_dir / name
-    if exe.exists() and exe.stat().st_mtime >= src.stat().st_mtime:
+    newest = max(p.stat().st_mtime for p in [src, *HERE.glob("*.h")])     # (the oracles' shared header)
+    if exe.exists() and exe.stat().st_mtime >= newest:
         return exe
     inc = libs / "include"
     cmd = [cc, "-O1", "-w", f"-I{inc}/libhmmer", f"-I{inc}/libeasel", f"-I{inc}/libhmmer/impl_sse",

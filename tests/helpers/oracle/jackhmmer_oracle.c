@@ -147,17 +147,7 @@ static ESL_OPTIONS options[] = {
   {  0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
 };
 
-/* The format --qformat or --tformat asserts (esl_sqio_EncodeFormat, as HMMER decodes it), else
- * autodetection. */
-static int
-seq_format(const ESL_GETOPTS *go, const char *option)
-{
-  int fmt;
-  if (! esl_opt_IsOn(go, option)) return eslSQFILE_UNKNOWN;
-  fmt = esl_sqio_EncodeFormat(esl_opt_GetString(go, option));
-  if (fmt == eslSQFILE_UNKNOWN) p7_Fail("%s is not a recognized input sequence file format\n", esl_opt_GetString(go, option));
-  return fmt;
-}
+#include "seq_format.h"
 
 static char usage[]  = "[-options] <seqfile> <seqdb>";
 static char banner[] = "iteratively search a protein sequence against a protein database";
