@@ -403,8 +403,9 @@ def phmmer(seqfile, seqdb, popen, pextend, mx, hits_out, skip_long, device, gpus
     Each query becomes a profile HMM (phmmer's: --mx, --popen, --pextend), searched with
     hmmsearch's engine; scores, E-values, hits, domains and every output are those of
     HMMER 3.4's phmmer.  --qformat and --tformat take fasta only.  Not offered: --mxfile,
-    the E-value calibration options (--EmL, --EmN, --EvL, --EvN, --EfL, --EfN, --Eft: HMMER's defaults
-    are used).  A query without residues is refused (phmmer skips it silently).
+    the E-value calibration options (--EmL, --EmN, --EvL, --EvN, --EfL, --EfN, --Eft:
+    HMMER's defaults are used).  A query without residues is refused (phmmer skips it
+    silently).
     """
     from . import device as dev
     from .output import check_outputs
@@ -472,8 +473,8 @@ def jackhmmer(seqfile, seqdb, N, popen, pextend, mx, chkhmm, chkali, skip_long, 
     construction (--fragthresh; --wpb, --wgsc, --wblosum, --wnone, --wid; --eent, --eentexp,
     --eclust, --enone, --eset, --ere, --esigma, --eid; --pnone, --plaplace: HMMER's defaults
     are used), --mxfile, the E-value calibration options (--EmL, --EmN, --EvL, --EvN,
-    --EfL, --EfN, --Eft); --qformat and --tformat take fasta only.  A query without residues is refused
-    (jackhmmer skips it silently).
+    --EfL, --EfN, --Eft); --qformat and --tformat take fasta only.  A query without
+    residues is refused (jackhmmer skips it silently).
     """
     from . import device as dev
     from .output import check_outputs
@@ -557,8 +558,8 @@ def hmmscan(hmmdb, seqfile, cut_ga, cut_nc, cut_tc, skip_long, device, gpus, qui
     or more queries (may be gzipped).  Results are grouped per query; scores, E-values, hits,
     domains and every output are those of HMMER 3.4's hmmscan (Z: the number of models).
     Runs on the CPU for now.  --qformat takes fasta only.  Not offered: hmmscan's search of
-    the $PFAMDB folders for HMMDB.  A query without residues is refused (hmmscan reports it without
-    hits); so is a model without the cutoff --cut_ga, --cut_nc or --cut_tc asks for
+    the $PFAMDB folders for HMMDB.  A query without residues is refused (hmmscan reports it
+    without hits); so is a model without the cutoff --cut_ga, --cut_nc or --cut_tc asks for
     (hmmscan skips such a model where it passes the MSV filter, without a word).
     """
     from .output import check_outputs

@@ -283,7 +283,8 @@ def write_header(fh, hmmfile: str, seqfile: str, options: SearchOptions,
     elif program is HMMSCAN:
         formats = [("qformat", "# input seqfile format asserted:   ")]
     else:
-        formats = [("qformat", "# query <seqfile> format asserted: "), ("tformat", "# target <seqdb> format asserted:  ")]
+        formats = [("qformat", "# query <seqfile> format asserted: "),
+                   ("tformat", "# target <seqdb> format asserted:  ")]
     for name, label in formats:
         if used(name):
             lines.append(label + one_line(str(_given(options)[name])))
