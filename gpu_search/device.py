@@ -19,9 +19,12 @@ from .errors import DeviceError, GpuSearchError
 DEVICES = ("auto", "cpu", "gpu", "reference")
 
 
+@lru_cache(maxsize=1)
 def _import_cupy():
     """CuPy, imported once its kernel cache folder is writable: CuPy 14 cannot be imported
-    where it cannot make that folder, and a failed import stays failed."""
+    where it cannot make that folder, and a failed import stays failed.  The folder is tried
+    once a process (start_cuda, its helper thread and gpu_status all ask; a failure is not
+    kept, so each asker raises it)."""
     from .gpu.loader import use_writable_kernel_cache
 
     use_writable_kernel_cache()

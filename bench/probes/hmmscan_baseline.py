@@ -28,6 +28,8 @@ sys.path[:0] = [str(BENCH.parent), str(BENCH)]
 
 import hmmsearch_matrix as matrix  # noqa: E402
 
+from gpu_search.hmmer.hmmscan import PRESSED_SUFFIXES  # noqa: E402
+
 
 def pyhmmer_worker(what: str, hmm_path: str, fasta: str, cpus: str, tbl: str) -> None:
     """One pyhmmer side (its own process): hmmscan from the pressed files, or hmmsearch."""
@@ -55,7 +57,7 @@ def press(hmm_path: Path) -> None:
     """hmmpress's four files beside the model file (pyhmmer's hmmpress), once."""
     import pyhmmer
 
-    if all(hmm_path.with_name(hmm_path.name + s).exists() for s in (".h3m", ".h3i", ".h3f", ".h3p")):
+    if all(hmm_path.with_name(hmm_path.name + s).exists() for s in PRESSED_SUFFIXES):
         return
     with pyhmmer.plan7.HMMFile(hmm_path) as hf:
         pyhmmer.hmmer.hmmpress(hf, hmm_path)

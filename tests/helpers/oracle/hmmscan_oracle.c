@@ -106,6 +106,8 @@ static ESL_OPTIONS options[] = {
   {  0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
 };
 
+#include "seq_format.h"
+
 static char usage[]  = "[-options] <hmmdb> <seqfile>";
 static char banner[] = "search sequence(s) against a profile database";
 
@@ -320,10 +322,7 @@ main(int argc, char **argv)
   go    = process_commandline(argc, argv, &hmmfile, &seqfile);
   textw = esl_opt_GetBoolean(go, "--notextw") ? 0 : esl_opt_GetInteger(go, "--textw");
 
-  if (esl_opt_IsOn(go, "--qformat")) {
-    seqfmt = esl_sqio_EncodeFormat(esl_opt_GetString(go, "--qformat"));
-    if (seqfmt == eslSQFILE_UNKNOWN) p7_Fail("%s is not a recognized input sequence file format\n", esl_opt_GetString(go, "--qformat"));
-  }
+  seqfmt = seq_format(go, "--qformat");
 
   /* Open the target profile database to get the sequence alphabet */
   status = p7_hmmfile_Open(hmmfile, p7_HMMDBENV, &hfp, errbuf);

@@ -1,6 +1,6 @@
 /* seq_format(): the sequence file format --qformat or --tformat asserts, decoded as HMMER's
  * programs decode it (esl_sqio_EncodeFormat; an unknown name fails as theirs do), else
- * autodetection.  Included by the oracles whose programs take those options. */
+ * autodetection.  Included by the oracles whose programs take those options (all four). */
 #ifndef ORACLE_SEQ_FORMAT_H
 #define ORACLE_SEQ_FORMAT_H
 
