@@ -182,11 +182,11 @@ def _device_option(f):
                      help="GPU ids to use, e.g. 0,1 (default: all visible).")(f)
     f = click.option("--device", type=click.Choice(["auto", "cpu", "gpu", "reference"]), default="auto",
                      show_default=True,
-                     help="Where the GPU stages run (hmmsearch, phmmer, jackhmmer: MSV/Viterbi filters; blastp: "
+                     help="Where the GPU stages run (the HMMER programs: MSV, bias and Viterbi filters; blastp: "
                           "word hits, two-hit filter, ungapped and preliminary gapped extension): auto (GPU if "
                           "usable, else CPU; the CPU too where the work is too small to repay the GPU's start, "
                           "said on stderr), cpu, "
-                          "gpu (CUDA, error if none), reference (hmmsearch, phmmer, jackhmmer: exact numpy "
+                          "gpu (CUDA, error if none), reference (the HMMER programs: exact numpy "
                           "filters, slow, for testing; blastp: as cpu).  Results are the same on every device.")(f)
     f = click.option("--quiet", "-q", is_flag=True, help="No progress or notes on stderr.")(f)
     return f
@@ -513,31 +513,6 @@ def jackhmmer(seqfile, seqdb, N, popen, pextend, mx, chkhmm, chkali, skip_long, 
 # --- hmmscan ---------------------------------------------------------------------------
 
 
-def _cpu_only_device_option(program: str, quiet_first: bool = False):
-    """--gpus, --device and --quiet of a command that runs on the CPU for now (hmmscan's
-    --help lists them the other way round)."""
-    options = (
-        click.option("--gpus", default=None, metavar="LIST",
-                     help=f"GPU ids, as for the other commands (unused: {program} runs on the CPU for now)."),
-        click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto", show_default=True,
-                     help=f"{program} runs on the CPU for now, whatever the device: auto and cpu run there; gpu "
-                          f"is accepted, runs there too and says so on stderr (as auto does where a GPU is "
-                          f"usable).  Results are HMMER's either way."),
-        click.option("--quiet", "-q", is_flag=True, help="No progress or notes on stderr."),
-    )
-    return _options(*(reversed(options) if quiet_first else options))
-
-
-def _say_cpu_only(program: str, device: str) -> None:
-    """A GPU asked for (gpu, or auto where one is usable) and not used is said, even with --quiet."""
-    from . import device as dev
-
-    if device == "gpu":
-        dev.note(f"{program} runs on the CPU for now: --device gpu searches on the CPU (same results)")
-    elif device == "auto" and dev.gpu_status()[0]:
-        dev.note(f"--device auto: {program} runs on the CPU for now; the GPU is not used (same results)")
-
-
 @cli.command(context_settings=CONTEXT, epilog=exit_code_help())
 @click.argument("hmmdb", type=click.Path(dir_okay=True))
 @click.argument("seqfile", type=click.Path(dir_okay=True))
@@ -547,7 +522,7 @@ def _say_cpu_only(program: str, device: str) -> None:
 @_pipeline_options("the number of models in HMMDB")
 @_format_options(qformat="the query file (SEQFILE)")
 @_skip_long_option
-@_cpu_only_device_option("hmmscan", quiet_first=True)
+@_device_option
 def hmmscan(hmmdb, seqfile, cut_ga, cut_nc, cut_tc, skip_long, device, gpus, quiet, **shared):
     """Search each protein sequence of SEQFILE against the profile HMMs of HMMDB, as HMMER's
     hmmscan.
@@ -557,11 +532,14 @@ def hmmscan(hmmdb, seqfile, cut_ga, cut_nc, cut_tc, skip_long, device, gpus, qui
     (hmmscan needs it pressed; here it need not be).  SEQFILE is a protein FASTA file of one
     or more queries (may be gzipped).  Results are grouped per query; scores, E-values, hits,
     domains and every output are those of HMMER 3.4's hmmscan (Z: the number of models).
-    Runs on the CPU for now.  --qformat takes fasta only.  Not offered: hmmscan's search of
+    On the GPU the queries are held there and the models run through the MSV, bias and
+    Viterbi filters in batches; HMMER's pipeline finishes what passes.  --qformat takes
+    fasta only.  Not offered: hmmscan's search of
     the $PFAMDB folders for HMMDB.  A query without residues is refused (hmmscan reports it
     without hits); so is a model without the cutoff --cut_ga, --cut_nc or --cut_tc asks for
     (hmmscan skips such a model where it passes the MSV filter, without a word).
     """
+    from . import device as dev
     from .output import check_outputs
 
     outputs, cpu = _outputs(shared), shared["cpu"]
@@ -573,7 +551,8 @@ def hmmscan(hmmdb, seqfile, cut_ga, cut_nc, cut_tc, skip_long, device, gpus, qui
     from .progress import Progress
 
     options = _search_options(SearchOptions, shared, bit_cutoffs=_bit_cutoffs(cut_ga, cut_nc, cut_tc))
-    _parse_gpus(gpus)
+    gpu_ids = _parse_gpus(gpus)
+    dev.start_cuda(device, gpu_ids, forks=False)    # the GPUs' start overlaps reading the inputs
     queries = read_queries(seqfile)
     skip = queries.check_for_hmmsearch(skip_long, "hmmscan")
     db = open_hmmdb(hmmdb, threads=cpu)
@@ -582,12 +561,28 @@ def hmmscan(hmmdb, seqfile, cut_ga, cut_nc, cut_tc, skip_long, device, gpus, qui
         import numpy as np
 
         queries = queries.subset(np.setdiff1d(np.arange(queries.n_seqs), skip))
-    _say_cpu_only("hmmscan", device)
+    used = _hmmscan_device(device, db, queries, cpu, quiet)
     progress = Progress("hmmscan", queries.n_seqs, "queries", quiet)
-    results = run(queries, db, options, cpus=cpu, callback=lambda done, total: progress.update(done))
+    results = run(queries, db, options, device=used, cpus=cpu, gpus=gpu_ids,
+                  callback=lambda done, total: progress.update(done))
     # (hmmscan's report names the query sequence file first, then the HMM database)
     write_outputs(results, options, hmmfile=seqfile, seqfile=hmmdb, **outputs, progress=progress,
                   program=HMMSCAN)
+
+
+def _hmmscan_device(device, db, queries, cpus, quiet) -> str:
+    """The device hmmscan runs on: --device resolved; auto with a usable GPU takes it where
+    the work repays its start (else the CPU, said on stderr)."""
+    from . import device as dev
+    from .hmmer.crossover import choose_scan_device
+
+    dev.wait_cuda()
+    used = dev.resolve(device, quiet)
+    if device == "auto" and used == "gpu":
+        used, why = choose_scan_device(db.profiles, queries.n_seqs, queries.n_residues, cpus or os.cpu_count() or 1)
+        if used == "cpu":
+            dev.note(f"--device auto: searching on the CPU: {why}; --device gpu to use the GPU anyway")
+    return used
 
 
 def _hmmer_device(device, hmms, db, seqdb, cpus, Z, quiet) -> str:

@@ -106,6 +106,11 @@ class CascadeResult:
     n_past_vit: int
     seconds: dict = field(default_factory=dict)   # wall time per stage (benchmarks)
     n_bias_rescored: int = 0    # sequences whose bias score the GPU left to the CPU (flagged)
+    # the sequences past each filter (database indices), counted per sequence by hmmscan,
+    # whose pipeline statistics are those of one query sequence against every model
+    past_msv: np.ndarray | None = None
+    past_bias: np.ndarray | None = None
+    past_vit: np.ndarray | None = None
 
 
 def _gumbel_surv_c(x: float, mu: float, lam: float) -> float:
@@ -208,7 +213,7 @@ class _ModelCascade:
             ok = exact_pass(vfsc, vit_filt, self.v_mu, self.v_lambda, F2)
             self.passed.append(self.vit_idx[ok])
             self.passed_filt.append(vit_filt[ok])
-        self.survivors = np.concatenate(self.passed)
+        self.survivors = self.past_vit = np.concatenate(self.passed)
         self.survivor_filt = np.concatenate(self.passed_filt)
         self.n_past_vit = len(self.survivors)
 
@@ -222,7 +227,8 @@ class _ModelCascade:
 
     def result(self, seconds) -> CascadeResult:
         return CascadeResult(np.sort(self.survivors), len(self.idx1), len(self.idx2), self.n_past_vit, seconds,
-                             self.bias.n_rescored if self.bias is not None else 0)
+                             self.bias.n_rescored if self.bias is not None else 0,
+                             self.idx1, self.idx2, self.past_vit)
 
 
 class Stopped(Exception):
@@ -263,8 +269,8 @@ def run_cascade_batch(profs, db, backend, *, F1: float, F2: float, bias_filter: 
     searched = np.arange(db.n_seqs) if searched is None else np.asarray(searched)
     if F1 >= 1.0 and F2 >= 1.0 and not bias_filter:
         # --max: every P-value is <= 1, nothing is filtered
-        n = len(searched)
-        return [CascadeResult(np.sort(searched), n, n, n) for _ in profs]
+        n, every = len(searched), np.sort(searched)
+        return [CascadeResult(every, n, n, n, past_msv=every, past_bias=every, past_vit=every) for _ in profs]
     if tables is None:
         tables = LengthTables(db, searched, profs[0])
     models = [_ModelCascade(prof, tables) for prof in profs]

@@ -64,3 +64,26 @@ def choose_device(hmms, n_seqs: int, residues: int, cpus: int,
         return "gpu", work
     return "cpu", (f"{work} is too little work to repay the GPU's start (estimated {cpu:.1f} s on "
                    f"{cpus} CPU threads, {gpu:.1f} s with the GPU)")
+
+
+# hmmscan's CPU path is pyhmmer's hmmscan: one query per thread, each model's profile
+# set to the query's length before its filters, about 7e8 cells a second per core
+# (2,000 models x a proteome's 2,100 proteins on an H200 host's 16 cores:
+# bench/probes/hmmscan_baseline.py, 22 s); its GPU path pays the start and a host cost
+# per model (its filter profile, P-values) as hmmsearch's does.
+SCAN_CPU_CELLS_PER_CORE = 7e8
+SCAN_GPU_PER_MODEL = 0.0005
+
+
+def choose_scan_device(profiles, n_queries: int, residues: int, cpus: int,
+                       crossover: Crossover = CROSSOVER) -> tuple[str, str]:
+    """('gpu' or 'cpu', why) for hmmscan's ``--device auto`` with a usable GPU."""
+    n = len(profiles)
+    cells = float(sum(om.M for om in profiles)) * float(residues)
+    cpu = cells / (max(1, min(cpus, n_queries)) * SCAN_CPU_CELLS_PER_CORE)
+    gpu = crossover.gpu_start + n * SCAN_GPU_PER_MODEL + cells / crossover.gpu_cells_per_second
+    work = f"{n_queries:,} quer{'ies' if n_queries != 1 else 'y'} x {n:,} model{'s' if n != 1 else ''}"
+    if gpu < cpu:
+        return "gpu", work
+    return "cpu", (f"{work} is too little work to repay the GPU's start (estimated {cpu:.1f} s on "
+                   f"{min(cpus, n_queries)} CPU threads, {gpu:.1f} s with the GPU)")

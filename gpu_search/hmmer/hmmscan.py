@@ -12,9 +12,20 @@ kept and so the width of the reports' name columns).
 This module does the same with pyhmmer (HMMER 3.4's own code): the models as
 HMMER's optimized profiles (:func:`open_hmmdb`: read from the pressed files, or
 configured from a text or binary HMM file as hmmpress configures them), then
-pyhmmer's ``Pipeline.scan_seq`` per query, which is hmmscan's serial loop.
-Queries run on several threads; each has its own pipeline, so the results are
-those of serial hmmscan whatever the thread count.
+either
+
+* on the CPU, pyhmmer's ``Pipeline.scan_seq`` per query, which is hmmscan's serial
+  loop.  Queries run on several threads; each has its own pipeline, so the results
+  are those of serial hmmscan whatever the thread count; or
+* on the GPU (or the numpy reference), hmmsearch's filter engine transposed: the
+  query sequences are the resident database and the models the stream
+  (:func:`gpu_search.hmmer.cascade.run_cascade_batch`, batches of models per
+  kernel launch), each model's filter profile taken from the very profile hmmscan
+  uses; the (query, model) pairs through MSV, bias and Viterbi filters are finished
+  by HMMER's pipeline, one pair at a time (:class:`ScanFinisher`), and each
+  query's pairs merged.  Z is the number of models from the start; the hits serial
+  hmmscan also keeps against its running Z are added as hmmsearch's engine adds
+  them (:func:`gpu_search.hmmer.search.with_running_z_hit`).
 """
 
 from __future__ import annotations
@@ -25,14 +36,20 @@ from concurrent.futures import ThreadPoolExecutor
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Iterator
 
+import numpy as np
+
 from ..errors import AlphabetError, EmptyInputError, FormatError, InputFileError, printable
-from ..seqdb import SequenceDB, check_readable
+from ..seqdb import SequenceDB, amino_degeneracy, check_readable
+from .cascade import LengthTables, Stopped, run_cascade_batch
 from .options import SearchOptions
+from .profile import FilterProfile
 from .queries import Query, query_of
 from .queries import read_queries as _read_queries
-from .search import PipelineStats, pipeline_stats
+from .search import (BATCH_MODELS, PipelineStats, make_backend, pipeline_stats, running_z_applies,
+                     with_running_z_hit)
 
 # the files hmmpress writes beside an HMM file (hmmpress.c): binary models, their SSI
 # index, the MSV filter part of the optimized profiles and the rest of them
@@ -205,7 +222,8 @@ def _stats(hits, options: SearchOptions) -> PipelineStats:
 
 
 def hmmscan(queries: SequenceDB, db: ModelDB, options: SearchOptions | None = None, *,
-            cpus: int | None = None, callback=None) -> Iterator[ScanResult]:
+            device: str = "cpu", cpus: int | None = None, gpus=None, backend=None,
+            callback=None) -> Iterator[ScanResult]:
     """Search every query sequence against every model of ``db``, as HMMER's hmmscan;
     results in query order.
 
@@ -214,17 +232,32 @@ def hmmscan(queries: SequenceDB, db: ModelDB, options: SearchOptions | None = No
         db: the models (:func:`open_hmmdb`).
         options: HMMER's reporting, inclusion and filter options (defaults if None);
             ``Z`` None: the number of models, as hmmscan counts them.
-        cpus: threads, each scanning its own queries (all cores by default).
+        device: 'cpu' (pyhmmer's hmmscan), 'reference' or 'gpu' (the filter engine,
+            :func:`_scan_filtered`), already resolved.
+        cpus: threads (all cores by default).
+        gpus: GPU ids for the 'gpu' device (all visible by default).
+        backend: an already built filter backend holding ``queries``.
         callback: called with (query index, number of queries) as each is done.
     """
+    options = options or SearchOptions()
+    threads = max(1, cpus or os.cpu_count() or 1)
+    if device == "cpu":
+        yield from _scan_pyhmmer(queries, db, options, threads, callback)
+    else:
+        backend = backend or make_backend(device, queries, gpus)
+        yield from _scan_filtered(queries, db, options, threads, backend, callback)
+
+
+def _scan_pyhmmer(queries: SequenceDB, db: ModelDB, options: SearchOptions, threads: int,
+                  callback) -> Iterator[ScanResult]:
+    """pyhmmer's hmmscan: each query's serial scan of every model, queries on threads."""
     import pyhmmer
     from pyhmmer.easel import Alphabet
 
-    options = options or SearchOptions()
     abc = Alphabet.amino()
     block = queries.digital_block(None, abc)
     n = queries.n_seqs
-    threads = max(1, min(cpus or os.cpu_count() or 1, n))
+    threads = min(threads, n)
     done = 0
 
     def progress(query, total):
@@ -239,3 +272,180 @@ def hmmscan(queries: SequenceDB, db: ModelDB, options: SearchOptions | None = No
     for i, hits in enumerate(results):
         yield ScanResult(query=query_of(queries, i), hits=hits, stats=_stats(hits, options))
 
+
+class ScanFinisher:
+    """HMMER's pipeline after the filters for one (query sequence, model) pair: Forward,
+    domain definition, thresholds (pyhmmer's ``Pipeline.scan_seq`` with that one model).
+
+    As for hmmsearch's finishing (:class:`gpu_search.hmmer.search.Finisher`), the pair
+    already passed MSV, bias and Viterbi filters, so F1 = F2 = 1 and the bias filter stays
+    on (Forward's P-value uses its score).  scan_seq sets a profile's length to the query's
+    before scoring it, under a lock of the block holding the profile: every pair of a model
+    is scanned through one block holding that model alone, so two threads never configure
+    one profile at once (a block per query's models would not share those locks).
+    """
+
+    def __init__(self, alphabet, kwargs: dict, profiles: list):
+        self.alphabet = alphabet
+        self.kwargs = dict(kwargs, F1=1.0, F2=1.0)
+        self.profiles = profiles
+        self._blocks: dict[int, object] = {}
+        self._blocks_lock = threading.Lock()
+        self._local = threading.local()
+
+    def _block(self, m: int):
+        """The block holding model m alone (one per model, made once)."""
+        block = self._blocks.get(m)
+        if block is None:
+            from pyhmmer.plan7 import OptimizedProfileBlock
+
+            with self._blocks_lock:
+                block = self._blocks.get(m)
+                if block is None:
+                    block = self._blocks[m] = OptimizedProfileBlock(self.alphabet, [self.profiles[m]])
+        return block
+
+    def _scan(self, seq, block):
+        """``scan_seq`` on this thread's pipeline (cleared after, for the next pair)."""
+        pipeline = getattr(self._local, "pipeline", None)
+        if pipeline is None:
+            from pyhmmer.plan7 import Pipeline
+
+            pipeline = self._local.pipeline = Pipeline(self.alphabet, **self.kwargs)
+        try:
+            return pipeline.scan_seq(seq, block)
+        finally:
+            pipeline.clear()
+
+    def __call__(self, seq, m: int):
+        """The TopHits of query ``seq`` against model m."""
+        return self._scan(seq, self._block(m))
+
+    def nothing(self, seq):
+        """The TopHits of ``seq`` against no model: where its pairs' are merged."""
+        from pyhmmer.plan7 import OptimizedProfileBlock
+
+        return self._scan(seq, OptimizedProfileBlock(self.alphabet))
+
+    def alone(self, seq):
+        """search_one(idx, Z, E) of :func:`with_running_z_hit`: ``seq`` against the one
+        model idx, with that Z and E (on the calling thread)."""
+        from pyhmmer.plan7 import Pipeline
+
+        def search_one(idx, Z, E):
+            (m,) = idx.tolist()
+            return Pipeline(self.alphabet, **dict(self.kwargs, Z=Z, E=E)).scan_seq(seq, self._block(m))
+        return search_one
+
+
+def _with_thresholds(hits, limits: dict):
+    """``hits`` (one pair's, with its model's --cut_* thresholds) with the thresholds of the
+    pipeline state ``limits``, so that ``TopHits.merge`` takes them.  With model cutoffs each hit's and
+    domain's flags are set by the pipeline of its own model, and neither the merge nor HMMER's
+    p7_tophits_Threshold sets them again: the thresholds left in the merged pipeline decide
+    nothing (serial hmmscan leaves there those of the database's last model)."""
+    from .search import tophits_from_state
+
+    state = hits.__getstate__()
+    state["pipeline"].update({name: limits[name] for name in ("T", "incT", "domT", "incdomT")})
+    return tophits_from_state(hits.query, state)
+
+
+# (query, model) pairs a finishing task takes at once
+PAIRS_PER_TASK = 16
+
+
+def _scan_filtered(queries: SequenceDB, db: ModelDB, options: SearchOptions, threads: int, backend,
+                   callback) -> Iterator[ScanResult]:
+    """hmmscan on hmmsearch's filter engine: the queries resident, the models streamed.
+
+    A few filter threads run batches of models (BATCH_MODELS of one kernel geometry,
+    in file order within it) through the cascade over every query; the pairs each batch
+    leaves go to the finishing threads (:class:`ScanFinisher`) while the next batches
+    are filtered.  Once every model is through, each query's pairs are merged (with Z
+    fixed: its hits and domains those of one scan of every model) and its pipeline
+    statistics are the cascade's counts of its pairs past each filter, Forward's from
+    the finishing pipelines.
+    """
+    from pyhmmer.easel import Alphabet
+    from pyhmmer.plan7 import Background
+
+    abc = Alphabet.amino()
+    seqs = queries.digital_block(None, abc)
+    profiles = list(db.profiles)
+    nq, n_models = queries.n_seqs, len(profiles)
+    Z = options.Z if options.Z is not None else float(n_models)
+    finish = ScanFinisher(abc, options.pipeline_kwargs(Z), profiles)
+    searched = np.arange(nq)
+    bg_freq = np.asarray(Background(abc).residue_frequencies, dtype=np.float32)
+    degeneracy = amino_degeneracy()
+    tables = LengthTables(queries, searched, FilterProfile.from_optimized(profiles[0]))
+    batch_key = getattr(backend, "batch_key", lambda M: None)
+    geometries: dict = {}
+    for m, om in enumerate(profiles):
+        geometries.setdefault(batch_key(om.M), []).append(m)
+    batches = [models[i:i + BATCH_MODELS] for models in geometries.values()
+               for i in range(0, len(models), BATCH_MODELS)]
+
+    past = np.zeros((3, nq), dtype=np.int64)       # per query: pairs past MSV, bias, Viterbi
+    past_lock = threading.Lock()
+    found = [[] for _ in range(nq)]                # per query: (model, TopHits) of its pairs
+    stop = threading.Event()                       # the kill switch
+
+    def finish_pairs(pairs):
+        for q, m in pairs:
+            if stop.is_set():
+                raise Stopped()
+            found[q].append((m, finish(seqs[q], m)))
+
+    def cascade_task(batch):
+        profs = [FilterProfile.from_optimized(profiles[m]) for m in batch]
+        results = run_cascade_batch(profs, queries, backend, F1=options.F1, F2=options.F2, F3=options.F3,
+                                    bias_filter=options.bias_filter, bg_freq=bg_freq, degeneracy=degeneracy,
+                                    searched=searched, tables=tables, should_stop=stop.is_set)
+        with past_lock:
+            for r in results:
+                for row, idx in enumerate((r.past_msv, r.past_bias, r.past_vit)):
+                    past[row] += np.bincount(idx, minlength=nq)
+        pairs = [(q, m) for m, r in zip(batch, results) for q in r.survivors.tolist()]
+        return [finish_pool.submit(finish_pairs, pairs[i:i + PAIRS_PER_TASK])
+                for i in range(0, len(pairs), PAIRS_PER_TASK)]
+
+    filter_threads = max(1, min(2, threads))
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="hmmscan-finish") as finish_pool, \
+            ThreadPoolExecutor(max_workers=filter_threads, thread_name_prefix="hmmscan-filter") as filter_pool:
+        under_way = [filter_pool.submit(cascade_task, batch) for batch in batches]
+        try:
+            pieces = [piece for fut in under_way for piece in fut.result()]
+            for piece in pieces:
+                piece.result()
+        finally:
+            stop.set()              # an error, Ctrl-C: what is not started is dropped
+            for fut in under_way:
+                fut.cancel()
+
+    running_z = running_z_applies(options, queries)
+    name_len = np.array([len(om.name.encode()) for om in profiles]) if running_z else None
+    every_model = np.arange(n_models)
+    nnodes = sum(om.M for om in profiles)
+    for q in range(nq):
+        pairs = sorted(found[q], key=lambda pair: pair[0])
+        found[q] = None
+        hits = finish.nothing(seqs[q])
+        parts = [h for _, h in pairs]
+        if options.bit_cutoffs:
+            limits = hits.__getstate__()["pipeline"]
+            parts = [_with_thresholds(h, limits) for h in parts]
+        if parts:
+            hits = hits.merge(*parts)
+        if running_z:
+            hits = with_running_z_hit(hits, np.array([m for m, _ in pairs], dtype=np.int64), every_model,
+                                      name_len, finish.alone(seqs[q]))
+        counts = SimpleNamespace(n_past_msv=int(past[0, q]), n_past_bias=int(past[1, q]),
+                                 n_past_vit=int(past[2, q]))
+        stats = dataclasses.replace(
+            pipeline_stats(hits, options, nseqs=1, nres=int(queries.lengths[q]), cascade=counts),
+            nmodels=n_models, nnodes=nnodes)
+        if callback is not None:
+            callback(q + 1, nq)
+        yield ScanResult(query=query_of(queries, q), hits=hits, stats=stats)

@@ -106,10 +106,11 @@ def output_args() -> list[str]:
     return [a for flag, name in OUTPUTS.items() for a in (flag, name)]
 
 
-def run_both(oracle, tmp_path, args, kind, query_file, models) -> tuple[Path, Path]:
+def run_both(oracle, tmp_path, args, kind, query_file, models, device="cpu") -> tuple[Path, Path]:
     """The oracle's and our outputs of one scan of ``models`` (as db.hmm in tmp_path), in
     tmp_path/hmmer and tmp_path/ours.  kind "pressed": both read the pressed database;
-    "text": the oracle the pressed one, ours the text file alone."""
+    "text": the oracle the pressed one, ours the text file alone.  ``device``: ours on the
+    CPU (pyhmmer's hmmscan), or 'reference' (the filter engine with numpy filters)."""
     (tmp_path / "db.hmm").write_bytes(models)
     press(oracle, tmp_path / "db.hmm")
     sides = {}
@@ -121,7 +122,7 @@ def run_both(oracle, tmp_path, args, kind, query_file, models) -> tuple[Path, Pa
             if kind == "text":
                 for suffix in PRESSED:
                     (tmp_path / f"db.hmm{suffix}").unlink()
-            proc = run_ours([*output_args(), *args, "--device", "cpu", "-q", "db.hmm", query_file], tmp_path)
+            proc = run_ours([*output_args(), *args, "--device", device, "-q", "db.hmm", query_file], tmp_path)
         assert proc.returncode == 0, (who, proc.stdout, proc.stderr)
         assert proc.stderr == "" or who == "hmmer", proc.stderr
         folder = tmp_path / who
@@ -161,12 +162,14 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("device", ["cpu", "reference"])
 @pytest.mark.parametrize("kind", ["pressed", "text"])
 @pytest.mark.parametrize("args", CASES, ids=["".join(a) or "defaults" for a in CASES])
-def test_outputs_identical_to_hmmer(oracle, data_dir, queries, tmp_path, args, kind):
+def test_outputs_identical_to_hmmer(oracle, data_dir, queries, tmp_path, args, kind, device):
     """Six queries against 14 models: every output (report with or without alignments,
-    three tables)."""
-    hmmer, ours = run_both(oracle, tmp_path, args, kind, queries, hmm_text(data_dir, MODELS))
+    three tables); on the CPU (pyhmmer's hmmscan) and through the filter engine (the
+    queries its database, the models its stream: numpy filters here, the GPU's below)."""
+    hmmer, ours = run_both(oracle, tmp_path, args, kind, queries, hmm_text(data_dir, MODELS), device)
     report = check_all_outputs(hmmer, ours)
     # the cases are worth comparing: each query reported, with its hits
     assert report.count("\nQuery:       ") == 6 and "Query:       random_decoy  [L=150]\n" in report
@@ -177,10 +180,24 @@ def test_outputs_identical_to_hmmer(oracle, data_dir, queries, tmp_path, args, k
         assert "Scores for complete sequence (score includes all domains):" in report
 
 
+@pytest.mark.gpu
+def test_gpu_outputs_identical_to_hmmer(oracle, data_dir, queries, tmp_path):
+    """The same on the GPU (marked gpu: run where one is)."""
+    from gpu_search.device import gpu_status
+
+    if not gpu_status()[0]:
+        pytest.skip(f"no usable GPU: {gpu_status()[1]}")
+    for args in (CASES[0], CASES[2], CASES[3], CASES[5], ["--cut_ga"]):
+        folder = tmp_path / ("".join(args) or "defaults")
+        folder.mkdir()
+        check_all_outputs(*run_both(oracle, folder, args, "pressed", queries, hmm_text(data_dir, MODELS), "gpu"))
+
+
+@pytest.mark.parametrize("device", ["cpu", "reference"])
 @pytest.mark.parametrize("flag", ["--cut_ga", "--cut_nc", "--cut_tc"])
-def test_model_cutoffs_identical_to_hmmer(oracle, data_dir, queries, tmp_path, flag):
+def test_model_cutoffs_identical_to_hmmer(oracle, data_dir, queries, tmp_path, flag, device):
     """--cut_ga/nc/tc: each model's own thresholds (two Pfam models that have all three)."""
-    hmmer, ours = run_both(oracle, tmp_path, [flag], "pressed", queries, hmm_text(data_dir, GA_MODELS))
+    hmmer, ours = run_both(oracle, tmp_path, [flag], "pressed", queries, hmm_text(data_dir, GA_MODELS), device)
     report = check_all_outputs(hmmer, ours)
     assert f"# model-specific thresholding:     {flag[-2:].upper()} cutoffs" in report
     assert [l.split()[2] for l in report.splitlines() if l.startswith("Target model(s):")] == ["2"] * 6
@@ -237,42 +254,54 @@ def test_gzip_h3m_and_pressed_alone_read_the_same_models(oracle, data_dir, queri
             assert [l for l in (folder / OUTPUTS[flag]).read_text().splitlines() if not l.startswith("#")] == rows
 
 
-def test_device_gpu_is_said_and_runs_on_the_cpu(data_dir, queries, tmp_path):
-    """--device gpu: one line on stderr, even with -q, that hmmscan runs on the CPU; the
-    outputs those of --device cpu."""
-    (tmp_path / "db.hmm").write_bytes(hmm_text(data_dir, MODELS))
-    outs = {}
-    for device in ("gpu", "cpu"):
-        proc = run_ours(["--tblout", f"{device}.tbl", "-o", f"{device}.txt", "--device", device, "-q", "db.hmm",
-                         queries], tmp_path)
-        assert proc.returncode == 0, proc.stderr
-        if device == "gpu":
-            assert proc.stderr.count("\n") == 1 and "hmmscan runs on the CPU for now" in proc.stderr, proc.stderr
-        else:
-            assert proc.stderr == ""
-        outs[device] = [l for l in (tmp_path / f"{device}.tbl").read_text().splitlines() if not l.startswith("#")]
-    assert outs["gpu"] == outs["cpu"] and len(outs["cpu"]) >= 8
-
-
-def test_device_auto_says_a_usable_gpu_is_not_used(data_dir, queries, tmp_path, monkeypatch, capsys):
-    """--device auto where a GPU is usable (made to look so here): one line, even with -q,
-    that the GPU is not used."""
+def test_device_auto_takes_the_cpu_for_small_work_and_says_so(data_dir, queries, tmp_path, monkeypatch, capsys):
+    """--device auto where a GPU is usable (made to look so here): six queries against 14
+    models are too little work to repay the GPU's start; one line says so, even with -q."""
     from gpu_search import cli, device
 
     monkeypatch.setattr(device, "gpu_status", lambda: (True, "1 GPU(s)", ["a GPU"]))
+    monkeypatch.setattr(device, "wait_cuda", lambda: None)
+    monkeypatch.setattr(device, "start_cuda", lambda *a, **k: None)
     (tmp_path / "db.hmm").write_bytes(hmm_text(data_dir, MODELS))
     cli.main(["hmmscan", "-q", "--tblout", str(tmp_path / "t.tbl"), "-o", str(tmp_path / "o.txt"),
               str(tmp_path / "db.hmm"), str(queries)])
     err = capsys.readouterr().err.splitlines()
-    assert err == ["gpu-search: --device auto: hmmscan runs on the CPU for now; the GPU is not used (same results)"]
+    assert len(err) == 1 and err[0].startswith("gpu-search: --device auto: searching on the CPU: 6 queries x 14 "
+                                               "models is too little work to repay the GPU's start"), err
     assert (tmp_path / "o.txt").read_text().count("\nQuery:       ") == 6
+
+
+def test_device_auto_takes_the_gpu_for_pfam_sized_work():
+    """The estimate behind --device auto: a proteome against a Pfam-sized database goes to
+    the GPU, one short query against a few models stays on the CPU."""
+    from types import SimpleNamespace
+
+    from gpu_search.hmmer.crossover import choose_scan_device
+
+    pfam = [SimpleNamespace(M=300)] * 20000
+    assert choose_scan_device(pfam, 2100, 800_000, 16)[0] == "gpu"
+    assert choose_scan_device(pfam[:10], 1, 300, 16)[0] == "cpu"
+
+
+def test_device_gpu_without_one_refused(data_dir, queries, tmp_path):
+    """--device gpu where no GPU is usable: the device error's one line and exit code, no output."""
+    from gpu_search.device import gpu_status
+    from gpu_search.errors import DeviceError
+
+    if gpu_status()[0]:
+        pytest.skip("a GPU is usable here")
+    (tmp_path / "db.hmm").write_bytes(hmm_text(data_dir, MODELS))
+    proc = run_ours(["-o", "o.txt", "--device", "gpu", "db.hmm", queries], tmp_path)
+    assert proc.returncode == DeviceError.exit_code, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "--device gpu: no usable GPU" in proc.stderr, proc.stderr
+    assert not (tmp_path / "o.txt").exists()
 
 
 def test_help_says_what_is_not_offered():
     r = run_ours(["--help"], ROOT)
     text = " ".join(r.stdout.split())
     assert r.returncode == 0 and "Usage: gpu-search hmmscan [OPTIONS] HMMDB SEQFILE" in text
-    assert "Not offered: hmmscan's search of the $PFAMDB" in text and "Runs on the CPU for now." in text
+    assert "Not offered: hmmscan's search of the $PFAMDB" in text and "On the GPU the queries are held" in text
     assert "--qformat takes fasta only" in text
     assert "-A FILE" not in text and "Report models with E-value <= E." in text
     assert "Exit codes:" in text
