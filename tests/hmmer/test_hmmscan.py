@@ -193,6 +193,49 @@ def test_gpu_outputs_identical_to_hmmer(oracle, data_dir, queries, tmp_path):
         check_all_outputs(*run_both(oracle, folder, args, "pressed", queries, hmm_text(data_dir, MODELS), "gpu"))
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("opts", [{}, {"F2": 1.0, "F3": 1.0, "E": 1e6}])
+def test_gpu_scan_of_many_models_equals_cpu(proteome, tmp_path, opts):
+    """Sixty single-sequence models of proteome proteins (M 40 to 900: batches of several
+    kernel geometries) against 400 proteome proteins, their homologs among them: every hit
+    and domain, and each query's pipeline counts, those of pyhmmer's hmmscan."""
+    import numpy as np
+    from pyhmmer.plan7 import Background, Builder
+
+    from pyhmmer.easel import Alphabet
+
+    from gpu_search.device import gpu_status
+    from gpu_search.hmmer.hmmscan import hmmscan, open_hmmdb
+    from gpu_search.hmmer.options import SearchOptions
+
+    if not gpu_status()[0]:
+        pytest.skip(f"no usable GPU: {gpu_status()[1]}")
+    from pyhmmer.easel import TextSequence
+
+    abc = Alphabet.amino()
+    builder, background = Builder(abc), Background(abc)
+    order = np.argsort(proteome.lengths)
+    picks = order[np.linspace(len(order) * 0.05, len(order) * 0.97, 60).astype(int)]
+    with open(tmp_path / "models.hmm", "wb") as fh:
+        for i in picks.tolist():             # (each protein without its stop symbol)
+            seq = TextSequence(name=proteome.name(i).encode(), sequence=proteome.text(i).rstrip("*"))
+            builder.build(seq.digitize(abc), background)[0].write(fh)
+    db = open_hmmdb(tmp_path / "models.hmm")
+    queries = proteome.subset(np.arange(0, proteome.n_seqs, max(1, proteome.n_seqs // 400)))
+    options = SearchOptions(**opts)
+
+    def summary(results):
+        return [(r.query.name, [(h.name, h.score, h.evalue, h.reported, h.included,
+                                 [(d.env_from, d.env_to, d.score, d.i_evalue) for d in h.domains]) for h in r.hits],
+                 (r.stats.nmodels, r.stats.nnodes, r.stats.nres, r.stats.n_past_msv, r.stats.n_past_bias,
+                  r.stats.n_past_vit, r.stats.n_past_fwd, r.stats.Z, r.stats.domZ)) for r in results]
+
+    cpu = summary(hmmscan(queries, db, options, device="cpu"))
+    gpu = summary(hmmscan(queries, db, options, device="gpu"))
+    assert gpu == cpu
+    assert sum(len(hits) for _, hits, _ in cpu) >= 30
+
+
 @pytest.mark.parametrize("device", ["cpu", "reference"])
 @pytest.mark.parametrize("flag", ["--cut_ga", "--cut_nc", "--cut_tc"])
 def test_model_cutoffs_identical_to_hmmer(oracle, data_dir, queries, tmp_path, flag, device):
