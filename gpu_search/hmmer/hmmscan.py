@@ -351,18 +351,14 @@ def _with_thresholds(hits, limits: dict):
     return tophits_from_state(hits.query, state)
 
 
-# (query, model) pairs a finishing task takes at once
-PAIRS_PER_TASK = 16
-
-
 def _scan_filtered(queries: SequenceDB, db: ModelDB, options: SearchOptions, threads: int, backend,
                    callback) -> Iterator[ScanResult]:
     """hmmscan on hmmsearch's filter engine: the queries resident, the models streamed.
 
     A few filter threads run batches of models (BATCH_MODELS of one kernel geometry,
     in file order within it) through the cascade over every query; the pairs each batch
-    leaves go to the finishing threads (:class:`ScanFinisher`) while the next batches
-    are filtered.  Once every model is through, each query's pairs are merged (with Z
+    leaves go to the finishing threads (:class:`ScanFinisher`), one task per model, while
+    the next batches are filtered.  Once every model is through, each query's pairs are merged (with Z
     fixed: its hits and domains those of one scan of every model) and its pipeline
     statistics are the cascade's counts of its pairs past each filter, Forward's from
     the finishing pipelines.
@@ -392,8 +388,8 @@ def _scan_filtered(queries: SequenceDB, db: ModelDB, options: SearchOptions, thr
     found = [[] for _ in range(nq)]                # per query: (model, TopHits) of its pairs
     stop = threading.Event()                       # the kill switch
 
-    def finish_pairs(pairs):
-        for q, m in pairs:
+    def finish_model(m, survivors):
+        for q in survivors.tolist():
             if stop.is_set():
                 raise Stopped()
             found[q].append((m, finish(seqs[q], m)))
@@ -407,9 +403,10 @@ def _scan_filtered(queries: SequenceDB, db: ModelDB, options: SearchOptions, thr
             for r in results:
                 for row, idx in enumerate((r.past_msv, r.past_bias, r.past_vit)):
                     past[row] += np.bincount(idx, minlength=nq)
-        pairs = [(q, m) for m, r in zip(batch, results) for q in r.survivors.tolist()]
-        return [finish_pool.submit(finish_pairs, pairs[i:i + PAIRS_PER_TASK])
-                for i in range(0, len(pairs), PAIRS_PER_TASK)]
+        # one finishing task a model: scan_seq sets a profile's length under a lock of its
+        # block, so two threads finishing pairs of one model would wait for each other (as
+        # pyhmmer's hmmscan threads do, each going through the models in the same order)
+        return [finish_pool.submit(finish_model, m, r.survivors) for m, r in zip(batch, results) if len(r.survivors)]
 
     filter_threads = max(1, min(2, threads))
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="hmmscan-finish") as finish_pool, \

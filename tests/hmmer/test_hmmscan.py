@@ -190,7 +190,8 @@ def test_gpu_outputs_identical_to_hmmer(oracle, data_dir, queries, tmp_path):
     for args in (CASES[0], CASES[2], CASES[3], CASES[5], ["--cut_ga"]):
         folder = tmp_path / ("".join(args) or "defaults")
         folder.mkdir()
-        check_all_outputs(*run_both(oracle, folder, args, "pressed", queries, hmm_text(data_dir, MODELS), "gpu"))
+        models = hmm_text(data_dir, GA_MODELS if args == ["--cut_ga"] else MODELS)
+        check_all_outputs(*run_both(oracle, folder, args, "pressed", queries, models, "gpu"))
 
 
 @pytest.mark.gpu
