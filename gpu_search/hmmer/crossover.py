@@ -66,24 +66,26 @@ def choose_device(hmms, n_seqs: int, residues: int, cpus: int,
                    f"{cpus} CPU threads, {gpu:.1f} s with the GPU)")
 
 
-# hmmscan's CPU path is pyhmmer's hmmscan: one query per thread, each model's profile
-# set to the query's length before its filters, about 7e8 cells a second per core
-# (2,000 models x a proteome's 2,100 proteins on an H200 host's 16 cores:
-# bench/probes/hmmscan_baseline.py, 22 s); its GPU path pays the start and a host cost
-# per model (its filter profile, P-values) as hmmsearch's does.
-SCAN_CPU_CELLS_PER_CORE = 7e8
-SCAN_GPU_PER_MODEL = 0.0005
+# hmmscan's CPU path is pyhmmer's hmmscan, one query per thread, its filters at about
+# hmmsearch's rate per core (2,000 models x a proteome's 2,100 shuffled proteins, few pairs
+# past the filters: 2.5 s on an H200 host's 16 cores, bench/hmmscan_bench.py); its GPU path
+# pays the start and, per model, its filter profile and the host's work on its batch (about
+# 1 ms there).  As for hmmsearch, the finishing is left out: with many homologs the GPU path
+# also finishes better (one task per model, where pyhmmer's threads queue on each model's
+# lock in turn: 2.4x faster than pyhmmer with 12,300 hits), which this estimate does not see.
+SCAN_GPU_PER_MODEL = 0.001
 
 
 def choose_scan_device(profiles, n_queries: int, residues: int, cpus: int,
                        crossover: Crossover = CROSSOVER) -> tuple[str, str]:
     """('gpu' or 'cpu', why) for hmmscan's ``--device auto`` with a usable GPU."""
     n = len(profiles)
+    threads = max(1, min(cpus, n_queries))
     cells = float(sum(om.M for om in profiles)) * float(residues)
-    cpu = cells / (max(1, min(cpus, n_queries)) * SCAN_CPU_CELLS_PER_CORE)
+    cpu = cells / (threads * crossover.cpu_cells_per_core)
     gpu = crossover.gpu_start + n * SCAN_GPU_PER_MODEL + cells / crossover.gpu_cells_per_second
     work = f"{n_queries:,} quer{'ies' if n_queries != 1 else 'y'} x {n:,} model{'s' if n != 1 else ''}"
     if gpu < cpu:
         return "gpu", work
     return "cpu", (f"{work} is too little work to repay the GPU's start (estimated {cpu:.1f} s on "
-                   f"{min(cpus, n_queries)} CPU threads, {gpu:.1f} s with the GPU)")
+                   f"{threads} CPU thread{'s' if threads != 1 else ''}, {gpu:.1f} s with the GPU)")
