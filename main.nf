@@ -258,11 +258,11 @@ process GPU_SEARCH_SPLIT {
     """
 }
 
-// hmmscan of one part of the queries against the whole HMM database.  gpu-search's hmmscan runs
-// on the CPU for now, so this process asks for no GPU (label process_medium)
+// hmmscan of one part of the queries against the whole HMM database (the part's queries held on
+// the GPU, the models streamed through the filters)
 process GPU_HMMSCAN {
     tag "$meta.id"
-    label 'process_medium'
+    label 'process_gpu'
     container { container_for(task) }
 
     input:

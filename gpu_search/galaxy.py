@@ -159,8 +159,7 @@ of the standard tools, only faster on a GPU:
   the number of rounds asked for or until nothing new is found.
 * **HMM scan** searches each protein query against a database of profile HMMs
   (for example Pfam), exactly as HMMER 3.4's ``hmmscan`` does: for each query,
-  the models it matches, with their scores, E-values and domains.  It runs on
-  the CPU for now, on the threads Galaxy gives the job.
+  the models it matches, with their scores, E-values and domains.
 * **Protein BLAST** searches protein queries against protein sequences,
   exactly as NCBI BLAST+ 2.12 ``blastp`` does (same rows), with its
   composition-based statistics (``-comp_based_stats`` 2 by default; 0, 1 and 3

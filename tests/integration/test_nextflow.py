@@ -68,7 +68,7 @@ def test_processes_follow_nf_core_conventions(structure):
         # nf-core's switch: a task runs unless its ext.when is set false
         assert p["when"] == "((task.ext.when == null) || task.ext.when)", name
         assert p["params"] == [], f"{name} reads params: a module takes what it needs as inputs"
-    for name in ("GPU_HMMSEARCH", "GPU_BLASTP", "GPU_JACKHMMER"):
+    for name in ("GPU_HMMSEARCH", "GPU_BLASTP", "GPU_JACKHMMER", "GPU_HMMSCAN"):
         assert procs[name]["directives"]["label"] == "(process_gpu)"
         # the GPU comes from the gpu profile (nextflow.config), so that without it the CPU is used
         assert "accelerator" not in procs[name]["directives"]
@@ -80,8 +80,6 @@ def test_processes_follow_nf_core_conventions(structure):
     assert procs["GPU_JACKHMMER"]["inputs"][2:] == ["this.val(rounds)", "this.val(write_align)"]
     assert "this.tuple([emit:alignments, optional:true], this.val(meta), this.path(*.sto.gz))" in \
         procs["GPU_JACKHMMER"]["outputs"]
-    # hmmscan runs on the CPU for now: its tasks ask for no GPU
-    assert procs["GPU_HMMSCAN"]["directives"]["label"] == "(process_medium)"
     assert "this.val(outfmt)" in procs["GPU_BLASTP"]["inputs"] and "this.val(outfmt)" in procs["GPU_SEARCH_MERGE"]["inputs"]
     # the merged outputs are found by the glob whatever ext.prefix names them
     assert "this.tuple([emit:merged], this.val(meta), this.path(*.merged.*))" in procs["GPU_SEARCH_MERGE"]["outputs"]
