@@ -457,9 +457,10 @@ def read_bytes(path: Path) -> bytes:
 
 
 # a FASTA input held in one piece of fewer bytes than this, read with ``plain_scan``, is scanned
-# as plain Python: 200 KB took 0.07 s so on the development machine, against about 0.5 s for
-# numba's import and first load
-PLAIN_SCAN_BYTES = 1 << 18
+# as plain Python: a proteome's 2,100 proteins (743 KB) took 0.23 s so on the development
+# machine, against about 0.5 s there for numba's import and first load, 0.85 s on the GPU host
+# (bench/probes/hmmscan_profile.py)
+PLAIN_SCAN_BYTES = 1 << 20
 
 
 def read_fasta(path: str | os.PathLike, blast: str | None = None, plain_scan: bool = False) -> SequenceDB:
