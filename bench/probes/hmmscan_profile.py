@@ -4,6 +4,7 @@ pairs (summed over the finishing threads), and the per-query merge and output, f
 ``bench/hmmscan_bench.py``'s cells.
 
     python3 bench/probes/hmmscan_profile.py --cells 2000:shuffled,2000:proteome [--cpus 16]
+        [--filter-threads 2,4] [--repeats 2]
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ sys.path[:0] = [str(BENCH.parent), str(BENCH)]
 
 import hmmscan_bench as bench  # noqa: E402
 import hmmsearch_matrix as matrix  # noqa: E402
+
+
+ORIGINAL = {}       # the functions timed, before they are wrapped
 
 
 class Summed:
@@ -41,7 +45,7 @@ class Summed:
         return timed
 
 
-def profile_cell(cell: str, args) -> dict:
+def profile_cell(cell: str, args, filter_threads: int) -> dict:
     n, kind = cell.split(":")
     hmm, _ = matrix.build_models(int(n), args)
     bench.press(hmm)
@@ -67,13 +71,17 @@ def profile_cell(cell: str, args) -> dict:
     dev.wait_cuda()
     from gpu_search.hmmer.search import make_backend
 
-    backend = make_backend("gpu", queries)
+    backend = make_backend(args.device, queries)
     t = lap("GPU start and upload", t)
     cascade, finishing, profiles = Summed(), Summed(), Summed()
-    scan.run_cascade_batch = cascade.wrap(scan.run_cascade_batch)
-    scan.ScanFinisher.__call__ = finishing.wrap(scan.ScanFinisher.__call__)
-    scan.FilterProfile.from_optimized = staticmethod(profiles.wrap(scan.FilterProfile.from_optimized))
-    results = scan.hmmscan(queries, db, SearchOptions(), device="gpu", cpus=args.cpus, backend=backend)
+    if not ORIGINAL:
+        ORIGINAL.update(cascade=scan.run_cascade_batch, finish=scan.ScanFinisher.__call__,
+                        profile=scan.FilterProfile.from_optimized)
+    scan.run_cascade_batch = cascade.wrap(ORIGINAL["cascade"])
+    scan.ScanFinisher.__call__ = finishing.wrap(ORIGINAL["finish"])
+    scan.FilterProfile.from_optimized = staticmethod(profiles.wrap(ORIGINAL["profile"]))
+    results = scan.hmmscan(queries, db, SearchOptions(), device=args.device, cpus=args.cpus, backend=backend,
+                           filter_threads=filter_threads)
     first = next(results)
     t = lap("filters and finishing (to the first query's result)", t)
     out = io.StringIO()
@@ -93,15 +101,20 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cells", default="2000:shuffled,2000:proteome")
     ap.add_argument("--cpus", type=int, default=os.cpu_count())
+    ap.add_argument("--filter-threads", default="2", help="comma-separated: each cell run with each")
+    ap.add_argument("--device", default="gpu", help="reference: a smoke run without a GPU")
+    ap.add_argument("--repeats", type=int, default=1, help="runs of each (the first may compile kernels)")
     ap.add_argument("--work", type=Path, default=Path("/tmp/gsmatrix"))
     args = ap.parse_args()
     args.base_seqs, args.max_m = 0, matrix.M_MAX
     args.work.mkdir(parents=True, exist_ok=True)
     for cell in args.cells.split(","):
-        laps = profile_cell(cell, args)
-        print(f"== {cell} ({args.cpus} threads)")
-        for name, seconds in laps.items():
-            print(f"   {name:60s} {seconds:8.2f} s")
+        for _ in range(args.repeats):
+            for filter_threads in map(int, args.filter_threads.split(",")):
+                laps = profile_cell(cell, args, filter_threads)
+                print(f"== {cell} ({args.cpus} threads, {filter_threads} filter threads)")
+                for name, seconds in laps.items():
+                    print(f"   {name:60s} {seconds:8.2f} s")
 
 
 if __name__ == "__main__":

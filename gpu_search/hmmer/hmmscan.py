@@ -223,7 +223,7 @@ def _stats(hits, options: SearchOptions) -> PipelineStats:
 
 def hmmscan(queries: SequenceDB, db: ModelDB, options: SearchOptions | None = None, *,
             device: str = "cpu", cpus: int | None = None, gpus=None, backend=None,
-            callback=None) -> Iterator[ScanResult]:
+            callback=None, filter_threads: int = 2) -> Iterator[ScanResult]:
     """Search every query sequence against every model of ``db``, as HMMER's hmmscan;
     results in query order.
 
@@ -238,6 +238,8 @@ def hmmscan(queries: SequenceDB, db: ModelDB, options: SearchOptions | None = No
         gpus: GPU ids for the 'gpu' device (all visible by default).
         backend: an already built filter backend holding ``queries``.
         callback: called with (query index, number of queries) as each is done.
+        filter_threads: threads running batches of models through the filters at once
+            (at most ``cpus``).
     """
     options = options or SearchOptions()
     threads = max(1, cpus or os.cpu_count() or 1)
@@ -245,7 +247,7 @@ def hmmscan(queries: SequenceDB, db: ModelDB, options: SearchOptions | None = No
         yield from _scan_pyhmmer(queries, db, options, threads, callback)
     else:
         backend = backend or make_backend(device, queries, gpus)
-        yield from _scan_filtered(queries, db, options, threads, backend, callback)
+        yield from _scan_filtered(queries, db, options, threads, backend, callback, filter_threads)
 
 
 def _scan_pyhmmer(queries: SequenceDB, db: ModelDB, options: SearchOptions, threads: int,
@@ -352,7 +354,7 @@ def _with_thresholds(hits, limits: dict):
 
 
 def _scan_filtered(queries: SequenceDB, db: ModelDB, options: SearchOptions, threads: int, backend,
-                   callback) -> Iterator[ScanResult]:
+                   callback, filter_threads: int) -> Iterator[ScanResult]:
     """hmmscan on hmmsearch's filter engine: the queries resident, the models streamed.
 
     A few filter threads run batches of models (BATCH_MODELS of one kernel geometry,
@@ -408,7 +410,7 @@ def _scan_filtered(queries: SequenceDB, db: ModelDB, options: SearchOptions, thr
         # pyhmmer's hmmscan threads do, each going through the models in the same order)
         return [finish_pool.submit(finish_model, m, r.survivors) for m, r in zip(batch, results) if len(r.survivors)]
 
-    filter_threads = max(1, min(2, threads))
+    filter_threads = max(1, min(filter_threads, threads))
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="hmmscan-finish") as finish_pool, \
             ThreadPoolExecutor(max_workers=filter_threads, thread_name_prefix="hmmscan-filter") as filter_pool:
         under_way = [filter_pool.submit(cascade_task, batch) for batch in batches]
