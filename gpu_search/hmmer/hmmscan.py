@@ -48,8 +48,8 @@ from .options import SearchOptions
 from .profile import FilterProfile
 from .queries import Query, query_of
 from .queries import read_queries as _read_queries
-from .search import (BATCH_MODELS, PipelineStats, make_backend, pipeline_stats, running_z_applies,
-                     with_running_z_hit)
+from .search import (BATCH_MODELS, PIECES_PER_THREAD, PipelineStats, cut_by_work, make_backend, merge_pieces,
+                     pipeline_stats, running_z_applies, serial_hits, with_running_z_hit)
 
 # the files hmmpress writes beside an HMM file (hmmpress.c): binary models, their SSI
 # index, the MSV filter part of the optimized profiles and the rest of them
@@ -252,14 +252,17 @@ def hmmscan(queries: SequenceDB, db: ModelDB, options: SearchOptions | None = No
 
 def _scan_pyhmmer(queries: SequenceDB, db: ModelDB, options: SearchOptions, threads: int,
                   callback) -> Iterator[ScanResult]:
-    """pyhmmer's hmmscan: each query's serial scan of every model, queries on threads."""
+    """pyhmmer's hmmscan: each query's serial scan of every model, queries on threads (with
+    fewer queries than threads, :func:`_scan_in_pieces`)."""
     import pyhmmer
     from pyhmmer.easel import Alphabet
 
+    n = queries.n_seqs
+    if n < threads and db.n_models > 1:
+        yield from _scan_in_pieces(queries, db, options, threads, callback)
+        return
     abc = Alphabet.amino()
     block = queries.digital_block(None, abc)
-    n = queries.n_seqs
-    threads = min(threads, n)
     done = 0
 
     def progress(query, total):
@@ -273,6 +276,66 @@ def _scan_pyhmmer(queries: SequenceDB, db: ModelDB, options: SearchOptions, thre
     results = pyhmmer.hmmscan(block, db.profiles, cpus=threads, callback=progress, **kwargs)
     for i, hits in enumerate(results):
         yield ScanResult(query=query_of(queries, i), hits=hits, stats=_stats(hits, options))
+
+
+def _scan_in_pieces(queries: SequenceDB, db: ModelDB, options: SearchOptions, threads: int,
+                    callback) -> Iterator[ScanResult]:
+    """pyhmmer's hmmscan for fewer queries than threads (one protein against Pfam ran on one
+    core): the models cut into pieces of about equal nodes, every (query, piece) scanned on the
+    pool, each query's pieces merged.
+
+    As hmmsearch's search in database pieces (:func:`gpu_search.hmmer.search._search_in_pieces`):
+    with Z unset each piece counts its own models, so it keeps every hit serial hmmscan keeps
+    in it and some more; merged, Z is the number of models and the hits are thresholded
+    against it, and the kept hits serial hmmscan would not keep (P x the model's place over
+    E) are dropped (:func:`gpu_search.hmmer.search.serial_hits`).  Each piece is one block
+    scanned by every query, so that its profiles' locks keep two threads from setting one
+    profile's length at once."""
+    from pyhmmer.easel import Alphabet
+    from pyhmmer.plan7 import OptimizedProfileBlock, Pipeline
+
+    abc = Alphabet.amino()
+    seqs = queries.digital_block(None, abc)
+    profiles = list(db.profiles)
+    n = queries.n_seqs
+    pieces = -(-PIECES_PER_THREAD * threads // n)
+    nodes = np.array([om.M for om in profiles], dtype=np.float64)
+    blocks = [OptimizedProfileBlock(abc, [profiles[m] for m in piece.tolist()])
+              for piece in cut_by_work(np.arange(len(profiles)), nodes, pieces)]
+    kwargs = options.pipeline_kwargs(options.Z)
+    running_z = running_z_applies(options, queries)
+    place = {}                      # model name -> its place in the database (the first, where names repeat)
+    for k, om in enumerate(profiles, start=1):
+        place.setdefault(om.name, k)
+    local = threading.local()
+
+    def scan(q: int, b: int):
+        pipeline = getattr(local, "pipeline", None)
+        if pipeline is None:
+            pipeline = local.pipeline = Pipeline(abc, **kwargs)
+        try:
+            return pipeline.scan_seq(seqs[q], blocks[b])
+        finally:
+            pipeline.clear()
+
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="hmmscan") as pool:
+        under_way = [[pool.submit(scan, q, b) for b in range(len(blocks))] for q in range(n)]
+        try:
+            for q in range(n):
+                parts = [future.result() for future in under_way[q]]
+                if options.bit_cutoffs:
+                    limits = parts[0].__getstate__()["pipeline"]
+                    parts = parts[:1] + [_with_thresholds(h, limits) for h in parts[1:]]
+                hits = merge_pieces(parts)
+                if running_z:
+                    hits = serial_hits(hits, seqs[q], None, None, place)
+                if callback is not None:
+                    callback(q + 1, n)
+                yield ScanResult(query=query_of(queries, q), hits=hits, stats=_stats(hits, options))
+        finally:
+            for futures in under_way:        # a failure, or a caller that stopped early
+                for future in futures:
+                    future.cancel()
 
 
 class ScanFinisher:

@@ -159,6 +159,10 @@ CASES = [
     # "1e-3" is hmmscan's default text: not echoed; "10" is not "10.0": echoed
     ["-E", "10", "--incE", "1e-20", "--incdomE", "1e-20", "--F2", "1e-3"],
     ["--seed", "7", "--qformat", "FASTA", "--cpu", "1"],
+    # fewer queries than threads: the CPU path scans pieces of the models on every thread
+    ["--cpu", "8"],
+    ["-E", "1e3", "--domE", "1e3", "--cpu", "8"],
+    ["-T", "10", "--domT", "5", "--cpu", "8"],
 ]
 
 
@@ -237,11 +241,14 @@ def test_gpu_scan_of_many_models_equals_cpu(proteome, tmp_path, opts):
     assert sum(len(hits) for _, hits, _ in cpu) >= 30
 
 
-@pytest.mark.parametrize("device", ["cpu", "reference"])
+@pytest.mark.parametrize("device", ["cpu", "reference", "cpu --cpu 8"])
 @pytest.mark.parametrize("flag", ["--cut_ga", "--cut_nc", "--cut_tc"])
 def test_model_cutoffs_identical_to_hmmer(oracle, data_dir, queries, tmp_path, flag, device):
-    """--cut_ga/nc/tc: each model's own thresholds (two Pfam models that have all three)."""
-    hmmer, ours = run_both(oracle, tmp_path, [flag], "pressed", queries, hmm_text(data_dir, GA_MODELS), device)
+    """--cut_ga/nc/tc: each model's own thresholds (two Pfam models that have all three); with
+    --cpu 8, the CPU path's pieces of the models, each with the thresholds of its own."""
+    device, *more = device.split(" ", 1)
+    args = [flag, *more[0].split()] if more else [flag]
+    hmmer, ours = run_both(oracle, tmp_path, args, "pressed", queries, hmm_text(data_dir, GA_MODELS), device)
     report = check_all_outputs(hmmer, ours)
     assert f"# model-specific thresholding:     {flag[-2:].upper()} cutoffs" in report
     assert [l.split()[2] for l in report.splitlines() if l.startswith("Target model(s):")] == ["2"] * 6
