@@ -31,13 +31,13 @@ import json
 import os
 import random
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import hmmsearch_matrix as matrix
 
-PRESSED_SUFFIXES = (".h3m", ".h3i", ".h3f", ".h3p")
+sys.path.insert(0, str(matrix.REPO))
+from gpu_search.hmmer.hmmscan import PRESSED_SUFFIXES  # noqa: E402
 
 
 def pyhmmer_worker(hmm_path: str, fasta: str, cpus: str, tbl: str) -> None:
@@ -93,41 +93,19 @@ def run_cell(cell: str, args) -> dict:
     queries, n_queries, residues = write_queries(kind, args.work)
     row = {"cell": cell, "models": int(n), "queries": kind, "n_queries": n_queries, "residues": residues,
            "M_mean": info["M_mean"]}
-    logs = args.out / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    tbl = {k: args.work / f"hmmscan_{cell.replace(':', '_')}_{k}.tbl" for k in ("cold", "warm", "cpu", "pyhmmer")}
-    for path in tbl.values():
-        path.unlink(missing_ok=True)
+    logs, tbl = matrix.cell_files("hmmscan", cell, args)
     print(f"== hmmscan {cell}: {n_queries} queries ({kind}) x {n} models (mean M {info['M_mean']})", flush=True)
-    with tempfile.TemporaryDirectory() as cache:      # empty for the cold run, then what it compiled
-        env = matrix.cache_env(Path(cache))
-        row["ours_cold"] = matrix.run_timed(ours_command(args, args.device, hmm, queries, tbl["cold"]),
-                                            args.timeout, logs / f"{cell}_cold.log", env=env)
-        row["ours_warm"] = matrix.run_timed(ours_command(args, args.device, hmm, queries, tbl["warm"]),
-                                            args.timeout, logs / f"{cell}_warm.log", env=env, sample_gpu=True)
-        if cell in args.cpu_path:
-            row["ours_cpu"] = matrix.run_timed(ours_command(args, "cpu", hmm, queries, tbl["cpu"]), args.timeout,
-                                               logs / f"{cell}_cpu.log", env=env)
+    matrix.ours_cold_warm_cpu(lambda device, out: ours_command(args, device, hmm, queries, out), cell, args, logs,
+                              tbl, row)
     row["pyhmmer"] = matrix.run_timed([sys.executable, __file__, "_pyhmmer", str(hmm), str(queries), str(args.cpus),
                                        str(tbl["pyhmmer"])], args.timeout, logs / f"{cell}_pyhmmer.log")
-    rows = {k: matrix.table_rows(path) for k, path in tbl.items()}
-    row["rows"] = len(rows["warm"] or [])
-    row["cold_same_as_warm"] = rows["cold"] == rows["warm"]
-    if rows["cpu"] is not None:
-        row["gpu_same_as_cpu"] = rows["warm"] == rows["cpu"]
-    row["same_as_pyhmmer"] = rows["warm"] is not None and rows["warm"] == rows["pyhmmer"]
-    row["pyhmmer_rows"] = len(rows["pyhmmer"] or [])
-    if row["ours_warm"].get("rc") == 0 and row["pyhmmer"].get("rc") == 0:
-        row["ratio"] = round(row["pyhmmer"]["seconds"] / row["ours_warm"]["seconds"], 2)
+    matrix.compare_runs(row, tbl)
     print("   " + json.dumps(row), flush=True)
     return row
 
 
 def markdown(rows: list[dict]) -> str:
-    def secs(r, k):
-        v = r.get(k)
-        return "" if v is None else (f"{v['seconds']:.2f}" if v.get("rc") == 0 else f"rc {v.get('rc')}")
-
+    secs = matrix.seconds_text
     lines = ["| models | queries | ours cold | ours warm | ours CPU | pyhmmer hmmscan | pyhmmer / ours | "
              "rows (= pyhmmer; cold = warm; GPU = CPU) | GPU busy |",
              "| ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
@@ -150,17 +128,9 @@ def main():
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cells", default="2000:proteome,2000:shuffled", help="models:queries, comma-separated")
-    ap.add_argument("--cpu-path", default="", help="cells where our --device cpu runs too")
-    ap.add_argument("--device", default="gpu", help="our GPU runs' device (reference: a smoke run without a GPU)")
-    ap.add_argument("--cpus", type=int, default=os.cpu_count())
-    ap.add_argument("--timeout", type=float, default=300)
-    ap.add_argument("--work", type=Path, default=Path("/tmp/gsmatrix"))
-    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
+    matrix.add_run_arguments(ap)
     args = ap.parse_args()
-    args.cpu_path = set(filter(None, args.cpu_path.split(",")))
-    args.base_seqs, args.max_m = 0, matrix.M_MAX
-    args.work.mkdir(parents=True, exist_ok=True)
-    args.out.mkdir(parents=True, exist_ok=True)
+    matrix.run_arguments(args)
     rows = []
     t = time.perf_counter()
     for cell in args.cells.split(","):

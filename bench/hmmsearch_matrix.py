@@ -424,6 +424,73 @@ def run_timed(cmd, timeout: float, log: Path, env=None, sample_gpu=False) -> dic
     return res
 
 
+def add_run_arguments(ap) -> None:
+    """The options of an end-to-end benchmark of queries or models against pyhmmer
+    (bench/query_search_bench.py, bench/hmmscan_bench.py); :func:`run_arguments` reads them."""
+    ap.add_argument("--cpu-path", default="", help="cells where our --device cpu runs too")
+    ap.add_argument("--device", default="gpu", help="our GPU runs' device (reference: a smoke run without a GPU)")
+    ap.add_argument("--cpus", type=int, default=os.cpu_count())
+    ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/gsmatrix"))
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
+
+
+def run_arguments(args) -> None:
+    """:func:`add_run_arguments`'s options made ready: --cpu-path a set, the folders made, the
+    matrix's model and database settings."""
+    args.cpu_path = set(filter(None, args.cpu_path.split(",")))
+    args.copies, args.base_seqs, args.max_m = dict(DB_COPIES), 0, M_MAX
+    args.work.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+
+
+def cell_files(stem: str, cell: str, args) -> tuple[Path, dict]:
+    """A cell's log folder (--out/logs) and the --tblout of each of its runs (cold, warm, cpu,
+    pyhmmer; under --work, none there yet)."""
+    logs = args.out / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    tbl = {k: args.work / f"{stem}_{cell.replace(':', '_')}_{k}.tbl" for k in ("cold", "warm", "cpu", "pyhmmer")}
+    for path in tbl.values():
+        path.unlink(missing_ok=True)
+    return logs, tbl
+
+
+def ours_cold_warm_cpu(command, cell: str, args, logs: Path, tbl: dict, row: dict) -> None:
+    """Our command of a cell timed into ``row``: cold ("ours_cold": CuPy's, numba's and CUDA's
+    caches a new empty folder), warm ("ours_warm": the same command again on what the cold run
+    left, the GPU sampled) and, where --cpu-path names the cell, on the CPU ("ours_cpu").
+    ``command(device, tbl_path)`` is the command line; ``tbl`` the --tblout of each run."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = cache_env(Path(cache))
+        row["ours_cold"] = run_timed(command(args.device, tbl["cold"]), args.timeout, logs / f"{cell}_cold.log",
+                                     env=env)
+        row["ours_warm"] = run_timed(command(args.device, tbl["warm"]), args.timeout, logs / f"{cell}_warm.log",
+                                     env=env, sample_gpu=True)
+        if cell in args.cpu_path:
+            row["ours_cpu"] = run_timed(command("cpu", tbl["cpu"]), args.timeout, logs / f"{cell}_cpu.log", env=env)
+
+
+def compare_runs(row: dict, tbl: dict, same=lambda ours, theirs: ours == theirs) -> None:
+    """A cell's --tblout rows compared into ``row``: the warm run's against the cold run's, the
+    CPU run's (where it ran) and pyhmmer's (``same``: how), and pyhmmer's time over the warm
+    run's."""
+    rows = {k: table_rows(path) for k, path in tbl.items()}
+    row["rows"] = len(rows["warm"] or [])
+    row["cold_same_as_warm"] = rows["cold"] == rows["warm"]
+    if rows["cpu"] is not None:
+        row["gpu_same_as_cpu"] = rows["warm"] == rows["cpu"]
+    row["same_as_pyhmmer"] = rows["warm"] is not None and same(rows["warm"], rows["pyhmmer"])
+    row["pyhmmer_rows"] = len(rows["pyhmmer"] or [])
+    if row["ours_warm"].get("rc") == 0 and row["pyhmmer"].get("rc") == 0:
+        row["ratio"] = round(row["pyhmmer"]["seconds"] / row["ours_warm"]["seconds"], 2)
+
+
+def seconds_text(row: dict, key: str) -> str:
+    """A timed run's seconds for a table ("" where not run, "rc N" where it failed)."""
+    v = row.get(key)
+    return "" if v is None else (f"{v['seconds']:.2f}" if v.get("rc") == 0 else f"rc {v.get('rc')}")
+
+
 def pyhmmer_worker(hmm_path, fasta, cpus, tbl, dom):
     """The pyhmmer side of a cell (run in its own process): read the FASTA, search, write tables."""
     import pyhmmer

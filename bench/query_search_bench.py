@@ -36,9 +36,7 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import hmmsearch_matrix as matrix
 
@@ -88,46 +86,24 @@ def run_cell(cell: str, args) -> dict:
     queries.write_bytes(b"".join(b">%s\n%s\n" % (name.encode(), seq) for name, seq in pick_queries(int(n))))
     row = {"cell": cell, "program": args.program, "queries": int(n), "database": db, "homologs": homologs,
            "residues": info["residues"], "rounds": args.rounds if args.program == "jackhmmer" else "-"}
-    logs = args.out / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    tbl = {k: args.work / f"{args.program}_{cell.replace(':', '_')}_{k}.tbl" for k in ("cold", "warm", "cpu", "pyhmmer")}
-    for path in tbl.values():
-        path.unlink(missing_ok=True)
+    logs, tbl = matrix.cell_files(args.program, cell, args)
     print(f"== {args.program} {cell}: {n} queries x {info['residues'] / 1e6:.0f} M residues ({homologs} "
           f"homologs)", flush=True)
-    with tempfile.TemporaryDirectory() as cache:      # empty for the cold run, then what it compiled
-        env = matrix.cache_env(Path(cache))
-        row["ours_cold"] = matrix.run_timed(ours_command(args, args.device, queries, gsdb, tbl["cold"]),
-                                            args.timeout, logs / f"{cell}_cold.log", env=env)
-        row["ours_warm"] = matrix.run_timed(ours_command(args, args.device, queries, gsdb, tbl["warm"]),
-                                            args.timeout, logs / f"{cell}_warm.log", env=env, sample_gpu=True)
-        if cell in args.cpu_path:
-            row["ours_cpu"] = matrix.run_timed(ours_command(args, "cpu", queries, gsdb, tbl["cpu"]), args.timeout,
-                                               logs / f"{cell}_cpu.log", env=env)
+    matrix.ours_cold_warm_cpu(lambda device, out: ours_command(args, device, queries, gsdb, out), cell, args, logs,
+                              tbl, row)
     if args.no_pyhmmer:
         row["pyhmmer"] = {"rc": "not run"}
     else:
         row["pyhmmer"] = matrix.run_timed([sys.executable, __file__, "_pyhmmer", args.program, str(queries), str(fasta),
                                            str(args.cpus), str(args.rounds), str(tbl["pyhmmer"])],
                                           args.timeout, logs / f"{cell}_pyhmmer.log")
-    rows = {k: matrix.table_rows(path) for k, path in tbl.items()}
-    row["rows"] = len(rows["warm"] or [])
-    row["cold_same_as_warm"] = rows["cold"] == rows["warm"]
-    if rows["cpu"] is not None:
-        row["gpu_same_as_cpu"] = rows["warm"] == rows["cpu"]
-    row["same_as_pyhmmer"] = without_query_name(rows["warm"]) == without_query_name(rows["pyhmmer"])
-    row["pyhmmer_rows"] = len(rows["pyhmmer"] or [])
-    if row["ours_warm"].get("rc") == 0 and row["pyhmmer"].get("rc") == 0:
-        row["ratio"] = round(row["pyhmmer"]["seconds"] / row["ours_warm"]["seconds"], 2)
+    matrix.compare_runs(row, tbl, lambda ours, theirs: without_query_name(ours) == without_query_name(theirs))
     print("   " + json.dumps(row), flush=True)
     return row
 
 
 def markdown(rows: list[dict]) -> str:
-    def secs(r, k):
-        v = r.get(k)
-        return "" if v is None else (f"{v['seconds']:.2f}" if v.get("rc") == 0 else f"rc {v.get('rc')}")
-
+    secs = matrix.seconds_text
     lines = ["| queries | database | homologs | rounds | ours cold | ours warm | ours CPU | pyhmmer | "
              "pyhmmer / ours | rows (GPU = CPU; = pyhmmer) | GPU busy |",
              "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
@@ -150,18 +126,10 @@ def main():
     ap.add_argument("--cells", default="1:273m:few,1:68m:many", help="queries:database:homologs, comma-separated")
     ap.add_argument("--program", choices=["jackhmmer", "phmmer"], default="jackhmmer")
     ap.add_argument("--rounds", type=int, default=3, help="jackhmmer's -N")
-    ap.add_argument("--cpu-path", default="", help="cells where our --device cpu runs too")
-    ap.add_argument("--device", default="gpu", help="our GPU runs' device (reference: a smoke run without a GPU)")
     ap.add_argument("--no-pyhmmer", action="store_true", help="our runs only (a change measured against itself)")
-    ap.add_argument("--cpus", type=int, default=os.cpu_count())
-    ap.add_argument("--timeout", type=float, default=300)
-    ap.add_argument("--work", type=Path, default=Path("/tmp/gsmatrix"))
-    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
+    matrix.add_run_arguments(ap)
     args = ap.parse_args()
-    args.cpu_path = set(filter(None, args.cpu_path.split(",")))
-    args.copies, args.base_seqs, args.max_m = dict(matrix.DB_COPIES), 0, matrix.M_MAX
-    args.work.mkdir(parents=True, exist_ok=True)
-    args.out.mkdir(parents=True, exist_ok=True)
+    matrix.run_arguments(args)
     rows = []
     t = time.perf_counter()
     for cell in args.cells.split(","):

@@ -26,41 +26,24 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(BENCH.parent), str(BENCH)]
 
+import hmmscan_bench as bench  # noqa: E402
 import hmmsearch_matrix as matrix  # noqa: E402
-
-from gpu_search.hmmer.hmmscan import PRESSED_SUFFIXES  # noqa: E402
 
 
 def pyhmmer_worker(what: str, hmm_path: str, fasta: str, cpus: str, tbl: str) -> None:
-    """One pyhmmer side (its own process): hmmscan from the pressed files, or hmmsearch."""
+    """One pyhmmer side (its own process): hmmscan from the pressed files
+    (``hmmscan_bench.pyhmmer_worker``), or hmmsearch."""
     import pyhmmer
 
+    if what == "hmmscan":
+        bench.pyhmmer_worker(hmm_path, fasta, cpus, tbl)
+        return
     abc = pyhmmer.easel.Alphabet.amino()
     with pyhmmer.easel.SequenceFile(fasta, digital=True, alphabet=abc) as sf:
         seqs = sf.read_block()
-    with open(tbl, "wb") as out:
-        if what == "hmmscan":
-            with pyhmmer.plan7.HMMFile(hmm_path) as hf:
-                if not hf.is_pressed():
-                    raise SystemExit(f"{hmm_path}: not pressed")
-                profiles = list(hf.optimized_profiles())
-            for hits in pyhmmer.hmmer.hmmscan(seqs, profiles, cpus=int(cpus)):
-                hits.write(out, format="targets", header=False)
-        else:
-            with pyhmmer.plan7.HMMFile(hmm_path) as hf:
-                hmms = list(hf)
-            for hits in pyhmmer.hmmer.hmmsearch(hmms, seqs, cpus=int(cpus)):
-                hits.write(out, format="targets", header=False)
-
-
-def press(hmm_path: Path) -> None:
-    """hmmpress's four files beside the model file (pyhmmer's hmmpress), once."""
-    import pyhmmer
-
-    if all(hmm_path.with_name(hmm_path.name + s).exists() for s in PRESSED_SUFFIXES):
-        return
-    with pyhmmer.plan7.HMMFile(hmm_path) as hf:
-        pyhmmer.hmmer.hmmpress(hf, hmm_path)
+    with pyhmmer.plan7.HMMFile(hmm_path) as hf, open(tbl, "wb") as out:
+        for hits in pyhmmer.hmmer.hmmsearch(list(hf), seqs, cpus=int(cpus)):
+            hits.write(out, format="targets", header=False)
 
 
 def main():
@@ -76,7 +59,7 @@ def main():
     args.base_seqs, args.max_m = 0, matrix.M_MAX
     args.work.mkdir(parents=True, exist_ok=True)
     hmm, info = matrix.build_models(args.models, args)
-    press(hmm)
+    bench.press(hmm)
     names, seqs = matrix.read_proteome(None)
     fasta = args.work / "proteome_queries.faa"
     fasta.write_bytes(b"".join(b">%s\n%s\n" % (n.encode(), s.replace(b"*", b"")) for n, s in zip(names, seqs)))
