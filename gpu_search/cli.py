@@ -564,7 +564,7 @@ def hmmscan(hmmdb, seqfile, cut_ga, cut_nc, cut_tc, skip_long, device, gpus, qui
     used = _hmmscan_device(device, db, queries, cpu, quiet)
     progress = Progress("hmmscan", queries.n_seqs, "queries", quiet)
     results = run(queries, db, options, device=used, cpus=cpu, gpus=gpu_ids,
-                  callback=lambda done, total: progress.update(done))
+                  callback=lambda done, total, note="": progress.update(done, note))
     # (hmmscan's report names the query sequence file first, then the HMM database)
     write_outputs(results, options, hmmfile=seqfile, seqfile=hmmdb, **outputs, progress=progress,
                   program=HMMSCAN)

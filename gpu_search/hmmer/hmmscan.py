@@ -237,7 +237,9 @@ def hmmscan(queries: SequenceDB, db: ModelDB, options: SearchOptions | None = No
         cpus: threads (all cores by default).
         gpus: GPU ids for the 'gpu' device (all visible by default).
         backend: an already built filter backend holding ``queries``.
-        callback: called with (query index, number of queries) as each is done.
+        callback: called with (queries done, number of queries) as each is done; on the
+            filter engine also with (0, number of queries, a note) while the models are
+            filtered and finished, before the first query is done.
         filter_threads: threads running batches of models through the filters at once
             (at most ``cpus``).
     """
@@ -478,9 +480,16 @@ def _scan_filtered(queries: SequenceDB, db: ModelDB, options: SearchOptions, thr
             ThreadPoolExecutor(max_workers=filter_threads, thread_name_prefix="hmmscan-filter") as filter_pool:
         under_way = [filter_pool.submit(cascade_task, batch) for batch in batches]
         try:
-            pieces = [piece for fut in under_way for piece in fut.result()]
-            for piece in pieces:
+            pieces, filtered = [], 0
+            for batch, fut in zip(batches, under_way):
+                pieces.extend(fut.result())
+                filtered += len(batch)
+                if callback is not None:
+                    callback(0, nq, f"{filtered:,} of {n_models:,} models through the filters")
+            for done, piece in enumerate(pieces, start=1):
                 piece.result()
+                if callback is not None and done % 64 == 0:
+                    callback(0, nq, f"finishing: {done:,} of {len(pieces):,} models")
         finally:
             stop.set()              # an error, Ctrl-C: what is not started is dropped
             for fut in under_way:
