@@ -22,6 +22,7 @@ The ratio is pyhmmer's time over our warm run's.  The table (markdown and JSON i
 printed last.
 
     python bench/hmmscan_bench.py --cells 2000:proteome,2000:shuffled --cpu-path 2000:proteome
+    python bench/hmmscan_bench.py --cells 2000:proteome1,2000:proteome10 --cpu-path 2000:proteome1
 """
 
 from __future__ import annotations
@@ -68,14 +69,21 @@ def press(hmm_path: Path) -> None:
 
 def write_queries(kind: str, work: Path) -> tuple[Path, int, int]:
     """The proteome's proteins as the queries (kind "proteome"), or each one's residues shuffled
-    with a fixed seed ("shuffled"); (file, proteins, residues)."""
-    names, seqs = matrix.read_proteome(None)
+    with a fixed seed ("shuffled"); "proteomeN", e.g. proteome10: N proteins of 100-600
+    residues at evenly spaced places (a few proteins annotated, fewer than the threads); (file,
+    proteins, residues)."""
+    if kind.startswith("proteome") and kind[len("proteome"):].isdigit():
+        from query_search_bench import pick_queries
+
+        names, seqs = zip(*pick_queries(int(kind[len("proteome"):])))
+    else:
+        names, seqs = matrix.read_proteome(None)
     seqs = [s.replace(b"*", b"") for s in seqs]
     if kind == "shuffled":
         rng = random.Random(11)
         seqs = [bytes(rng.sample(list(s), len(s))) for s in seqs]
-    elif kind != "proteome":
-        raise SystemExit(f"unknown queries {kind!r}: proteome or shuffled")
+    elif not kind.startswith("proteome"):
+        raise SystemExit(f"unknown queries {kind!r}: proteome, proteomeN or shuffled")
     path = work / f"hmmscan_queries_{kind}.faa"
     path.write_bytes(b"".join(b">%s\n%s\n" % (n.encode(), s) for n, s in zip(names, seqs)))
     return path, len(seqs), sum(len(s) for s in seqs)
