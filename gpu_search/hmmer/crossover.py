@@ -1,4 +1,5 @@
-"""``--device auto`` for hmmsearch: the GPU only where the work repays its start.
+"""``--device auto`` for hmmsearch (and, at the end, hmmscan): the GPU only where the work
+repays its start.
 
 Both paths pay the same finishing of the survivors (Forward, domain definition in
 pyhmmer); they differ in what comes before:
@@ -66,13 +67,17 @@ def choose_device(hmms, n_seqs: int, residues: int, cpus: int,
                    f"{cpus} CPU threads, {gpu:.1f} s with the GPU)")
 
 
-# hmmscan's CPU path is pyhmmer's hmmscan, one query per thread, its filters at about
-# hmmsearch's rate per core (2,000 models x a proteome's 2,100 shuffled proteins, few pairs
-# past the filters: 2.5 s on an H200 host's 16 cores, bench/hmmscan_bench.py); its GPU path
-# pays the start and, per model, its filter profile and the host's work on its batch (about
-# 1 ms there).  As for hmmsearch, the finishing is left out: with many homologs the GPU path
-# also finishes better (one task per model, where pyhmmer's threads queue on each model's
-# lock in turn: 2.4x faster than pyhmmer with 12,300 hits), which this estimate does not see.
+# hmmscan's CPU path is pyhmmer's hmmscan (one query per thread; pieces of the models on
+# every thread where there are fewer queries than threads).  With many hits its threads
+# queue on each model's lock in turn (every thread goes through the models in the same
+# order, and a profile is set to a query's length under its lock): 2,000 models x a
+# proteome's 2,100 proteins, 12,300 hits, took 21.5 s on an H200 host's 16 cores, about
+# 7e8 cells a second per core, against 7.8 s on the GPU (bench/hmmscan_bench.py).  That
+# rate is the estimate's: without homologs the same run takes 2.5-3.0 s on the CPU and
+# 3.2-3.4 s on the GPU, so the GPU chosen there costs about 10%, the CPU chosen with
+# homologs 2.7x.  The GPU path pays the start and, per model, its filter profile and the
+# host's work on its batch (about 1 ms there).
+SCAN_CPU_CELLS_PER_CORE = 7e8
 SCAN_GPU_PER_MODEL = 0.001
 
 
@@ -80,9 +85,9 @@ def choose_scan_device(profiles, n_queries: int, residues: int, cpus: int,
                        crossover: Crossover = CROSSOVER) -> tuple[str, str]:
     """('gpu' or 'cpu', why) for hmmscan's ``--device auto`` with a usable GPU."""
     n = len(profiles)
-    threads = max(1, min(cpus, n_queries))
+    threads = max(1, cpus)
     cells = float(sum(om.M for om in profiles)) * float(residues)
-    cpu = cells / (threads * crossover.cpu_cells_per_core)
+    cpu = cells / (threads * SCAN_CPU_CELLS_PER_CORE)
     gpu = crossover.gpu_start + n * SCAN_GPU_PER_MODEL + cells / crossover.gpu_cells_per_second
     work = f"{n_queries:,} quer{'ies' if n_queries != 1 else 'y'} x {n:,} model{'s' if n != 1 else ''}"
     if gpu < cpu:

@@ -245,6 +245,8 @@ def hmmscan(queries: SequenceDB, db: ModelDB, options: SearchOptions | None = No
     """
     options = options or SearchOptions()
     threads = max(1, cpus or os.cpu_count() or 1)
+    if queries.n_seqs == 0:          # (every query left out by --skip-long): no results, empty outputs
+        return
     if device == "cpu":
         yield from _scan_pyhmmer(queries, db, options, threads, callback)
     else:
@@ -260,7 +262,9 @@ def _scan_pyhmmer(queries: SequenceDB, db: ModelDB, options: SearchOptions, thre
     from pyhmmer.easel import Alphabet
 
     n = queries.n_seqs
-    if n < threads and db.n_models > 1:
+    # (a model's place among the models decides the hits serial hmmscan keeps; where two models
+    # share a name, the pieces' hits could not be told apart by name: pyhmmer's serial scans)
+    if n < threads and db.n_models > 1 and len({om.name for om in db.profiles}) == db.n_models:
         yield from _scan_in_pieces(queries, db, options, threads, callback)
         return
     abc = Alphabet.amino()
@@ -306,9 +310,7 @@ def _scan_in_pieces(queries: SequenceDB, db: ModelDB, options: SearchOptions, th
               for piece in cut_by_work(np.arange(len(profiles)), nodes, pieces)]
     kwargs = options.pipeline_kwargs(options.Z)
     running_z = running_z_applies(options, queries)
-    place = {}                      # model name -> its place in the database (the first, where names repeat)
-    for k, om in enumerate(profiles, start=1):
-        place.setdefault(om.name, k)
+    place = {om.name: k for k, om in enumerate(profiles, start=1)}   # model name -> its place (names unique)
     local = threading.local()
 
     def scan(q: int, b: int):
@@ -494,6 +496,7 @@ def _scan_filtered(queries: SequenceDB, db: ModelDB, options: SearchOptions, thr
             stop.set()              # an error, Ctrl-C: what is not started is dropped
             for fut in under_way:
                 fut.cancel()
+            finish_pool.shutdown(wait=False, cancel_futures=True)
 
     running_z = running_z_applies(options, queries)
     name_len = np.array([len(om.name.encode()) for om in profiles]) if running_z else None

@@ -436,6 +436,39 @@ def test_bad_input_one_line_exit_code_no_output(oracle, data_dir, case, tmp_path
     assert list(out.iterdir()) == [], f"{name}: output left behind"
 
 
+@pytest.mark.parametrize("device", ["cpu", "reference"])
+def test_skip_long_of_every_query_writes_empty_outputs(data_dir, tmp_path, device):
+    """--skip-long where every query is over the limit: no query is searched, the outputs are
+    written without one (no error), on either path."""
+    (tmp_path / "db.hmm").write_bytes(hmm_text(data_dir, MODELS))
+    (tmp_path / "long.faa").write_text(">long\n" + "ACDEFGHIKL" * 10001 + "\n")
+    proc = run_ours(["--skip-long", "--device", device, "--cpu", "4", "--tblout", "t.tbl", "-o", "o.txt", "-q",
+                     "db.hmm", "long.faa"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "Query:" not in (tmp_path / "o.txt").read_text()
+    assert [l for l in (tmp_path / "t.tbl").read_text().splitlines() if not l.startswith("#")] == []
+
+
+def test_models_sharing_a_name_give_serial_hmmscans_hits(data_dir, queries, tmp_path):
+    """A text database where two models share a name (Thioesterase twice: hmmpress refuses
+    such a file, so HMMER's hmmscan never reads one), fewer queries than threads, weak hits
+    kept: the same report and tables as one thread's serial scans (the pieces of the models,
+    which tell hits apart by name, are not used there)."""
+    (tmp_path / "db.hmm").write_bytes(hmm_text(data_dir, MODELS) + hmm_text(data_dir, ["Thioesterase"]))
+    out = {}
+    for cpu in ("1", "8"):
+        proc = run_ours(["-E", "1e3", "--domE", "1e3", "--cpu", cpu, "--device", "cpu", "-q", "--tblout",
+                         f"{cpu}.tbl", "-o", f"{cpu}.txt", "db.hmm", queries], tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        text = (tmp_path / f"{cpu}.txt").read_text()       # (from the first query: the header names the files)
+        report = [l for l in text[text.index("Query:"):].splitlines() if not l.startswith(EXEMPT_REPORT)]
+        rows = [l for l in (tmp_path / f"{cpu}.tbl").read_text().splitlines() if not l.startswith("#")]
+        out[cpu] = (report, rows)
+    assert out["8"] == out["1"]
+    assert sum(l.startswith("Target model(s):                          15  ") for l in out["1"][0]) == 6
+    assert len(out["1"][1]) >= 8
+
+
 def test_skip_long_leaves_out_the_long_query(data_dir, queries, tmp_path):
     """--skip-long: a query over HMMER's 100,000-residue limit is left out; the others are
     reported as without it."""
