@@ -26,7 +26,10 @@ EASEL_ALPHABETS = {1: "RNA", 2: "DNA", 3: "amino", 4: "coins", 5: "dice"}
 _RECORD_END = re.compile(rb"\n[ \t]*//[ \t]*\r?(?=\n|\Z)")
 _NAME_LINE = re.compile(rb"^NAME[ \t]+(\S+)", re.MULTILINE)
 _HMM_LINE = re.compile(rb"^[ \t]*HMM(?=\s|\Z)", re.MULTILINE)           # a record's header ends here
-_ALPH_LINE = re.compile(rb"^[ \t]*ALPH(?=\s|\Z)", re.MULTILINE)
+_ALPH_LINE = re.compile(rb"^[ \t]*ALPH(?=\s|\Z)[ \t]*(\S*)", re.MULTILINE)
+# the names Easel's esl_abc_EncodeType knows (any case): HMMER's parser refuses any other,
+# with a message we write ourselves, the same every time
+_ALPH_NAMES = {b"amino", b"rna", b"dna", b"coins", b"dice", b"custom"}
 # a text HMM file: "HMMER" after any blank or comment ('#') lines, which HMMER's parser skips
 _TEXT_FILE = re.compile(rb"(?:[ \t\r]*(?:#[^\n]*)?\n)*[ \t\r]*HMMER")
 _NOT_BLANK = re.compile(rb"\S")
@@ -267,11 +270,13 @@ def _check_before_parsing(path: Path, data: bytes) -> int | None:
     ends = [m.end() for m in _RECORD_END.finditer(data)]
     for number, end in enumerate(ends + [len(data)], start=1):
         hmm_line = _HMM_LINE.search(data, start, end)
-        if hmm_line and not _ALPH_LINE.search(data, start, hmm_line.start()):
+        alph = hmm_line and _ALPH_LINE.search(data, start, hmm_line.start())
+        if hmm_line and (not alph or alph.group(1).lower() not in _ALPH_NAMES):
             name = _NAME_LINE.search(data, start, hmm_line.start())
             which = f"model '{printable(name.group(1), 60)}'" if name else f"record {number}"
-            raise FormatError(f"{printable(path)}: not a valid HMMER profile file ({which} has no "
-                              f"ALPH line)")
+            why = (f"has an unrecognized alphabet type '{printable(alph.group(1), 60)}'" if alph
+                   else "has no ALPH line")
+            raise FormatError(f"{printable(path)}: not a valid HMMER profile file ({which} {why})")
         start = end
     return len(ends)
 

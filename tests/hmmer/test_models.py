@@ -110,6 +110,17 @@ def refused(tmp_path, data: bytes, name="m.hmm") -> str:
     return msg
 
 
+def _error_or_none(tmp_path, data: bytes):
+    """read_hmms' exception for ``data``, or None where it reads."""
+    path = tmp_path / "maybe.hmm"
+    path.write_bytes(data)
+    try:
+        models.read_hmms(path, threads=1)
+    except Exception as exc:
+        return exc
+    return None
+
+
 def test_damage_that_crashes_hmmer_is_a_format_error(binary_model, text_model, tmp_path):
     """Files that end HMMER's own parser (and so the process): a binary model with an alphabet
     code Easel does not know (esl_fatal, exit 1 with a bare line), a text record without its
@@ -195,8 +206,14 @@ def test_damaged_text_records(text_model, tmp_path):
 
 def test_messages_quote_the_file_printably(text_model, tmp_path):
     """Bytes of a damaged file in a message: escaped, on one line, bounded."""
-    msg = refused(tmp_path, text_model.replace(b"ALPH  amino", b"ALPH  \x1b[31mamino\x07" + b"x" * 500))
+    bad = text_model.replace(b"ALPH  amino", b"ALPH  \x1b[31mamino\x07" + b"x" * 500)
+    with pytest.raises(ValueError, match="Unrecognized alphabet type"):
+        serial(bad)                                                     # HMMER refuses it too
+    msg = refused(tmp_path, bad)
+    assert "model 'Thioesterase' has an unrecognized alphabet type" in msg
     assert "\\x1b[31mamino\\x07" in msg and "\x1b" not in msg and "\x07" not in msg
+    for name in (b"Amino", b"dna"):                                    # Easel's names, any case: read
+        assert "unrecognized alphabet" not in str(_error_or_none(tmp_path, text_model.replace(b"ALPH  amino", b"ALPH  " + name)))
     assert models.printable(b"a\r\nb\x00\xff\xe2\x80\xa8c" + b"y" * 500, 20) == "a b\\x00\\xff c" + "y" * 4 + "..."      # 20 characters
     # a file pyhmmer cannot tell the format of: the message quotes the file, not pyhmmer's
     # buffer (which held bytes beyond the file's)
