@@ -282,34 +282,25 @@ _skip_long_option = click.option(
 # the shared options' parameters that are output files, not SearchOptions fields
 _OUTPUT_PARAMS = ("output", "alignment", "tblout", "domtblout", "pfamtblout")
 
-# Easel's names of sequence file formats (esl_sqio_EncodeFormat, unaligned and aligned), which
-# HMMER's --qformat and --tformat take; FASTA is the one read here
-EASEL_SEQ_FORMATS = ("fasta", "embl", "genbank", "ddbj", "uniprot", "ncbi", "daemon", "hmmpgmd", "fmindex",
-                     "stockholm", "pfam", "a2m", "psiblast", "selex", "afa", "clustal", "clustallike", "phylip",
-                     "phylips")
-
-
 def _format_options(**files):
     """HMMER's --qformat / --tformat (``qformat="the query file (SEQFILE)"``...), echoed in the
     report's header as HMMER echoes them."""
     return _options(*(click.option(f"--{name}", name, metavar="FORMAT",
-                                   help=f"Assert that {what} is in FORMAT, as HMMER's --{name}: fasta is the "
-                                        f"one read here (a .gsdb or a BLAST database is known by its content).")
+                                   help=f"Assert that {what} is in FORMAT, as HMMER's --{name}: one of "
+                                        f"Easel's, read by Easel (fasta, embl, genbank, ddbj, uniprot, "
+                                        f"stockholm, pfam, a2m, afa, clustal, clustallike, phylip, phylips, "
+                                        f"psiblast, selex). Without it a plain file's format is recognised "
+                                        f"as HMMER does (a gzipped file or a pipe is read as FASTA); a .gsdb "
+                                        f"or a BLAST database is known by its content.")
                       for name, what in files.items()))
 
 
-def _check_formats(shared: dict) -> None:
-    """--qformat and --tformat, taken out of ``shared``: fasta (any case) passes; HMMER's other
-    formats and unknown names are refused with one line."""
-    for name in ("qformat", "tformat"):
-        value = shared.pop(name, None)
-        if value is None or value.lower() == "fasta":
-            continue
-        if value.lower() in EASEL_SEQ_FORMATS:
-            raise OptionError(f"--{name} {value}: gpu-search reads protein FASTA (and .gsdb, BLAST databases), "
-                              f"not {value}: convert the file first (esl-reformat fasta FILE)")
-        raise OptionError(f"--{name} {printable(value, 40)}: not a sequence file format "
-                          f"(HMMER's: {', '.join(EASEL_SEQ_FORMATS)})")
+def _seq_formats(shared: dict) -> dict:
+    """--qformat and --tformat taken out of ``shared``, checked (:func:`.seqformats.check_format`):
+    {"qformat": FORMAT or None, "tformat": ...}."""
+    from .seqformats import check_format
+
+    return {name: check_format(shared.pop(name, None), name) for name in ("qformat", "tformat")}
 
 
 def _bit_cutoffs(cut_ga: bool, cut_nc: bool, cut_tc: bool) -> str | None:
@@ -323,8 +314,7 @@ def _bit_cutoffs(cut_ga: bool, cut_nc: bool, cut_tc: bool) -> str | None:
 def _search_options(cls, shared: dict, **extra):
     """The SearchOptions (or PhmmerOptions) of the shared HMMER options' values, the options
     as typed recorded for the report's header."""
-    _check_formats(shared)
-    fields = {k: v for k, v in shared.items() if k not in _OUTPUT_PARAMS + ("cpu", "max_")}
+    fields = {k: v for k, v in shared.items() if k not in _OUTPUT_PARAMS + ("cpu", "max_", "qformat", "tformat")}
     options = cls(max=shared["max_"], **fields, **extra)
     options.given = _typed_options(click.get_current_context())
     return options
@@ -349,7 +339,8 @@ def hmmsearch(hmmfile, seqdb, cut_ga, cut_nc, cut_tc, hits_out, skip_long, devic
     """Search profile HMM(s) in HMMFILE against the protein sequences of SEQDB.
 
     HMMFILE holds one or more HMMER3 profiles (text or binary, may be gzipped);
-    SEQDB is a protein FASTA file (may be gzipped), a .gsdb from `gpu-search makedb`, or a
+    SEQDB is a protein FASTA file (may be gzipped) or another of HMMER's formats (--tformat:
+    EMBL, UniProt, GenBank, Stockholm...), a .gsdb from `gpu-search makedb`, or a
     BLAST protein database made by makeblastdb (its name or folder).
     Scores, E-values, hits and domains are those of HMMER 3.4's hmmsearch.
     """
@@ -360,14 +351,15 @@ def hmmsearch(hmmfile, seqdb, cut_ga, cut_nc, cut_tc, hits_out, skip_long, devic
     check_outputs(*outputs.values(), hits_out)
     from .hmmer.models import open_hmms
     from .hmmer.options import SearchOptions
-    from .seqdb import open_database
+    from .seqformats import open_sequences
 
+    formats = _seq_formats(shared)
     options = _search_options(SearchOptions, shared, bit_cutoffs=_bit_cutoffs(cut_ga, cut_nc, cut_tc))
     gpu_ids = _parse_gpus(gpus)
     dev.start_cuda(device, gpu_ids, forks=False)    # the GPUs' start overlaps reading the inputs
     # (a large model file streams into the search as it is parsed)
     hmms = open_hmms(hmmfile, threads=cpu)
-    db = open_database(seqdb)
+    db = open_sequences(seqdb, formats["tformat"], "tformat")
     db.check_for_hmmsearch(skip_long)       # report bad input before any note about the device
     _check_cutoffs(hmms, options)
     used = _hmmer_device(device, hmms, db, seqdb, cpu, Z, quiet)
@@ -398,11 +390,12 @@ def phmmer(seqfile, seqdb, popen, pextend, mx, hits_out, skip_long, device, gpus
     """Search each protein sequence of SEQFILE against the protein sequences of SEQDB, as
     HMMER's phmmer.
 
-    SEQFILE is a protein FASTA file of one or more queries (may be gzipped); SEQDB as for
-    hmmsearch: protein FASTA, a .gsdb from `gpu-search makedb`, or a BLAST protein database.
+    SEQFILE is a protein FASTA file of one or more queries (may be gzipped) or another of
+    HMMER's formats (--qformat); SEQDB as for hmmsearch: protein FASTA or another of HMMER's
+    formats (--tformat), a .gsdb from `gpu-search makedb`, or a BLAST protein database.
     Each query becomes a profile HMM (phmmer's: --mx, --popen, --pextend), searched with
     hmmsearch's engine; scores, E-values, hits, domains and every output are those of
-    HMMER 3.4's phmmer.  --qformat and --tformat take fasta only.  Not offered: --mxfile,
+    HMMER 3.4's phmmer.  Not offered: --mxfile,
     the E-value calibration options (--EmL, --EmN, --EvL, --EvN, --EfL, --EfN, --Eft:
     HMMER's defaults are used).  A query without residues is refused (phmmer skips it
     silently).
@@ -415,13 +408,14 @@ def phmmer(seqfile, seqdb, popen, pextend, mx, hits_out, skip_long, device, gpus
     from .hmmer.options import PhmmerOptions
     from .hmmer.phmmer import build_models, read_queries
     from .hmmer.report import PHMMER
-    from .seqdb import open_database
+    from .seqformats import open_sequences
 
+    formats = _seq_formats(shared)
     options = _search_options(PhmmerOptions, shared, popen=popen, pextend=pextend, mx=mx)
     gpu_ids = _parse_gpus(gpus)
     dev.start_cuda(device, gpu_ids, forks=False)    # the GPUs' start overlaps reading the inputs
-    queries = read_queries(seqfile)
-    db = open_database(seqdb)
+    queries = read_queries(seqfile, formats["qformat"])
+    db = open_sequences(seqdb, formats["tformat"], "tformat")
     db.check_for_hmmsearch(skip_long, "phmmer")       # report bad input before any note about the device
     hmms = build_models(queries, options, cpu)
     used = _hmmer_device(device, hmms, db, seqdb, cpu, Z, quiet)
@@ -460,8 +454,9 @@ def jackhmmer(seqfile, seqdb, N, popen, pextend, mx, chkhmm, chkali, skip_long, 
     """Search each protein sequence of SEQFILE against the protein sequences of SEQDB in
     rounds, as HMMER's jackhmmer.
 
-    SEQFILE is a protein FASTA file of one or more queries (may be gzipped), searched one
-    after the other; SEQDB as for hmmsearch: protein FASTA, a .gsdb from `gpu-search makedb`
+    SEQFILE is a protein FASTA file of one or more queries (may be gzipped) or another of
+    HMMER's formats (--qformat), searched one after the other; SEQDB as for hmmsearch:
+    protein FASTA or another of HMMER's formats (--tformat), a .gsdb from `gpu-search makedb`
     (not a shard: each round's model comes from the whole database's hits), or a BLAST
     protein database.  Round 1 is phmmer's search (--mx, --popen, --pextend); each later
     round searches with a model built from the alignment of the query and the domains the
@@ -473,7 +468,7 @@ def jackhmmer(seqfile, seqdb, N, popen, pextend, mx, chkhmm, chkali, skip_long, 
     construction (--fragthresh; --wpb, --wgsc, --wblosum, --wnone, --wid; --eent, --eentexp,
     --eclust, --enone, --eset, --ere, --esigma, --eid; --pnone, --plaplace: HMMER's defaults
     are used), --mxfile, the E-value calibration options (--EmL, --EmN, --EvL, --EvN,
-    --EfL, --EfN, --Eft); --qformat and --tformat take fasta only.  A query without
+    --EfL, --EfN, --Eft).  A query without
     residues is refused (jackhmmer skips it silently).
     """
     from . import device as dev
@@ -486,13 +481,14 @@ def jackhmmer(seqfile, seqdb, N, popen, pextend, mx, chkhmm, chkali, skip_long, 
     from .hmmer.jackhmmer import read_queries, round_work, write_outputs
     from .hmmer.options import JackhmmerOptions
     from .progress import Progress
-    from .seqdb import open_database
+    from .seqformats import open_sequences
 
+    formats = _seq_formats(shared)
     options = _search_options(JackhmmerOptions, shared, N=N, popen=popen, pextend=pextend, mx=mx)
     gpu_ids = _parse_gpus(gpus)
     dev.start_cuda(device, gpu_ids, forks=False)    # the GPUs' start overlaps reading the inputs
-    queries = read_queries(seqfile)
-    db = open_database(seqdb)
+    queries = read_queries(seqfile, formats["qformat"])
+    db = open_sequences(seqdb, formats["tformat"], "tformat")
     if db.shard:
         raise OptionError(f"{printable(seqdb)} is shard {db.shard[0]} of {db.shard[1]}: jackhmmer needs the "
                           f"whole database (each round's model comes from all of the round before's hits)")
@@ -530,11 +526,11 @@ def hmmscan(hmmdb, seqfile, cut_ga, cut_nc, cut_tc, skip_long, device, gpus, qui
     HMMDB is a database pressed by hmmpress (HMMDB.h3m, .h3i, .h3f, .h3p beside it: those
     are read, as hmmscan reads them), or an HMM file, text or binary, may be gzipped
     (hmmscan needs it pressed; here it need not be).  SEQFILE is a protein FASTA file of one
-    or more queries (may be gzipped).  Results are grouped per query; scores, E-values, hits,
+    or more queries (may be gzipped), or another of HMMER's formats (--qformat).  Results are grouped per query; scores, E-values, hits,
     domains and every output are those of HMMER 3.4's hmmscan (Z: the number of models).
     On the GPU the queries are held there and the models run through the MSV, bias and
-    Viterbi filters in batches; HMMER's pipeline finishes what passes.  --qformat takes
-    fasta only.  Not offered: hmmscan's search of
+    Viterbi filters in batches; HMMER's pipeline finishes what passes.  Not offered:
+    hmmscan's search of
     the $PFAMDB folders for HMMDB.  A query without residues is refused (hmmscan reports it
     without hits); so is a model without the cutoff --cut_ga, --cut_nc or --cut_tc asks for
     (hmmscan skips such a model where it passes the MSV filter, without a word).
@@ -550,10 +546,11 @@ def hmmscan(hmmdb, seqfile, cut_ga, cut_nc, cut_tc, skip_long, device, gpus, qui
     from .hmmer.report import HMMSCAN
     from .progress import Progress
 
+    formats = _seq_formats(shared)
     options = _search_options(SearchOptions, shared, bit_cutoffs=_bit_cutoffs(cut_ga, cut_nc, cut_tc))
     gpu_ids = _parse_gpus(gpus)
     dev.start_cuda(device, gpu_ids, forks=False)    # the GPUs' start overlaps reading the inputs
-    queries = read_queries(seqfile)
+    queries = read_queries(seqfile, formats["qformat"])
     skip = queries.check_for_hmmsearch(skip_long, "hmmscan")
     db = open_hmmdb(hmmdb, threads=cpu)
     check_cutoffs(db, options)
@@ -740,6 +737,10 @@ def write_outputs(results, options, *, hmmfile, seqfile, output, tblout, domtblo
             write_query(main_fh, result, options, timing)
             if ali_fh is not None:
                 report.write_alignment(ali_fh, main_fh, result, options, alignment, program=program)
+            if getattr(result, "query", None) is not None and not program.scan:
+                # phmmer.c gives the query sequence's accession in the tables; pyhmmer's
+                # TopHits.write gives the hits' model's, which p7_SingleBuilder leaves unset
+                result.hits.query.accession = result.query.accession or None
             for fh, fmt in tables:
                 if fh is not None:
                     buf = io.BytesIO()

@@ -15,6 +15,9 @@ GPU alike (the layout of the early GPU hmmsearch papers: one residue stream plus
     columns  packed text with offsets, only for a BLAST database made with -parse_seqids:
              each sequence's BLAST+ title and id columns (BLAST_COLUMNS), which its
              deflines give and a FASTA header does not
+    accessions  packed text with offsets, only for a file read by Easel in one of
+             HMMER's other formats (:mod:`.seqformats`: EMBL's AC lines, Stockholm's
+             #=GS AC), which HMMER's tables show; FASTA has none
 
 A ``.gsdb`` file is these arrays written once (``gpu-search makedb``), each
 64-byte aligned after a small JSON header, and memory-mapped on load.  It
@@ -156,6 +159,9 @@ class SequenceDB:
     # name and header); offsets None where no sequence has them
     columns_blob: bytes | np.ndarray = b""
     columns_offsets: np.ndarray | None = None
+    # Easel's accession of each sequence (empty: none); offsets None where no sequence has one
+    accession_blob: bytes | np.ndarray = b""
+    accession_offsets: np.ndarray | None = None
     total_seqs: int | None = None       # of the whole database, when this is a shard
     total_residues: int | None = None
     shard: tuple[int, int] | None = None  # (i, n): shard i of n, 1-based
@@ -220,6 +226,13 @@ class SequenceDB:
         a, b = int(self.columns_offsets[i]), int(self.columns_offsets[i + 1])
         return bytes(self.columns_blob[a:b]).decode("utf-8", "surrogateescape")
 
+    def accession(self, i: int) -> str:
+        """Easel's accession of sequence ``i``; "" for none (any FASTA file's)."""
+        if self.accession_offsets is None:
+            return ""
+        a, b = int(self.accession_offsets[i]), int(self.accession_offsets[i + 1])
+        return bytes(self.accession_blob[a:b]).decode("utf-8", "replace")
+
     def sequence(self, i: int) -> np.ndarray:
         return self.residues[self.offsets[i] : self.offsets[i + 1]]
 
@@ -237,8 +250,11 @@ class SequenceDB:
         hb, ho = _gather_blob(self.header_blob, self.header_offsets, idx)
         cb, co = (b"", None) if self.columns_offsets is None else _gather_blob(self.columns_blob,
                                                                               self.columns_offsets, idx)
+        ab, ao = (b"", None) if self.accession_offsets is None else _gather_blob(self.accession_blob,
+                                                                                self.accession_offsets, idx)
         return SequenceDB(residues, offsets, nb, no, hb, ho, source=self.source, columns_blob=cb,
-                          columns_offsets=co, total_seqs=self.total_seqs, total_residues=self.total_residues)
+                          columns_offsets=co, accession_blob=ab, accession_offsets=ao,
+                          total_seqs=self.total_seqs, total_residues=self.total_residues)
 
     def digital_block(self, idx=None, alphabet=None):
         """A pyhmmer ``DigitalSequenceBlock`` of sequences ``idx`` (all by default)."""
@@ -261,6 +277,7 @@ class SequenceDB:
                 abc,
                 name=name.decode("utf-8", "replace"),
                 description=header[b - a:].lstrip().decode("utf-8", "replace"),
+                accession=self.accession(i) if self.accession_offsets is not None else None,
                 sequence=res[int(off[i]):int(off[i + 1])],
             ))
         return block
@@ -590,8 +607,9 @@ def _fasta_batches(pieces, source: str, blast: str | None = None, plain_scan: bo
                 at = first.start()
                 # (BLAST+ takes comment lines before the first header: the scanner skips them)
                 if piece[at:at + 1] != b">" and not (blast and piece[at:at + 1] in (b"!", b"#", b";")):
-                    what = "an HMM file" if piece[at:at + 5] == b"HMMER" else "not FASTA"
-                    raise FormatError(f"{source}: {what} (a FASTA file starts with '>' header lines)")
+                    if piece[at:at + 5] == b"HMMER":
+                        raise FormatError(f"{source}: an HMM file (a FASTA file starts with '>' header lines)")
+                    raise NotFastaError(f"{source}: not FASTA (a FASTA file starts with '>' header lines)")
         data = carry + piece if carry else piece
         used, batch = scan_piece(data, final=False)
         carry = data[used:]
@@ -626,6 +644,10 @@ def _fasta_batches(pieces, source: str, blast: str | None = None, plain_scan: bo
 
 
 _SAMPLE = 1 << 22               # residues looked at to tell protein from nucleotide
+
+
+class NotFastaError(FormatError):
+    """An input whose first bytes are not a FASTA header (another of HMMER's formats, maybe)."""
 
 
 def shown(name: str) -> str:

@@ -207,9 +207,9 @@ def check_cutoffs(db: ModelDB, options: SearchOptions) -> None:
 # --- the queries -----------------------------------------------------------------------
 
 
-def read_queries(path: str | os.PathLike) -> SequenceDB:
+def read_queries(path: str | os.PathLike, fmt: str | None = None) -> SequenceDB:
     """hmmscan's query sequences (:func:`.queries.read_queries`)."""
-    return _read_queries(path, "the HMM database comes first: hmmscan HMMDB SEQFILE")
+    return _read_queries(path, "the HMM database comes first: hmmscan HMMDB SEQFILE", fmt)
 
 
 # --- the search ------------------------------------------------------------------------

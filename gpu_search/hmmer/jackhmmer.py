@@ -71,9 +71,9 @@ class JackhmmerResult:
     rounds: list
 
 
-def read_queries(path: str | os.PathLike) -> SequenceDB:
+def read_queries(path: str | os.PathLike, fmt: str | None = None) -> SequenceDB:
     """jackhmmer's query sequences (:func:`.queries.read_queries`)."""
-    return _read_queries(path, "jackhmmer searches with sequences")
+    return _read_queries(path, "jackhmmer searches with sequences", fmt)
 
 
 def round_work(queries: SequenceDB) -> list:
@@ -340,8 +340,10 @@ def write_outputs(results, options: JackhmmerOptions, *, seqfile: str, seqdb: st
                 if tables:
                     # jackhmmer.c names the query sequence in the tables; pyhmmer's TopHits.write
                     # names the hits' model, <query>-i<round> from round 2 on.  The model is given
-                    # the query's name now that its checkpoint and alignments are written.
+                    # the query's name now that its checkpoint and alignments are written (and
+                    # its accession, which round 1's model, p7_SingleBuilder's, has not).
                     last.hmm.name = result.query.name
+                    last.hmm.accession = result.query.accession or None
                     for fh, fmt in tables:
                         buf = io.BytesIO()
                         last.hits.write(buf, format=fmt, header=first)

@@ -32,9 +32,9 @@ class PhmmerResult(SearchResult):
     query: Query | None = None
 
 
-def read_queries(path: str | os.PathLike) -> SequenceDB:
+def read_queries(path: str | os.PathLike, fmt: str | None = None) -> SequenceDB:
     """phmmer's query sequences (:func:`.queries.read_queries`)."""
-    return _read_queries(path, "phmmer searches with sequences; search with HMMs by hmmsearch")
+    return _read_queries(path, "phmmer searches with sequences; search with HMMs by hmmsearch", fmt)
 
 
 def build_models(queries: SequenceDB, options: PhmmerOptions, threads: int | None = None) -> list:

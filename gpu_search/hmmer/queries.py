@@ -1,5 +1,6 @@
-"""Query sequences of phmmer, jackhmmer and hmmscan: read from a protein FASTA file, and
-shown in the reports as HMMER shows an ESL_SQ."""
+"""Query sequences of phmmer, jackhmmer and hmmscan: read from a protein FASTA file (or
+another of HMMER's formats, :mod:`..seqformats`), and shown in the reports as HMMER shows an
+ESL_SQ."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import sys
 from dataclasses import dataclass
 
 from ..errors import FormatError, printable
-from ..seqdb import SequenceDB, read_fasta
+from ..seqdb import SequenceDB
+from ..seqformats import open_queries
 
 
 @dataclass(frozen=True)
@@ -17,22 +19,24 @@ class Query:
 
     name: str
     length: int
-    accession: str = ""         # FASTA has none
+    accession: str = ""         # FASTA has none; EMBL, UniProt and Stockholm files may
     description: str = ""
 
 
 def query_of(queries: SequenceDB, i: int) -> Query:
-    return Query(name=queries.name(i), length=int(queries.lengths[i]), description=queries.description(i))
+    return Query(name=queries.name(i), length=int(queries.lengths[i]), accession=queries.accession(i),
+                 description=queries.description(i))
 
 
-def read_queries(path: str | os.PathLike, hint: str) -> SequenceDB:
+def read_queries(path: str | os.PathLike, hint: str, fmt: str | None = None) -> SequenceDB:
     """The query sequences of a protein FASTA file (plain or gzip; a pipe too), read as the
     databases are (Easel's rules; an empty file, a file that is not FASTA, nucleotides and
     a sequence without residues are refused, each with its one-line error; a small file is
-    scanned without numba, see ``read_fasta``).  An HMM file
+    scanned without numba, see ``read_fasta``), or of a file in --qformat ``fmt`` or in
+    another format Easel recognises (:func:`..seqformats.open_queries`).  An HMM file
     given instead is named as one, with ``hint`` (what the program takes where)."""
     try:
-        return read_fasta(path, plain_scan=True)
+        return open_queries(path, fmt, "qformat")
     except FormatError:
         if _is_hmm_file(path):
             raise FormatError(f"{printable(path)}: this is a profile HMM file, not protein FASTA ({hint})") from None

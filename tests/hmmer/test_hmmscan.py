@@ -353,7 +353,7 @@ def test_help_says_what_is_not_offered():
     text = " ".join(r.stdout.split())
     assert r.returncode == 0 and "Usage: gpu-search hmmscan [OPTIONS] HMMDB SEQFILE" in text
     assert "Not offered: hmmscan's search of the $PFAMDB" in text and "On the GPU the queries are held" in text
-    assert "--qformat takes fasta only" in text
+    assert "or another of HMMER's formats (--qformat)" in text
     assert "-A FILE" not in text and "Report models with E-value <= E." in text
     assert "Exit codes:" in text
 
@@ -410,8 +410,8 @@ def bad_inputs(oracle, data_dir: Path, tmp: Path):
          "over HMMER's limit of 100,000 for hmmscan"),
         ("--cut_ga, a model without GA", text_db, faa, ["--cut_ga"], 2, "model 'KR' has no GA cutoff"),
         ("two cutoffs", text_db, faa, ["--cut_ga", "--cut_tc"], 2, "use only one of"),
-        ("--qformat of a format not read", text_db, faa, ["--qformat", "genbank"], 2,
-         "--qformat genbank: gpu-search reads protein FASTA"),
+        ("--qformat of a format the file is not in", text_db, faa, ["--qformat", "genbank"], 4,
+         "no sequences (read as genbank)"),
         ("--qformat of no format", text_db, faa, ["--qformat", "gb"], 2, "--qformat gb: not a sequence file format"),
     ]
 

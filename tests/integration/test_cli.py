@@ -302,7 +302,9 @@ def bad_inputs(tmp: Path):
         ("hmm is a directory", tmp, faa, [], 3, "directory"),
         ("empty hmm", write("e.hmm", ""), faa, [], 4, "empty"),
         ("empty db", hmm, write("e.faa", ""), [], 4, "empty"),
-        ("db not fasta", hmm, write("x.faa", "hello world\n"), [], 5, "not FASTA"),
+        # (Easel reads this as SELEX, HMMER's hmmsearch too: here only with --tformat selex)
+        ("db not fasta", hmm, write("x.faa", "hello world\n"), [], 5,
+         "not FASTA (a FASTA file starts with '>' header lines); for another of HMMER's formats give --tformat"),
         ("hmm not hmm", write("x.hmm", "hello\nworld\n"), faa, [], 5, "not a valid HMMER profile"),
         ("fasta given as hmm", faa, faa, [], 5, "FASTA file, not a profile"),
         ("truncated hmm", write("t.hmm", text[: len(text) // 2]), faa, [], 5, "HMM"),

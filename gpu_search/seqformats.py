@@ -1,0 +1,170 @@
+"""Sequence files in HMMER's other formats, read by Easel as HMMER's programs read them.
+
+HMMER reads its sequence files through Easel, which knows unaligned formats (FASTA, EMBL,
+GenBank, DDBJ, UniProt) and alignments (Stockholm, Pfam, A2M, aligned FASTA, Clustal,
+PHYLIP, PSI-BLAST, SELEX: read as their sequences without gaps), told by ``--tformat`` or
+``--qformat`` or guessed from the file's first lines.  FASTA, a ``.gsdb`` and a BLAST
+database are read by :mod:`.seqdb`; every other format here, through pyhmmer's
+``SequenceFile`` (Easel itself, so names, accessions, descriptions and residues are
+HMMER's), into the same :class:`~.seqdb.SequenceDB`, accessions kept (HMMER's tables and
+reports show them).
+
+A format is recognised in a plain file only (a compressed file or a pipe in a format other
+than FASTA needs the option), and only one that its first lines tell apart: Easel also takes
+any lines of two words for SELEX (``hello world`` is a sequence 'hello' there), which here
+is no sequence file without ``--tformat selex``, nor is PSI-BLAST's format.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import stat
+from pathlib import Path
+
+import numpy as np
+
+from .errors import EmptyInputError, FormatError, OptionError, SequenceError, printable
+from .seqdb import (MAX_SEQUENCE, NotFastaError, SequenceDB, _check_protein, _ends, check_readable,
+                    open_database, read_fasta, shown)
+
+# Easel's names of sequence file formats (esl_sqio_EncodeFormat, unaligned and aligned), which
+# HMMER's --qformat and --tformat take (any case)
+EASEL_SEQ_FORMATS = ("fasta", "embl", "genbank", "ddbj", "uniprot", "ncbi", "daemon", "hmmpgmd", "fmindex",
+                     "stockholm", "pfam", "a2m", "psiblast", "selex", "afa", "clustal", "clustallike", "phylip",
+                     "phylips")
+# of those, the formats recognised without the option (each has its own first lines)
+RECOGNISED = ("embl", "uniprot", "genbank", "ddbj", "stockholm", "pfam", "clustal", "clustallike", "phylip",
+              "phylips")
+# what is no sequence file to read here: a BLAST database (read without the option),
+# and the files of HMMER's search daemon and its FM-index
+NOT_READ = {"ncbi": "give a BLAST database without --{option}: gpu-search reads it as blastp does",
+            "daemon": "HMMER's daemon files are not read", "hmmpgmd": "HMMER's daemon files are not read",
+            "fmindex": "FM-index files are not read"}
+
+
+def check_format(value: str | None, option: str) -> str | None:
+    """``--qformat``/``--tformat`` VALUE as Easel names it (lower case); None for none given.
+    A name Easel does not know, or a format read nowhere here, is an OptionError."""
+    if value is None:
+        return None
+    fmt = value.lower()
+    if fmt not in EASEL_SEQ_FORMATS:
+        raise OptionError(f"--{option} {printable(value, 40)}: not a sequence file format "
+                          f"(HMMER's: {', '.join(EASEL_SEQ_FORMATS)})")
+    if fmt in NOT_READ:
+        raise OptionError(f"--{option} {value}: " + NOT_READ[fmt].format(option=option))
+    return fmt
+
+
+def open_sequences(path: str | os.PathLike, fmt: str | None, option: str) -> SequenceDB:
+    """A HMMER program's target database (or its query file, see ``.hmmer.queries``): in
+    format ``fmt`` (from :func:`check_format`) or, for None, FASTA, a ``.gsdb`` or a BLAST
+    database as :func:`.seqdb.open_database` reads them, or another format Easel
+    recognises in a plain file.  ``option``: the option that names the format ("tformat"),
+    for messages."""
+    if fmt is None or fmt == "fasta":
+        try:
+            return open_database(path)
+        except NotFastaError as exc:
+            if fmt is None:
+                return _guessed(path, exc, option)
+            raise
+    return read_easel(path, fmt)
+
+
+def open_queries(path: str | os.PathLike, fmt: str | None, option: str) -> SequenceDB:
+    """A query file (phmmer's, jackhmmer's, hmmscan's): FASTA read as ``read_fasta`` reads a
+    small file, or another format as :func:`open_sequences` reads it."""
+    if fmt is None or fmt == "fasta":
+        try:
+            return read_fasta(path, plain_scan=True)
+        except NotFastaError as exc:
+            if fmt is None:
+                return _guessed(path, exc, option)
+            raise
+    return read_easel(path, fmt)
+
+
+def _guessed(path, not_fasta: NotFastaError, option: str) -> SequenceDB:
+    """A file that is not FASTA, in the format Easel recognises: a plain file only (the
+    FASTA reader has read a pipe's first bytes already; a compressed file Easel does not
+    look into) and a format of RECOGNISED; else ``not_fasta``, saying how to name one."""
+    p = Path(path)
+    try:
+        plain = stat.S_ISREG(os.stat(p).st_mode)
+        if plain:
+            with open(p, "rb") as fh:
+                plain = fh.read(2) != b"\x1f\x8b"
+    except OSError:
+        plain = False
+    unknown = FormatError(f"{not_fasta}; for another of HMMER's formats give --{option} FORMAT")
+    if not plain:
+        raise unknown from None
+    from pyhmmer.easel import SequenceFile
+
+    try:
+        with SequenceFile(str(p)) as sf:
+            fmt = sf.format
+    except Exception:
+        raise unknown from None
+    if fmt not in RECOGNISED:
+        raise unknown from None
+    return read_easel(p, fmt)
+
+
+def read_easel(path: str | os.PathLike, fmt: str) -> SequenceDB:
+    """Every sequence of ``path`` (plain or gzip, a pipe too) in Easel's format ``fmt``, read
+    by Easel in its amino alphabet as HMMER's programs read a protein file; checked as a
+    FASTA file is (none empty, protein)."""
+    from pyhmmer.easel import Alphabet, SequenceFile
+
+    path = Path(path)
+    source = str(path)
+    check_readable(path)
+    try:
+        plain = stat.S_ISREG(os.stat(path).st_mode)
+        with open(path, "rb") as fh:
+            head = fh.read(2)
+            data = None if plain and head != b"\x1f\x8b" else head + fh.read()
+        if data is not None and data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise FormatError(f"{source}: cannot read as {fmt} ({printable(str(exc), 100)})") from None
+    if data is not None and not data.strip():
+        raise EmptyInputError(f"{source}: file is empty")
+    if data is None and os.path.getsize(path) == 0:
+        raise EmptyInputError(f"{source}: file is empty")
+    names, headers, accessions, pieces = [], [], [], []
+    try:
+        with SequenceFile(source if data is None else io.BytesIO(data), format=fmt, digital=True,
+                          alphabet=Alphabet.amino()) as sf:
+            for seq in sf:
+                name, acc, desc = (x.encode("utf-8", "surrogateescape")
+                                   for x in (seq.name, seq.accession, seq.description))
+                names.append(name)
+                # the header line Easel's description is cut from (SequenceDB.description)
+                headers.append(name + b" " + desc if desc else name)
+                accessions.append(acc)
+                pieces.append(np.asarray(seq.sequence, dtype=np.uint8))
+                if len(pieces[-1]) == 0:
+                    raise SequenceError(f"{source}: sequence '{shown(seq.name)}' is empty; remove it first")
+                if len(pieces[-1]) > MAX_SEQUENCE:
+                    raise SequenceError(f"{source}: sequence '{shown(seq.name)}' is longer than "
+                                        f"{MAX_SEQUENCE:,} residues")
+    except SequenceError:
+        raise
+    except Exception as exc:
+        # Easel's parse errors (ValueError "Could not parse file: Line 3: ..."), whatever the
+        # reader raises on a damaged file: the file's fault
+        raise FormatError(f"{source}: not a valid {fmt} file ({printable(str(exc), 200)})") from None
+    if not pieces:
+        raise EmptyInputError(f"{source}: no sequences (read as {fmt})")
+    lens = np.array([len(p) for p in pieces], dtype=np.int64)
+    residues = np.concatenate(pieces)
+    _check_protein(residues[:1 << 22], source)
+    return SequenceDB(residues, _ends([lens]), b"".join(names), _ends([np.array([len(n) for n in names])]),
+                      b"".join(headers), _ends([np.array([len(h) for h in headers])]), source=source,
+                      accession_blob=b"".join(accessions),
+                      accession_offsets=_ends([np.array([len(a) for a in accessions])]) if any(accessions) else None)
