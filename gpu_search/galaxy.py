@@ -38,6 +38,12 @@ TOOL_VERSION = f"{__version__}+galaxy0"
 # the image containers/Dockerfile builds: docker build -f containers/Dockerfile -t gpu-search:<version> .
 CONTAINER = f"gpu-search:{__version__}"
 
+# the HMMER programs' sequence files: FASTA, and the Galaxy datatypes of HMMER's other formats
+# that Easel reads (the command names them by their Galaxy extension, which is Easel's name)
+HMMER_SEQUENCES = "fasta,fasta.gz,embl,genbank,stockholm,clustal,a2m"
+SEQUENCES_HELP = ("Protein FASTA (may be gzipped), EMBL, GenBank, or an alignment (Stockholm, Clustal, A2M: "
+                  "its sequences without gaps).")
+
 BLAST_STD = "qseqid sseqid pident length mismatch gapopen qstart qend sstart send evalue bitscore"
 BLAST_EXT = (BLAST_STD + " sallseqid score nident positive gaps ppos qframe sframe qseq sseq qlen slen "
              "salltitles")
@@ -89,6 +95,13 @@ gpu-search '$search.type'
     --domZ '$search.adv.domZ'
     #end if
     --seed '$search.adv.seed'
+    ## a sequence file in another of HMMER's formats: named by its Galaxy datatype (Easel's names)
+    #if $search.type in ('phmmer', 'jackhmmer', 'hmmscan') and $search.query.ext in ('embl', 'genbank', 'stockholm', 'clustal', 'a2m'):
+    --qformat '$search.query.ext'
+    #end if
+    #if $search.type in ('hmmsearch', 'phmmer', 'jackhmmer') and $search.seqdb.ext in ('embl', 'genbank', 'stockholm', 'clustal', 'a2m'):
+    --tformat '$search.seqdb.ext'
+    #end if
     #if $search.type in ('phmmer', 'jackhmmer'):
     #if $search.type == 'jackhmmer':
     -N '$search.N'
@@ -177,12 +190,13 @@ GPU, or the GPU it was given could not be used (``gpu-search: no usable GPU
 **Inputs**
 
 * HMM search: a file of one or more HMMER3 profiles, and protein sequences in
-  FASTA (may be gzipped).
+  FASTA (may be gzipped), EMBL, GenBank, or an alignment (Stockholm, Clustal,
+  A2M: its sequences without gaps), read as HMMER reads them.
 * Protein HMMER search and iterative protein HMMER search: query protein
-  sequences in FASTA, and protein sequences in FASTA to search (the whole
-  database: each round of the iterative search builds on all of the round
-  before's hits).
-* HMM scan: query protein sequences in FASTA (may be gzipped), and the profile
+  sequences, and protein sequences to search (the whole database: each round
+  of the iterative search builds on all of the round before's hits), in any
+  of those formats.
+* HMM scan: query protein sequences in any of those formats, and the profile
   HMMs to search: an HMMER3 profile file from your history (it need not be
   pressed), or an HMM database the server holds (its ``hmm_database`` data
   table, as for the IUC HMMER tools: a database pressed by ``hmmpress``).
@@ -368,27 +382,27 @@ def build_tool():
     hmm = gxtp.When("hmmsearch")
     hmm.append(gxtp.DataParam("hmmfile", argument=None, format="hmm3,txt", label="Profile HMM file",
                               help="One or more HMMER3 profiles (e.g. Pfam families)."))
-    hmm.append(gxtp.DataParam("seqdb", format="fasta,fasta.gz", label="Protein sequences to search",
-                              help="Protein FASTA."))
+    hmm.append(gxtp.DataParam("seqdb", format=HMMER_SEQUENCES, label="Protein sequences to search",
+                              help=SEQUENCES_HELP))
     hmm.append(hmmer_outputs("hmmsearch"))
     hmm.append(hmmer_advanced("hmmsearch"))
     search.append(hmm)
 
     seq = gxtp.When("phmmer")
-    seq.append(gxtp.DataParam("query", format="fasta,fasta.gz", label="Query protein sequences",
-                              help="Protein FASTA: each sequence is searched on its own."))
-    seq.append(gxtp.DataParam("seqdb", format="fasta,fasta.gz", label="Protein sequences to search",
-                              help="Protein FASTA."))
+    seq.append(gxtp.DataParam("query", format=HMMER_SEQUENCES, label="Query protein sequences",
+                              help="Each sequence is searched on its own. " + SEQUENCES_HELP))
+    seq.append(gxtp.DataParam("seqdb", format=HMMER_SEQUENCES, label="Protein sequences to search",
+                              help=SEQUENCES_HELP))
     seq.append(hmmer_outputs("phmmer"))
     seq.append(hmmer_advanced("phmmer"))
     search.append(seq)
 
     jack = gxtp.When("jackhmmer")
-    jack.append(gxtp.DataParam("query", format="fasta,fasta.gz", label="Query protein sequences",
-                               help="Protein FASTA: each sequence is searched on its own, in rounds."))
-    jack.append(gxtp.DataParam("seqdb", format="fasta,fasta.gz", label="Protein sequences to search",
-                               help="Protein FASTA: the whole database (each round builds on all of the "
-                                    "round before's hits)."))
+    jack.append(gxtp.DataParam("query", format=HMMER_SEQUENCES, label="Query protein sequences",
+                               help="Each sequence is searched on its own, in rounds. " + SEQUENCES_HELP))
+    jack.append(gxtp.DataParam("seqdb", format=HMMER_SEQUENCES, label="Protein sequences to search",
+                               help="The whole database (each round builds on all of the round before's "
+                                    "hits). " + SEQUENCES_HELP))
     jack.append(gxtp.IntegerParam("N", value=5, min=1, label="Rounds of search at most (-N)",
                                   help="Fewer where the search converges: a round that includes nothing new."))
     jack.append(hmmer_outputs("jackhmmer"))
@@ -396,8 +410,8 @@ def build_tool():
     search.append(jack)
 
     scan = gxtp.When("hmmscan")
-    scan.append(gxtp.DataParam("query", format="fasta,fasta.gz", label="Query protein sequences",
-                               help="Protein FASTA: each sequence is searched against every model."))
+    scan.append(gxtp.DataParam("query", format=HMMER_SEQUENCES, label="Query protein sequences",
+                               help="Each sequence is searched against every model. " + SEQUENCES_HELP))
     # the models: an HMM file from the history (need not be pressed), or a database pressed by
     # hmmpress of the server's hmm_database data table (the IUC hmmer3 tools' table: value, name,
     # db_path, the name given to hmmpress)
@@ -513,12 +527,12 @@ def build_tool():
     #                     gpu-search computed the file (lines_diff counts a changed line twice, - and +,
     #                     and an added line once)
 
-    def hmmer_test(params: dict, outputs: dict) -> gxtp.Test:
-        """A test of a HMMER search: its parameters under search|, each output's expected file
-        and lines_diff."""
+    def hmmer_test(params: dict, outputs: dict, ftypes: dict | None = None) -> gxtp.Test:
+        """A test of a HMMER search: its parameters under search| (an input's datatype in
+        ``ftypes``), each output's expected file and lines_diff."""
         t = gxtp.Test(expect_num_outputs=len(outputs) + ("output" not in outputs))
         for name, value in params.items():
-            t.append(gxtp.TestParam(f"search|{name}", value=value))
+            t.append(gxtp.TestParam(f"search|{name}", value=value, ftype=(ftypes or {}).get(name)))
         for name, (file, lines_diff) in outputs.items():
             t.append(gxtp.TestOutput(name, file=file, lines_diff=lines_diff))
         return t
@@ -570,6 +584,11 @@ def build_tool():
         {"type": "hmmscan", "query": "proteome.faa", "hmmdb_opts|hmmdb_opts_selector": "db",
          "hmmdb_opts|database": "four_models", "outputs": "tblout,domtblout,pfamtblout"},
         tables("proteome.hmmscan", "tblout", "domtblout", "pfamtblout")))
+    # 7. hmmsearch of the test proteome as GenBank records (test-data/make.sh): the command names
+    # the datatype (--tformat genbank); the expected table made by HMMER 3.4 reading that file
+    tests.append(hmmer_test(
+        {"type": "hmmsearch", "hmmfile": "four-models.hmm", "seqdb": "proteome.gb", "outputs": "tblout"},
+        {"tblout": ("proteome.gb.tblout", TABLE_TAIL)}, ftypes={"seqdb": "genbank"}))
 
     def blastp_test(params: dict, output: gxtp.TestOutput) -> gxtp.Test:
         """A blastp test of the three test queries against the test proteome."""

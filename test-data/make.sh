@@ -11,6 +11,30 @@ T=test-data
        --F1 0.02 --F2 0.001 --F3 1e-05 --seed 42 $T/four-models.hmm $T/proteome.faa
 "$exe" --cpu 1 -o /dev/null --tblout $T/PF02826.cut_ga.tblout --cut_ga \
        --F1 0.02 --F2 0.001 --F3 1e-05 --seed 42 $T/PF02826.hmm $T/proteome.faa
+# the test proteome as GenBank records (another of HMMER's formats: name, accession, description),
+# searched as Galaxy's tool searches a genbank dataset (--tformat genbank)
+python3 - $T/proteome.faa $T/proteome.gb <<'PY'
+import sys
+records, out = [], []
+for line in open(sys.argv[1]):
+    if line.startswith(">"):
+        name, _, desc = line[1:].strip().partition(" ")
+        records.append([name, desc.strip(), ""])
+    else:
+        records[-1][2] += line.strip()
+for i, (name, desc, seq) in enumerate(records):
+    out.append(f"LOCUS       {name} {len(seq)} aa linear BCT 01-JAN-2000")
+    out.append(f"DEFINITION  {desc or '.'}")
+    if i % 3:                                   # every third without an accession
+        out += [f"ACCESSION   GS{i:05d}", f"VERSION     GS{i:05d}.1"]
+    out.append("ORIGIN")
+    out += [f"{k + 1:>9} " + " ".join(seq[j:j + 10].lower() for j in range(k, min(k + 60, len(seq)), 10))
+            for k in range(0, len(seq), 60)]
+    out.append("//")
+open(sys.argv[2], "w").write("\n".join(out) + "\n")
+PY
+"$exe" --cpu 1 -o /dev/null --tblout $T/proteome.gb.tblout --tformat genbank -E 10.0 --domE 10.0 --incE 0.01 \
+       --incdomE 0.01 --F1 0.02 --F2 0.001 --F3 1e-05 --seed 42 $T/four-models.hmm $T/proteome.gb
 
 # blastp (BLAST+ 2.12, Debian's ncbi-blast+)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

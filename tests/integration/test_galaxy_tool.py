@@ -63,9 +63,21 @@ class _Params(dict):
         return self.get("__str__", "")
 
 
+class _Dataset(str):
+    """A history dataset as the template sees it: its path, and its datatype's extension."""
+
+    def __new__(cls, path: str, ext: str = "fasta"):
+        dataset = super().__new__(cls, path)
+        dataset.ext = ext
+        return dataset
+
+
 def render(search: dict, outputs: dict, env: dict) -> str:
     from Cheetah.Template import Template
 
+    # (the input datasets: FASTA where a test does not say)
+    search = {k: _Dataset(v) if k in ("query", "seqdb", "hmmfile") and not isinstance(v, _Dataset) else v
+              for k, v in search.items()}
     ns = {"search": _Params(search), **outputs}
     text = str(Template(COMMAND, searchList=[ns]))
     # Galaxy runs the rendered command as one line (tools/evaluation.py)
@@ -122,6 +134,26 @@ def test_hmmsearch_command_quotes_everything(job, tmp_path):
     assert "--pfamtblout" not in argv
     assert "--nobias" in argv and "--nonull2" in argv and "--max" not in argv
     assert argv[-2:] == [HOSTILE[1], HOSTILE[0]]
+
+
+@pytest.mark.parametrize("type", ["hmmsearch", "phmmer", "jackhmmer", "hmmscan"])
+def test_sequence_formats_named_by_datatype(type, tmp_path):
+    """A query or database dataset of another of HMMER's formats is named to gpu-search by its
+    datatype (Easel's name); a FASTA one is not."""
+    adv = _Params(cutoffs="none", E="10.0", domE="10.0", incE="0.01", incdomE="0.01", F1="0.02", F2="0.001",
+                  F3="1e-05", max="", nobias="", nonull2="", Z="", domZ="", seed="42", popen="0.02",
+                  pextend="0.4", mx="BLOSUM62")
+    for query_ext, db_ext in (("stockholm", "genbank"), ("fasta", "embl"), ("fasta.gz", "fasta")):
+        search = dict(type=type, hmmfile="m.hmm", query=_Dataset("q.dat", query_ext), N="2",
+                      seqdb=_Dataset("d.dat", db_ext), outputs=_Params(__str__="tblout"), adv=adv,
+                      hmmdb_opts=_Params(hmmdb_opts_selector="file", hmmfile="m.hmm"))
+        folder = tmp_path / f"{query_ext}-{db_ext}"
+        folder.mkdir()
+        argv = run_rendered(render(search, dict(output="o.txt", tblout="t.txt"), {}), folder, {})
+        qformat = [argv[i + 1] for i, a in enumerate(argv) if a == "--qformat"]
+        tformat = [argv[i + 1] for i, a in enumerate(argv) if a == "--tformat"]
+        assert qformat == ([query_ext] if type != "hmmsearch" and query_ext == "stockholm" else []), argv
+        assert tformat == ([db_ext] if type != "hmmscan" and db_ext in ("genbank", "embl") else []), argv
 
 
 def test_phmmer_command_quotes_everything(tmp_path):
