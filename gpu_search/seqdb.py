@@ -15,9 +15,10 @@ GPU alike (the layout of the early GPU hmmsearch papers: one residue stream plus
     columns  packed text with offsets, only for a BLAST database made with -parse_seqids:
              each sequence's BLAST+ title and id columns (BLAST_COLUMNS), which its
              deflines give and a FASTA header does not
-    accessions  packed text with offsets, only for a file read by Easel in one of
-             HMMER's other formats (:mod:`.seqformats`: EMBL's AC lines, Stockholm's
-             #=GS AC), which HMMER's tables show; FASTA has none
+    accessions, descriptions  packed text with offsets, only for a file read by Easel in
+             one of HMMER's other formats (:mod:`.seqformats`: EMBL's AC and DE lines,
+             Stockholm's #=GS AC and DE), which HMMER's outputs show; FASTA has no
+             accession, and its descriptions are cut from the header lines
 
 A ``.gsdb`` file is these arrays written once (``gpu-search makedb``), each
 64-byte aligned after a small JSON header, and memory-mapped on load.  It
@@ -162,6 +163,10 @@ class SequenceDB:
     # Easel's accession of each sequence (empty: none); offsets None where no sequence has one
     accession_blob: bytes | np.ndarray = b""
     accession_offsets: np.ndarray | None = None
+    # Easel's description of each sequence as Easel read it; offsets None where the
+    # descriptions are cut from the header lines (FASTA)
+    description_blob: bytes | np.ndarray = b""
+    description_offsets: np.ndarray | None = None
     total_seqs: int | None = None       # of the whole database, when this is a shard
     total_residues: int | None = None
     shard: tuple[int, int] | None = None  # (i, n): shard i of n, 1-based
@@ -213,6 +218,9 @@ class SequenceDB:
         return self._description(i).decode("utf-8", "replace")
 
     def _description(self, i: int) -> bytes:
+        if self.description_offsets is not None:
+            a, b = int(self.description_offsets[i]), int(self.description_offsets[i + 1])
+            return bytes(self.description_blob[a:b])
         a, b = int(self.header_offsets[i]), int(self.header_offsets[i + 1])
         n = int(self.name_offsets[i + 1] - self.name_offsets[i])
         # (bytes.lstrip takes the whitespace Easel skips: space, \t, \n, \v, \f, \r)
@@ -252,9 +260,11 @@ class SequenceDB:
                                                                               self.columns_offsets, idx)
         ab, ao = (b"", None) if self.accession_offsets is None else _gather_blob(self.accession_blob,
                                                                                 self.accession_offsets, idx)
+        db, do = (b"", None) if self.description_offsets is None else _gather_blob(self.description_blob,
+                                                                                  self.description_offsets, idx)
         return SequenceDB(residues, offsets, nb, no, hb, ho, source=self.source, columns_blob=cb,
-                          columns_offsets=co, accession_blob=ab, accession_offsets=ao,
-                          total_seqs=self.total_seqs, total_residues=self.total_residues)
+                          columns_offsets=co, accession_blob=ab, accession_offsets=ao, description_blob=db,
+                          description_offsets=do, total_seqs=self.total_seqs, total_residues=self.total_residues)
 
     def digital_block(self, idx=None, alphabet=None):
         """A pyhmmer ``DigitalSequenceBlock`` of sequences ``idx`` (all by default)."""
@@ -271,12 +281,16 @@ class SequenceDB:
             i = int(i)
             a, b = int(no[i]), int(no[i + 1])
             name = bytes(nb[a:b])
-            # Easel's description: the header after the name (as _description cuts it)
-            header = bytes(hb[int(ho[i]):int(ho[i + 1])]).lstrip()
+            if self.description_offsets is None:
+                # Easel's description: the header after the name (as _description cuts it)
+                header = bytes(hb[int(ho[i]):int(ho[i + 1])]).lstrip()
+                description = header[b - a:].lstrip()
+            else:
+                description = self._description(i)
             block.append(DigitalSequence(
                 abc,
                 name=name.decode("utf-8", "replace"),
-                description=header[b - a:].lstrip().decode("utf-8", "replace"),
+                description=description.decode("utf-8", "replace"),
                 accession=self.accession(i) if self.accession_offsets is not None else None,
                 sequence=res[int(off[i]):int(off[i + 1])],
             ))

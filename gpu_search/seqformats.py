@@ -10,7 +10,8 @@ HMMER's), into the same :class:`~.seqdb.SequenceDB`, accessions kept (HMMER's ta
 reports show them).
 
 A format is recognised in a plain file only (a compressed file or a pipe in a format other
-than FASTA needs the option), and only one that its first lines tell apart: Easel also takes
+than FASTA needs the option, where HMMER's programs also look into a compressed file), and
+only one that its first lines tell apart: Easel also takes
 any lines of two words for SELEX (``hello world`` is a sequence 'hello' there), which here
 is no sequence file without ``--tformat selex``, nor is PSI-BLAST's format.
 """
@@ -89,63 +90,69 @@ def open_queries(path: str | os.PathLike, fmt: str | None, option: str) -> Seque
 
 def _guessed(path, not_fasta: NotFastaError, option: str) -> SequenceDB:
     """A file that is not FASTA, in the format Easel recognises: a plain file only (the
-    FASTA reader has read a pipe's first bytes already; a compressed file Easel does not
-    look into) and a format of RECOGNISED; else ``not_fasta``, saying how to name one."""
-    p = Path(path)
-    try:
-        plain = stat.S_ISREG(os.stat(p).st_mode)
-        if plain:
-            with open(p, "rb") as fh:
-                plain = fh.read(2) != b"\x1f\x8b"
-    except OSError:
-        plain = False
-    unknown = FormatError(f"{not_fasta}; for another of HMMER's formats give --{option} FORMAT")
-    if not plain:
-        raise unknown from None
+    FASTA reader has read a pipe's first bytes already; a compressed file is not looked
+    into here, where HMMER's programs do) and a format of RECOGNISED; else ``not_fasta``,
+    saying how to name one."""
     from pyhmmer.easel import SequenceFile
 
+    unknown = FormatError(f"{not_fasta}; for another of HMMER's formats give --{option} FORMAT")
     try:
-        with SequenceFile(str(p)) as sf:
-            fmt = sf.format
+        with open(path, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode) or fh.read(2) == b"\x1f\x8b":
+                raise unknown
+            with SequenceFile(_by_descriptor(fh)) as sf:
+                fmt = sf.format
     except Exception:
         raise unknown from None
     if fmt not in RECOGNISED:
         raise unknown from None
-    return read_easel(p, fmt)
+    return read_easel(path, fmt)
+
+
+def _by_descriptor(fh) -> str:
+    """The path Easel opens for an open plain file: its descriptor's, never the file's name
+    (Easel reads a name ending in '.gz' through ``gzip -dc NAME`` in a shell)."""
+    return f"/dev/fd/{fh.fileno()}"
 
 
 def read_easel(path: str | os.PathLike, fmt: str) -> SequenceDB:
     """Every sequence of ``path`` (plain or gzip, a pipe too) in Easel's format ``fmt``, read
     by Easel in its amino alphabet as HMMER's programs read a protein file; checked as a
     FASTA file is (none empty, protein)."""
-    from pyhmmer.easel import Alphabet, SequenceFile
-
     path = Path(path)
     source = str(path)
     check_readable(path)
     try:
-        plain = stat.S_ISREG(os.stat(path).st_mode)
         with open(path, "rb") as fh:
-            head = fh.read(2)
-            data = None if plain and head != b"\x1f\x8b" else head + fh.read()
-        if data is not None and data[:2] == b"\x1f\x8b":
+            if stat.S_ISREG(os.fstat(fh.fileno()).st_mode) and fh.read(2) != b"\x1f\x8b":
+                if os.fstat(fh.fileno()).st_size == 0:
+                    raise EmptyInputError(f"{source}: file is empty")
+                return _read_sequences(_by_descriptor(fh), fmt, source)
+            fh.seek(0) if fh.seekable() else None
+            data = fh.read()
+        if data[:2] == b"\x1f\x8b":
             data = gzip.decompress(data)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise FormatError(f"{source}: cannot read as {fmt} ({printable(str(exc), 100)})") from None
-    if data is not None and not data.strip():
+    if not data.strip():
         raise EmptyInputError(f"{source}: file is empty")
-    if data is None and os.path.getsize(path) == 0:
-        raise EmptyInputError(f"{source}: file is empty")
-    names, headers, accessions, pieces = [], [], [], []
+    return _read_sequences(io.BytesIO(data), fmt, source)
+
+
+def _read_sequences(src, fmt: str, source: str) -> SequenceDB:
+    """The sequences Easel reads from ``src`` (a path it opens, or a file object)."""
+    from pyhmmer.easel import Alphabet, SequenceFile
+
+    names, headers, descriptions, accessions, pieces = [], [], [], [], []
     try:
-        with SequenceFile(source if data is None else io.BytesIO(data), format=fmt, digital=True,
-                          alphabet=Alphabet.amino()) as sf:
+        with SequenceFile(src, format=fmt, digital=True, alphabet=Alphabet.amino()) as sf:
             for seq in sf:
                 name, acc, desc = (x.encode("utf-8", "surrogateescape")
                                    for x in (seq.name, seq.accession, seq.description))
                 names.append(name)
-                # the header line Easel's description is cut from (SequenceDB.description)
                 headers.append(name + b" " + desc if desc else name)
+                # Easel's description as it is (a header line would lose its leading spaces)
+                descriptions.append(desc)
                 accessions.append(acc)
                 pieces.append(np.asarray(seq.sequence, dtype=np.uint8))
                 if len(pieces[-1]) == 0:
@@ -155,16 +162,22 @@ def read_easel(path: str | os.PathLike, fmt: str) -> SequenceDB:
                                         f"{MAX_SEQUENCE:,} residues")
     except SequenceError:
         raise
+    except UnicodeDecodeError:
+        raise FormatError(f"{source}: a name, accession or description that is not UTF-8 text (pyhmmer "
+                          f"reads such {fmt} files no further)") from None
     except Exception as exc:
         # Easel's parse errors (ValueError "Could not parse file: Line 3: ..."), whatever the
         # reader raises on a damaged file: the file's fault
         raise FormatError(f"{source}: not a valid {fmt} file ({printable(str(exc), 200)})") from None
     if not pieces:
         raise EmptyInputError(f"{source}: no sequences (read as {fmt})")
-    lens = np.array([len(p) for p in pieces], dtype=np.int64)
     residues = np.concatenate(pieces)
     _check_protein(residues[:1 << 22], source)
-    return SequenceDB(residues, _ends([lens]), b"".join(names), _ends([np.array([len(n) for n in names])]),
-                      b"".join(headers), _ends([np.array([len(h) for h in headers])]), source=source,
-                      accession_blob=b"".join(accessions),
-                      accession_offsets=_ends([np.array([len(a) for a in accessions])]) if any(accessions) else None)
+
+    def packed(blobs):
+        return b"".join(blobs), _ends([np.array([len(b) for b in blobs], dtype=np.int64)])
+
+    (nb, no), (hb, ho), (db, do), (ab, ao) = map(packed, (names, headers, descriptions, accessions))
+    return SequenceDB(residues, _ends([np.array([len(p) for p in pieces], dtype=np.int64)]), nb, no, hb, ho,
+                      source=source, description_blob=db, description_offsets=do,
+                      accession_blob=ab, accession_offsets=ao if any(accessions) else None)

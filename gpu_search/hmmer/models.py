@@ -27,9 +27,10 @@ _RECORD_END = re.compile(rb"\n[ \t]*//[ \t]*\r?(?=\n|\Z)")
 _NAME_LINE = re.compile(rb"^NAME[ \t]+(\S+)", re.MULTILINE)
 _HMM_LINE = re.compile(rb"^[ \t]*HMM(?=\s|\Z)", re.MULTILINE)           # a record's header ends here
 _ALPH_LINE = re.compile(rb"^[ \t]*ALPH(?=\s|\Z)[ \t]*(\S*)", re.MULTILINE)
-# the names Easel's esl_abc_EncodeType knows (any case): HMMER's parser refuses any other,
-# with a message we write ourselves, the same every time
-_ALPH_NAMES = {b"amino", b"rna", b"dna", b"coins", b"dice", b"custom"}
+# the alphabet names HMMER's parser reads (Easel's esl_abc_EncodeType, any case): it refuses
+# any other, and Easel ends the process on "custom" (no alphabet made of it); refused here with
+# a message we write ourselves, the same every time
+_ALPH_NAMES = {b"amino", b"rna", b"dna", b"coins", b"dice"}
 # a text HMM file: "HMMER" after any blank or comment ('#') lines, which HMMER's parser skips
 _TEXT_FILE = re.compile(rb"(?:[ \t\r]*(?:#[^\n]*)?\n)*[ \t\r]*HMMER")
 _NOT_BLANK = re.compile(rb"\S")

@@ -212,6 +212,9 @@ def test_messages_quote_the_file_printably(text_model, tmp_path):
     msg = refused(tmp_path, bad)
     assert "model 'Thioesterase' has an unrecognized alphabet type" in msg
     assert "\\x1b[31mamino\\x07" in msg and "\x1b" not in msg and "\x07" not in msg
+    # Easel knows the name "custom" but makes no alphabet of it: HMMER's parser ends the process
+    assert "unrecognized alphabet type 'custom'" in refused(tmp_path, text_model.replace(b"ALPH  amino",
+                                                                                         b"ALPH  custom"))
     for name in (b"Amino", b"dna"):                                    # Easel's names, any case: read
         assert "unrecognized alphabet" not in str(_error_or_none(tmp_path, text_model.replace(b"ALPH  amino", b"ALPH  " + name)))
     assert models.printable(b"a\r\nb\x00\xff\xe2\x80\xa8c" + b"y" * 500, 20) == "a b\\x00\\xff c" + "y" * 4 + "..."      # 20 characters

@@ -38,11 +38,13 @@ PROVENANCE = {"report": f"# computed by gpu-search {gpu_search.__version__}: HMM
 
 def records(proteome_path: Path, n: int = N_SEQS):
     """(name, accession, description, sequence) of the proteome's first n sequences; every
-    third without an accession, every fifth without a description."""
+    third without an accession, every fifth without a description, every seventh's starting
+    with spaces (which Easel keeps)."""
     db = open_database(proteome_path)
     for i in range(n):
         acc = "" if i % 3 == 2 else f"Q{i:05d}.{1 + i % 2}"
         desc = "" if i % 5 == 4 else db.description(i) or f"protein {i}"
+        desc = "   " + desc if desc and i % 7 == 6 else desc
         yield db.name(i).replace("|", "_")[:40], acc, desc, db.text(i)
 
 
@@ -129,6 +131,7 @@ def test_read_as_easel_reads(files, fmt):
     expected = easel_read(files[fmt], fmt)
     assert len(expected) == N_SEQS and sum(1 for e in expected if e[1]) == 200     # the test's own data
     assert sum(1 for e in expected if e[2]) >= 200
+    assert fmt not in ("embl", "uniprot") or sum(1 for e in expected if e[2].startswith("  ")) >= 30
     assert ours(open_sequences(files[fmt], fmt, "tformat")) == expected
     assert ours(open_sequences(files[fmt], None, "tformat")) == expected
     db = open_sequences(files[fmt], fmt, "tformat")
@@ -167,6 +170,24 @@ def test_formats_without_a_header_need_the_option(tmp_path):
         open_sequences(path, None, "tformat")
     assert ours(open_sequences(path, "selex", "tformat")) == easel_read(path, "selex")
     assert [name for name, *_ in easel_read(path, None)] == ["hello", "other"]       # Easel's guess
+
+
+def test_file_names_never_reach_a_shell(files, tmp_path):
+    """Easel reads a file whose name ends in '.gz' through 'gzip -dc NAME' in a shell: a plain
+    file of such a name is read here by its descriptor."""
+    odd = tmp_path / "x;touch PWNED;y.gz"
+    odd.write_bytes(files["embl"].read_bytes())
+    expected = easel_read(files["embl"], "embl")
+    assert ours(open_sequences(odd, "embl", "tformat")) == expected
+    assert ours(open_sequences(odd, None, "tformat")) == expected
+    assert not (tmp_path / "PWNED").exists() and not Path("PWNED").exists()
+
+
+def test_names_not_utf8_one_line(files, tmp_path):
+    path = tmp_path / "latin1.embl"
+    path.write_bytes(files["embl"].read_bytes().replace(b"\nDE   ", b"\nDE   lat\xe9in ", 1))
+    with pytest.raises(FormatError, match="latin1.embl: a name, accession or description that is not UTF-8"):
+        open_sequences(path, "embl", "tformat")
 
 
 # --- searches beside HMMER's own code ---------------------------------------------------
