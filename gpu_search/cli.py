@@ -295,6 +295,16 @@ def _format_options(**files):
                       for name, what in files.items()))
 
 
+def _stdin(path: str, other: str = "") -> str:
+    """A HMMER program's input file: '-' is the standard input, as in HMMER, for one of
+    its two inputs at most (``other``)."""
+    if path != "-":
+        return path
+    if other == "-":
+        raise OptionError("only one of the two inputs may be '-' (the standard input)")
+    return "/dev/stdin"
+
+
 def _seq_formats(shared: dict) -> dict:
     """--qformat and --tformat taken out of ``shared``, checked (:func:`.seqformats.check_format`):
     {"qformat": FORMAT or None, "tformat": ...}."""
@@ -358,8 +368,8 @@ def hmmsearch(hmmfile, seqdb, cut_ga, cut_nc, cut_tc, hits_out, skip_long, devic
     gpu_ids = _parse_gpus(gpus)
     dev.start_cuda(device, gpu_ids, forks=False)    # the GPUs' start overlaps reading the inputs
     # (a large model file streams into the search as it is parsed)
-    hmms = open_hmms(hmmfile, threads=cpu)
-    db = open_sequences(seqdb, formats["tformat"], "tformat")
+    hmms = open_hmms(_stdin(hmmfile, seqdb), threads=cpu)
+    db = open_sequences(_stdin(seqdb, hmmfile), formats["tformat"], "tformat")
     db.check_for_hmmsearch(skip_long)       # report bad input before any note about the device
     _check_cutoffs(hmms, options)
     used = _hmmer_device(device, hmms, db, seqdb, cpu, Z, quiet)
@@ -414,8 +424,8 @@ def phmmer(seqfile, seqdb, popen, pextend, mx, hits_out, skip_long, device, gpus
     options = _search_options(PhmmerOptions, shared, popen=popen, pextend=pextend, mx=mx)
     gpu_ids = _parse_gpus(gpus)
     dev.start_cuda(device, gpu_ids, forks=False)    # the GPUs' start overlaps reading the inputs
-    queries = read_queries(seqfile, formats["qformat"])
-    db = open_sequences(seqdb, formats["tformat"], "tformat")
+    queries = read_queries(_stdin(seqfile, seqdb), formats["qformat"])
+    db = open_sequences(_stdin(seqdb, seqfile), formats["tformat"], "tformat")
     db.check_for_hmmsearch(skip_long, "phmmer")       # report bad input before any note about the device
     hmms = build_models(queries, options, cpu)
     used = _hmmer_device(device, hmms, db, seqdb, cpu, Z, quiet)
@@ -487,8 +497,8 @@ def jackhmmer(seqfile, seqdb, N, popen, pextend, mx, chkhmm, chkali, skip_long, 
     options = _search_options(JackhmmerOptions, shared, N=N, popen=popen, pextend=pextend, mx=mx)
     gpu_ids = _parse_gpus(gpus)
     dev.start_cuda(device, gpu_ids, forks=False)    # the GPUs' start overlaps reading the inputs
-    queries = read_queries(seqfile, formats["qformat"])
-    db = open_sequences(seqdb, formats["tformat"], "tformat")
+    queries = read_queries(_stdin(seqfile, seqdb), formats["qformat"])
+    db = open_sequences(_stdin(seqdb, seqfile), formats["tformat"], "tformat")
     if db.shard:
         raise OptionError(f"{printable(seqdb)} is shard {db.shard[0]} of {db.shard[1]}: jackhmmer needs the "
                           f"whole database (each round's model comes from all of the round before's hits)")
@@ -550,7 +560,7 @@ def hmmscan(hmmdb, seqfile, cut_ga, cut_nc, cut_tc, skip_long, device, gpus, qui
     options = _search_options(SearchOptions, shared, bit_cutoffs=_bit_cutoffs(cut_ga, cut_nc, cut_tc))
     gpu_ids = _parse_gpus(gpus)
     dev.start_cuda(device, gpu_ids, forks=False)    # the GPUs' start overlaps reading the inputs
-    queries = read_queries(seqfile, formats["qformat"])
+    queries = read_queries(_stdin(seqfile), formats["qformat"])
     skip = queries.check_for_hmmsearch(skip_long, "hmmscan")
     db = open_hmmdb(hmmdb, threads=cpu)
     check_cutoffs(db, options)

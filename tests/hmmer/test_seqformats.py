@@ -202,19 +202,19 @@ def oracle_exe(name: str) -> Path:
     return exe
 
 
-def run_ours(args, cwd) -> subprocess.CompletedProcess:
+def run_ours(args, cwd, stdin: bytes | None = None) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.run([sys.executable, "-m", "gpu_search", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd, env=env)
+                          input=stdin, text=stdin is None, cwd=cwd, env=env)
 
 
 TABLES = {"hmmsearch": ("--tblout", "--domtblout"), "phmmer": ("--tblout", "--domtblout"),
           "jackhmmer": ("--tblout", "--domtblout"), "hmmscan": ("--tblout", "--domtblout")}
 
 
-def compare(program: str, tmp_path: Path, args: list, device: str) -> str:
-    """The oracle's and our outputs of ``program ARGS`` (files last), line by line; HMMER's
-    report returned."""
+def compare(program: str, tmp_path: Path, args: list, device: str, stdin: bytes | None = None) -> str:
+    """The oracle's and our outputs of ``program ARGS`` (files last; ``stdin`` the standard
+    input of both), line by line; HMMER's report returned."""
     outputs = ["-o", "out.txt"] + [a for flag in TABLES[program] for a in (flag, flag.strip("-") + ".txt")]
     sides = {}
     for who in ("hmmer", "ours"):
@@ -222,9 +222,9 @@ def compare(program: str, tmp_path: Path, args: list, device: str) -> str:
         folder.mkdir()
         if who == "hmmer":
             proc = subprocess.run([str(oracle_exe(f"{program}_oracle")), *outputs, *map(str, args)],
-                                  capture_output=True, text=True, cwd=folder)
+                                  capture_output=True, input=stdin, cwd=folder)
         else:
-            proc = run_ours([program, *outputs, "--device", device, "-q", *args], folder)
+            proc = run_ours([program, *outputs, "--device", device, "-q", *args], folder, stdin)
         assert proc.returncode == 0, (who, proc.stdout, proc.stderr)
         sides[who] = folder
     report = (sides["hmmer"] / "out.txt").read_text()
@@ -298,6 +298,29 @@ def pressed(tmp_path_factory, models) -> Path:
 def test_hmmscan_query_formats(files, pressed, tmp_path, device):
     report = compare("hmmscan", tmp_path, ["--qformat", "embl", pressed, files["queries.embl"]], device)
     assert "Accession:   Q00003.2" in report
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_standard_input_as_hmmer_reads_it(files, models, proteome_path, tmp_path, device):
+    """'-' as an input file is the standard input, as in HMMER's programs: a database (EMBL
+    with --tformat, or FASTA), phmmer's queries.  (HMMER's hmmsearch searches a database from
+    the standard input with one model only: it cannot read the input again; here any number.)"""
+    one = tmp_path / "one.hmm"
+    one.write_text(models.read_text().split("//\n")[0] + "//\n")
+    for i, (program, args, stdin) in enumerate([
+            ("hmmsearch", ["--tformat", "embl", one, "-"], files["embl"].read_bytes()),
+            ("hmmsearch", [one, "-"], proteome_path.read_bytes()),
+            ("phmmer", ["--qformat", "stockholm", "-", files["uniprot"]], files["queries.sto"].read_bytes())]):
+        folder = tmp_path / str(i)
+        folder.mkdir()
+        report = compare(program, folder, args, device, stdin)
+        assert report.count(">> ") >= 1
+
+
+def test_standard_input_for_one_input_only(models, tmp_path):
+    proc = run_ours(["hmmsearch", "-o", "out.txt", "-", "-"], tmp_path, b"")
+    assert proc.returncode == OptionError.exit_code and not (tmp_path / "out.txt").exists()
+    assert proc.stderr.decode() == "gpu-search: error: only one of the two inputs may be '-' (the standard input)\n"
 
 
 # --- bad input ----------------------------------------------------------------------------
