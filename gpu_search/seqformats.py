@@ -60,32 +60,30 @@ def check_format(value: str | None, option: str) -> str | None:
 
 
 def open_sequences(path: str | os.PathLike, fmt: str | None, option: str) -> SequenceDB:
-    """A HMMER program's target database (or its query file, see ``.hmmer.queries``): in
-    format ``fmt`` (from :func:`check_format`) or, for None, FASTA, a ``.gsdb`` or a BLAST
-    database as :func:`.seqdb.open_database` reads them, or another format Easel
-    recognises in a plain file.  ``option``: the option that names the format ("tformat"),
-    for messages."""
-    if fmt is None or fmt == "fasta":
-        try:
-            return open_database(path)
-        except NotFastaError as exc:
-            if fmt is None:
-                return _guessed(path, exc, option)
-            raise
-    return read_easel(path, fmt)
+    """A HMMER program's target database: in format ``fmt`` (from :func:`check_format`) or,
+    for None, FASTA, a ``.gsdb`` or a BLAST database as :func:`.seqdb.open_database` reads
+    them, or another format Easel recognises in a plain file.  ``option``: the option that
+    names the format ("tformat"), for messages."""
+    return _read(open_database, path, fmt, option)
 
 
 def open_queries(path: str | os.PathLike, fmt: str | None, option: str) -> SequenceDB:
     """A query file (phmmer's, jackhmmer's, hmmscan's): FASTA read as ``read_fasta`` reads a
     small file, or another format as :func:`open_sequences` reads it."""
-    if fmt is None or fmt == "fasta":
-        try:
-            return read_fasta(path, plain_scan=True)
-        except NotFastaError as exc:
-            if fmt is None:
-                return _guessed(path, exc, option)
-            raise
-    return read_easel(path, fmt)
+    return _read(lambda p: read_fasta(p, plain_scan=True), path, fmt, option)
+
+
+def _read(read_fasta_input, path, fmt: str | None, option: str) -> SequenceDB:
+    """``read_fasta_input(path)`` where the format is FASTA or not given (Easel's guess where
+    the file is not FASTA), else Easel's reading in ``fmt``."""
+    if fmt not in (None, "fasta"):
+        return read_easel(path, fmt)
+    try:
+        return read_fasta_input(path)
+    except NotFastaError as exc:
+        if fmt is None:
+            return _guessed(path, exc, option)
+        raise
 
 
 def _guessed(path, not_fasta: NotFastaError, option: str) -> SequenceDB:

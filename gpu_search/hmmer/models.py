@@ -30,7 +30,7 @@ _ALPH_LINE = re.compile(rb"^[ \t]*ALPH(?=\s|\Z)[ \t]*(\S*)", re.MULTILINE)
 # the alphabet names HMMER's parser reads (Easel's esl_abc_EncodeType, any case): it refuses
 # any other, and Easel ends the process on "custom" (no alphabet made of it); refused here with
 # a message we write ourselves, the same every time
-_ALPH_NAMES = {b"amino", b"rna", b"dna", b"coins", b"dice"}
+_ALPH_NAMES = {name.lower().encode() for name in EASEL_ALPHABETS.values()}
 # a text HMM file: "HMMER" after any blank or comment ('#') lines, which HMMER's parser skips
 _TEXT_FILE = re.compile(rb"(?:[ \t\r]*(?:#[^\n]*)?\n)*[ \t\r]*HMMER")
 _NOT_BLANK = re.compile(rb"\S")
