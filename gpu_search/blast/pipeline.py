@@ -33,7 +33,8 @@ import numpy as np
 from ..errors import OptionError
 from . import gapped, kappa, stats, traceback
 from .alphabet import EASEL_TO_NCBISTDAA, NCBISTDAA, blast_query_codes, easel_to_ncbistdaa
-from .hitlist import EVALUE_EPSILON, SubjectResult, evalue_key, evalues_by_length, hit_list, list_order_key
+from .hitlist import (EVALUE_EPSILON, SubjectResult, evalue_key, evalues_by_length, hit_list, list_order_key,
+                      prelim_hitlist_size)
 from .lookup import build_lookup
 from .matrix import load_matrix
 from .options import BlastOptions
@@ -57,6 +58,8 @@ class SearchSetup:
     lengths: np.ndarray
     db_length: int                # residues for statistics: -dbsize, or the whole database's
     subjects: object              # the SequenceDB (names, titles)
+    # the queries BLAST+ splits in the preliminary stage, with their pieces (split.split_queries)
+    splits: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -70,6 +73,13 @@ class QueryWork:
     init: np.ndarray = field(default_factory=lambda: np.zeros(0))  # INIT_HSP rows, subject by subject
     prelim: dict = field(default_factory=dict)            # subject -> PRELIM_HSP rows (E-value reaped)
     evalues: dict = field(default_factory=dict)           # (score, subject length) -> E-value
+    # a query BLAST+ splits: its pieces' works (``start``: the piece's first position on the
+    # query; ``lookup``: its table until its ungapped stage), and the hit list their merged
+    # preliminary HSPs give (``split_prelim_stage``); None for a query searched whole
+    parts: list | None = None
+    start: int = 0
+    lookup: object = None
+    hits: list | None = None
 
 
 def make_setup(subjects, options: BlastOptions) -> SearchSetup:
@@ -107,15 +117,36 @@ def new_work(i: int, queries) -> QueryWork:
 
 
 def prepare_query(work: QueryWork, setup: SearchSetup):
-    """Statistics, cutoffs and lookup table of one query (None when BLAST skips the query)."""
+    """Statistics, cutoffs and lookup table of one query (None when BLAST skips the query).
+
+    A query BLAST+ splits (``setup.splits``) gets its pieces' works instead, each with its own
+    statistics, cutoffs and table (a piece BLAST cannot score is left out); it returns the
+    list of them."""
+    if not _statistics(work, setup):
+        return None
+    pieces = setup.splits.get(work.index)
+    if not pieces:
+        return build_lookup(work.codes, setup.matrix.scores, setup.options.word_size, setup.threshold)
+    work.parts = []
+    for a, b in pieces:
+        part = QueryWork(index=work.index, codes=work.codes[a:b], start=a)
+        if _statistics(part, setup):
+            part.lookup = build_lookup(part.codes, setup.matrix.scores, setup.options.word_size, setup.threshold)
+            work.parts.append(part)
+    return work.parts
+
+
+def _statistics(work: QueryWork, setup: SearchSetup) -> bool:
+    """The ungapped Karlin block and the cutoffs of a query (or of a piece of one); False where
+    BLAST finds no valid Karlin block (e.g. all X) and skips it."""
     q = work.codes
     work.kbp = stats.ungapped_params(q, setup.matrix)
-    if work.kbp is None:          # BLAST: no valid Karlin block for this query (e.g. all X)
-        return None
+    if work.kbp is None:
+        return False
     work.cutoffs = stats.search_cutoffs(work.kbp, setup.gapped, len(q), stats.BLAST_SEQSRC_MINLENGTH,
                                         setup.db_length, evalue=setup.options.evalue,
                                         comp_based_stats=setup.options.comp_based_stats)
-    return build_lookup(q, setup.matrix.scores, setup.options.word_size, setup.threshold)
+    return True
 
 
 def ungapped_stage(work: QueryWork, setup: SearchSetup, gpu=None, lookup=None) -> None:
@@ -126,6 +157,11 @@ def ungapped_stage(work: QueryWork, setup: SearchSetup, gpu=None, lookup=None) -
     if lookup is None:
         lookup = prepare_query(work, setup)
     if lookup is None:
+        return
+    if work.parts is not None:     # a query BLAST+ splits: each piece's init HSPs
+        for part in work.parts:
+            ungapped_stage(part, setup, gpu, part.lookup)
+            part.lookup = None
         return
     job = ungapped_job(work, setup, lookup)
     if gpu is not None:
@@ -148,6 +184,10 @@ def ungapped_batch(items: list, setup: SearchSetup, gpu) -> None:
     """Init HSPs of several queries ((work, lookup) pairs) in one pass of the GPU ``gpu`` over
     the database (GpuUngapped.ungapped_extensions_many); a query without a lookup table has none."""
     on_gpu = [(work, lookup) for work, lookup in items if lookup is not None]
+    for work, lookup in on_gpu:
+        if work.parts is not None:     # a query BLAST+ splits: piece by piece
+            ungapped_stage(work, setup, gpu, lookup)
+    on_gpu = [(work, lookup) for work, lookup in on_gpu if work.parts is None]
     if len(on_gpu) == 1:
         work, lookup = on_gpu[0]
         ungapped_stage(work, setup, gpu, lookup)
@@ -201,7 +241,36 @@ def reap_by_evalue(hsps: np.ndarray, work: QueryWork, setup: SearchSetup) -> dic
 
 def prelim_stage(work: QueryWork, setup: SearchSetup) -> None:
     """Preliminary gapped HSPs of every subject with init HSPs (``prelim_hsps``), in ``work.prelim``."""
+    if work.parts is not None:
+        work.prelim.update(split_prelim_stage(work, setup))
+        return
     work.prelim.update(prelim_hsps(work.init, work, setup))
+
+
+def split_prelim_stage(work: QueryWork, setup: SearchSetup) -> dict:
+    """The preliminary stage of a query BLAST+ splits (:mod:`.split`): each piece's preliminary
+    gapped HSPs with its own cutoffs and E-values (m: the piece's length), its hit list cut to
+    the preliminary list's size, then the pieces' lists merged in order.  Sets ``work.hits``
+    (the hit list, from the pieces' E-values) and returns {subject: PRELIM_HSP rows}, positions
+    on the whole query, in score order."""
+    from . import split
+
+    size = prelim_hitlist_size(setup.options.max_target_seqs, setup.options.comp_based_stats)
+    first = int(setup.subjects.first_index)
+    combined: dict = {}
+    for part in work.parts or []:
+        found = prelim_hsps(part.init, part, setup)
+        part.init = np.zeros(0)
+        lists = {}
+        for s, rows in found.items():
+            rows = rows.copy()
+            evalues = evalues_by_length(rows["score"], np.full(len(rows), setup.lengths[s]), part, setup)
+            for name in ("q_start", "q_end", "q_gapped_start"):
+                rows[name] += part.start
+            lists[s] = (rows, evalues)
+        combined = split.merge_chunk(combined, split.best_lists(lists, size, first), part.start, size, first)
+    work.hits = sorted((split.list_key(hsps, first + s), s) for s, hsps in combined.items())
+    return {s: rows for s, (rows, _) in combined.items()}
 
 
 def init_pieces(init: np.ndarray, size: int) -> list[np.ndarray]:
@@ -222,7 +291,8 @@ def init_pieces(init: np.ndarray, size: int) -> list[np.ndarray]:
 
 def final_stage(work: QueryWork, setup: SearchSetup, queries) -> list[SubjectResult]:
     """Traceback of the subjects of the preliminary hit list (Blast_HitListUpdate)."""
-    return traceback_stage(work, setup, queries, hit_list(work, setup))
+    hits = work.hits if work.hits is not None else hit_list(work, setup)
+    return traceback_stage(work, setup, queries, hits)
 
 
 def alignment_plan(work: QueryWork, setup: SearchSetup, hits: list[tuple]):

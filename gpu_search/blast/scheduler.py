@@ -103,6 +103,11 @@ class _QueryChore:
 
     def start(self) -> Future:
         s, work = self.s, self.work
+        if work.parts is not None:         # a query BLAST+ splits: its pieces merged on one thread
+            self._pieces_left = 1
+            s.pool.submit(s.timed, "preliminary gapped (CPU threads)", pipeline.split_prelim_stage, work,
+                          s.setup).add_done_callback(self._piece_done)
+            return self.done
         pieces = pipeline.init_pieces(work.init, s.settings.gapped_piece)
         reap_here = self.gpu_hsps is not None and s.procs is None
         self._pieces_left = len(pieces) + int(reap_here)
@@ -133,7 +138,8 @@ class _QueryChore:
                 self._pieces_left -= 1
                 last = self._pieces_left == 0
             if last and self.s.procs is not None:
-                self._submit_to_process(self.work.prelim, self.gpu_hsps, self.s.settings.traceback_split)
+                self._submit_to_process(self.work.prelim, self.gpu_hsps, self.s.settings.traceback_split,
+                                        self.work.hits)
             elif last:
                 s = self.s
                 s.pool.submit(s.timed, "traceback (CPU threads)", pipeline.final_stage, self.work, s.setup,

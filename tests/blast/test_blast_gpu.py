@@ -236,6 +236,39 @@ def cli_outputs(tmp_path, proteome_path, n_queries, outfmt, gpu_args=(), setting
     return outs
 
 
+def test_cli_split_query_identical_to_cpu(tmp_path, proteome_path):
+    """A 30,000-residue query among proteome queries (BLAST+ searches its batch in three
+    chunks, blast/split.py): its pieces on the GPU, merged, byte-identical to the CPU path,
+    with and without composition-based statistics."""
+    import random
+
+    from gpu_search.cli import cli
+    from gpu_search.seqdb import open_database
+
+    db = open_database(proteome_path)
+    rng = random.Random(30_000)
+    long = ""
+    while len(long) < 30_000:
+        long += "".join(c if rng.random() > 0.3 else rng.choice("ACDEFGHIKLMNPQRSTVWY")
+                        for c in db.text(rng.randrange(db.n_seqs)))
+    q = tmp_path / "q.fa"
+    with open(q, "w") as fh:
+        for i in range(0, 40, 4):
+            fh.write(f">{db.name(i)}\n{db.text(i)}\n")
+        fh.write(f">long\n{long[:30_000]}\n")
+    for cbs in ("0", "2"):
+        outs = {}
+        for device in ("cpu", "gpu"):
+            out = tmp_path / f"{device}.tsv"
+            r = CliRunner().invoke(cli, ["blastp", "-query", str(q), "-db", str(proteome_path), "-out", str(out),
+                                         "-outfmt", "6 std qlen slen", "-comp_based_stats", cbs,
+                                         "-num_threads", "4", "--device", device, "--quiet"])
+            assert r.exit_code == 0, r.output
+            outs[device] = out.read_bytes()
+        assert outs["gpu"] == outs["cpu"]
+        assert outs["cpu"].count(b"\nlong\t") > 50
+
+
 def test_cli_gpu_output_identical_to_cpu(tmp_path, proteome_path):
     """50 proteome queries, tabular with many columns: byte-identical."""
     outs = cli_outputs(tmp_path, proteome_path, 50, "7 std qlen slen nident positive gaps qseq sseq")
