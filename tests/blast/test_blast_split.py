@@ -121,7 +121,7 @@ def _ours(d, query, cbs, max_target_seqs=500, engine_types=None, device="cpu"):
 def test_split_queries_give_blast_rows(split_inputs, monkeypatch, query, cbs, max_target_seqs):
     # (-max_target_seqs 20: each chunk's hit list, and the merged one, cut to 40 subjects)
     theirs = _blast(split_inputs, query, cbs, max_target_seqs)
-    assert theirs.count("\n") > 30
+    assert theirs.count("\n") > 20
     assert _ours(split_inputs, query, cbs, max_target_seqs) == theirs
     # the split is what makes them BLAST+'s: searched whole, the same queries give other rows
     monkeypatch.setattr(engine, "split_queries", lambda lengths: {})
