@@ -247,30 +247,41 @@ def prelim_stage(work: QueryWork, setup: SearchSetup) -> None:
     work.prelim.update(prelim_hsps(work.init, work, setup))
 
 
-def split_prelim_stage(work: QueryWork, setup: SearchSetup) -> dict:
-    """The preliminary stage of a query BLAST+ splits (:mod:`.split`): each piece's preliminary
-    gapped HSPs with its own cutoffs and E-values (m: the piece's length), its hit list cut to
-    the preliminary list's size, then the pieces' lists merged in order.  Sets ``work.hits``
-    (the hit list, from the pieces' E-values) and returns {subject: PRELIM_HSP rows}, positions
-    on the whole query, in score order."""
+def split_prelim_stage(work: QueryWork, setup: SearchSetup, found: list | None = None) -> dict:
+    """The preliminary stage of a query BLAST+ splits (:mod:`.split`): each piece's hit list
+    (``piece_hit_list``; ``found``: those already made, in the pieces' order), then the
+    pieces' lists merged in order.  Sets ``work.hits`` (the hit list, from the pieces'
+    E-values) and returns {subject: PRELIM_HSP rows}, positions on the whole query, in score
+    order."""
     from . import split
 
     size = prelim_hitlist_size(setup.options.max_target_seqs, setup.options.comp_based_stats)
     first = int(setup.subjects.first_index)
+    if found is None:
+        found = [piece_hit_list(part, setup) for part in work.parts or []]
     combined: dict = {}
-    for part in work.parts or []:
-        found = prelim_hsps(part.init, part, setup)
-        part.init = np.zeros(0)
-        lists = {}
-        for s, rows in found.items():
-            rows = rows.copy()
-            evalues = evalues_by_length(rows["score"], np.full(len(rows), setup.lengths[s]), part, setup)
-            for name in ("q_start", "q_end", "q_gapped_start"):
-                rows[name] += part.start
-            lists[s] = (rows, evalues)
-        combined = split.merge_chunk(combined, split.best_lists(lists, size, first), part.start, size, first)
+    for part, lists in zip(work.parts or [], found, strict=True):
+        combined = split.merge_chunk(combined, lists, part.start, size, first)
     work.hits = sorted((split.list_key(hsps, first + s), s) for s, hsps in combined.items())
     return {s: rows for s, (rows, _) in combined.items()}
+
+
+def piece_hit_list(part: QueryWork, setup: SearchSetup) -> dict:
+    """One piece's preliminary hit list, as its chunk's search leaves it: {subject: (PRELIM_HSP
+    rows, their E-values)}, the E-values with the piece's length, the rows moved to positions
+    on the whole query, cut to the preliminary list's size."""
+    from . import split
+
+    lists = {}
+    for s, rows in prelim_hsps(part.init, part, setup).items():
+        rows = rows.copy()
+        evalues = evalues_by_length(rows["score"], np.full(len(rows), setup.lengths[s]), part, setup)
+        for name in ("q_start", "q_end", "q_gapped_start"):
+            rows[name] += part.start
+        lists[s] = (rows, evalues)
+    part.init = np.zeros(0)
+    size = prelim_hitlist_size(setup.options.max_target_seqs, setup.options.comp_based_stats)
+    return split.best_lists(lists, size, int(setup.subjects.first_index))
 
 
 def init_pieces(init: np.ndarray, size: int) -> list[np.ndarray]:

@@ -103,10 +103,8 @@ class _QueryChore:
 
     def start(self) -> Future:
         s, work = self.s, self.work
-        if work.parts is not None:         # a query BLAST+ splits: its pieces merged on one thread
-            self._pieces_left = 1
-            s.pool.submit(s.timed, "preliminary gapped (CPU threads)", pipeline.split_prelim_stage, work,
-                          s.setup).add_done_callback(self._piece_done)
+        if work.parts is not None:         # a query BLAST+ splits: its pieces on the pool, then merged
+            self._start_split()
             return self.done
         pieces = pipeline.init_pieces(work.init, s.settings.gapped_piece)
         reap_here = self.gpu_hsps is not None and s.procs is None
@@ -118,6 +116,35 @@ class _QueryChore:
             s.pool.submit(s.timed, "E-values of GPU gapped HSPs (CPU threads)", pipeline.reap_by_evalue,
                           self.gpu_hsps, work, s.setup).add_done_callback(self._piece_done)
         return self.done
+
+    def _start_split(self) -> None:
+        """A split query's pieces' preliminary stages on the pool's threads; the last one done
+        hands the merge (``pipeline.split_prelim_stage``) to the pool."""
+        s, work = self.s, self.work
+        found = [None] * len(work.parts)
+        left = [len(work.parts)]
+        self._pieces_left = 1                # (the merge)
+
+        def merge():
+            s.pool.submit(s.timed, "preliminary gapped (CPU threads)", pipeline.split_prelim_stage, work,
+                          s.setup, found).add_done_callback(self._piece_done)
+
+        def piece(k):
+            found[k] = pipeline.piece_hit_list(work.parts[k], s.setup)
+            with self._lock:
+                left[0] -= 1
+                last = left[0] == 0
+            if last:
+                merge()
+
+        def failed(f):
+            if f.exception() is not None:
+                self.fail(f.exception())
+
+        if not work.parts:
+            merge()
+        for k in range(len(work.parts)):
+            s.pool.submit(s.timed, "preliminary gapped (CPU threads)", piece, k).add_done_callback(failed)
 
     def fail(self, exc: BaseException) -> None:
         """The query ends with ``exc`` (its own stages' error, or a launcher's that held it)."""
