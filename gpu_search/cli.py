@@ -290,7 +290,7 @@ def _format_options(**files):
                                         f"Easel's, read by Easel (fasta, embl, genbank, ddbj, uniprot, "
                                         f"stockholm, pfam, a2m, afa, clustal, clustallike, phylip, phylips, "
                                         f"psiblast, selex). Without it a plain file's format is recognised "
-                                        f"as HMMER does (a gzipped file or a pipe is read as FASTA); a .gsdb "
+                                        f"as HMMER does, gzipped too (a pipe is read as FASTA); a .gsdb "
                                         f"or a BLAST database is known by its content.")
                       for name, what in files.items()))
 

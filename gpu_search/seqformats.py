@@ -9,9 +9,9 @@ database are read by :mod:`.seqdb`; every other format here, through pyhmmer's
 HMMER's), into the same :class:`~.seqdb.SequenceDB`, accessions kept (HMMER's tables and
 reports show them).
 
-A format is recognised in a plain file only (a compressed file or a pipe in a format other
-than FASTA needs the option, where HMMER's programs also look into a compressed file), and
-only one that its first lines tell apart: Easel also takes
+A format is recognised in a plain or gzip-compressed file, as HMMER's programs recognise it
+(a pipe in a format other than FASTA needs the option: the FASTA reader has taken its first
+bytes), and only one that its first lines tell apart: Easel also takes
 any lines of two words for SELEX (``hello world`` is a sequence 'hello' there), which here
 is no sequence file without ``--tformat selex``, nor is PSI-BLAST's format.
 """
@@ -87,24 +87,34 @@ def _read(read_fasta_input, path, fmt: str | None, option: str) -> SequenceDB:
 
 
 def _guessed(path, not_fasta: NotFastaError, option: str) -> SequenceDB:
-    """A file that is not FASTA, in the format Easel recognises: a plain file only (the
-    FASTA reader has read a pipe's first bytes already; a compressed file is not looked
-    into here, where HMMER's programs do) and a format of RECOGNISED; else ``not_fasta``,
-    saying how to name one."""
+    """A file that is not FASTA, in the format Easel recognises from its first lines: a plain
+    or gzip file (not a pipe: the FASTA reader has read its first bytes already) and a format
+    of RECOGNISED; else ``not_fasta``, saying how to name one."""
     from pyhmmer.easel import SequenceFile
 
     unknown = FormatError(f"{not_fasta}; for another of HMMER's formats give --{option} FORMAT")
     try:
         with open(path, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode) or fh.read(2) == b"\x1f\x8b":
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
                 raise unknown
-            with SequenceFile(_by_descriptor(fh)) as sf:
-                fmt = sf.format
+            if fh.read(2) == b"\x1f\x8b":
+                fh.seek(0)
+                # the first lines are enough to tell the format (Easel's guess reads no more)
+                with gzip.open(fh) as unzipped:
+                    head = unzipped.read(GUESS_BYTES)
+                with SequenceFile(io.BytesIO(head)) as sf:
+                    fmt = sf.format
+            else:
+                with SequenceFile(_by_descriptor(fh)) as sf:
+                    fmt = sf.format
     except Exception:
         raise unknown from None
     if fmt not in RECOGNISED:
         raise unknown from None
     return read_easel(path, fmt)
+
+
+GUESS_BYTES = 1 << 16           # of a gzip file, read to recognise its format
 
 
 def _by_descriptor(fh) -> str:

@@ -24,7 +24,7 @@ from conftest import ROOT
 import gpu_search
 from gpu_search.errors import AlphabetError, EmptyInputError, FormatError, OptionError
 from gpu_search.seqdb import open_database
-from gpu_search.seqformats import open_sequences
+from gpu_search.seqformats import open_queries, open_sequences
 from hmmer_outputs import assert_same
 from oracle.build import build, missing
 
@@ -141,14 +141,25 @@ def test_read_as_easel_reads(files, fmt):
     assert ours(sub) == [expected[5], expected[2]]
 
 
-def test_gzip_and_pipe_need_the_option(files, tmp_path):
-    """A gzipped file (or a pipe) in a format other than FASTA is read with the option;
-    without it the FASTA reader's message says to give it."""
+def test_gzip_recognised_a_pipe_needs_the_option(files, tmp_path):
+    """A gzipped file in a format other than FASTA is recognised as HMMER recognises it (its
+    sequences those Easel reads from it), with the option too; a gzipped file that is no
+    recognised format, and a pipe, are refused without the option, the message saying to
+    give it."""
     gz = tmp_path / "db.embl.gz"
     gz.write_bytes(gzip.compress(files["embl"].read_bytes()))
-    assert ours(open_sequences(gz, "embl", "tformat")) == easel_read(files["embl"], "embl")
-    with pytest.raises(FormatError, match="not FASTA .*; for another of HMMER's formats give --tformat FORMAT"):
-        open_sequences(gz, None, "tformat")
+    expected = easel_read(files["embl"], "embl")
+    assert ours(open_sequences(gz, "embl", "tformat")) == expected
+    assert ours(open_sequences(gz, None, "tformat")) == expected == easel_read(gz, None)
+    assert ours(open_queries(gz, None, "qformat")) == expected
+    stray = tmp_path / "two.slx.gz"
+    stray.write_bytes(gzip.compress(b"hello WORLDWIDE\nother KLMNPQRSTV\n"))
+    with pytest.raises(FormatError, match="; for another of HMMER's formats give --tformat FORMAT"):
+        open_sequences(stray, None, "tformat")
+    damaged = tmp_path / "bad.gz"
+    damaged.write_bytes(b"\x1f\x8b\x08junk")
+    with pytest.raises(FormatError, match="bad.gz: corrupt or truncated gzip file"):
+        open_sequences(damaged, None, "tformat")
     # a pipe (a process substitution): read once, with the option
     r, w = os.pipe()
     writer = threading.Thread(target=lambda: (os.write(w, files["stockholm"].read_bytes()), os.close(w)))
@@ -332,8 +343,8 @@ def test_bad_format_input_one_line_no_output(files, models, tmp_path):
     damaged = tmp_path / "damaged.embl"
     damaged.write_text(files["embl"].read_text().replace("SQ   SEQUENCE", "SQ   SEQ\x01UENCE", 1)
                        .replace("     M", "     M1", 1).replace("//\n", "", 1)[:5000])
-    gz = tmp_path / "db.embl.gz"
-    gz.write_bytes(gzip.compress(files["embl"].read_bytes()))
+    stray_gz = tmp_path / "notes.txt.gz"
+    stray_gz.write_bytes(gzip.compress(b"hello WORLDWIDE\nother KLMNPQRSTV\n"))
     nucleotide = tmp_path / "dna.gb"
     nucleotide.write_text(genbank([("dna1", "X1.1", "a gene", "ACGTTGCA" * 40)]))
     empty = tmp_path / "empty.embl"
@@ -341,7 +352,7 @@ def test_bad_format_input_one_line_no_output(files, models, tmp_path):
     cases = [
         (["hmmsearch", "--tformat", "embl", models, fasta], FormatError, "not a valid embl file"),
         (["hmmsearch", "--tformat", "embl", models, damaged], FormatError, "damaged.embl: not a valid embl file"),
-        (["hmmsearch", models, gz], FormatError, "give --tformat FORMAT"),
+        (["hmmsearch", models, stray_gz], FormatError, "give --tformat FORMAT"),
         (["hmmsearch", "--tformat", "ncbi", models, fasta], OptionError, "give a BLAST database without --tformat"),
         (["hmmsearch", "--tformat", "gb", models, fasta], OptionError, "--tformat gb: not a sequence file format"),
         (["phmmer", "--qformat", "daemon", fasta, fasta], OptionError, "daemon files are not read"),
