@@ -26,7 +26,6 @@ from .options import BlastOptions
 from .output import PAIRWISE, TABULAR, XML, row_formatter, write_footer, write_query
 from .scheduler import PhaseTimes, Scheduler
 from .settings import BlastSettings
-from .split import split_queries
 
 
 @dataclass(frozen=True)
@@ -213,8 +212,7 @@ def run_blastp(queries, subjects, options: BlastOptions, fh, *, fmt: int, column
         if not_compiled_here(_traceback_kernel):
             print("gpu-search blastp: the first run on this host compiles its loops (about 20 s on 16 cores; "
                   "`gpu-search compile` does it once, ahead of time)", file=sys.stderr)
-    setup = pipeline.make_setup(subjects, options)
-    setup.splits = split_queries(queries.lengths)
+    setup = pipeline.make_setup(subjects, options, queries.lengths)
     times.add("setup", t0)
     threads = options.num_threads or os.cpu_count() or 1
     if device == "auto" and engine_types is None:     # (options and inputs known good: said now)

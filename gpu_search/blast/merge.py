@@ -8,7 +8,10 @@ and the two keys BLAST orders subjects by.  Merging takes the best of the
 union as the whole search's preliminary hit list (a subject in the global
 list is in its shard's list), then BLAST's output order
 (``s_EvalueCompareHSPLists``) and ``-max_target_seqs``: exactly the unsharded
-result, even when those lists are full.
+result, even when those lists are full.  One exception, said on stderr: a query
+that BLAST+ splits (:mod:`.split`) has its hit list cut after each chunk, so
+where its chunks together hit more subjects than the list holds, a shard can
+keep a subject's later hits that the whole search dropped with the subject.
 
 A ``.gsblast`` file (layout: gpu_search.output, "result files") holds plain
 data only: a JSON header with the database and shard searched, the options,
@@ -19,14 +22,16 @@ Every field is checked on reading.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import fields
 
-from ..errors import OptionError
+from ..errors import OptionError, printable
 from ..output import (Fields, check_database_record, check_shard_set, database_record, read_results,
                       write_results)
 from .hitlist import SubjectResult, output_batches, select_batch
 from .options import BlastOptions
 from .output import Hsp, write_footer, write_query
+from .split import split_queries
 
 KIND = b"GSBLAST"
 SUFFIX, WRITER = ".gsblast", "gpu-search blastp --hits-out"
@@ -224,6 +229,11 @@ def merge_files(paths, fh, *, fmt: int, columns: list[str]) -> None:
     options = first["options"]
     # with composition-based statistics a query's rows depend on the other queries of its batch
     lengths = [length for _, length, _ in first["queries"]]
+    for q in split_queries(lengths):
+        print(f"gpu-search: warning: query '{printable(first['queries'][q][0], 60)}' is one BLAST+ "
+              f"searches in chunks (its batch of queries holds 19,800 residues or more); its merged rows are "
+              f"those of one search only while its chunks together hit fewer subjects than the preliminary "
+              f"hit list holds", file=sys.stderr, flush=True)
     for batch in output_batches(lengths, options.comp_based_stats):
         rows = merge_results([[d["queries"][q][2] for d in loaded] for q in batch], options)
         for q, query_rows in zip(batch, rows):

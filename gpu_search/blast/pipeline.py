@@ -2,7 +2,8 @@
 scheduler runs around the GPU).
 
 For each query against the whole database (BLAST+ searches queries in
-batches, but every decision below is taken per query: checked against the binary):
+batches, but every decision below is taken per query: checked against the binary;
+only whether a long query is searched in chunks depends on its batch, :mod:`.split`):
 
 1. ungapped stage (:mod:`.ungapped`, or the GPU's :mod:`.gpu`): lookup table,
    word hits binned by diagonal, two-hit rule, ungapped X-drop extension ->
@@ -37,7 +38,9 @@ from .hitlist import (EVALUE_EPSILON, SubjectResult, evalue_key, evalues_by_leng
                       prelim_hitlist_size)
 from .lookup import build_lookup
 from .matrix import load_matrix
+from . import split
 from .options import BlastOptions
+from .split import split_queries
 from .output import Hsp, stored_title
 from .ungapped import UngappedJob, ungapped_extensions
 
@@ -73,17 +76,19 @@ class QueryWork:
     init: np.ndarray = field(default_factory=lambda: np.zeros(0))  # INIT_HSP rows, subject by subject
     prelim: dict = field(default_factory=dict)            # subject -> PRELIM_HSP rows (E-value reaped)
     evalues: dict = field(default_factory=dict)           # (score, subject length) -> E-value
-    # a query BLAST+ splits: its pieces' works (``start``: the piece's first position on the
-    # query; ``lookup``: its table until its ungapped stage), and the hit list their merged
-    # preliminary HSPs give (``split_prelim_stage``); None for a query searched whole
-    parts: list | None = None
-    start: int = 0
+    # a query BLAST+ splits (split.py): its pieces in BLAST+'s chunks, each a QueryWork of
+    # its own (``chunk_start``: where it starts on the query; ``lookup``: its table until its
+    # ungapped stage), and the hit list their merged preliminary HSPs give
+    # (``split_prelim_stage``); chunks is None for a query searched whole
+    chunks: list | None = None
+    chunk_start: int | None = None
     lookup: object = None
     hits: list | None = None
 
 
-def make_setup(subjects, options: BlastOptions) -> SearchSetup:
-    """The run's fixed parameters, checked, and the database in NCBIstdaa."""
+def make_setup(subjects, options: BlastOptions, query_lengths=()) -> SearchSetup:
+    """The run's fixed parameters, checked, and the database in NCBIstdaa; ``query_lengths``:
+    the query set's, for the queries BLAST+ splits (none given: none split)."""
     matrix = load_matrix(options.matrix)
     go, ge = matrix.default_gap
     go = options.gapopen if options.gapopen is not None else go
@@ -103,7 +108,7 @@ def make_setup(subjects, options: BlastOptions) -> SearchSetup:
         residues=easel_to_ncbistdaa(subjects.residues, options.num_threads or os.cpu_count() or 1),
         offsets=np.asarray(subjects.offsets, dtype=np.int64),
         lengths=np.asarray(subjects.lengths, dtype=np.int64),
-        db_length=db_length, subjects=subjects,
+        db_length=db_length, subjects=subjects, splits=split_queries(query_lengths),
     )
 
 
@@ -119,25 +124,25 @@ def new_work(i: int, queries) -> QueryWork:
 def prepare_query(work: QueryWork, setup: SearchSetup):
     """Statistics, cutoffs and lookup table of one query (None when BLAST skips the query).
 
-    A query BLAST+ splits (``setup.splits``) gets its pieces' works instead, each with its own
-    statistics, cutoffs and table (a piece BLAST cannot score is left out); it returns the
-    list of them."""
+    A query BLAST+ splits (``setup.splits``) gets its chunks' works in ``work.chunks``
+    instead, each with its own statistics, cutoffs and table (a chunk BLAST cannot score is
+    left out), and returns that list."""
     if not _statistics(work, setup):
         return None
-    pieces = setup.splits.get(work.index)
+    pieces = setup.splits.get(work.index) if work.chunk_start is None else None
     if not pieces:
         return build_lookup(work.codes, setup.matrix.scores, setup.options.word_size, setup.threshold)
-    work.parts = []
+    work.chunks = []
     for a, b in pieces:
-        part = QueryWork(index=work.index, codes=work.codes[a:b], start=a)
-        if _statistics(part, setup):
-            part.lookup = build_lookup(part.codes, setup.matrix.scores, setup.options.word_size, setup.threshold)
-            work.parts.append(part)
-    return work.parts
+        chunk = QueryWork(index=work.index, codes=work.codes[a:b], chunk_start=a)
+        chunk.lookup = prepare_query(chunk, setup)
+        if chunk.lookup is not None:
+            work.chunks.append(chunk)
+    return work.chunks
 
 
 def _statistics(work: QueryWork, setup: SearchSetup) -> bool:
-    """The ungapped Karlin block and the cutoffs of a query (or of a piece of one); False where
+    """The ungapped Karlin block and the cutoffs of a query (or of a chunk of one); False where
     BLAST finds no valid Karlin block (e.g. all X) and skips it."""
     q = work.codes
     work.kbp = stats.ungapped_params(q, setup.matrix)
@@ -152,16 +157,17 @@ def _statistics(work: QueryWork, setup: SearchSetup) -> bool:
 def ungapped_stage(work: QueryWork, setup: SearchSetup, gpu=None, lookup=None) -> None:
     """Init HSPs of one query: on the GPU (``gpu``: a blast.gpu.GpuUngapped) or the CPU.
 
-    ``lookup``: the query's table if ``prepare_query`` already ran.
+    ``lookup``: what ``prepare_query`` returned, if it already ran.  A query BLAST+ splits
+    gets its chunks' init HSPs instead, each in its own work.
     """
     if lookup is None:
         lookup = prepare_query(work, setup)
     if lookup is None:
         return
-    if work.parts is not None:     # a query BLAST+ splits: each piece's init HSPs
-        for part in work.parts:
-            ungapped_stage(part, setup, gpu, part.lookup)
-            part.lookup = None
+    if work.chunks is not None:
+        for chunk in work.chunks:
+            ungapped_stage(chunk, setup, gpu, chunk.lookup)
+            chunk.lookup = None
         return
     job = ungapped_job(work, setup, lookup)
     if gpu is not None:
@@ -181,20 +187,22 @@ def ungapped_job(work: QueryWork, setup: SearchSetup, lookup) -> UngappedJob:
 
 
 def ungapped_batch(items: list, setup: SearchSetup, gpu) -> None:
-    """Init HSPs of several queries ((work, lookup) pairs) in one pass of the GPU ``gpu`` over
-    the database (GpuUngapped.ungapped_extensions_many); a query without a lookup table has none."""
-    on_gpu = [(work, lookup) for work, lookup in items if lookup is not None]
-    for work, lookup in on_gpu:
-        if work.parts is not None:     # a query BLAST+ splits: piece by piece
-            ungapped_stage(work, setup, gpu, lookup)
-    on_gpu = [(work, lookup) for work, lookup in on_gpu if work.parts is None]
-    if len(on_gpu) == 1:
-        work, lookup = on_gpu[0]
+    """Init HSPs of several queries ((work, what ``prepare_query`` returned) pairs) in one pass
+    of the GPU ``gpu`` over the database (GpuUngapped.ungapped_extensions_many), a split
+    query's chunks each as a query of its own; a query without a lookup table has none."""
+    searched = []
+    for work, lookup in items:
+        if lookup is not None:
+            searched += [(c, c.lookup) for c in work.chunks] if work.chunks is not None else [(work, lookup)]
+    if len(searched) == 1:
+        work, lookup = searched[0]
         ungapped_stage(work, setup, gpu, lookup)
-    elif on_gpu:
-        found = gpu.ungapped_extensions_many([ungapped_job(work, setup, lookup) for work, lookup in on_gpu])
-        for (work, _), init in zip(on_gpu, found, strict=True):
+    elif searched:
+        found = gpu.ungapped_extensions_many([ungapped_job(work, setup, lookup) for work, lookup in searched])
+        for (work, _), init in zip(searched, found, strict=True):
             work.init = init
+    for work, _ in searched:
+        work.lookup = None
 
 
 # --- 2. preliminary gapped stage -----------------------------------------------------------
@@ -241,47 +249,43 @@ def reap_by_evalue(hsps: np.ndarray, work: QueryWork, setup: SearchSetup) -> dic
 
 def prelim_stage(work: QueryWork, setup: SearchSetup) -> None:
     """Preliminary gapped HSPs of every subject with init HSPs (``prelim_hsps``), in ``work.prelim``."""
-    if work.parts is not None:
+    if work.chunks is not None:
         work.prelim.update(split_prelim_stage(work, setup))
         return
     work.prelim.update(prelim_hsps(work.init, work, setup))
 
 
 def split_prelim_stage(work: QueryWork, setup: SearchSetup, found: list | None = None) -> dict:
-    """The preliminary stage of a query BLAST+ splits (:mod:`.split`): each piece's hit list
-    (``piece_hit_list``; ``found``: those already made, in the pieces' order), then the
-    pieces' lists merged in order.  Sets ``work.hits`` (the hit list, from the pieces'
-    E-values) and returns {subject: PRELIM_HSP rows}, positions on the whole query, in score
-    order."""
-    from . import split
-
+    """The preliminary stage of a query BLAST+ splits (:mod:`.split`): each chunk's hit list
+    (``chunk_hit_list``; ``found``: those already made, in the chunks' order) cut to the
+    preliminary list's size as its chunk's search leaves it, then the chunks' lists merged in
+    order.  Sets ``work.hits`` (the hit list, from the chunks' E-values) and returns
+    {subject: PRELIM_HSP rows}, positions on the whole query, in score order."""
     size = prelim_hitlist_size(setup.options.max_target_seqs, setup.options.comp_based_stats)
     first = int(setup.subjects.first_index)
     if found is None:
-        found = [piece_hit_list(part, setup) for part in work.parts or []]
+        found = [chunk_hit_list(chunk, setup) for chunk in work.chunks or []]
     combined: dict = {}
-    for part, lists in zip(work.parts or [], found, strict=True):
-        combined = split.merge_chunk(combined, lists, part.start, size, first)
+    for chunk, lists in zip(work.chunks or [], found, strict=True):
+        combined = split.merge_chunk(combined, split.best_lists(lists, size, first), chunk.chunk_start, size,
+                                     first)
     work.hits = sorted((split.list_key(hsps, first + s), s) for s, hsps in combined.items())
     return {s: rows for s, (rows, _) in combined.items()}
 
 
-def piece_hit_list(part: QueryWork, setup: SearchSetup) -> dict:
-    """One piece's preliminary hit list, as its chunk's search leaves it: {subject: (PRELIM_HSP
-    rows, their E-values)}, the E-values with the piece's length, the rows moved to positions
-    on the whole query, cut to the preliminary list's size."""
-    from . import split
-
+def chunk_hit_list(chunk: QueryWork, setup: SearchSetup) -> dict:
+    """One chunk's preliminary HSPs per subject: {subject: (PRELIM_HSP rows, their E-values)},
+    the E-values with the chunk's length (Spouge's m), the rows moved to positions on the
+    whole query."""
     lists = {}
-    for s, rows in prelim_hsps(part.init, part, setup).items():
+    for s, rows in prelim_hsps(chunk.init, chunk, setup).items():
         rows = rows.copy()
-        evalues = evalues_by_length(rows["score"], np.full(len(rows), setup.lengths[s]), part, setup)
+        evalues = evalues_by_length(rows["score"], np.full(len(rows), setup.lengths[s]), chunk, setup)
         for name in ("q_start", "q_end", "q_gapped_start"):
-            rows[name] += part.start
+            rows[name] += chunk.chunk_start
         lists[s] = (rows, evalues)
-    part.init = np.zeros(0)
-    size = prelim_hitlist_size(setup.options.max_target_seqs, setup.options.comp_based_stats)
-    return split.best_lists(lists, size, int(setup.subjects.first_index))
+    chunk.init = np.zeros(0)
+    return lists
 
 
 def init_pieces(init: np.ndarray, size: int) -> list[np.ndarray]:

@@ -103,7 +103,7 @@ class _QueryChore:
 
     def start(self) -> Future:
         s, work = self.s, self.work
-        if work.parts is not None:         # a query BLAST+ splits: its pieces on the pool, then merged
+        if work.chunks is not None:        # a query BLAST+ splits: its chunks on the pool, then merged
             self._start_split()
             return self.done
         pieces = pipeline.init_pieces(work.init, s.settings.gapped_piece)
@@ -118,19 +118,20 @@ class _QueryChore:
         return self.done
 
     def _start_split(self) -> None:
-        """A split query's pieces' preliminary stages on the pool's threads; the last one done
-        hands the merge (``pipeline.split_prelim_stage``) to the pool."""
+        """A split query's chunks' preliminary gapped stages side by side on the pool's
+        threads; the last one done hands their merge (``pipeline.split_prelim_stage``) to
+        the pool, whose end ``_piece_done`` takes as a query's last piece."""
         s, work = self.s, self.work
-        found = [None] * len(work.parts)
-        left = [len(work.parts)]
-        self._pieces_left = 1                # (the merge)
+        found = [None] * len(work.chunks)
+        left = [len(work.chunks)]
+        self._pieces_left = 1
 
         def merge():
             s.pool.submit(s.timed, "preliminary gapped (CPU threads)", pipeline.split_prelim_stage, work,
                           s.setup, found).add_done_callback(self._piece_done)
 
-        def piece(k):
-            found[k] = pipeline.piece_hit_list(work.parts[k], s.setup)
+        def one(k):
+            found[k] = pipeline.chunk_hit_list(work.chunks[k], s.setup)
             with self._lock:
                 left[0] -= 1
                 last = left[0] == 0
@@ -141,10 +142,10 @@ class _QueryChore:
             if f.exception() is not None:
                 self.fail(f.exception())
 
-        if not work.parts:
+        if not work.chunks:
             merge()
-        for k in range(len(work.parts)):
-            s.pool.submit(s.timed, "preliminary gapped (CPU threads)", piece, k).add_done_callback(failed)
+        for k in range(len(work.chunks)):
+            s.pool.submit(s.timed, "preliminary gapped (CPU threads)", one, k).add_done_callback(failed)
 
     def fail(self, exc: BaseException) -> None:
         """The query ends with ``exc`` (its own stages' error, or a launcher's that held it)."""

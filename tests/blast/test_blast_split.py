@@ -17,7 +17,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from gpu_search.blast import engine, split
+from gpu_search.blast import engine, pipeline, split
 from gpu_search.blast.options import BlastOptions
 from gpu_search.blast.output import parse_outfmt
 from gpu_search.seqdb import read_fasta
@@ -96,6 +96,12 @@ def split_inputs(tmp_path_factory, proteome_path):
         total += len(s)
     mixed += [_long_query(proteins, rng, 9_900)] + [_mutated(rng.choice(proteins), rng, 0.3) for _ in range(3)]
     (d / "mixed.faa").write_text("".join(f">m{k}\n{s}\n" for k, s in enumerate(mixed)))
+    # a batch of 9,880 + 60 + 9,910 = 19,850 residues, chunks [0, 9,976) and [9,876, 19,850): the
+    # 60-residue query (a proteome protein's, unchanged) lies whole in both chunks; the third
+    # query's piece in the first chunk is its first 36 residues, all X (no Karlin block: skipped)
+    protein = max(proteins, key=len)
+    overlap = [_long_query(proteins, rng, 9_880), protein[100:160], "X" * 36 + _long_query(proteins, rng, 9_874)]
+    (d / "overlap.faa").write_text("".join(f">o{k}\n{s}\n" for k, s in enumerate(overlap)))
     return d
 
 
@@ -116,7 +122,8 @@ def _ours(d, query, cbs, max_target_seqs=500, engine_types=None, device="cpu"):
 
 
 @needs_blast
-@pytest.mark.parametrize("query, cbs, max_target_seqs", [("long.faa", 0, 500), ("long.faa", 2, 500),
+@pytest.mark.parametrize("query, cbs, max_target_seqs", [("long.faa", 0, 500), ("long.faa", 1, 500),
+                                                          ("long.faa", 2, 500), ("long.faa", 3, 500),
                                                           ("mixed.faa", 0, 500), ("long.faa", 0, 20)])
 def test_split_queries_give_blast_rows(split_inputs, monkeypatch, query, cbs, max_target_seqs):
     # (-max_target_seqs 20: each chunk's hit list, and the merged one, cut to 40 subjects)
@@ -124,8 +131,21 @@ def test_split_queries_give_blast_rows(split_inputs, monkeypatch, query, cbs, ma
     assert theirs.count("\n") > 20
     assert _ours(split_inputs, query, cbs, max_target_seqs) == theirs
     # the split is what makes them BLAST+'s: searched whole, the same queries give other rows
-    monkeypatch.setattr(engine, "split_queries", lambda lengths: {})
+    monkeypatch.setattr(pipeline, "split_queries", lambda lengths: {})
     assert _ours(split_inputs, query, cbs, max_target_seqs) != theirs
+
+
+@needs_blast
+@pytest.mark.parametrize("cbs", [0, 2])
+def test_a_query_inside_an_overlap_and_an_all_x_piece(split_inputs, cbs):
+    # the 60-residue query is searched whole in both chunks, its HSPs appended (not joined);
+    # the all-X piece is left out as BLAST+ leaves it out
+    lengths = read_fasta(split_inputs / "overlap.faa").lengths.tolist()
+    assert split.split_queries(lengths) == {0: [(0, 9_880), (9_876, 9_880)], 1: [(0, 60), (0, 60)],
+                                            2: [(0, 36), (0, 9_910)]}
+    theirs = _blast(split_inputs, "overlap.faa", cbs)
+    assert theirs.count("\no1\t") > 5
+    assert _ours(split_inputs, "overlap.faa", cbs) == theirs
 
 
 def test_joined_hsps(monkeypatch, split_inputs):
@@ -169,10 +189,11 @@ def test_join_two_hsps():
 
 def test_gpu_pipeline_splits_as_the_cpu_path(split_inputs):
     """The GPU pipeline (a stand-in for the GPU's word finder that runs the CPU's) searches a
-    split query's pieces on its engine and merges them: the CPU path's rows."""
+    split query's chunks on its engine, in one pass over the database, and merges them: the
+    CPU path's rows."""
     from gpu_search.blast.ungapped import ungapped_extensions
 
-    lengths = []
+    lengths, passes = [], []
 
     class StandIn:
         streamed = True                # one engine, no gapped kernel
@@ -187,9 +208,43 @@ def test_gpu_pipeline_splits_as_the_cpu_path(split_inputs):
             return ungapped_extensions(q, lookup, self.residues, self.offsets, ids, scores, x_drop, cutoff,
                                        window, method="scan")
 
+        def ungapped_extensions_many(self, jobs):      # (one pass: a split query's chunks together)
+            passes.append(len(jobs))
+            return [self.ungapped_extensions(*job) for job in jobs]
+
     for cbs in (0, 2):
         lengths.clear()
         gpu = _ours(split_inputs, "long.faa", cbs, engine_types=engine.GpuEngineTypes(StandIn, None),
                     device="gpu")
         assert gpu == _ours(split_inputs, "long.faa", cbs) and gpu.count("\n") > 100
         assert sorted(lengths) == sorted(b - a for a, b in split.chunk_bounds(50_000))
+        assert passes == [5]                            # the five chunks in one pass over the database
+        passes.clear()
+
+
+def test_merging_shards_of_a_split_query_warns(tmp_path, capsys):
+    # shards' hit lists are cut per shard, BLAST+'s per chunk over the whole database: merge
+    # says so for a query BLAST+ splits (and not for the others)
+    from gpu_search.blast import merge
+    from gpu_search.blast.hitlist import SubjectResult, list_order_key
+    from gpu_search.blast.output import Hsp
+
+    def shard(path, oid):
+        results = []
+        for title, length in (("long a 25,000-residue query", 25_000), ("short one", 300)):
+            row = Hsp(query_id=title.split()[0], query_title=title, query_length=length, subject_id=f"s{oid}",
+                      subject_title=f"s{oid}", subject_length=60, score=50, bit_score=20.0, evalue=1e-3,
+                      q_start=1, q_end=4, s_start=2, s_end=5, qseq="MKVL", sseq="MKIL", nident=3, positive=3,
+                      gaps=0, gapopen=0, oid=oid)
+            key = list_order_key(1e-3, 50, oid)
+            results.append((title, length, [SubjectResult(oid, key, key, [row])]))
+        merge.save_hits(path, results, options=BlastOptions(), db_name="db", database=None)
+        return path
+
+    out = io.StringIO()
+    merge.merge_files([shard(tmp_path / "a.gsblast", 1), shard(tmp_path / "b.gsblast", 2)], out, fmt=6,
+                      columns=parse_outfmt("6")[1])
+    warned = capsys.readouterr().err.splitlines()
+    assert len(warned) == 1 and warned[0].startswith("gpu-search: warning: query 'long a 25,000-residue query' "
+                                                     "is one BLAST+ searches in chunks")
+    assert out.getvalue().count("\n") == 4
