@@ -132,8 +132,9 @@ def read_easel(path: str | os.PathLike, fmt: str) -> SequenceDB:
     check_readable(path)
     try:
         with open(path, "rb") as fh:
-            if stat.S_ISREG(os.fstat(fh.fileno()).st_mode) and fh.read(2) != b"\x1f\x8b":
-                if os.fstat(fh.fileno()).st_size == 0:
+            info = os.fstat(fh.fileno())
+            if stat.S_ISREG(info.st_mode) and fh.read(2) != b"\x1f\x8b":
+                if info.st_size == 0:
                     raise EmptyInputError(f"{source}: file is empty")
                 return _read_sequences(_by_descriptor(fh), fmt, source)
             fh.seek(0) if fh.seekable() else None
