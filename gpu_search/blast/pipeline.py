@@ -32,16 +32,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import OptionError
-from . import gapped, kappa, stats, traceback
+from . import gapped, kappa, split, stats, traceback
 from .alphabet import EASEL_TO_NCBISTDAA, NCBISTDAA, blast_query_codes, easel_to_ncbistdaa
 from .hitlist import (EVALUE_EPSILON, SubjectResult, evalue_key, evalues_by_length, hit_list, list_order_key,
                       prelim_hitlist_size)
 from .lookup import build_lookup
 from .matrix import load_matrix
-from . import split
 from .options import BlastOptions
-from .split import split_queries
 from .output import Hsp, stored_title
+from .split import split_queries
 from .ungapped import UngappedJob, ungapped_extensions
 
 
