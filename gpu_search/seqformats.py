@@ -43,6 +43,7 @@ RECOGNISED = ("embl", "uniprot", "genbank", "ddbj", "stockholm", "pfam", "clusta
 NOT_READ = {"ncbi": "give a BLAST database without --{option}: gpu-search reads it as blastp does",
             "daemon": "HMMER's daemon files are not read", "hmmpgmd": "HMMER's daemon files are not read",
             "fmindex": "FM-index files are not read"}
+GUESS_BYTES = 1 << 16           # of a gzip file, read to recognise its format
 
 
 def check_format(value: str | None, option: str) -> str | None:
@@ -62,8 +63,8 @@ def check_format(value: str | None, option: str) -> str | None:
 def open_sequences(path: str | os.PathLike, fmt: str | None, option: str) -> SequenceDB:
     """A HMMER program's target database: in format ``fmt`` (from :func:`check_format`) or,
     for None, FASTA, a ``.gsdb`` or a BLAST database as :func:`.seqdb.open_database` reads
-    them, or another format Easel recognises in a plain file.  ``option``: the option that
-    names the format ("tformat"), for messages."""
+    them, or another format Easel recognises in a plain or gzipped file.  ``option``: the
+    option that names the format ("tformat"), for messages."""
     return _read(open_database, path, fmt, option)
 
 
@@ -101,20 +102,16 @@ def _guessed(path, not_fasta: NotFastaError, option: str) -> SequenceDB:
                 fh.seek(0)
                 # the first lines are enough to tell the format (Easel's guess reads no more)
                 with gzip.open(fh) as unzipped:
-                    head = unzipped.read(GUESS_BYTES)
-                with SequenceFile(io.BytesIO(head)) as sf:
-                    fmt = sf.format
+                    source = io.BytesIO(unzipped.read(GUESS_BYTES))
             else:
-                with SequenceFile(_by_descriptor(fh)) as sf:
-                    fmt = sf.format
+                source = _by_descriptor(fh)
+            with SequenceFile(source) as sf:
+                fmt = sf.format
     except Exception:
         raise unknown from None
     if fmt not in RECOGNISED:
         raise unknown from None
     return read_easel(path, fmt)
-
-
-GUESS_BYTES = 1 << 16           # of a gzip file, read to recognise its format
 
 
 def _by_descriptor(fh) -> str:

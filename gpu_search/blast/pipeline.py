@@ -262,10 +262,11 @@ def split_prelim_stage(work: QueryWork, setup: SearchSetup, found: list | None =
     {subject: PRELIM_HSP rows}, positions on the whole query, in score order."""
     size = prelim_hitlist_size(setup.options.max_target_seqs, setup.options.comp_based_stats)
     first = int(setup.subjects.first_index)
+    chunks = work.chunks or []
     if found is None:
-        found = [chunk_hit_list(chunk, setup) for chunk in work.chunks or []]
+        found = [chunk_hit_list(chunk, setup) for chunk in chunks]
     combined: dict = {}
-    for chunk, lists in zip(work.chunks or [], found, strict=True):
+    for chunk, lists in zip(chunks, found, strict=True):
         combined = split.merge_chunk(combined, split.best_lists(lists, size, first), chunk.chunk_start, size,
                                      first)
     work.hits = sorted((split.list_key(hsps, first + s), s) for s, hsps in combined.items())

@@ -94,10 +94,9 @@ def _join_hsp_lists(old: tuple, new: tuple, split: int) -> tuple[np.ndarray, np.
     rows1, ev1 = old[0].copy(), old[1]
     rows2, ev2 = new
     keep2 = np.ones(len(rows2), dtype=bool)
-    near1 = [i for i in range(len(rows1)) if rows1["q_end"][i] > split]
-    near2 = [j for j in range(len(rows2)) if rows2["q_start"][j] < split + CHUNK_OVERLAP]
     if split > 0:
-        for i in near1:
+        near2 = np.flatnonzero(rows2["q_start"] < split + CHUNK_OVERLAP)
+        for i in np.flatnonzero(rows1["q_end"] > split):
             h1 = rows1[i]
             for j in near2:
                 if not keep2[j]:
