@@ -8,7 +8,11 @@ OUT=${OUT:-/tmp/out}; W=/tmp/gsmatrix; mkdir -p "$OUT" $W
 t=$(date +%s.%N)
 python3 bench/blastp_matrix.py --build-only --cells "$n:$db:$hom" --work $W 2>&1 | tail -3
 echo "built in $(python3 -c "import time; print(round(time.time() - $t, 1))") s"
-Q=$(ls $W/blastp_queries_n${n}_*.faa | head -1)
+if [ "$n" = all ]; then          # the whole proteome: its file is named by its count, the largest set
+    Q=$(ls -S $W/blastp_queries_n*_*.faa | head -1)
+else
+    Q=$(ls $W/blastp_queries_n${n}_*.faa | head -1)
+fi
 copies=$(python3 -c "print({'proteome': 9, '68m': 99, '273m': 399}['$db'])")   # the database's copies
 G=$(ls $W/db_${hom}_c${copies}_*.gsdb | head -1)
 B=${G%.gsdb}.blastdb/$(basename ${G%.gsdb})

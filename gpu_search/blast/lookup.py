@@ -41,7 +41,7 @@ indexed ``[query letter][subject letter]``, as ``Int4 **matrix`` is in BLAST).
 Contents:
     1. Lookup              the table (CSR: cell -> query offsets), the PSSM
     2. build_lookup()      build it
-    3. numba kernels       _query_word_codes, _count_cells, _fill_cells
+    3. numba kernels       _tables (_query_word_codes, _group_cells, _neighbors)
 """
 
 from __future__ import annotations
@@ -167,18 +167,47 @@ def build_lookup(query_codes, matrix_scores, word_size: int = 3, threshold: int 
             raise ValueError("mask must have the query's length")
     n_cells = 1 << (CHARSIZE * word_size)
     threshold = c_int(threshold)        # BLAST's lookup table keeps (Int4) of the option's double
-    qword = _query_word_codes(q, valid, word_size)
-    counts = _count_cells(q, qword, m, word_size, threshold, n_cells)
-    cell_start = np.zeros(n_cells + 1, dtype=np.int32)
-    np.cumsum(counts, out=cell_start[1:])
-    offsets = _fill_cells(q, qword, m, word_size, threshold, cell_start)
-    pssm = np.ascontiguousarray(m[q.astype(np.intp)], dtype=np.int32).reshape(len(q), ALPHABET_SIZE)
-    rank = np.empty(len(qword), dtype=np.int32)
-    rank[np.lexsort((np.arange(len(qword)), qword))] = np.arange(len(qword), dtype=np.int32)
+    qword, cell_start, offsets, pssm, rank, longest = _tables(q, valid, m, word_size, threshold, n_cells)
     return Lookup(word_size=word_size, threshold=threshold, query_length=len(q),
                   cell_start=cell_start, offsets=offsets, query_word=qword, query_rank=rank,
-                  pssm=pssm,
-                  longest_chain=int(counts.max()) if n_cells else 0)
+                  pssm=pssm, longest_chain=int(longest))
+
+
+@numba.njit(cache=True, nogil=True)
+def _tables(q, valid, m, word_size, threshold, n_cells):
+    """The table's arrays in one compiled call: the lookup tables are built on helper threads
+    beside the threads feeding the GPUs, and each return to the interpreter between steps
+    waits for its lock.  Returns (query_word, cell_start, offsets, pssm, query_rank,
+    longest_chain)."""
+    qword = _query_word_codes(q, valid, word_size)
+    # each word's neighbours found once, then counted and filled in per cell, in that order
+    order, starts, cells, cell_at = _group_cells(qword, m, word_size, threshold)
+    counts = np.zeros(n_cells, dtype=np.int32)
+    for g in range(len(starts) - 1):
+        for j in range(cell_at[g], cell_at[g + 1]):
+            counts[cells[j]] += np.int32(starts[g + 1] - starts[g])
+    cell_start = np.zeros(n_cells + 1, dtype=np.int32)
+    longest = 0
+    for c in range(n_cells):
+        cell_start[c + 1] = cell_start[c] + counts[c]
+        longest = max(longest, counts[c])
+    cursor = cell_start[:n_cells].copy()
+    offsets = np.empty(cell_start[n_cells], dtype=np.int32)
+    for g in range(len(starts) - 1):
+        for j in range(cell_at[g], cell_at[g + 1]):
+            c = cells[j]
+            for i in range(starts[g], starts[g + 1]):
+                offsets[cursor[c]] = order[i]
+                cursor[c] += 1
+    pssm = np.empty((len(q), m.shape[1]), dtype=np.int32)
+    for i in range(len(q)):
+        pssm[i, :] = m[q[i], :]
+    # rank of each offset in the order (query word, offset): a stable sort by word
+    rank = np.empty(len(qword), dtype=np.int32)
+    order = np.argsort(qword, kind="mergesort")
+    for r in range(len(order)):
+        rank[order[r]] = r
+    return qword, cell_start, offsets, pssm, rank, longest
 
 
 # --------------------------------------------------------------------------------------------
@@ -291,56 +320,40 @@ def _word_letters(code, word_size, word):
 
 
 @numba.njit(cache=True, nogil=True)
-def _count_cells(query, qword, matrix, word_size, threshold, n_cells):
-    """Entries per cell (first pass of ``s_AddWordHits`` over the word groups)."""
-    counts = np.zeros(n_cells, dtype=np.int32)
+def _group_cells(qword, matrix, word_size, threshold):
+    """The cells each indexed query word goes into, in ``s_AddWordHits``' order: the word
+    itself (unless it scores T or more against itself: then it is among its neighbours),
+    then its neighbours (``_neighbors``).
+
+    Returns (order, starts, cells, cell_at): the offsets of word group g are
+    order[starts[g]:starts[g+1]] (``_word_groups``), its cells cells[cell_at[g]:cell_at[g+1]].
+    """
     order, starts = _word_groups(qword)
+    n_groups = len(starts) - 1
     row_max = _row_max(matrix)
     word = np.zeros(word_size, dtype=np.int64)
     buf = np.empty(28 ** word_size, dtype=np.int64)
-    for g in range(len(starts) - 1):
-        code = qword[order[starts[g]]]
-        n_off = np.int32(starts[g + 1] - starts[g])
-        _word_letters(code, word_size, word)
-        self_score = 0
-        for k in range(word_size):
-            self_score += matrix[word[k], word[k]]
-        if threshold == 0 or self_score < threshold:
-            counts[code] += n_off
-        if threshold == 0:
-            continue
-        nn = _neighbors(word, matrix, row_max, threshold, word_size, buf)
-        for j in range(nn):
-            counts[buf[j]] += n_off
-    return counts
-
-
-@numba.njit(cache=True, nogil=True)
-def _fill_cells(query, qword, matrix, word_size, threshold, cell_start):
-    """Second pass: the query offsets of each cell, in BLAST's insertion order."""
-    n_cells = len(cell_start) - 1
-    cursor = cell_start[:n_cells].copy()
-    offsets = np.empty(cell_start[n_cells], dtype=np.int32)
-    order, starts = _word_groups(qword)
-    row_max = _row_max(matrix)
-    word = np.zeros(word_size, dtype=np.int64)
-    buf = np.empty(28 ** word_size, dtype=np.int64)
-    for g in range(len(starts) - 1):
+    cells = np.empty(max(64, 64 * n_groups), dtype=np.int64)
+    cell_at = np.zeros(n_groups + 1, dtype=np.int64)
+    n = 0
+    for g in range(n_groups):
         code = qword[order[starts[g]]]
         _word_letters(code, word_size, word)
         self_score = 0
         for k in range(word_size):
             self_score += matrix[word[k], word[k]]
+        nn = 0
+        if threshold != 0:
+            nn = _neighbors(word, matrix, row_max, threshold, word_size, buf)
+        if n + nn + 1 > len(cells):
+            grown = np.empty(max(2 * len(cells), n + nn + 1), dtype=np.int64)
+            grown[:n] = cells[:n]
+            cells = grown
         if threshold == 0 or self_score < threshold:
-            for i in range(starts[g], starts[g + 1]):
-                offsets[cursor[code]] = order[i]
-                cursor[code] += 1
-        if threshold == 0:
-            continue
-        nn = _neighbors(word, matrix, row_max, threshold, word_size, buf)
+            cells[n] = code
+            n += 1
         for j in range(nn):
-            c = buf[j]
-            for i in range(starts[g], starts[g + 1]):
-                offsets[cursor[c]] = order[i]
-                cursor[c] += 1
-    return offsets
+            cells[n] = buf[j]
+            n += 1
+        cell_at[g + 1] = n
+    return order, starts, cells, cell_at

@@ -6,7 +6,7 @@ With GPUs (cuBLASTP's overlap of GPU and CPU phases):
 
 * a *GPU feeder* thread per engine (several engines, each on its own CUDA
   stream, per GPU) takes the next queries, their statistics and lookup tables
-  built ahead on a helper thread, and runs the ungapped stage on its GPU, one
+  built ahead on helper threads, and runs the ungapped stage on its GPU, one
   pass over the database for a batch of queries;
 * with the GPU's preliminary gapped kernel, each GPU's *gapped launcher*
   threads take the queries waiting for it, up to ``gapped_batch`` in one
@@ -283,7 +283,8 @@ class Scheduler:
         # and a looser bound on the queries taken and not yet written (finished results wait
         # for the slow query before them)
         self.unwritten_cap = 4 * room
-        self.lookahead = max(2 + 2 * len(self.engines), *self.per_pass.values()) if self.engines else 0
+        self.lookahead = max(2 + 2 * len(self.engines), 2 * self.settings.lookup_threads,
+                             *self.per_pass.values()) if self.engines else 0
         # per gapped engine list (one GPU): the queries handed over and not yet launched, and
         # the GPU feeders still handing it queries
         lists = {id(ps): ps for ps in self.gapped_engines.values()}
@@ -326,7 +327,8 @@ class Scheduler:
             return
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="blastp-lookup") as ahead:
+        with ThreadPoolExecutor(max_workers=self.settings.lookup_threads,
+                                thread_name_prefix="blastp-lookup") as ahead:
             for k, gpu in enumerate(self.engines):
                 threading.Thread(target=self._feed_gpu, args=(gpu, ahead), name=f"blastp-gpu{k}",
                                  daemon=True).start()

@@ -31,6 +31,8 @@ class BlastSettings:
         gapped_cells: the GPU gapped kernel's DP-cell budget per subject
             (``--gpu-gapped-cells``; None: the kernel's default).
         gapped_kernel: "warp" (a warp per subject) or "thread" (a thread per subject).
+        lookup_threads: host threads building the queries' statistics and lookup tables
+            ahead of the GPUs (numba, without the GIL).
         gapped_threads: host threads (each on its own stream) per GPU launching the
             gapped kernel.
         gapped_batch: most queries per launch of the gapped kernel (larger batches bunch
@@ -69,6 +71,7 @@ class BlastSettings:
     gapped: bool = True
     gapped_cells: int | None = None
     gapped_kernel: str = "warp"
+    lookup_threads: int = 1
     gapped_threads: int = 2
     gapped_batch: int = 4
     extension: str = "auto"
@@ -94,7 +97,7 @@ class BlastSettings:
             raise ValueError(f"gapped_kernel must be one of {GAPPED_KERNELS}, not {self.gapped_kernel!r}")
         if self.traceback_kernel not in TRACEBACK_KERNELS:
             raise ValueError(f"traceback_kernel must be one of {TRACEBACK_KERNELS}, not {self.traceback_kernel!r}")
-        for name in ("streams", "gapped_threads", "gapped_batch", "gapped_piece", "traceback_split",
+        for name in ("streams", "lookup_threads", "gapped_threads", "gapped_batch", "gapped_piece", "traceback_split",
                      "traceback_batch", "traceback_threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
