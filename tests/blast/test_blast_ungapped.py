@@ -240,6 +240,21 @@ def test_lookup_matches_definition(blosum62, db):
     assert lut.n_entries == sum(len(v) for v in expect.values())
 
 
+def test_lookup_rank_pssm_and_longest_chain(blosum62, db):
+    """The table's other arrays from their definitions, a masked stretch included."""
+    residues, offsets, _ = db
+    q = residues[offsets[7]:offsets[7] + 150]
+    mask = np.zeros(len(q), bool)
+    mask[40:47] = True
+    lut = build_lookup(q, blosum62.scores, 3, 11, mask=mask)
+    words = [word_index(q[i:i + 3]) if not mask[i:i + 3].any() else -1 for i in range(len(q) - 2)]
+    assert lut.query_word.tolist() == words
+    by_word = sorted(range(len(words)), key=lambda i: (words[i], i))
+    assert [by_word.index(i) for i in range(len(words))] == lut.query_rank.tolist()
+    assert (lut.pssm == blosum62.scores[q.astype(np.intp)]).all()
+    assert lut.longest_chain == max(len(lut.cell(c)) for c in range(lut.n_cells))
+
+
 def test_sort_by_score():
     h = np.zeros(4, dtype=INIT_HSP_DTYPE)
     h["subject"] = [3, 3, 3, 1]
