@@ -327,8 +327,10 @@ def test_gpu_pipeline_with_a_cpu_stand_in(tmp_path, proteome, gpus, cbs, gapped_
                                       TracebackStandIn if traceback_kernel_on_cpu is not None else None)
     # many gapped pieces per query; with one GPU, one gapped thread (the queries waiting pile up
     # behind its first launch) and long hit lists traced back in pieces on worker processes;
-    # with three, the traceback on threads; the GPU run's timeline kept
+    # with three, the traceback on threads and the lookup tables built on three threads; the
+    # GPU run's timeline kept
     settings = BlastSettings(gapped_piece=40, gapped_threads=1 if gpus is None else 2,
+                             lookup_threads=1 if gpus is None else 3,
                              traceback_split=300 if gpus is None else BlastSettings.traceback_split,
                              traceback_processes=gpus is None, timeline=str(tmp_path / "timeline.json"))
     idx = list(range(0, proteome.n_seqs, proteome.n_seqs // 12))[:12]
