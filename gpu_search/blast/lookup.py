@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._numba import numba
+from .._numba import copy_into, numba
 import numpy as np
 
 from .stats import c_int
@@ -201,12 +201,13 @@ def _tables(q, valid, m, word_size, threshold, n_cells):
                 cursor[c] += 1
     pssm = np.empty((len(q), m.shape[1]), dtype=np.int32)
     for i in range(len(q)):
-        pssm[i, :] = m[q[i], :]
+        for a in range(m.shape[1]):
+            pssm[i, a] = m[q[i], a]
     # rank of each offset in the order (query word, offset): a stable sort by word
     rank = np.empty(len(qword), dtype=np.int32)
-    order = np.argsort(qword, kind="mergesort")
-    for r in range(len(order)):
-        rank[order[r]] = r
+    by_word = np.argsort(qword, kind="mergesort")
+    for r in range(len(by_word)):
+        rank[by_word[r]] = r
     return qword, cell_start, offsets, pssm, rank, longest
 
 
@@ -347,7 +348,7 @@ def _group_cells(qword, matrix, word_size, threshold):
             nn = _neighbors(word, matrix, row_max, threshold, word_size, buf)
         if n + nn + 1 > len(cells):
             grown = np.empty(max(2 * len(cells), n + nn + 1), dtype=np.int64)
-            grown[:n] = cells[:n]
+            copy_into(grown, 0, cells[:n])
             cells = grown
         if threshold == 0 or self_score < threshold:
             cells[n] = code
