@@ -44,7 +44,8 @@ class BlastSettings:
         prefilter: window-based extension: bins that cannot trigger the two-hit rule are
             struck off before the windows start.
         queries_per_pass: queries per pass over the database (None: 32 for a streamed
-            database, copied to the GPU once per pass, 1 for a resident one).
+            database, copied to the GPU once per pass; for a resident one, 1 to 16 by its
+            size, a small one's kernels launched together: ``resident_queries_per_pass``).
         stream_residues: stream the database through the GPU in chunks of this many
             residues even where it fits (0: only where it does not fit).
         gapped_piece: init HSPs per task when one query's preliminary gapped stage is spread

@@ -123,13 +123,14 @@ def batch_of_queries(db_codes, proteome, matrix):
     return jobs, refs
 
 
-@pytest.mark.parametrize("how", ["resident", "streamed", "overflow", "overflow to the cpu"])
+@pytest.mark.parametrize("how", ["resident", "streamed", "overflow", "overflow to the cpu", "rows over a region"])
 def test_queries_batched_per_pass(how, db_codes, proteome, blosum62, monkeypatch):
     """Several queries in one pass over the database (ungapped_extensions_many): each query's
     init HSPs equal the CPU path's, whatever its neighbours in the batch; a streamed
     database is uploaded once per batch, not once per query; tiny hit buffers send
     subjects of several queries to the second pass, and with no GPU memory for its
-    buffers, to the CPU."""
+    buffers, to the CPU; a small output buffer leaves queries more rows than their
+    region of it holds (run again alone, the buffer grown)."""
     from gpu_search.blast.gpu import kernel_choice
 
     jobs, refs = batch_of_queries(db_codes, proteome, blosum62)
@@ -146,7 +147,18 @@ def test_queries_batched_per_pass(how, db_codes, proteome, blosum62, monkeypatch
 
         monkeypatch.setattr(DeviceDatabase, "_upload", counted_upload)
     else:
-        engine = GpuUngapped(*db_codes, hit_slots=HIT_SLOTS if how == "resident" else 64)
+        engine = GpuUngapped(*db_codes, hit_slots=64 if how.startswith("overflow") else HIT_SLOTS)
+        assert not engine.streamed and engine.queries_per_pass > 1
+    if how == "rows over a region":
+        engine.n_out_cap = 4000                    # 666 rows a query for the batch's 6 GPU queries
+        ran = []
+        alone = engine._chunk
+
+        def counted_alone(c, query):
+            ran.append(query)
+            return alone(c, query)
+
+        monkeypatch.setattr(engine, "_chunk", counted_alone)
     left_to_cpu = []
     if how == "overflow to the cpu":
         monkeypatch.setattr(engine, "_second_pass_scratch", lambda n_ints: None)
@@ -166,6 +178,8 @@ def test_queries_batched_per_pass(how, db_codes, proteome, blosum62, monkeypatch
         assert sorted(uploads) == [c.first for c in engine.chunks]      # each chunk once
     if how.startswith("overflow"):
         assert engine.overflowed > 0
+    if how == "rows over a region":
+        assert 1 <= len(ran) < len(refs) - 2 and engine.n_out_cap > 4000     # some in the batch, some alone
     if how == "overflow to the cpu":       # subjects of GPU queries, besides the two whole CPU queries
         n_subjects = len(db_codes[1]) - 1
         assert sum(1 for n in left_to_cpu if n < n_subjects) >= 2
@@ -199,7 +213,12 @@ def test_chunked_database(db_codes, proteome, blosum62):
     chunked = GpuUngapped(*db_codes, max_chunk_residues=50_000)
     assert len(chunked.chunks) > 5 and all(c.resident for c in chunked.chunks)
     compare(chunked, db_codes, query_codes(proteome, 10), blosum62)
-    assert chunked.queries_per_pass == 1
+    # a small resident database takes several queries a pass (their kernels launched
+    # together), one of 64 M residues one
+    from gpu_search.blast.gpu import resident_queries_per_pass
+
+    assert chunked.queries_per_pass == resident_queries_per_pass(len(db_codes[0])) > 1
+    assert resident_queries_per_pass(64 << 20) == 1
     assert GpuUngapped(*db_codes, max_chunk_residues=50_000, queries_per_pass=5).queries_per_pass == 5
 
 

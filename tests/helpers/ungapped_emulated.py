@@ -105,6 +105,31 @@ class EmulatedUngapped:
         assert rc == 0, lib.emulator_error().decode()
         return out
 
+    def blast_order_many(self, lib, out, regions, ranks, rank_words, rank_at):
+        """Several queries' rows in BLAST's order as GpuUngapped._chunk_many puts them: query
+        j's rows at out[7 * regions[j][0]:] (regions: (first row, rows)), its rank array at
+        rank_words[rank_at[j]:]; order.cu's keys of the batch (emulated), one argsort,
+        order.cu's gather (emulated).  Returns each query's rows."""
+        subject_bits, offset_bits = order_key_bits(self.offsets)
+        rank_bits = max(max(1, len(r).bit_length()) for r in ranks)
+        q_shift = subject_bits + offset_bits + rank_bits
+        assert q_shift + (len(ranks) - 1).bit_length() <= 63
+        first = np.concatenate([[0], np.cumsum([n for _, n in regions])]).astype(np.int64)
+        region = np.array([r for r, _ in regions], np.int64)
+        total = int(first[-1])
+        keys = np.zeros(total, np.int64)
+        packed = np.zeros(7 * total, np.int32)
+        rc = lib.emulate_order_keys_many(ctypes.c_uint(self.seed), _p(out), _p(region), _p(first), len(regions),
+                                         _p(rank_words), _p(np.asarray(rank_at, np.int64)), offset_bits, rank_bits,
+                                         q_shift, _p(keys), _p(packed))
+        assert rc == 0, lib.emulator_error().decode()
+        assert len(np.unique(keys)) == total, "two rows with the same key"
+        rows = np.zeros(7 * total, np.int32)
+        rc = lib.emulate_gather_rows(ctypes.c_uint(self.seed), _p(packed), _p(np.argsort(keys)), total, _p(rows))
+        assert rc == 0, lib.emulator_error().decode()
+        rows = rows.reshape(total, 7)
+        return [rows[first[j]:first[j + 1]] for j in range(len(regions))]
+
     def _launch(self, lib, query, args, order, slots: int, n_blocks: int = 2, out_cap: int = 1 << 17):
         scratch = np.zeros(n_blocks * slots, np.int32)
         counters = np.zeros(3, np.int32)                   # next job, rows out, overflow

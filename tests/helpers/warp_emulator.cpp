@@ -552,6 +552,16 @@ extern "C" int emulate_gather_rows(unsigned seed, const int* rows, const long lo
     g_kernel = [=] { gather_rows(rows, order, n_rows, out); };
     return run_blocks(seed, (7 * n_rows + 255) / 256, 256);
 }
+
+extern "C" int emulate_order_keys_many(unsigned seed, const int* rows, const long long* region,
+                                       const long long* first, int n_queries, const int* rank,
+                                       const long long* rank_at, int s_bits, int r_bits, int q_shift,
+                                       long long* keys, int* packed)
+{
+    g_kernel = [=] { blast_order_keys_many(rows, region, first, n_queries, rank, rank_at, s_bits, r_bits, q_shift,
+                                           keys, packed); };
+    return run_blocks(seed, (int)((first[n_queries] + 255) / 256), 256);
+}
 #endif
 #endif
 

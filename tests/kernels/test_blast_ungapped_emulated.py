@@ -119,3 +119,44 @@ def test_low_complexity_query(extension, prefilter, build_dir, proteome, blosum6
     engine = EmulatedUngapped(build_dir, *codes, extension=extension, hit_slots=1 << 17, prefilter=prefilter)
     assert compare(engine, codes, q, blosum62, cutoff=0) > 500
     assert engine.overflowed >= 3
+
+
+def test_rows_of_a_batch_put_in_order_together(build_dir, subset, proteome, blosum62):
+    """Several queries' rows, each query's in a region of its own as a batch of launches
+    leaves them (GpuUngapped._chunk_many): order.cu's keys of the batch, one sort and its
+    gather give each query's rows in BLAST's order, as the CPU path returns them (shuffled
+    here, with garbage between the regions and between the queries' rank arrays)."""
+    from blast_cases import cutoffs
+
+    from gpu_search.blast.gpu import kernel_choice, kernel_options
+    from gpu_search.blast.ungapped import ungapped_extensions
+
+    residues, offsets = subset
+    rng = np.random.default_rng(11)
+    engine = EmulatedUngapped(build_dir, *subset, extension="window", window_lanes=8)
+    refs, ranks = [], []
+    for i in (10, 200, 3, 1000):            # a query with no rows among them, none with one row
+        q = query_codes(proteome, i)
+        lookup = build_lookup(q, blosum62.scores, 3, 11)
+        x_drop, cutoff = cutoffs(q, blosum62, int(offsets[-1]))
+        ref = ungapped_extensions(q, lookup, residues, offsets, np.arange(len(offsets) - 1), blosum62.scores,
+                                  x_drop, 0 if i != 3 else 10**6, 40, method="scan")
+        refs.append(np.stack([ref[name] for name in ref.dtype.names], axis=1).astype(np.int32))
+        ranks.append(np.asarray(lookup.query_rank, np.int32))
+    assert [len(r) == 0 for r in refs] == [False, False, True, False] and sum(map(len, refs)) > 300
+    cap = max(map(len, refs)) + 5
+    out = rng.integers(-9, 9, 7 * cap * len(refs), dtype=np.int32)
+    regions, words, rank_at = [], [], []
+    at = 0
+    for j, (ref, rank) in enumerate(zip(refs, ranks)):
+        out[7 * cap * j:7 * (cap * j + len(ref))] = ref[rng.permutation(len(ref))].ravel()
+        regions.append((cap * j, len(ref)))
+        words += [rng.integers(0, 99, 3, dtype=np.int32), rank]
+        rank_at.append(at + 3)
+        at += 3 + len(rank)
+    choice = kernel_choice(build_lookup(query_codes(proteome, 10), blosum62.scores, 3, 11), 40, "window", None, 8)
+    lib = engine._lib(kernel_options(3, choice.block, choice.extension, choice.lanes, choice.matrix_smem,
+                                     choice.prefilter))
+    got = engine.blast_order_many(lib, out, regions, ranks, np.concatenate(words), rank_at)
+    for j, (g, ref) in enumerate(zip(got, refs)):
+        assert np.array_equal(g, ref), f"query {j}"

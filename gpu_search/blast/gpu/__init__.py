@@ -13,9 +13,9 @@ from ...gpu import longest_first
 from ...gpu import residue_chunks as _chunks
 from . import gapped, traceback, ungapped
 from .ungapped import (BLOCK, EXTENSIONS, HIT_SLOTS, KERNEL_FILE, LOW_COMPLEXITY_CELL, MAX_SMEM_CELLS, ORDER_FILE,
-                       RESIDENT_QUERIES_PER_PASS, SCORES, SLOTS_PER_HIT_X2, STREAMED_QUERIES_PER_PASS, WINDOW_LANES,
-                       GpuUngapped, KernelChoice, block_size, extension_for, kernel_choice, kernel_options,
-                       load_kernel, load_order_kernels, matrix_in_smem_for, order_key_bits, window_lanes_for)
+                       SCORES, SLOTS_PER_HIT_X2, STREAMED_QUERIES_PER_PASS, WINDOW_LANES, GpuUngapped, KernelChoice,
+                       block_size, extension_for, kernel_choice, kernel_options, load_kernel, load_order_kernels,
+                       matrix_in_smem_for, order_key_bits, resident_queries_per_pass, window_lanes_for)
 
 
 def kernel_shapes():
@@ -32,7 +32,7 @@ def _longest_first(offsets: np.ndarray) -> np.ndarray:
 
 
 __all__ = ["BLOCK", "EXTENSIONS", "HIT_SLOTS", "KERNEL_FILE", "LOW_COMPLEXITY_CELL", "MAX_SMEM_CELLS", "ORDER_FILE",
-           "RESIDENT_QUERIES_PER_PASS", "SCORES", "SLOTS_PER_HIT_X2", "STREAMED_QUERIES_PER_PASS", "WINDOW_LANES",
-           "GpuUngapped", "KernelChoice", "_chunks", "_longest_first", "block_size", "extension_for",
-           "kernel_choice", "kernel_options", "kernel_shapes", "load_kernel", "load_order_kernels",
-           "matrix_in_smem_for", "order_key_bits", "window_lanes_for"]
+           "SCORES", "SLOTS_PER_HIT_X2", "STREAMED_QUERIES_PER_PASS", "WINDOW_LANES", "GpuUngapped", "KernelChoice",
+           "_chunks", "_longest_first", "block_size", "extension_for", "kernel_choice", "kernel_options",
+           "kernel_shapes", "load_kernel", "load_order_kernels", "matrix_in_smem_for", "order_key_bits",
+           "resident_queries_per_pass", "window_lanes_for"]

@@ -28,3 +28,31 @@ extern "C" __global__ void gather_rows(const int *__restrict__ rows, const long 
     long long k = f / 7;
     out[f] = rows[7 * order[k] + (f - 7 * k)];
 }
+
+// Several queries' rows at once, after one launch each against a chunk (ungapped.py's batch of
+// queries, each query's rows in a region of its own): the rows of query j of the batch are
+// rows[region[j] * 7 ...] and go to packed[first[j] * 7 ...] (first: the rows' running count,
+// n_queries + 1 values), each with its query's key above the row's own (j << q_shift), so that
+// one sort puts every query's rows in BLAST's order, query after query.  rank: the queries'
+// Lookup.query_rank arrays, query j's from rank[rank_at[j]].
+extern "C" __global__ void blast_order_keys_many(const int *__restrict__ rows,
+                                                 const long long *__restrict__ region,
+                                                 const long long *__restrict__ first, int n_queries,
+                                                 const int *__restrict__ rank,
+                                                 const long long *__restrict__ rank_at,
+                                                 int s_bits, int r_bits, int q_shift,
+                                                 long long *__restrict__ keys, int *__restrict__ packed)
+{
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= first[n_queries]) return;
+    int lo = 0, hi = n_queries;          // the query j with first[j] <= i < first[j + 1]
+    while (hi - lo > 1) {
+        const int mid = (lo + hi) / 2;
+        if (first[mid] <= i) lo = mid; else hi = mid;
+    }
+    const int *row = rows + 7 * (region[lo] + i - first[lo]);
+    int *to = packed + 7 * i;
+    for (int f = 0; f < 7; ++f) to[f] = row[f];
+    keys[i] = ((long long)lo << q_shift) | ((long long)row[0] << (s_bits + r_bits))
+              | ((long long)row[2] << r_bits) | (long long)rank[rank_at[lo] + row[1]];
+}

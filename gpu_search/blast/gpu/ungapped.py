@@ -77,10 +77,19 @@ def kernel_options(word_size: int, block: int, extension: str, window_lanes: int
 
 # Queries per pass over the database (GpuUngapped.queries_per_pass).  A streamed database is
 # copied to the GPU once per pass (about 40 ms per 273 M residues on an H100, docs/benchmarks.md),
-# so its queries go in batches; a resident one gains nothing from them (the kernel of one query
-# fills the GPU, and its results reach the gapped stage sooner alone).
+# so its queries go in batches.  A resident one gains from them where it is small: a query's
+# kernel then takes the GPU about a millisecond, and the host's wait and copy back per launch as
+# long, so a batch's kernels are launched together with one wait (GpuUngapped._chunk_many); a
+# large one's kernel of one query fills the GPU, and its results reach the gapped stage sooner
+# alone.  Resident: RESIDENT_PASS_RESIDUES // the database's residues, 1 to LAUNCHES_PER_SYNC.
 STREAMED_QUERIES_PER_PASS = 32
-RESIDENT_QUERIES_PER_PASS = 1
+RESIDENT_PASS_RESIDUES = 32 << 20
+LAUNCHES_PER_SYNC = 16          # kernels launched before one wait for them all (and their counters)
+
+
+def resident_queries_per_pass(n_residues: int) -> int:
+    """Queries per pass over a resident database of n_residues (above)."""
+    return int(min(LAUNCHES_PER_SYNC, max(1, RESIDENT_PASS_RESIDUES // max(1, int(n_residues)))))
 
 
 def load_kernel(word_size: int, block: int, extension: str, device_id: int, window_lanes: int = 8,
@@ -102,9 +111,10 @@ ORDER_OPTIONS = ()              # order.cu has no compile-time constants
 
 
 def load_order_kernels(device_id: int):
-    """order.cu's two kernels (the rows' keys in BLAST's order, the rows gathered by a
-    permutation) on one device."""
-    return load_functions(ORDER_FILE, ORDER_OPTIONS, ("blast_order_keys", "gather_rows"), device_id)
+    """order.cu's kernels (the rows' keys in BLAST's order, the rows gathered by a
+    permutation, the keys of a batch of queries' rows) on one device."""
+    return load_functions(ORDER_FILE, ORDER_OPTIONS, ("blast_order_keys", "gather_rows", "blast_order_keys_many"),
+                          device_id)
 
 
 def gpu_block_sizes() -> list[int]:
@@ -165,7 +175,7 @@ class GpuUngapped:
             each chunk's order is computed (an argsort: 0.09 s for 840,000 subjects).
         queries_per_pass: queries per pass over the database (default:
             STREAMED_QUERIES_PER_PASS for a streamed database, else
-            RESIDENT_QUERIES_PER_PASS).
+            :func:`resident_queries_per_pass`).
     """
 
     def __init__(self, residues, offsets, device_id: int = 0, max_chunk_residues: int | None = None,
@@ -217,7 +227,7 @@ class GpuUngapped:
             self.n_out_cap = 1 << 20
             self._alloc_buffers()
         self.queries_per_pass = max(1, int(queries_per_pass)) if queries_per_pass is not None else \
-            STREAMED_QUERIES_PER_PASS if self.streamed else RESIDENT_QUERIES_PER_PASS
+            STREAMED_QUERIES_PER_PASS if self.streamed else resident_queries_per_pass(len(self.host_residues))
 
     def _database(self, max_chunk_residues: int, resident: bool) -> DeviceDatabase:
         return DeviceDatabase(self.host_residues, self.host_offsets, self.device_id, max_chunk_residues, resident,
@@ -266,6 +276,7 @@ class GpuUngapped:
                         raise DeviceError("GPU out of memory for the blastp buffers") from None
                     self.grid //= 2
             self._new_clock()
+            self.batch_buffer = None                               # _batch_buffers
             self.events = (cp.cuda.Event(), cp.cuda.Event())      # around a query's kernels (its GPU time)
             self.counters = cp.zeros(3, dtype=np.int32)            # next job, rows out, overflow
             self.overflow = cp.empty(2 * max([c.n for c in self.chunks] + [1]), dtype=np.int32)
@@ -288,7 +299,7 @@ class GpuUngapped:
         if self.streamed:
             raise ValueError("a streamed database has one engine per GPU")
         twin = copy.copy(self)
-        twin.scratch = twin.out = twin.overflow = twin.counters = None
+        twin.scratch = twin.out = twin.overflow = twin.counters = twin.batch_buffer = None
         twin._new_clock()
         with self.cp.cuda.Device(self.device_id):
             twin.stream = self.cp.cuda.Stream(non_blocking=True)
@@ -321,15 +332,18 @@ class GpuUngapped:
                     on_cpu.append(k)
                 else:
                     queries[k] = self._query_inputs(job, n_cells)
+            self._upload(list(queries.values()))
             c = 0
             while queries and c < len(self.chunks):
                 chunk = self._on_gpu(c)
                 first = chunk.first
-                for query in queries.values():
-                    rows, left = self._chunk(chunk, query)
-                    rows[:, 0] += first
-                    query["parts"].append(rows)
-                    query["leftover"].extend(int(i) + first for i in left)
+                group = list(queries.values())
+                for at in range(0, len(group), LAUNCHES_PER_SYNC):
+                    for query, (rows, left) in zip(group[at:at + LAUNCHES_PER_SYNC],
+                                                   self._chunk_many(chunk, group[at:at + LAUNCHES_PER_SYNC])):
+                        rows[:, 0] += first
+                        query["parts"].append(rows)
+                        query["leftover"].extend(int(i) + first for i in left)
                 del chunk                              # a streamed chunk leaves the GPU here
                 c += 1
         for k, query in queries.items():
@@ -340,7 +354,8 @@ class GpuUngapped:
 
     def _query_inputs(self, job: UngappedJob, n_cells: int) -> dict:
         """A query's kernel (chosen by kernel_choice and compiled), launch geometry and arrays
-        on the GPU, and the lists its rows are gathered in (called on the engine's device and stream)."""
+        (uploaded by ``_upload``), and the lists its rows are gathered in (called on the
+        engine's device and stream)."""
         t0 = time.perf_counter()
         lookup = job.lookup
         choice = kernel_choice(lookup, job.window, self.extension, self.block, self.window_lanes, self.scores,
@@ -353,10 +368,10 @@ class GpuUngapped:
         allow_smem(kernel, smem)
         rank_bits = max(1, len(lookup.query_rank).bit_length())
         on_gpu_order = self.subject_bits + self.offset_bits + rank_bits <= 63    # else on the host
-        query = _upload_inputs(self.cp, cells=lookup.cell_start, offsets=lookup.offsets,
-                               rank=lookup.query_rank if on_gpu_order else None,
-                               pssm=_pssm(job.query_codes, job.matrix_scores),
-                               matrix=job.matrix_scores, codes=job.query_codes)
+        query = dict(arrays=dict(cells=lookup.cell_start, offsets=lookup.offsets,
+                                 rank=lookup.query_rank if on_gpu_order else None,
+                                 pssm=_pssm(job.query_codes, job.matrix_scores),
+                                 matrix=job.matrix_scores, codes=job.query_codes))
         # blocks that can be resident at once: enough to fill the GPU, no more (scratch per block)
         per_sm = blocks_per_sm(block, smem, self.props.smem_per_sm)
         query.update(kernel=kernel, block=block, smem=smem, grid=min(self.grid, self.props.n_sm * per_sm),
@@ -377,6 +392,103 @@ class GpuUngapped:
         if leftover or query["rank"] is None:    # (each chunk's rows are in order, the chunks too)
             rows = blast_order(rows, job.lookup.query_rank)
         return _to_records(rows)
+
+    def _upload(self, queries: list[dict]) -> None:
+        """The queries' arrays on the GPU in one copy (``_upload_inputs``): each query's
+        ``arrays`` replaced by device views, and ``rank_at``, where its rank array starts
+        in the batch's buffer (``buffer``)."""
+        if not queries:
+            return
+        t0 = time.perf_counter()
+        buffer, views, at = _upload_inputs(self.cp, [query.pop("arrays") for query in queries])
+        for query, view, rank_at in zip(queries, views, at):
+            query.update(view, buffer=buffer, rank_at=rank_at["rank"])
+        self.seconds["inputs"] += time.perf_counter() - t0
+
+    def _batch_buffers(self, n_queries: int, n_subjects: int):
+        """Counters (next job, rows out, overflow) and overflow lists for n_queries launches
+        against a chunk of n_subjects, or None where the GPU has no memory for them."""
+        need = n_queries * (3 + 2 * max(n_subjects, 1))
+        if self.batch_buffer is None or len(self.batch_buffer) < need:
+            self.batch_buffer = None
+            try:
+                self.batch_buffer = self.cp.empty(need, dtype=np.int32)
+            except Exception as exc:
+                if not is_out_of_memory(exc):
+                    raise
+                return None
+        return self.batch_buffer[:3 * n_queries], self.batch_buffer[3 * n_queries:need]
+
+    def _chunk_many(self, c, queries: list[dict]) -> list:
+        """Several queries against one database chunk: their kernels launched one after the
+        other, each with its own counters and region of the output, with one wait for them
+        all, then every query's rows put in BLAST's order by one sort and copied back at once
+        (``order.cu``'s ``blast_order_keys_many``).  Against a small database a query's kernel
+        takes the GPU about a millisecond, and each wait and copy of a query at a time costs
+        its host thread as much (docs/benchmarks.md).  A query whose hits overflowed a
+        block's buffer, or whose rows overflowed its region, runs again alone (``_chunk``).
+
+        Returns ``_chunk``'s (rows, subjects left to the CPU) per query.
+        """
+        n = len(queries)
+        buffers = self._batch_buffers(n, c.n) if n > 1 else None
+        if buffers is None:
+            return [self._chunk(c, query) for query in queries]
+        cp = self.cp
+        counters, overflow = buffers
+        cap = self.n_out_cap // n                        # rows per query
+        t0 = time.perf_counter()
+        counters.fill(0)
+        start, end = self.events
+        start.record()
+        for j, query in enumerate(queries):
+            self._launch(query["kernel"], query["block"], c, c.order, c.n, query, query["grid"], query["smem"],
+                         self.scratch, self.hit_slots, counters[3 * j:3 * j + 3], self.out[7 * cap * j:],
+                         cap, overflow[2 * c.n * j:])
+        end.record()
+        counts = counters.get().reshape(n, 3)
+        self.seconds["kernel wait"] += time.perf_counter() - t0
+        self.seconds["kernel (GPU time)"] += cp.cuda.get_elapsed_time(start, end) / 1000
+        results: list = [None] * n
+        alone = [j for j in range(n) if counts[j, 2] or counts[j, 1] > cap]    # (after the others' copy)
+        t0 = time.perf_counter()
+        batch = [j for j in range(n) if j not in alone and counts[j, 1]]
+        sort = [j for j in batch if queries[j]["rank"] is not None and counts[j, 1] > 1]
+        rank_bits = max([queries[j]["rank_bits"] for j in sort], default=1)
+        q_shift = self.subject_bits + self.offset_bits + rank_bits
+        if len(sort) <= 1 or q_shift + (len(sort) - 1).bit_length() > 63:
+            sort = []                                  # copied back as they are, ordered below
+        first = np.concatenate([[0], np.cumsum(counts[sort, 1])]).astype(np.int64)
+        if sort:
+            total = int(first[-1])
+            _, gather, make_keys = load_order_kernels(self.device_id)
+            meta = cp.asarray(np.concatenate([first, np.multiply(sort, cap),
+                                              [queries[j]["rank_at"] for j in sort]]).astype(np.int64))
+            keys = cp.empty(total, dtype=np.int64)
+            packed = cp.empty(7 * total, dtype=np.int32)
+            m = len(sort)
+            make_keys(((total + 255) // 256,), (256,),
+                      (self.out, meta[m + 1:2 * m + 1], meta[:m + 1], np.int32(m), queries[sort[0]]["buffer"],
+                       meta[2 * m + 1:], np.int32(self.offset_bits), np.int32(rank_bits), np.int32(q_shift),
+                       keys, packed))
+            ordered = cp.empty(7 * total, dtype=np.int32)
+            gather(((7 * total + 255) // 256,), (256,), (packed, cp.argsort(keys), np.int32(total), ordered))
+            rows = ordered.get().reshape(total, 7)
+            for k, j in enumerate(sort):
+                results[j] = (rows[first[k]:first[k + 1]], [])
+        for j in batch:
+            if results[j] is None:                     # one row, or no order on the GPU
+                rows = self.out[7 * cap * j:7 * (cap * j + int(counts[j, 1]))]
+                if queries[j]["rank"] is not None and counts[j, 1] > 1:
+                    rows = self._blast_order(rows, int(counts[j, 1]), queries[j]["rank"], queries[j]["rank_bits"])
+                results[j] = (rows.get().reshape(-1, 7), [])
+        self.seconds["order and copy back"] += time.perf_counter() - t0
+        for j in alone:                                # (the output's regions are free again)
+            results[j] = self._chunk(c, queries[j])
+        for j in range(n):
+            if results[j] is None:                     # no rows
+                results[j] = (np.empty((0, 7), np.int32), [])
+        return results
 
     def _chunk(self, c, query):
         """One database chunk: the query's kernel over every subject, then again over the
@@ -443,7 +555,7 @@ class GpuUngapped:
         """The chunk's rows in BLAST's order (ungapped.blast_order), sorted on the GPU:
         a 63-bit key per row (order.cu), CuPy's argsort, the rows gathered."""
         cp = self.cp
-        make_keys, gather = load_order_kernels(self.device_id)
+        make_keys, gather, _ = load_order_kernels(self.device_id)
         keys = cp.empty(n_rows, dtype=np.int64)
         make_keys(((n_rows + 255) // 256,), (256,),
                   (rows, np.int32(n_rows), rank, np.int32(self.offset_bits), np.int32(rank_bits), keys))
@@ -452,12 +564,17 @@ class GpuUngapped:
         gather(((7 * n_rows + 255) // 256,), (256,), (rows, order, np.int32(n_rows), ordered))
         return ordered
 
-    def _launch(self, kernel, block, c, order, n_order, query, grid, smem, scratch, slots):
+    def _launch(self, kernel, block, c, order, n_order, query, grid, smem, scratch, slots, counters=None,
+                out=None, out_cap=None, overflow=None):
+        """One launch of the query's kernel over the subjects ``order`` of chunk c (counters:
+        next job, rows out, overflow; the engine's own unless given)."""
+        counters = self.counters if counters is None else counters
         kernel((grid,), (block,),
                (c.residues, c.offsets, order, np.int32(n_order), query["cells"], query["offsets"],
                 query["pssm"], query["codes"], query["matrix"], *query["args"], scratch, np.int32(slots),
-                self.counters[0:1], self.out,
-                np.int32(self.n_out_cap), self.counters[1:2], self.overflow, self.counters[2:3]),
+                counters[0:1], self.out if out is None else out,
+                np.int32(self.n_out_cap if out_cap is None else out_cap), counters[1:2],
+                self.overflow if overflow is None else overflow, counters[2:3]),
                shared_mem=smem)
 
     def _cpu(self, job: UngappedJob, ids):
@@ -466,30 +583,49 @@ class GpuUngapped:
                                    job.matrix_scores, job.x_drop, job.cutoff, job.window, method="scan")
 
 
-def _upload_inputs(cp, **arrays) -> dict:
-    """A query's arrays on the GPU in one copy (views of one buffer, int32 words; uint8 arrays
+def _upload_inputs(cp, queries: list[dict]):
+    """Several queries' arrays on the GPU in one copy (int32 words of one buffer; uint8 arrays
     packed four to a word; None stays None): each CUDA call waits for the interpreter's lock
     when the CPU threads are busy, and the GPU threads' inputs took 3.3 s of their 6.2 s for
-    100 queries in the pipeline as six copies (docs/benchmarks.md)."""
-    words, n_bytes = {}, {}
-    for name, a in arrays.items():
-        if a is None:
-            continue
-        a = np.ascontiguousarray(a).ravel()
-        if a.dtype == np.uint8:
-            n_bytes[name] = len(a)
-            words[name] = np.concatenate([a, np.zeros(-len(a) % 4, np.uint8)]).view(np.int32)
-        elif a.dtype == np.uint32:
-            words[name] = a.view(np.int32)
-        else:
-            words[name] = a.astype(np.int32, copy=False)
-    at = np.cumsum([0] + [len(w) for w in words.values()])
-    device = cp.asarray(np.concatenate(list(words.values())))
-    views = dict.fromkeys(arrays)
-    for k, name in enumerate(words):
-        view = device[at[k]:at[k + 1]]
-        views[name] = view.view(np.uint8)[:n_bytes[name]] if name in n_bytes else view
-    return views
+    100 queries in the pipeline as six copies a query (docs/benchmarks.md).
+
+    Returns the buffer, each query's {name: view} and {name: the view's first word}.
+    """
+    words, spans = [], []
+    at = 0
+    for arrays in queries:
+        span = {}
+        for name, a in arrays.items():
+            if a is None:
+                span[name] = None
+                continue
+            a = np.ascontiguousarray(a).ravel()
+            n_bytes = None
+            if a.dtype == np.uint8:
+                n_bytes = len(a)
+                a = np.concatenate([a, np.zeros(-len(a) % 4, np.uint8)]).view(np.int32)
+            elif a.dtype == np.uint32:
+                a = a.view(np.int32)
+            else:
+                a = a.astype(np.int32, copy=False)
+            words.append(a)
+            span[name] = (at, at + len(a), n_bytes)
+            at += len(a)
+        spans.append(span)
+    device = cp.asarray(np.concatenate(words)) if words else None
+    views, starts = [], []
+    for span in spans:
+        view, start = {}, {}
+        for name, s in span.items():
+            if s is None:
+                view[name] = start[name] = None
+                continue
+            v = device[s[0]:s[1]]
+            view[name] = v.view(np.uint8)[:s[2]] if s[2] is not None else v
+            start[name] = s[0]
+        views.append(view)
+        starts.append(start)
+    return device, views, starts
 
 
 def block_size(query_length: int, window: int = 40) -> int:
