@@ -198,6 +198,39 @@ def test_gsdb_for_blastp(tmp_path, capsys):
     assert err[0].endswith("d.gsdb: 3 letters BLAST+ does not take were dropped (first in sequence 'a')")
 
 
+def test_gsdb_records_the_letters_blastp_drops(tmp_path, monkeypatch):
+    """makedb records how many of a .gsdb's letters blastp drops, in one file and in each
+    shard; where it records none, blastp takes the database as it is, without scanning its
+    residues; a .gsdb that does not say (an older one) is scanned."""
+    import json
+
+    fasta = tmp_path / "d.faa"
+    fasta.write_bytes(b">a\n" + Q + b"\n>b\nMK.T_A~Y\n>c\n" + Q[:30] + b"\n>d\n~" + Q[:9] + b"\n")
+    seqdb.makedb(fasta, tmp_path / "d.gsdb", quiet=True)
+    seqdb.makedb(fasta, tmp_path / "s.gsdb", quiet=True, shards=2)
+    clean = tmp_path / "c.faa"
+    clean.write_bytes(b">a\n" + Q + b"\n")
+    seqdb.makedb(clean, tmp_path / "c.gsdb", quiet=True)
+
+    def header(path):
+        raw = path.read_bytes()
+        return json.loads(raw[12:12 + int.from_bytes(raw[8:12], "little")])
+
+    assert header(tmp_path / "d.gsdb")["blast_dropped"] == 4
+    assert [header(p)["blast_dropped"] for p in sorted(tmp_path.glob("s.shard*.gsdb"))] == [0, 4]
+    assert header(tmp_path / "c.gsdb")["blast_dropped"] == 0
+    whole = seqdb.open_database(tmp_path / "c.gsdb")
+    assert seqdb.blast_view(whole) is whole
+    monkeypatch.setattr(seqdb, "BLAST_DROPPED", None)          # a scan would fail now
+    assert seqdb.blast_view(whole) is whole
+    monkeypatch.undo()
+    unknown = seqdb.open_database(tmp_path / "d.gsdb")
+    unknown.blast_dropped = None                                 # as read from an older .gsdb
+    for db in (seqdb.open_database(tmp_path / "d.gsdb"), unknown):
+        view = seqdb.blast_view(db)
+        assert view.total_residues == len(Q) + 5 + 30 + 9 and view.text(1) == "MKTAY"
+
+
 # --- against BLAST+ --------------------------------------------------------------------------
 
 
