@@ -96,10 +96,11 @@ gpu-search '$search.type'
     #end if
     --seed '$search.adv.seed'
     ## a sequence file in another of HMMER's formats: named by its Galaxy datatype (Easel's names)
-    #if $search.type in ('phmmer', 'jackhmmer', 'hmmscan') and $search.query.ext in ('embl', 'genbank', 'stockholm', 'clustal', 'a2m'):
+    #set $easel_formats = EASEL_FORMATS
+    #if $search.type in ('phmmer', 'jackhmmer', 'hmmscan') and $search.query.ext in $easel_formats:
     --qformat '$search.query.ext'
     #end if
-    #if $search.type in ('hmmsearch', 'phmmer', 'jackhmmer') and $search.seqdb.ext in ('embl', 'genbank', 'stockholm', 'clustal', 'a2m'):
+    #if $search.type in ('hmmsearch', 'phmmer', 'jackhmmer') and $search.seqdb.ext in $easel_formats:
     --tformat '$search.seqdb.ext'
     #end if
     #if $search.type in ('phmmer', 'jackhmmer'):
@@ -153,7 +154,7 @@ gpu-search blastp
     -window_size '$search.adv.window_size'
     #end if
 #end if
-"""
+""".replace("EASEL_FORMATS", repr(tuple(HMMER_SEQUENCES.split(",")[2:])))   # (the formats but FASTA's)
 
 HELP = """
 **What it does**

@@ -95,7 +95,11 @@ def _guessed(path, not_fasta: NotFastaError, option: str) -> SequenceDB:
 
     unknown = FormatError(f"{not_fasta}; for another of HMMER's formats give --{option} FORMAT")
     try:
-        with open(path, "rb") as fh:
+        fh = open(path, "rb")
+    except OSError:
+        raise unknown from None
+    with fh:
+        try:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
                 raise unknown
             if fh.read(2) == b"\x1f\x8b":
@@ -107,11 +111,12 @@ def _guessed(path, not_fasta: NotFastaError, option: str) -> SequenceDB:
                 source = _by_descriptor(fh)
             with SequenceFile(source) as sf:
                 fmt = sf.format
-    except Exception:
-        raise unknown from None
-    if fmt not in RECOGNISED:
-        raise unknown from None
-    return read_easel(path, fmt)
+            if fmt not in RECOGNISED:
+                raise unknown
+            fh.seek(0)
+        except Exception:
+            raise unknown from None
+        return _read_open(fh, fmt, str(path))          # (read from this opening of the file)
 
 
 def _by_descriptor(fh) -> str:
@@ -128,14 +133,23 @@ def read_easel(path: str | os.PathLike, fmt: str) -> SequenceDB:
     source = str(path)
     check_readable(path)
     try:
-        with open(path, "rb") as fh:
-            info = os.fstat(fh.fileno())
-            if stat.S_ISREG(info.st_mode) and fh.read(2) != b"\x1f\x8b":
-                if info.st_size == 0:
-                    raise EmptyInputError(f"{source}: file is empty")
-                return _read_sequences(_by_descriptor(fh), fmt, source)
-            fh.seek(0) if fh.seekable() else None
-            data = fh.read()
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise FormatError(f"{source}: cannot read as {fmt} ({printable(str(exc), 100)})") from None
+    with fh:
+        return _read_open(fh, fmt, source)
+
+
+def _read_open(fh, fmt: str, source: str) -> SequenceDB:
+    """:func:`read_easel` of a file open at its start (``source``: its name, for messages)."""
+    try:
+        info = os.fstat(fh.fileno())
+        if stat.S_ISREG(info.st_mode) and fh.read(2) != b"\x1f\x8b":
+            if info.st_size == 0:
+                raise EmptyInputError(f"{source}: file is empty")
+            return _read_sequences(_by_descriptor(fh), fmt, source)
+        fh.seek(0) if fh.seekable() else None
+        data = fh.read()
         if data[:2] == b"\x1f\x8b":
             data = gzip.decompress(data)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:

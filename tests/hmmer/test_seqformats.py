@@ -172,6 +172,26 @@ def test_gzip_recognised_a_pipe_needs_the_option(files, tmp_path):
         os.close(r)
 
 
+def test_a_recognised_file_is_opened_once_after_the_fasta_reader(files, tmp_path, monkeypatch):
+    """A file in another format, plain or gzipped, given without the option: after the FASTA
+    reader's look, one opening of it is both guessed from and read."""
+    from gpu_search import seqformats
+
+    gz = tmp_path / "db.embl.gz"
+    gz.write_bytes(gzip.compress(files["embl"].read_bytes()))
+    opened = []
+
+    def counted(path, *args, **kwargs):
+        opened.append(str(path))
+        return open(path, *args, **kwargs)
+
+    monkeypatch.setattr(seqformats, "open", counted, raising=False)
+    for path in (files["embl"], files["stockholm"], gz):
+        opened.clear()
+        assert ours(open_sequences(path, None, "tformat")) == easel_read(path, None)
+        assert opened == [str(path)]
+
+
 def test_formats_without_a_header_need_the_option(tmp_path):
     """Easel takes any lines of two words for SELEX: such a file is read with --tformat
     selex only, where HMMER's guess would search 'hello' = WORLD."""
