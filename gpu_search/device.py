@@ -9,6 +9,7 @@ itself (kernels, grids, the database on a GPU) is :mod:`gpu_search.gpu`.
 from __future__ import annotations
 
 import atexit
+import ctypes
 import importlib.util
 import sys
 import threading
@@ -83,6 +84,7 @@ def start_cuda(device: str, gpus: list[int] | None = None, forks: bool = True) -
 
     def create():
         try:
+            _driver_start()
             cupy = _import_cupy()
             ok, _, names = gpu_status()
             if not ok:
@@ -97,6 +99,18 @@ def start_cuda(device: str, gpus: list[int] | None = None, forks: bool = True) -
     _cuda_start = threading.Thread(target=create, name="cuda-start", daemon=True)
     _cuda_start.start()
     atexit.register(_wait_at_exit)    # (an input error ends the command: not inside the driver)
+
+
+def _driver_start() -> None:
+    """The CUDA driver's start (``cuInit``) called through ctypes, which lets go of the
+    interpreter's lock for the call: CuPy's first runtime call (``gpu_status``) holds it
+    through the driver's start, 0.1 s on an H200 host (py-spy --gil), while the main thread
+    reads the inputs.  Starting it twice is allowed; any failure is left to CuPy's call,
+    which reports it."""
+    try:
+        ctypes.CDLL("libcuda.so.1").cuInit(0)
+    except Exception:
+        pass
 
 
 def wait_cuda() -> None:
