@@ -154,7 +154,7 @@ gpu-search blastp
     -window_size '$search.adv.window_size'
     #end if
 #end if
-""".replace("EASEL_FORMATS", repr(tuple(HMMER_SEQUENCES.split(",")[2:])))   # (the formats but FASTA's)
+""".replace("EASEL_FORMATS", repr(tuple(f for f in HMMER_SEQUENCES.split(",") if not f.startswith("fasta"))))
 
 HELP = """
 **What it does**

@@ -7,16 +7,22 @@
 // Rows: int32 x 7 = subject, q_off, s_off, q_start, s_start, length, score
 // (INIT_HSP_DTYPE).  The host checks that subject, s_off and rank fit the 63 bits.
 
-// One 63-bit key per row: subject << (s_bits + r_bits) | s_off << r_bits | rank.
+// A row's 63-bit key: subject << (s_bits + r_bits) | s_off << r_bits | rank.
+__device__ __forceinline__ long long row_key(const int *row, const int *__restrict__ query_rank, int s_bits,
+                                             int r_bits)
+{
+    return ((long long)row[0] << (s_bits + r_bits)) | ((long long)row[2] << r_bits)
+           | (long long)query_rank[row[1]];
+}
+
+// One key per row.
 extern "C" __global__ void blast_order_keys(const int *__restrict__ rows, int n_rows,
                                             const int *__restrict__ query_rank,
                                             int s_bits, int r_bits, long long *__restrict__ keys)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n_rows) return;
-    const int *row = rows + 7 * (long long)i;
-    keys[i] = ((long long)row[0] << (s_bits + r_bits)) | ((long long)row[2] << r_bits)
-              | (long long)query_rank[row[1]];
+    keys[i] = row_key(rows + 7 * (long long)i, query_rank, s_bits, r_bits);
 }
 
 // out[k] = rows[order[k]], a thread per field.
@@ -53,6 +59,5 @@ extern "C" __global__ void blast_order_keys_many(const int *__restrict__ rows,
     const int *row = rows + 7 * (region[lo] + i - first[lo]);
     int *to = packed + 7 * i;
     for (int f = 0; f < 7; ++f) to[f] = row[f];
-    keys[i] = ((long long)lo << q_shift) | ((long long)row[0] << (s_bits + r_bits))
-              | ((long long)row[2] << r_bits) | (long long)rank[rank_at[lo] + row[1]];
+    keys[i] = ((long long)lo << q_shift) | row_key(row, rank + rank_at[lo], s_bits, r_bits);
 }
