@@ -7,11 +7,13 @@ scores the whole batch in one launch a kernel geometry):
     backend.msv_batch(profs, idx)       -> [(xJ, overflow)]   MSV filter, same sequences for all
     backend.viterbi_batch(profs, idxs)  -> [(xC, overflow)]   Viterbi filter, each model its own
 
-and, where the backend has them, the bias filter's Forward score and a float
-Forward prefilter:
+and, where the backend has them, the bias filter's Forward score, HMMER's Forward score
+and a float Forward prefilter:
 
     backend.bias_batch([(eo, t10, t11)], idxs) -> [fwd]      (float32; the CPU's bit for bit,
                                                               NaN where the backend cannot be sure)
+    backend.forward_exact_batch(profs, idxs)   -> [fwd]      (float32; p7_ForwardParser's bit for
+                                                              bit, NaN where the backend cannot be sure)
     backend.forward_batch(profs, idxs)         -> [fwd]      (approximate, with a margin)
 
 (``reference.ReferenceBackend`` in numpy, ``gpu.GpuBackend`` in CUDA).
@@ -23,8 +25,9 @@ thresholds, stage by stage, exactly as p7_Pipeline does:
     1. MSV:     P(usc - nullsc)            <= F1        (n_past_msv)
     2. bias:    P(usc - filtersc)          <= F1        (n_past_bias; skipped with --nobias)
     3. Viterbi: run only if that P > F2; P(vfsc - filtersc) <= F2   (n_past_vit)
-    4. (GPU) Forward prefilter: a float Forward on the GPU drops survivors that
-       fail F3 by more than a wide margin; HMMER's exact Forward decides the rest.
+    4. (GPU) Forward: P(fwdsc - filtersc) <= F3 on HMMER's own Forward score (fwdback.cu),
+       the sequences the GPU cannot be sure of kept; with only the float prefilter, survivors
+       that fail F3 by more than a wide margin are dropped and HMMER decides the rest.
 
 The survivors are then finished (Forward, domain definition, output) by
 pyhmmer with Z set to the size of the whole database.  Decisions are exact:
@@ -123,6 +126,24 @@ def _gumbel_surv_c(x: float, mu: float, lam: float) -> float:
     return -ey if abs(ey) < 5e-9 else 1.0 - math.exp(ey)
 
 
+def _exp_surv_c(x: float, mu: float, lam: float) -> float:
+    """esl_exp_surv() with the C library's exp (via math.exp)."""
+    return 1.0 if x < mu else math.exp(-lam * (x - mu))
+
+
+def exact_forward_pass(fwd_nats, filter_nats, tau, lam, threshold: float) -> np.ndarray:
+    """p7_Pipeline's Forward test, ``esl_exp_surv(seq_score, tau, lambda) <= F3``, for each
+    sequence, decided exactly as HMMER decides it; NaN scores (left to the CPU) pass."""
+    bits = scores.seq_score_bits(fwd_nats, filter_nats).astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        p = np.where(bits < tau, 1.0, np.exp(-lam * (bits - tau)))
+        ok = (p <= threshold) | np.isnan(bits)
+    near = np.flatnonzero(np.abs(p - threshold) <= 1e-9 * threshold)
+    for j in near:
+        ok[j] = _exp_surv_c(float(bits[j]), float(tau), float(lam)) <= threshold
+    return ok
+
+
 def exact_pass(score_nats, null_nats, mu, lam, threshold: float) -> np.ndarray:
     """``P <= threshold`` for each sequence, decided exactly as HMMER decides it."""
     bits = scores.seq_score_bits(score_nats, null_nats)
@@ -216,6 +237,11 @@ class _ModelCascade:
         self.survivors = self.past_vit = np.concatenate(self.passed)
         self.survivor_filt = np.concatenate(self.passed_filt)
         self.n_past_vit = len(self.survivors)
+
+    def after_forward_exact(self, fwd, F3):
+        """4. Forward: HMMER's own test on HMMER's own score (NaN: left to the CPU, kept)."""
+        f_tau, f_lambda = float(self.prof.evparam[4]), float(self.prof.evparam[5])
+        self.survivors = self.survivors[exact_forward_pass(fwd, self.survivor_filt, f_tau, f_lambda, F3)]
 
     def after_forward(self, fwd, F3):
         """4. Forward prefilter: drop what fails F3 by a wide margin."""
@@ -312,10 +338,15 @@ def run_cascade_batch(profs, db, backend, *, F1: float, F2: float, bias_filter: 
         m.after_viterbi(xC, vovf, tables, F2)
     lap("viterbi")
 
-    # 4. (GPU only) Forward prefilter
-    if hasattr(backend, "forward_batch") and F3 < 1.0:
+    # 4. (GPU only) Forward: HMMER's exact score where the backend has it, else the prefilter
+    if F3 < 1.0:
         todo = [m for m in models if len(m.survivors)]
-        if todo:
+        if todo and hasattr(backend, "forward_exact_batch"):
+            fwds = backend.forward_exact_batch([m.prof for m in todo], [m.survivors for m in todo])
+            for m, fwd in zip(todo, fwds):
+                m.after_forward_exact(fwd, F3)
+            lap("forward")
+        elif todo and hasattr(backend, "forward_batch"):
             fwds = backend.forward_batch([m.prof for m in todo], [m.survivors for m in todo])
             for m, fwd in zip(todo, fwds):
                 m.after_forward(fwd, F3)

@@ -9,7 +9,8 @@
 // -DUNGAPPED_CU="path/to/ungapped.cu" (blastp's hit detection, two-hit filter and ungapped
 // extension, its `extern __shared__` turned into `extern` by the caller, see
 // tests/kernels/test_blast_ungapped_emulated.py; with -DORDER_CU="path/to/order.cu" also the kernels
-// that put its rows in BLAST's order).
+// that put its rows in BLAST's order) or -DFWDBACK_CU="path/to/fwdback.cu" (HMMER's exact Forward
+// parser; tests/kernels/test_fwdback_emulated.py).
 //
 // Each of a block's threads (up to 512, whole warps) is a ucontext fiber.  A fiber runs until
 // its next warp intrinsic (__shfl_sync, __shfl_up_sync, __shfl_xor_sync, __ballot_sync,
@@ -170,6 +171,19 @@ EMU_SHARED int smem[EMU_SMEM_BYTES / 4];
 #ifdef ORDER_CU
 #include ORDER_CU
 #endif
+#elif defined(FWDBACK_CU)
+// HMMER's Forward and Backward (fwdback.cu): IEEE float operations, the C library's double log
+#include <cmath>
+using std::fabs;
+using std::isinf;
+using std::isnan;
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline float __double2float_rn(double x) { return (float)x; }
+#include FWDBACK_CU
+EMU_SHARED int no_shared_memory[1];     // (the kernel has none; the section must exist)
 #elif defined(TRACEBACK_CU)
 #include TRACEBACK_CU
 #else
@@ -497,7 +511,7 @@ extern "C" int emulate_prelim(int which, unsigned seed, const int* jobs, int n_j
 }
 #endif
 
-#if defined(FILTERS_CU) || defined(UNGAPPED_CU)
+#if defined(FILTERS_CU) || defined(UNGAPPED_CU) || defined(FWDBACK_CU)
 // n_blocks x n_y blocks (a grid of n_y rows) of `threads` threads (whole warps) run one after
 // the other, in a random order (the first one of a row to run takes all that row's work, in a
 // persistent loop: other blocks' scratch used too)
@@ -625,4 +639,16 @@ extern "C" int emulate_bias(unsigned seed, int n_blocks, int threads, const uint
 #endif
 
 extern "C" int shared_memory_bytes() { return EMU_SMEM_BYTES; }
+#endif
+
+#ifdef FWDBACK_CU
+// forward_parser as hmmer/gpu/backend.py launches it: n_jobs models (jobs.cuh), each a row of
+// blocks of 128 threads, four a sequence, for the most sequences any job has
+extern "C" int emulate_forward_parser(unsigned seed, const uint8_t* residues, const long long* offsets,
+                                      const int* order, const int* jobs, int n_jobs, int most,
+                                      const long long* model_at, const float* profiles, float* out)
+{
+    g_kernel = [=] { forward_parser(residues, offsets, order, jobs, model_at, profiles, out); };
+    return run_blocks(seed, (4 * most + 127) / 128, 128, n_jobs);
+}
 #endif

@@ -10,6 +10,8 @@ scores are checked against the CPU's in tests/kernels (emulated) and tests/hmmer
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from edge_cases import edge_fasta
@@ -120,3 +122,51 @@ def test_interpreted_bias_forward_is_numbas_bit_for_bit(models, bg_freq, proteom
             eo, t10, t11 = reference.bias_filter_hmm(prof, bg_freq, amino_degeneracy())
             got = reference.bias_forward_interpreted(db.residues, db.offsets, db.lengths[idx], idx, eo, t10, t11)
             assert np.array_equal(got.view(np.int32), want.astype(np.float32).view(np.int32)), hmm.name
+
+
+class OracleForward(reference.ReferenceBackend):
+    """The reference filters, and an exact Forward that gives HMMER's own p7_ForwardParser
+    scores (the filters oracle's), every third one flagged (NaN) as the GPU flags a pair it
+    leaves to the CPU."""
+
+    def __init__(self, db, fwd_by_model):
+        super().__init__(db)
+        self.fwd_by_model = fwd_by_model
+        self.flagged = set()
+
+    def forward_exact_batch(self, profs, idxs):
+        out = []
+        for prof, idx in zip(profs, idxs):
+            fwd = self.fwd_by_model[prof.name][idx].copy()
+            fwd[::3] = np.nan
+            self.flagged |= {(prof.name, int(i)) for i in idx[::3]}
+            out.append(fwd)
+        return out
+
+
+@pytest.mark.parametrize("F3", [1e-5, 0.02])
+def test_exact_forward_keeps_hmmers_passers(F3, models, bg_freq, proteome, proteome_path, data_dir, filters_oracle):
+    """With an exact Forward the cascade keeps, of the Viterbi filter's survivors, exactly those
+    that pass HMMER's Forward test on HMMER's own scores (esl_exp_surv of (fwd - filtersc) /
+    log 2 against F3, here from the oracle's columns), and every flagged one."""
+    from conftest import run_filters_oracle
+
+    oracle = {}
+    for name in ("RREFam", "Thioesterase"):
+        oracle.update(run_filters_oracle(filters_oracle, data_dir / "hmms" / "txt" / f"{name}.hmm", proteome_path))
+    thresholds = dict(F1=0.3, F2=0.05, F3=F3)
+    backend = OracleForward(proteome, {name: o["fwd"] for name, o in oracle.items()})
+    got = cascades(backend, models, proteome, bg_freq, **thresholds)
+    kept = 0
+    for hmm, r in zip(models, got):
+        o = oracle[hmm.name]
+        f_tau, f_lambda = float(hmm.evalue_parameters.f_tau), float(hmm.evalue_parameters.f_lambda)
+        want = []
+        for i in r.past_vit:
+            bits = float(np.float32(float(np.float32(o["fwd"][i] - o["bias"][i])) / 0.69314718055994529))
+            p = 1.0 if bits < f_tau else math.exp(-f_lambda * (bits - f_tau))
+            if p <= F3 or (hmm.name, int(i)) in backend.flagged:
+                want.append(int(i))
+        assert r.survivors.tolist() == sorted(want), hmm.name
+        kept += len(want)
+    assert 0 < kept < sum(len(r.past_vit) for r in got)

@@ -61,6 +61,48 @@ def test_gpu_filters_equal_hmmer(model, data_dir, proteome, proteome_path, gpu_p
         assert np.all(np.isfinite(fwd)) and err.max() < 1e-3, f"{hmm.name}: Forward off by {err.max()}"
 
 
+def test_gpu_forward_parser_equals_hmmer(data_dir, proteome, proteome_path, gpu_proteome, filters_oracle, tmp_path):
+    """fwdback.cu's Forward parser: every score of the five real models against the whole
+    proteome (one launch) equal to HMMER's p7_ForwardParser bit for bit, but for the few the
+    kernel leaves to the CPU (NaN); then in a batch with sampled models of M 5 to 1,700 (the
+    longest past the kernel's limit: all NaN), one of them over no sequence, each over its
+    own sequences: HMMER's scores again."""
+    from pyhmmer.easel import Alphabet, Randomness
+    from pyhmmer.plan7 import HMM
+
+    hmms, oracle = [], {}
+    for model in PROTEIN_MODELS:
+        path = data_dir / "hmms" / "txt" / f"{model}.hmm"
+        oracle.update(run_filters_oracle(filters_oracle, path, proteome_path))
+        hmms += read_hmms(path)
+    profs = [profile_of(h) for h in hmms]
+    every = np.arange(proteome.n_seqs)
+    for hmm, got in zip(hmms, gpu_proteome.forward_exact_batch(profs, [every] * len(profs))):
+        want = oracle[hmm.name]["fwd"]
+        sure = ~np.isnan(got)
+        assert np.array_equal(got[sure].view(np.int32), want[sure].view(np.int32)), \
+            f"{hmm.name}: differs at {np.flatnonzero(sure & (got != want))[:5]}"
+        assert sure.mean() >= 0.999, f"{hmm.name}: {np.sum(~sure)} flagged"
+    sampled = tmp_path / "sampled.hmm"
+    with open(sampled, "wb") as fh:
+        for M in (5, 99, 100, 700, 1700):
+            hmm = HMM.sample(Alphabet.amino(), M, Randomness(M))
+            hmm.name = f"sampled{M}"
+            hmm.write(fh)
+    oracle.update(run_filters_oracle(filters_oracle, sampled, proteome_path))
+    hmms += read_hmms(sampled)                       # the models as the oracle reads them
+    profs = [profile_of(h) for h in hmms]
+    rng = np.random.default_rng(5)
+    idxs = [np.sort(rng.choice(proteome.n_seqs, size=int(rng.integers(20, 300)), replace=False)) for _ in profs]
+    idxs[1] = np.zeros(0, dtype=np.int64)
+    batch = gpu_proteome.forward_exact_batch(profs, idxs)
+    for hmm, idx, got in zip(hmms[:-1], idxs, batch):
+        want = oracle[hmm.name]["fwd"][idx]
+        sure = ~np.isnan(got)
+        assert np.array_equal(got[sure].view(np.int32), want[sure].view(np.int32)), f"{hmm.name} in a batch"
+    assert np.all(np.isnan(batch[-1])) and len(batch[-1]) > 0
+
+
 @pytest.mark.parametrize("M", [1, 2, 5, 16, 31, 33, 64, 65, 97, 129, 300, 385, 511, 700, 705, 1024, 1184, 1500,
                                2500])
 def test_gpu_filters_equal_reference_random_models(M, proteome):

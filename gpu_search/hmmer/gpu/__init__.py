@@ -1,9 +1,10 @@
-"""HMMER's MSV, bias and Viterbi filters (and the float Forward prefilter) on CUDA GPUs.
+"""HMMER's MSV, bias and Viterbi filters, its exact Forward parser (and the float Forward
+prefilter) on CUDA GPUs.
 
 :mod:`.backend` (``GpuBackend``: the database on the GPUs, the kernels
 launched for batches of models), :mod:`.geometry` (which kernel variant a model gets),
 :mod:`.packing` (profiles into the kernels' layouts, outputs back into
-HMMER's states), :mod:`.kernels` (filters.cu, forward.cu and bias.cu compiled).
+HMMER's states), :mod:`.kernels` (filters.cu, forward.cu, bias.cu and fwdback.cu compiled).
 """
 
 from .backend import GpuBackend

@@ -32,10 +32,10 @@ from ...gpu import (DeviceDatabase, allow_smem, blocks_per_sm, check_gpus, devic
 from ..profile import FilterProfile
 from .geometry import (BLOCK, Geometry, forward_geometry, launch_groups, msv_geometry, viterbi_block,
                        viterbi_geometry)
-from .kernels import in_smem, load_bias_kernel, load_forward_kernel, load_kernel
-from .packing import (bias_params, forward_params, job_table, length_table, msv_params, msv_states,
-                      pack_forward_profile, pack_msv_profile, pack_viterbi_profile, viterbi16_again,
-                      viterbi16_bounds, viterbi_params, viterbi_states)
+from .kernels import in_smem, load_bias_kernel, load_forward_kernel, load_forward_parser, load_kernel
+from .packing import (FWDBACK_QMAX, bias_params, forward_params, fwdback_params, job_table, length_table,
+                      msv_params, msv_states, pack_forward_profile, pack_fwdback_profiles, pack_msv_profile,
+                      pack_viterbi_profile, viterbi16_again, viterbi16_bounds, viterbi_params, viterbi_states)
 
 
 def _cupy():
@@ -107,7 +107,7 @@ class GpuBackend:
         self.max_len = int(db.lengths.max()) if db.n_seqs else 0
         self._tables = {}
         self._every_index = np.arange(db.n_seqs, dtype=np.int64)   # to recognise a whole-database call
-        self.kernel_seconds = {"msv": 0.0, "bias": 0.0, "viterbi": 0.0, "forward": 0.0}   # GPU time, for benchmarks
+        self.kernel_seconds = {"msv": 0.0, "bias": 0.0, "viterbi": 0.0, "forward": 0.0, "forward_exact": 0.0}   # GPU time, for benchmarks
         self.viterbi_rescored = 0    # sequences viterbi_filter16 left to viterbi_filter (last call)
         self._local = threading.local()   # each calling thread's streams, one per GPU
         self._lock = threading.Lock()     # kernel_seconds, added to by every calling thread
@@ -582,3 +582,34 @@ class GpuBackend:
             launch.params = [forward_params(profs[j]) for j in members]
             launches.append((members, launch))
         return self._run("forward", idxs, len(profs), launches, np.float64)
+
+    def forward_exact(self, prof: FilterProfile, idx) -> np.ndarray:
+        """HMMER's Forward score (p7_ForwardParser; nats, float32) per sequence of idx, bit for
+        bit, or NaN where the kernel leaves the sequence to the CPU (fwdback.cu: a log that
+        might round apart, HMMER's range errors, models longer than the kernel holds)."""
+        return self.forward_exact_batch([prof], [idx])[0]
+
+    def forward_exact_batch(self, profs, idxs) -> list:
+        """forward_exact for several models, each over its own sequences: one launch."""
+        return self._retrying(lambda: self._forward_exact(profs, list(idxs)))
+
+    def _forward_exact(self, profs, idxs):
+        members = [j for j, p in enumerate(profs) if p.M <= 4 * FWDBACK_QMAX]
+        launches = []
+        if members:
+            model_at, profiles_host = pack_fwdback_profiles([profs[j] for j in members])
+            on_gpu = {}
+
+            def launch(part, residues, offsets, order, jobs, most, out):
+                kernel = load_forward_parser(part.device_id)
+                at_dev, profiles_dev = _on_device(on_gpu, part, model_at, profiles_host)
+                block = 128                             # four threads a sequence
+                kernel(((4 * most + block - 1) // block, len(members)), (block,),
+                       (residues, offsets, order, jobs, at_dev, profiles_dev, out))
+
+            launch.params = [fwdback_params(profs[j]) for j in members]
+            launches.append((members, launch))
+        results = self._run("forward_exact", idxs, len(profs), launches, np.float32)
+        for j in set(range(len(profs))) - set(members):
+            results[j][:] = np.nan
+        return results

@@ -1,6 +1,7 @@
 """The filter kernels, compiled for a geometry: ``filters.cu`` (MSV, Viterbi filter),
-``forward.cu`` (the float Forward prefilter) and ``bias.cu`` (the bias filter, the same
-for every model), through the GPU layer's loader.
+``forward.cu`` (the float Forward prefilter), ``bias.cu`` (the bias filter) and
+``fwdback.cu`` (HMMER's exact Forward parser; these two the same for every model),
+through the GPU layer's loader.
 
 Their compile-time constants: G lanes a group, W words a lane, whether the
 profile sits in shared memory, SEQS sequences a Viterbi group, and the
@@ -16,6 +17,7 @@ from ...gpu import load_functions
 KERNEL_FILE = Path(__file__).with_name("filters.cu")
 FORWARD_FILE = Path(__file__).with_name("forward.cu")
 BIAS_FILE = Path(__file__).with_name("bias.cu")
+FWDBACK_FILE = Path(__file__).with_name("fwdback.cu")
 
 
 def kernel_options(G: int, W: int, profile_in_smem: bool, seqs: int = 1, defines: tuple = ()) -> tuple:
@@ -58,6 +60,12 @@ def load_bias_kernel(device_id: int):
     return load_functions(BIAS_FILE, (), ("bias_filter",), device_id)[0]
 
 
+def load_forward_parser(device_id: int):
+    """fwdback.cu's forward_parser (HMMER's exact Forward score) on one device (one shape for
+    every model)."""
+    return load_functions(FWDBACK_FILE, (), ("forward_parser",), device_id)[0]
+
+
 # the shared memory a block may opt in to, by compute capability (CUDA's
 # sharedMemPerBlockOptin): A100 80, A10/L4-class 86 and 89, H100 and H200 90
 SMEM_OPTIN = {"80": 166_912, "86": 101_376, "89": 101_376, "90": 232_448}
@@ -80,6 +88,7 @@ def kernel_shapes(max_M: int = MAX_M_AHEAD, smem_optin: int = SM90_SMEM_OPTIN):
     from .packing import profile_nbytes
 
     yield BIAS_FILE, ()
+    yield FWDBACK_FILE, ()
     for M in range(1, max_M + 1):
         geo = msv_geometry(M)
         yield KERNEL_FILE, filter_options("msv_filter", geo.G, geo.W, in_smem(profile_nbytes("msv", geo), smem_optin))

@@ -70,6 +70,42 @@ def pack_forward_profile(prof: FilterProfile, geo: Geometry):
     return femis, ftrans
 
 
+FWDBACK_QMAX = 400      # fwdback.cu's QMAX: models up to M = 1,600 (longer ones finish on the CPU)
+
+
+def striped_q(M: int) -> int:
+    """p7O_NQF(M): HMMER's float vectors a row, at least 2."""
+    return max(2, (M - 1) // 4 + 1)
+
+
+def pack_fwdback_profiles(profs):
+    """The models' float profiles as HMMER's P7_OPROFILE holds them, for fwdback.cu.
+
+    Returns (model_at int64, profiles float32): model j's block at model_at[j] is
+    tfv[8*Q][4] (for each q the vectors BM MM IM DM MD MI II, then Q vectors of DD) and
+    rfv[KP][Q][4], node k = z*Q + q + 1 in lane z; padding nodes 0 (HMMER's exp(-inf)).
+    """
+    blocks, at = [], [0]
+    for prof in profs:
+        Q = striped_q(prof.M)
+        trans = np.zeros((8, 4 * Q), dtype=np.float32)
+        trans[:, : prof.M] = prof.fwd_trans
+        emit = np.zeros((KP, 4 * Q), dtype=np.float32)
+        emit[:, : prof.M] = prof.fwd_emit
+        striped = trans.reshape(8, 4, Q).transpose(2, 0, 1)          # [q, t, z]
+        tfv = np.concatenate([striped[:, :7, :].reshape(-1), striped[:, 7, :].reshape(-1)])
+        rfv = emit.reshape(KP, 4, Q).transpose(0, 2, 1).reshape(-1)   # [x, q, z]
+        blocks += [tfv, rfv]
+        at.append(at[-1] + len(tfv) + len(rfv))
+    profiles = np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.float32)
+    return np.array(at[:-1], dtype=np.int64), profiles.astype(np.float32, copy=False)
+
+
+def fwdback_params(prof: FilterProfile) -> tuple:
+    """forward_parser's scalars of a model: M, nj, E->C, E->J (floats as their bits)."""
+    return (prof.M, float_bits(prof.nj), float_bits(prof.fwd_e_move), float_bits(prof.fwd_e_loop))
+
+
 def length_table(kind: str, prof: FilterProfile, max_len: int, present=None) -> np.ndarray:
     """The kernels' length-indexed costs for lengths 0..max_len: 'tjb' (MSV, uint8) or 'move'
     (Viterbi filter, int16); length 0 (no sequence) as length 1.

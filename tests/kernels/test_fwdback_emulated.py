@@ -1,0 +1,169 @@
+"""HMMER's Forward parser as the GPU computes it (``hmmer/gpu/fwdback.cu``), the CUDA code itself
+run on the CPU by tests/helpers/warp_emulator.cpp, against HMMER's own p7_ForwardParser (the
+filters oracle, linked to the libhmmer of pyhmmer's wheel): the same float, bit for bit.
+
+The pairs come from real models against proteome sequences, and against sequences that
+each model scores highly (its consensus, two copies of it in one sequence: HMMER's sparse
+rescaling and its J state), for models on both sides of HMMER's M = 100 switch between a
+fully serialised and an early-exit D->D pass, and a model of M <= 8 (Q = 2 vectors with
+padding nodes).  The same checks run on a GPU in tests/hmmer/test_hmmer_gpu.py.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import emulator_build
+import numpy as np
+import pytest
+from conftest import run_filters_oracle
+
+from gpu_search.hmmer.gpu.kernels import FWDBACK_FILE
+from gpu_search.hmmer.gpu.packing import fwdback_params, job_table, pack_fwdback_profiles
+from gpu_search.hmmer.models import read_hmms
+from gpu_search.hmmer.profile import FilterProfile
+from gpu_search.seqdb import open_database
+
+pytestmark = pytest.mark.skipif(emulator_build.CXX is None, reason="no C++ compiler")
+_P = ctypes.c_void_p
+
+
+def _p(a: np.ndarray):
+    assert a.flags.c_contiguous
+    return a.ctypes.data_as(_P)
+
+
+class EmulatedForwardParser:
+    """fwdback.cu's forward_parser on the CPU: ``scores`` returns, per model, the scores of its
+    sequences (float32, NaN where the kernel leaves a pair to the CPU), as the GPU backend
+    lays out the models and their sequences (``job_table``, ``pack_fwdback_profiles``)."""
+
+    def __init__(self, directory: Path, defines: tuple = ()):
+        name = "fwdback" + "".join(d.replace("-D", "_").replace("=", "_") for d in defines) + ".so"
+        path = emulator_build.build(directory / name, [f'-DFWDBACK_CU="{FWDBACK_FILE}"', *defines])
+        self.lib = ctypes.CDLL(str(path))
+        self.lib.emulator_error.restype = ctypes.c_char_p
+
+    def scores(self, profs, db, idxs, seed: int = 1) -> list:
+        order, starts, counts = [], [], []
+        for idx in idxs:                                  # each model's sequences longest first
+            idx = np.asarray(idx, dtype=np.int64)
+            starts.append(sum(counts))
+            counts.append(len(idx))
+            order.append(idx[np.argsort(-db.lengths[idx], kind="stable")])
+        order_all = np.concatenate(order).astype(np.int32)
+        jobs = job_table(starts, counts, starts, [fwdback_params(p) for p in profs])
+        model_at, profiles = pack_fwdback_profiles(profs)
+        out = np.full(len(order_all), -1.0, dtype=np.float32)
+        residues = np.ascontiguousarray(db.residues)
+        offsets = np.ascontiguousarray(db.offsets, dtype=np.int64)
+        rc = self.lib.emulate_forward_parser(ctypes.c_uint(seed), _p(residues), _p(offsets), _p(order_all),
+                                             _p(jobs), ctypes.c_int(len(profs)), ctypes.c_int(max(counts)),
+                                             _p(model_at), _p(profiles), _p(out))
+        assert rc == 0, self.lib.emulator_error().decode()
+        got = []
+        for idx, o, start in zip(idxs, order, starts):    # back into each idx's order
+            place = {int(s): start + j for j, s in enumerate(o)}
+            got.append(out[[place[int(s)] for s in idx]])
+        return got
+
+
+@pytest.fixture(scope="module")
+def build_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("emulated_fwdback")
+
+
+def _profile(hmm) -> FilterProfile:
+    from pyhmmer.plan7 import Background, Profile
+
+    gm = Profile(hmm.M, hmm.alphabet)
+    gm.configure(hmm, Background(hmm.alphabet), 100)
+    return FilterProfile.from_optimized(gm.to_optimized())
+
+
+def _sampled_hmm(M: int, seed: int):
+    from pyhmmer.easel import Alphabet, Randomness
+    from pyhmmer.plan7 import HMM
+
+    hmm = HMM.sample(Alphabet.amino(), M, Randomness(seed))
+    hmm.name = f"sampled{M}".encode() if isinstance(hmm.name, bytes) else f"sampled{M}"
+    return hmm
+
+
+def _consensus(hmm) -> str:
+    c = hmm.consensus
+    return (c.decode() if isinstance(c, bytes) else c).upper()
+
+
+def _targets(hmms, proteome, n_proteome: int, rng) -> list[tuple[str, str]]:
+    """(name, sequence): proteome sequences of every length, then for each model its consensus
+    and two copies of it with random linkers and flanks."""
+    by_len = np.argsort(proteome.lengths, kind="stable")
+    picked = np.sort(by_len[np.linspace(0, proteome.n_seqs - 1, n_proteome).astype(int)])
+    out = [(proteome.name(i), proteome.text(i)) for i in picked]
+    letters = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
+    for j, hmm in enumerate(hmms):
+        cons = _consensus(hmm)
+        linker = lambda n: "".join(rng.choice(letters, n))    # noqa: E731
+        out.append((f"cons{j}", cons))
+        out.append((f"twice{j}", linker(30) + cons + linker(45) + cons + linker(20)))
+    return out
+
+
+def _check(hmms, hmm_path, targets, tmp_path, build_dir, filters_oracle, defines=()):
+    fasta = tmp_path / "targets.faa"
+    fasta.write_text("".join(f">{n}\n{s}\n" for n, s in targets))
+    db = open_database(fasta)
+    oracle = run_filters_oracle(filters_oracle, hmm_path, fasta)
+    profs = [_profile(h) for h in read_hmms(hmm_path)]     # the models as the oracle reads them
+    idx = np.arange(db.n_seqs)
+    got = EmulatedForwardParser(build_dir, defines).scores(profs, db, [idx] * len(profs))
+    for hmm, scores in zip(hmms, got):
+        name = hmm.name.decode() if isinstance(hmm.name, bytes) else hmm.name
+        want = oracle[name]["fwd"]
+        yield name, scores, want, oracle[name]["names"]
+
+
+@pytest.mark.parametrize("models", [["Thioesterase", "PF02826"], ["LuxC", "KR", "RREFam"]])
+def test_forward_parser_equals_hmmer(models, data_dir, proteome, tmp_path, build_dir, filters_oracle):
+    """Real models (M 97 to 1,184) against proteome sequences and their own consensus: every
+    Forward score equal to HMMER's p7_ForwardParser, bit for bit; the high-scoring targets
+    go through sparse rescaling (they score far above e^10)."""
+    hmms = [read_hmms(data_dir / "hmms" / "txt" / f"{m}.hmm")[0] for m in models]
+    hmm_path = tmp_path / "models.hmm"
+    with open(hmm_path, "wb") as fh:
+        for h in hmms:
+            h.write(fh)
+    rng = np.random.default_rng(7)
+    targets = _targets(hmms, proteome, 12, rng)
+    for name, got, want, names in _check(hmms, hmm_path, targets, tmp_path, build_dir, filters_oracle):
+        bad = np.flatnonzero(got.view(np.int32) != want.view(np.int32))
+        assert len(bad) == 0, f"{name}: {[(names[i], got[i], want[i]) for i in bad[:5]]}"
+        assert np.max(want) > 30.0, f"{name}: no target scored high enough to rescale"
+
+
+def test_forward_parser_small_and_switch_models(tmp_path, proteome, build_dir, filters_oracle):
+    """Sampled models of M 5 (Q = 2, padding nodes in three lanes), 99 and 100 (HMMER's D->D
+    passes fully serialised, then with the early exit) and 101."""
+    hmms = [_sampled_hmm(M, seed) for M, seed in ((5, 1), (99, 2), (100, 3), (101, 4))]
+    hmm_path = tmp_path / "sampled.hmm"
+    with open(hmm_path, "wb") as fh:
+        for h in hmms:
+            h.write(fh)
+    targets = _targets(hmms, proteome, 8, np.random.default_rng(11))
+    for name, got, want, names in _check(hmms, hmm_path, targets, tmp_path, build_dir, filters_oracle):
+        bad = np.flatnonzero(got.view(np.int32) != want.view(np.int32))
+        assert len(bad) == 0, f"{name}: {[(names[i], got[i], want[i]) for i in bad[:5]]}"
+
+
+def test_forward_parser_guard_leaves_unsure_pairs_to_the_cpu(data_dir, proteome, tmp_path, build_dir,
+                                                             filters_oracle):
+    """With the log guard raised to 1 every score that took a log is flagged (NaN), so the host
+    scores it again on the CPU: the flag reaches the output."""
+    hmms = [read_hmms(data_dir / "hmms" / "txt" / "Thioesterase.hmm")[0]]
+    hmm_path = data_dir / "hmms" / "txt" / "Thioesterase.hmm"
+    targets = _targets(hmms, proteome, 3, np.random.default_rng(3))
+    for name, got, want, names in _check(hmms, hmm_path, targets, tmp_path, build_dir, filters_oracle,
+                                         defines=("-DLOG_GUARD=1.0",)):
+        assert np.all(np.isnan(got)), f"{name}: {got}"
