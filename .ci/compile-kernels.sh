@@ -24,8 +24,6 @@ for cu in $(git ls-files '*.cu'); do
                       "-DG=32 -DW=40 -DREDUX=1 -DTRANS_REGS=12" "-DG=32 -DW=48 -DREDUX=1 -DTRANS_REGS=8"
                       "-DG=32 -DW=2 -DSEQS=2 -DREDUX=1 -DTRANS_REGS=2" "-DG=32 -DW=24 -DREDUX=1 -DTRANS_REGS=16"
                       "-DG=32 -DW=39" "-DG=8 -DW=16 -DKERNEL_MSV" "-DG=32 -DW=12 -DKERNEL_VITERBI16 -DSEQS=2") ;;
-        gpu_search/hmmer/gpu/forward.cu)
-            variants=("-DG=1 -DW=4" "-DG=8 -DW=16" "-DG=32 -DW=16" "-DG=32 -DW=40 -DPROFILE_IN_SMEM=0") ;;
         gpu_search/blast/gpu/ungapped.cu)
             # BLAST's word size W, threads a block, WIN lanes a window (window-based extension),
             # the matrix in shared memory, the bins that cannot trigger struck off first

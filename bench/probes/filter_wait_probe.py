@@ -7,7 +7,7 @@ calling thread's own CPU time, in one process on the GPU host.
 For each switch interval (``sys.setswitchinterval``) and number of filter threads, one
 in-process ``hmmsearch(..., device="gpu")`` over the models (after an untimed warm-up that
 compiles), with the backend's calls (``msv_batch``, ``bias_batch``, ``viterbi_batch``,
-``forward_batch``), each model's host steps (``_ModelCascade.after_*``), the profile conversion
+``forward_exact_batch``), each model's host steps (``_ModelCascade.after_*``), the profile conversion
 and the finishing calls wrapped in timers: summed wall seconds, summed thread CPU seconds
 (``time.thread_time``), calls.  Wall far above CPU in a step run with the interpreter lock held
 means the thread waited for the lock (or, in the backend's calls, for the GPU).
@@ -76,9 +76,9 @@ def main():
         hmms = list(fh)
     backend = GpuBackend(db)
     list(search.hmmsearch(hmms, db, device="gpu", cpus=args.cpus, backend=backend))   # warm-up
-    for name in ("msv_batch", "bias_batch", "viterbi_batch", "forward_batch"):
+    for name in ("msv_batch", "bias_batch", "viterbi_batch", "forward_exact_batch"):
         timed(GpuBackend, name, "backend." + name)
-    for name in ("after_msv", "after_bias", "after_viterbi", "after_forward"):
+    for name in ("after_msv", "after_bias", "after_viterbi", "after_forward_exact"):
         timed(cascade._ModelCascade, name, "model." + name)
     timed(cascade, "bias_filter_hmm", "bias_filter_hmm")
     timed(cascade, "BiasScores", "BiasScores()")

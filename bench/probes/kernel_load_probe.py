@@ -20,7 +20,7 @@ import cupy as cp
 
 from gpu_search.gpu import compiled, loader
 from gpu_search.gpu.occupancy import device_props
-from gpu_search.hmmer.gpu.kernels import BIAS_FILE, FORWARD_FILE, KERNEL_SWITCH, kernel_shapes
+from gpu_search.hmmer.gpu.kernels import BIAS_FILE, FWDBACK_FILE, KERNEL_SWITCH, kernel_shapes
 from gpu_search.seqdb import read_fasta
 
 
@@ -33,7 +33,7 @@ def main():
     shapes, rows, listed = {}, [], 0
     for file, options in kernel_shapes(int(queries.lengths.max()), smem):
         listed += 1
-        name = ("bias_filter" if file == BIAS_FILE else "forward_filter" if file == FORWARD_FILE
+        name = ("bias_filter" if file == BIAS_FILE else "forward_parser" if file == FWDBACK_FILE
                 else kernel_of[options[-1]])
         t0 = time.perf_counter()
         source, flags = loader.source_with_defines(file.read_text(), options, file.name)

@@ -1,6 +1,6 @@
 """The one way a CUDA kernel file becomes callable functions: NVRTC, loaded through CuPy.
 
-Every kernel of both searches (HMMER's filters.cu and forward.cu, blastp's
+Every kernel of both searches (HMMER's filters.cu, bias.cu and fwdback.cu, blastp's
 ungapped.cu, order.cu and gapped.cu) is compiled here at run time, with its
 compile-time constants (``-D`` options: the sizes its loops unroll over), for
 one device, once per process: the compiled functions are kept per (file,
@@ -10,7 +10,7 @@ keeps them per device.
 The compile-time constants become ``#define`` lines before the source
 (:func:`source_with_defines` says why), then ``#line 1 "<file>"`` so that
 NVRTC's messages name the real file and line; the file's folder is on the
-include path (filters.cu and forward.cu include groups.cuh).  A shape compiled ahead of
+include path (filters.cu includes groups.cuh, every HMMER kernel jobs.cuh).  A shape compiled ahead of
 time for the device's architecture (:mod:`.compiled`) is loaded from its cubin instead;
 any other shape is compiled to a cubin once a host and kept in CuPy's cache folder
 (:func:`_host_cubin`), so that a later run loads it without calling NVRTC.

@@ -7,14 +7,12 @@ scores the whole batch in one launch a kernel geometry):
     backend.msv_batch(profs, idx)       -> [(xJ, overflow)]   MSV filter, same sequences for all
     backend.viterbi_batch(profs, idxs)  -> [(xC, overflow)]   Viterbi filter, each model its own
 
-and, where the backend has them, the bias filter's Forward score, HMMER's Forward score
-and a float Forward prefilter:
+and, where the backend has them, the bias filter's Forward score and HMMER's Forward score:
 
     backend.bias_batch([(eo, t10, t11)], idxs) -> [fwd]      (float32; the CPU's bit for bit,
                                                               NaN where the backend cannot be sure)
     backend.forward_exact_batch(profs, idxs)   -> [fwd]      (float32; p7_ForwardParser's bit for
                                                               bit, NaN where the backend cannot be sure)
-    backend.forward_batch(profs, idxs)         -> [fwd]      (approximate, with a margin)
 
 (``reference.ReferenceBackend`` in numpy, ``gpu.GpuBackend`` in CUDA).
 :func:`run_cascade` turns those into HMMER's scores and P-values on the host,
@@ -26,8 +24,7 @@ thresholds, stage by stage, exactly as p7_Pipeline does:
     2. bias:    P(usc - filtersc)          <= F1        (n_past_bias; skipped with --nobias)
     3. Viterbi: run only if that P > F2; P(vfsc - filtersc) <= F2   (n_past_vit)
     4. (GPU) Forward: P(fwdsc - filtersc) <= F3 on HMMER's own Forward score (fwdback.cu),
-       the sequences the GPU cannot be sure of kept; with only the float prefilter, survivors
-       that fail F3 by more than a wide margin are dropped and HMMER decides the rest.
+       the sequences the GPU cannot be sure of kept (pyhmmer decides those).
 
 The survivors are then finished (Forward, domain definition, output) by
 pyhmmer with Z set to the size of the whole database.  Decisions are exact:
@@ -190,11 +187,6 @@ class BiasScores:
         self.n_rescored = len(flagged)
 
 
-# The GPU Forward score is within 4e-5 nats of HMMER's (tests); sequences are
-# dropped only when they miss the F3 score threshold by more than this.
-FORWARD_MARGIN_BITS = 1.0
-
-
 class _ModelCascade:
     """One model's way through the filters: what each stage leaves for the next."""
 
@@ -243,14 +235,6 @@ class _ModelCascade:
         f_tau, f_lambda = float(self.prof.evparam[4]), float(self.prof.evparam[5])
         self.survivors = self.survivors[exact_forward_pass(fwd, self.survivor_filt, f_tau, f_lambda, F3)]
 
-    def after_forward(self, fwd, F3):
-        """4. Forward prefilter: drop what fails F3 by a wide margin."""
-        f_tau, f_lambda = float(self.prof.evparam[4]), float(self.prof.evparam[5])
-        cutoff = f_tau - math.log(F3) / f_lambda - FORWARD_MARGIN_BITS
-        bits = (fwd - self.survivor_filt.astype(np.float64)) / scores.LOG2
-        keep = ~np.isfinite(bits) | (bits >= cutoff)
-        self.survivors = self.survivors[keep]
-
     def result(self, seconds) -> CascadeResult:
         return CascadeResult(np.sort(self.survivors), len(self.idx1), len(self.idx2), self.n_past_vit, seconds,
                              self.bias.n_rescored if self.bias is not None else 0,
@@ -282,9 +266,9 @@ def run_cascade_batch(profs, db, backend, *, F1: float, F2: float, bias_filter: 
         db: the :class:`~gpu_search.seqdb.SequenceDB`.
         backend: a filter backend (see module docstring).
         F1, F2: HMMER's MSV and Viterbi P-value thresholds.
-        F3: HMMER's Forward threshold; with a backend that has a (float)
-            Forward, survivors missing it by more than FORWARD_MARGIN_BITS are
-            dropped before the exact Forward in pyhmmer (n_past_vit unchanged).
+        F3: HMMER's Forward threshold; with a backend that has HMMER's Forward,
+            survivors that fail it are dropped before pyhmmer finishes the rest
+            (n_past_vit unchanged).
         bias_filter: False for --nobias.
         bg_freq, degeneracy: background frequencies and degeneracy table (bias filter).
         searched: database indices to search (all by default).
@@ -338,17 +322,12 @@ def run_cascade_batch(profs, db, backend, *, F1: float, F2: float, bias_filter: 
         m.after_viterbi(xC, vovf, tables, F2)
     lap("viterbi")
 
-    # 4. (GPU only) Forward: HMMER's exact score where the backend has it, else the prefilter
-    if F3 < 1.0:
+    # 4. (GPU only) Forward: HMMER's own score and test
+    if hasattr(backend, "forward_exact_batch") and F3 < 1.0:
         todo = [m for m in models if len(m.survivors)]
-        if todo and hasattr(backend, "forward_exact_batch"):
+        if todo:
             fwds = backend.forward_exact_batch([m.prof for m in todo], [m.survivors for m in todo])
             for m, fwd in zip(todo, fwds):
                 m.after_forward_exact(fwd, F3)
-            lap("forward")
-        elif todo and hasattr(backend, "forward_batch"):
-            fwds = backend.forward_batch([m.prof for m in todo], [m.survivors for m in todo])
-            for m, fwd in zip(todo, fwds):
-                m.after_forward(fwd, F3)
             lap("forward")
     return [m.result(dict(seconds)) for m in models]

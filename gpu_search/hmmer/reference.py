@@ -19,8 +19,7 @@ Contents:
     1. Batching sequences by length.
     2. MSV filter (unsigned 8-bit, saturating).
     3. Viterbi filter (signed 16-bit, saturating; full D->D instead of Lazy-F).
-    4. Forward score, float64 (for testing the GPU Forward prefilter).
-    5. Bias filter (p7_bg_FilterScore).
+    4. Bias filter (p7_bg_FilterScore).
 """
 
 from __future__ import annotations
@@ -191,70 +190,7 @@ def viterbi_filter(prof: FilterProfile, residues, offsets, lengths, idx=None):
     return xC_out, ovf_out
 
 
-# --- 4. Forward score (approximate) ---------------------------------------------------------
-
-
-def forward_score(prof: FilterProfile, residues, offsets, lengths, idx=None) -> np.ndarray:
-    """The Forward score of p7_ForwardParser in nats, in float64 (not bit-exact).
-
-    Same recursion as HMMER's ``forward_engine`` (probability space, D->D
-    paths in full, D states feeding E, rescaling when xE > 1e4) computed in
-    double precision: it differs from HMMER's float result by far less than
-    1e-3 nats.  Used to test the GPU's float Forward prefilter, whose
-    decisions carry a wide safety margin and are confirmed by HMMER itself.
-    """
-    idx = np.arange(len(lengths)) if idx is None else np.asarray(idx)
-    out = np.zeros(len(idx))
-    M = prof.M
-    emit = prof.fwd_emit.astype(np.float64)
-    t = prof.fwd_trans.astype(np.float64)
-    e_move, e_loop = float(prof.fwd_e_move), float(prof.fwd_e_loop)
-    for local in length_batches(lengths[idx], max_cells=1 << 23):
-        batch = idx[local]
-        dsq = padded_residues(residues, offsets, lengths, batch)
-        L = lengths[batch]
-        nb = len(batch)
-        pmove = ((np.float32(2.0) + prof.nj) / (L.astype(np.float32) + np.float32(2.0) + prof.nj)).astype(np.float64)
-        ploop = 1.0 - pmove
-        Mx, Ix, Dx = (np.zeros((nb, M)) for _ in range(3))
-        xN = np.ones(nb); xJ = np.zeros(nb); xC = np.zeros(nb); xB = pmove.copy()
-        total = np.zeros(nb)
-        n = nb
-        for i in range(dsq.shape[1]):
-            while n > 0 and L[n - 1] <= i:
-                n -= 1
-            Mp, Ip, Dp = Mx[:n], Ix[:n], Dx[:n]
-            Msh = np.zeros_like(Mp); Msh[:, 1:] = Mp[:, :-1]
-            Ish = np.zeros_like(Ip); Ish[:, 1:] = Ip[:, :-1]
-            Dsh = np.zeros_like(Dp); Dsh[:, 1:] = Dp[:, :-1]
-            sv = (xB[:n, None] * t[BM] + Msh * t[MM] + Ish * t[IM] + Dsh * t[DM]) * emit[dsq[:n, i]]
-            Inew = Mp * t[MI] + Ip * t[II]
-            dcv = sv * t[MD]                       # into node k+1
-            D = np.zeros_like(sv)
-            carry = np.zeros(n)
-            for k in range(M):                     # D(k) = M->D from k-1 + D->D from k-1
-                D[:, k] = carry
-                carry = dcv[:, k] + D[:, k] * t[DD, k]
-            xE = sv.sum(axis=1) + D.sum(axis=1)
-            Mx[:n], Ix[:n], Dx[:n] = sv, Inew, D
-            xN[:n] = xN[:n] * ploop[:n]
-            xC[:n] = xC[:n] * ploop[:n] + xE * e_move
-            xJ[:n] = xJ[:n] * ploop[:n] + xE * e_loop
-            xB[:n] = xJ[:n] * pmove[:n] + xN[:n] * pmove[:n]
-            big = np.flatnonzero(xE > 1.0e4)
-            if len(big):
-                s_ = xE[big]
-                for arr in (xN, xC, xJ, xB):
-                    arr[big] /= s_
-                for arr in (Mx, Ix, Dx):
-                    arr[big] /= s_[:, None]
-                total[big] += np.log(s_)
-        with np.errstate(divide="ignore"):
-            out[local] = total + np.log(xC * pmove)
-    return out
-
-
-# --- 5. Bias filter -----------------------------------------------------------------------
+# --- 4. Bias filter -----------------------------------------------------------------------
 
 _POOL = None
 

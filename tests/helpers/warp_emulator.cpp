@@ -2,8 +2,7 @@
 // checks the kernel code itself.  Built with -DGAPPED_CU="path/to/gapped.cu" (blastp's
 // preliminary gapped kernels; tests/helpers/gapped_host.py, tests/kernels/test_blast_gapped_kernel.py) or
 // -DFILTERS_CU="path/to/filters.cu" (HMMER's MSV and Viterbi filters, with the kernel's
-// compile-time constants G, W, SEQS, ...; with -DFORWARD_CU="path/to/forward.cu" also the
-// Forward prefilter, with -DBIAS_CU="path/to/bias.cu" also the bias filter;
+// compile-time constants G, W, SEQS, ...; with -DBIAS_CU="path/to/bias.cu" also the bias filter;
 // tests/kernels/test_filters_emulated.py) or -DTRACEBACK_CU="path/to/traceback.cu" (blastp's
 // traceback kernels; tests/kernels/test_blast_traceback_kernel.py) or
 // -DUNGAPPED_CU="path/to/ungapped.cu" (blastp's hit detection, two-hit filter and ungapped
@@ -147,11 +146,6 @@ static inline unsigned __viaddmax_s16x2_relu(unsigned a, unsigned b, unsigned c)
     return halves(r[0], r[1]);
 }
 #include FILTERS_CU
-#ifdef FORWARD_CU                        // the float Forward prefilter (forward.cu), beside them
-#include <cmath>
-using std::isfinite;
-#include FORWARD_CU
-#endif
 #ifdef BIAS_CU                           // the bias filter (bias.cu): IEEE float operations, the C
 #include <cmath>                         // library's double log (CUDA's may round a last bit apart)
 static inline float __fadd_rn(float a, float b) { return a + b; }
@@ -164,7 +158,6 @@ using std::fabs;
 #endif
 EMU_SHARED uint4 emis[EMU_SMEM_BYTES / 16];
 EMU_SHARED uint4 vsmem[EMU_SMEM_BYTES / 16];
-EMU_SHARED float fsmem[EMU_SMEM_BYTES / 4];
 #elif defined(UNGAPPED_CU)
 #include UNGAPPED_CU
 EMU_SHARED int smem[EMU_SMEM_BYTES / 4];
@@ -613,18 +606,6 @@ extern "C" int emulate_viterbi16(unsigned seed, int n_blocks, int threads, const
     g_kernel = [=] { viterbi_filter16(residues, offsets, order, jobs, vemis, vtrans, move_by_len, c, out); };
     return run_blocks(seed, n_blocks, threads, n_jobs);
 }
-
-#ifdef FORWARD_CU
-extern "C" int emulate_forward(unsigned seed, int n_blocks, int threads, const uint8_t* residues,
-                               const long long* offsets, const int* order, const int* jobs, int n_jobs,
-                               const float* femis, const float* ftrans, float nj, double* out)
-{
-    std::vector<int> counters(n_jobs, 0);
-    int* c = counters.data();
-    g_kernel = [=] { forward_filter(residues, offsets, order, jobs, femis, ftrans, nj, c, out); };
-    return run_blocks(seed, n_blocks, threads, n_jobs);
-}
-#endif
 
 #ifdef BIAS_CU
 extern "C" int emulate_bias(unsigned seed, int n_blocks, int threads, const uint8_t* residues,

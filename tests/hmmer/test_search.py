@@ -186,11 +186,10 @@ def test_batches_are_the_same_whatever_the_timing(data_dir, proteome, monkeypatc
 def test_launch_groups_hold_every_model():
     """launch_groups: every model once, in a group whose geometry holds it, at most GROUP_SLACK
     times the nodes of the group's smallest model's own geometry."""
-    from gpu_search.hmmer.gpu.geometry import (GROUP_SLACK, forward_geometry, launch_groups, msv_geometry,
-                                               viterbi_geometry)
+    from gpu_search.hmmer.gpu.geometry import GROUP_SLACK, launch_groups, msv_geometry, viterbi_geometry
 
     Ms = [1, 7, 30, 31, 64, 65, 100, 129, 160, 161, 300, 512, 513, 1000, 1413, 2485, 30, 300]
-    for geometry_of in (msv_geometry, viterbi_geometry, forward_geometry):
+    for geometry_of in (msv_geometry, viterbi_geometry):
         groups = launch_groups(Ms, geometry_of)
         assert sorted(j for _, members in groups for j in members) == list(range(len(Ms)))
         for geo, members in groups:
@@ -206,9 +205,8 @@ def test_profile_bytes_as_packed():
     from pyhmmer.easel import Alphabet, Randomness
     from pyhmmer.plan7 import HMM
 
-    from gpu_search.hmmer.gpu.geometry import forward_geometry, msv_geometry, viterbi_geometry
-    from gpu_search.hmmer.gpu.packing import (pack_forward_profile, pack_msv_profile, pack_viterbi_profile,
-                                              profile_nbytes)
+    from gpu_search.hmmer.gpu.geometry import msv_geometry, viterbi_geometry
+    from gpu_search.hmmer.gpu.packing import pack_msv_profile, pack_viterbi_profile, profile_nbytes
     from gpu_search.hmmer.profile import FilterProfile
 
     for M in (3, 40, 130, 161, 300, 700, 1500):
@@ -217,8 +215,6 @@ def test_profile_bytes_as_packed():
         for geo in (viterbi_geometry(M), viterbi_geometry(M, cells=1)):
             nbytes = sum(a.nbytes for a in pack_viterbi_profile(prof, geo))
             assert profile_nbytes("viterbi", geo) == nbytes + (-nbytes) % 16
-        geo = forward_geometry(M)
-        assert profile_nbytes("forward", geo) == sum(a.nbytes for a in pack_forward_profile(prof, geo))
 
 
 def test_compiled_kernel_names_follow_what_makes_the_binary(tmp_path):
@@ -312,47 +308,39 @@ def test_length_tables_index_as_np_unique(data_dir, proteome):
         assert np.array_equal(tables.uniq, uniq) and np.array_equal(tables.inv, inv)
 
 
-def test_forward_prefilter_keeps_results_exact(data_dir, proteome):
-    """The cascade's Forward prefilter (used with the GPU) changes no result.
-
-    Run here with the float64 reference Forward standing in for the GPU's.
-    """
-    from gpu_search.hmmer import reference
-
-    class WithForward(reference.ReferenceBackend):
-        dropped = 0
-
-        def forward(self, prof, idx):
-            return reference.forward_score(prof, self.db.residues, self.db.offsets, self.db.lengths, idx)
-
-        def forward_batch(self, profs, idxs):
-            return [self.forward(prof, idx) for prof, idx in zip(profs, idxs)]
-
-    hmms = read_hmms(data_dir / "hmms" / "txt" / "RREFam.hmm")[:4] + read_hmms(TEST_DATA / "four-models.hmm")
-    for opts in ({}, {"F3": 1e-3, "E": 100}):
-        options = SearchOptions(**opts)
-        cpu = list(search.hmmsearch(hmms, proteome, options, device="cpu", cpus=2))
-        pre = list(search.hmmsearch(hmms, proteome, options, device="reference", cpus=2,
-                                    backend=WithForward(proteome)))
-        assert tables(pre) == tables(cpu)
-        assert counters(pre) == counters(cpu)
-        # the prefilter did drop work: fewer sequences reached pyhmmer than passed Viterbi
-        assert any("forward" in (r.seconds or {}) for r in pre)
-
-
-def test_forward_reference_close_to_hmmer(data_dir, proteome, proteome_path, filters_oracle):
-    """The float64 Forward is within 1e-3 nats of HMMER's p7_ForwardParser everywhere."""
-    import numpy as np
+def test_exact_forward_stage_keeps_results_exact(data_dir, proteome, proteome_path, filters_oracle):
+    """The cascade's Forward stage (used with the GPU: HMMER's own Forward score, some pairs left
+    to the CPU) changes no result and no counter: run here with HMMER's scores from the filters
+    oracle standing in for the GPU's, every third one flagged."""
     from conftest import run_filters_oracle
 
     from gpu_search.hmmer import reference
-    from gpu_search.hmmer.profile import FilterProfile
 
-    path = data_dir / "hmms" / "txt" / "PF02826.hmm"
-    hmm = read_hmms(path)[0]
-    o = run_filters_oracle(filters_oracle, path, proteome_path)[hmm.name]
-    f = reference.forward_score(FilterProfile.from_hmm(hmm), proteome.residues, proteome.offsets, proteome.lengths)
-    assert np.max(np.abs(f - o["fwd"])) < 1e-3
+    class WithForward(reference.ReferenceBackend):
+        def __init__(self, db, fwd_by_model):
+            super().__init__(db)
+            self.fwd_by_model = fwd_by_model
+
+        def forward_exact_batch(self, profs, idxs):
+            out = []
+            for prof, idx in zip(profs, idxs):
+                fwd = self.fwd_by_model[prof.name][idx].copy()
+                fwd[::3] = np.nan
+                out.append(fwd)
+            return out
+
+    paths = [data_dir / "hmms" / "txt" / "RREFam.hmm", TEST_DATA / "four-models.hmm"]
+    fwd = {name: o["fwd"] for path in paths for name, o in run_filters_oracle(filters_oracle, path,
+                                                                              proteome_path).items()}
+    hmms = read_hmms(paths[0])[:4] + read_hmms(paths[1])
+    for opts in ({}, {"F3": 1e-3, "E": 100}):
+        options = SearchOptions(**opts)
+        cpu = list(search.hmmsearch(hmms, proteome, options, device="cpu", cpus=2))
+        exact = list(search.hmmsearch(hmms, proteome, options, device="reference", cpus=2,
+                                      backend=WithForward(proteome, fwd)))
+        assert tables(exact) == tables(cpu)
+        assert counters(exact) == counters(cpu)
+        assert any("forward" in (r.seconds or {}) for r in exact)
 
 
 def test_finisher_builds_each_survivor_once(data_dir, proteome, monkeypatch):

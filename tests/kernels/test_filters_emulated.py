@@ -1,6 +1,6 @@
-"""HMMER's MSV and Viterbi filters as the GPU computes them (``hmmer/gpu/filters.cu``), its
-Forward prefilter (``forward.cu``) and bias filter (``bias.cu``), the CUDA code itself run on
-the CPU, against the numpy reference and HMMER's own filters.
+"""HMMER's MSV and Viterbi filters as the GPU computes them (``hmmer/gpu/filters.cu``) and its
+bias filter (``bias.cu``), the CUDA code itself run on the CPU, against the numpy reference
+and HMMER's own filters.
 
 tests/helpers/warp_emulator.cpp runs a block's threads (two warps here) as fibers that meet at every
 warp intrinsic (shuffles within the sub-warp groups of G lanes, the group's REDUX maximum, the
@@ -9,7 +9,7 @@ them in a random order between meetings, one warp late, with shared memory fille
 garbage; the DPX instructions are written out as the CUDA Math API defines them.  The kernels
 are built with the same compile-time constants as NVRTC builds them (``kernel_options``), fed
 the same packed profiles and length tables (``pack_msv_profile``, ``pack_viterbi_profile``,
-``pack_forward_profile``, ``length_table``) and read back by the same code (``msv_states``,
+``length_table``) and read back by the same code (``msv_states``,
 ``viterbi_states``), so that only CuPy's launch is left out.  The same
 checks run on the GPU itself in test_gpu.py; these let CI (no GPU) catch a kernel change that
 breaks exactness.  The emulator is slow (~1 ms per row of a 32-lane group): small subsets.
@@ -29,9 +29,8 @@ from edge_cases import edge_fasta, long_deletion_model, short_overflow_fasta
 
 from gpu_search.hmmer import reference as R
 from gpu_search.hmmer import scores as S
-from gpu_search.hmmer.gpu import (BIAS_FILE, FORWARD_FILE, KERNEL_FILE, RESCORE_W, Geometry, bias_params,
-                                  forward_geometry, forward_params, job_table, kernel_options, length_table,
-                                  msv_geometry, msv_params, msv_states, pack_forward_profile, pack_msv_profile,
+from gpu_search.hmmer.gpu import (BIAS_FILE, KERNEL_FILE, RESCORE_W, Geometry, bias_params, job_table,
+                                  kernel_options, length_table, msv_geometry, msv_params, msv_states, pack_msv_profile,
                                   pack_viterbi_profile, viterbi16_again, viterbi16_bounds, viterbi_geometry,
                                   viterbi_params, viterbi_states)
 from gpu_search.hmmer.models import read_hmms
@@ -52,8 +51,8 @@ def random_profile(M: int, seed: int) -> FilterProfile:
 
 
 class Emulated:
-    """filters.cu and forward.cu built for one geometry with the CPU emulator; ``msv``,
-    ``viterbi`` and ``forward`` return what ``GpuBackend``'s methods of those names return, for
+    """filters.cu and bias.cu built for one geometry with the CPU emulator; ``msv``,
+    ``viterbi`` and ``bias`` return what ``GpuBackend``'s methods of those names return, for
     the sequences idx of db."""
 
     def __init__(self, directory: Path, geo: Geometry, profile_in_smem: bool = True, seed: int = 1,
@@ -62,7 +61,7 @@ class Emulated:
         name = "filters" + "".join(o.replace("-D", "_").replace("=", "") for o in options if o.startswith("-D"))
         out = emulator_build.build(Path(directory) / f"{name}.so",
                                    [*options, f"-I{KERNEL_FILE.parent}", f'-DFILTERS_CU="{KERNEL_FILE}"',
-                                    f'-DFORWARD_CU="{FORWARD_FILE}"', f'-DBIAS_CU="{BIAS_FILE}"'])
+                                    f'-DBIAS_CU="{BIAS_FILE}"'])
         self.lib = ctypes.CDLL(str(out))
         self.lib.emulator_error.restype = ctypes.c_char_p
         self.geo, self.in_smem, self.seed, self.threads = geo, profile_in_smem, seed, threads
@@ -142,19 +141,6 @@ class Emulated:
                                  self.threads)
                 results[again] = int32.viterbi_raw(prof, db, np.asarray(idx)[again])
         return viterbi_states(results)
-
-    def forward_many(self, profs, db, idxs):
-        """The Forward prefilter's scores in nats (NaN where not finite), as GpuBackend.forward,
-        for several models in one launch."""
-        packed = [pack_forward_profile(p, self.geo) for p in profs]
-        femis = np.ascontiguousarray(np.stack([e for e, _ in packed]))
-        ftrans = np.ascontiguousarray(np.stack([t for _, t in packed]))
-        self._check_smem(femis, ftrans)
-        return self._run(self.lib.emulate_forward, np.float64, db, idxs, [forward_params(p) for p in profs],
-                         _p(femis), _p(ftrans), ctypes.c_float(profs[0].nj))
-
-    def forward(self, prof: FilterProfile, db, idx):
-        return self.forward_many([prof], db, [idx])[0]
 
     def bias_many(self, hmms, db, idxs):
         """The bias filter's Forward scores (nats, float32), as GpuBackend.bias, for several
@@ -334,36 +320,6 @@ def test_viterbi16_costly_deletions(proteome, tmp_path, build_dir):
 
 
 @pytest.mark.parametrize("model", ["Thioesterase", "LuxC"])
-def test_forward_prefilter(model, data_dir, proteome, build_dir, tmp_path):
-    """The float Forward prefilter (forward.cu: not bit-exact, used with a 1-bit margin) within
-    1e-3 nats of the float64 reference on proteome sequences and the edge cases (overflowing,
-    X runs, length 1), and the long-deletion model (its D->D scan across lanes)."""
-    hmm = read_hmms(data_dir / "hmms" / "txt" / f"{model}.hmm")[0]
-    prof = profile_of(hmm)
-    lib = Emulated(build_dir, forward_geometry(prof.M))
-    fasta = tmp_path / "edge.faa"
-    edge_fasta(fasta, hmm.consensus, long_length=1_000)
-    cases = [(proteome, spread(proteome, 24)), (open_database(fasta), None)]
-    if model == "Thioesterase":
-        deletion, seqs = long_deletion_model()
-        fasta = tmp_path / "deletions.faa"
-        fasta.write_text("".join(f">{name}\n{seq}\n" for name, seq in seqs))
-        cases.append((open_database(fasta), None, profile_of(deletion)))
-    for case in cases:
-        db, idx, p = case[0], case[1], case[2] if len(case) > 2 else prof
-        idx = np.arange(db.n_seqs) if idx is None else idx
-        if p is not prof:
-            lib = Emulated(build_dir, forward_geometry(p.M))
-        ref = R.forward_score(p, db.residues, db.offsets, db.lengths, idx)
-        got = lib.forward(p, db, idx)
-        ok = np.isfinite(ref)
-        assert ok.sum() >= min(10, len(idx)), "too few finite reference scores"
-        assert np.all(np.isfinite(got[ok])), f"{p.name}: non-finite where the reference is finite"
-        err = np.abs(got[ok] - ref[ok])
-        assert err.max() < 1e-3, f"{p.name}: Forward off by {err.max()} nats"
-
-
-@pytest.mark.parametrize("model", ["Thioesterase", "LuxC"])
 def test_bias_filter(model, data_dir, proteome, build_dir, tmp_path):
     """The bias filter (bias.cu) bit for bit the CPU's (numba, equal to HMMER's in
     tests/hmmer/test_filters.py) on proteome sequences of every length and the edge cases
@@ -402,7 +358,7 @@ def test_several_models_a_launch(proteome, build_dir):
     """One launch of each kernel over several models of different M (padded as launch_groups
     pads them: the largest model's geometry for all), each job over its own sequences, one
     job over none: every model's results equal to the reference's (the bias filter's bit for
-    bit, the Forward prefilter's within 1e-3 nats)."""
+    bit)."""
     from pyhmmer.plan7 import Background
 
     from gpu_search.seqdb import amino_degeneracy
@@ -427,9 +383,7 @@ def test_several_models_a_launch(proteome, build_dir):
             assert np.array_equal(xC[keep], ref_xC[keep]) and np.array_equal(ovf[keep], ref_ovf[keep]), \
                 f"{p.name} in a launch, Viterbi ({cells} nodes a word)"
 
-    lib = Emulated(build_dir, forward_geometry(30))
-    for p, idx, got in zip(profs, idxs, lib.forward_many(profs, proteome, idxs)):
-        assert np.all(np.abs(got - R.forward_score(p, *args, idx)) < 1e-3), f"{p.name} in a launch, Forward"
+    lib = Emulated(build_dir, msv_geometry(30))
 
     bg_freq = np.asarray(Background(hmm_alphabet()).residue_frequencies, dtype=np.float32)
     hmms = [R.bias_filter_hmm(p, bg_freq, amino_degeneracy()) for p in profs]

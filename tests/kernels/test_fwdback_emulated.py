@@ -5,8 +5,8 @@ filters oracle, linked to the libhmmer of pyhmmer's wheel): the same float, bit 
 The pairs come from real models against proteome sequences, and against sequences that
 each model scores highly (its consensus, two copies of it in one sequence: HMMER's sparse
 rescaling and its J state), for models on both sides of HMMER's M = 100 switch between a
-fully serialised and an early-exit D->D pass, and a model of M <= 8 (Q = 2 vectors with
-padding nodes).  The same checks run on a GPU in tests/hmmer/test_hmmer_gpu.py.
+fully serialised and an early-exit D->D pass, a model of M <= 8 (Q = 2 vectors with padding
+nodes), the filters' edge cases and a model of long deletions.  The same checks run on a GPU in tests/hmmer/test_hmmer_gpu.py.
 """
 
 from __future__ import annotations
@@ -144,8 +144,10 @@ def test_forward_parser_equals_hmmer(models, data_dir, proteome, tmp_path, build
 
 
 def test_forward_parser_small_and_switch_models(tmp_path, proteome, build_dir, filters_oracle):
-    """Sampled models of M 5 (Q = 2, padding nodes in three lanes), 99 and 100 (HMMER's D->D
-    passes fully serialised, then with the early exit) and 101."""
+    """Sampled models of M 5 (Q = 2, padding nodes in three lanes), 99, 100 and 101: both of
+    HMMER's D->D pass variants run (fully serialised below M = 100, with the early exit from
+    100; they differ only where a pass that changed no cell is followed by one that would,
+    which none of these inputs has)."""
     hmms = [_sampled_hmm(M, seed) for M, seed in ((5, 1), (99, 2), (100, 3), (101, 4))]
     hmm_path = tmp_path / "sampled.hmm"
     with open(hmm_path, "wb") as fh:
@@ -167,3 +169,33 @@ def test_forward_parser_guard_leaves_unsure_pairs_to_the_cpu(data_dir, proteome,
     for name, got, want, names in _check(hmms, hmm_path, targets, tmp_path, build_dir, filters_oracle,
                                          defines=("-DLOG_GUARD=1.0",)):
         assert np.all(np.isnan(got)), f"{name}: {got}"
+
+
+def test_forward_parser_edge_cases_and_long_deletions(data_dir, tmp_path, build_dir, filters_oracle):
+    """Length 1 (every letter), runs of X, degenerate letters, '*' and '~', the consensus
+    repeated twelve times (rescaled again and again), a 3,000-residue random sequence; and a
+    model whose best paths delete 160 nodes (D->D chains carried across all four lanes, pass
+    after pass): HMMER's scores bit for bit."""
+    from edge_cases import edge_fasta, long_deletion_model
+
+    hmm = read_hmms(data_dir / "hmms" / "txt" / "Thioesterase.hmm")[0]
+    deletion, seqs = long_deletion_model()
+    hmm_path = tmp_path / "edge.hmm"
+    with open(hmm_path, "wb") as fh:
+        hmm.write(fh)
+        deletion.write(fh)
+    edge = tmp_path / "edge_cases.faa"
+    edge_fasta(edge, _consensus(hmm), long_length=3_000)
+    targets = []
+    name = None
+    for line in edge.read_text().splitlines():
+        if line.startswith(">"):
+            name = line[1:].split()[0]
+            targets.append([name, ""])
+        else:
+            targets[-1][1] += line
+    targets += [list(s) for s in seqs]
+    for name, got, want, names in _check(read_hmms(hmm_path), hmm_path, targets, tmp_path, build_dir,
+                                         filters_oracle):
+        bad = np.flatnonzero(got.view(np.int32) != want.view(np.int32))
+        assert len(bad) == 0, f"{name}: {[(names[i], got[i], want[i]) for i in bad[:5]]}"

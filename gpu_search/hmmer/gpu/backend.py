@@ -1,5 +1,5 @@
-"""CUDA filter backend: HMMER's MSV, bias and Viterbi filters (and the float Forward
-prefilter) on one or more GPUs.
+"""CUDA filter backend: HMMER's MSV, bias and Viterbi filters and its Forward parser on one or
+more GPUs.
 
 The kernels (:mod:`.kernels`) are compiled at run time for the model's
 geometry (:mod:`.geometry`) and fed its profile in their layout
@@ -30,11 +30,10 @@ from ...errors import GpuMemoryError
 from ...gpu import (DeviceDatabase, allow_smem, blocks_per_sm, check_gpus, device_props, is_out_of_memory,
                     longest_first, pinned_empty, to_gpu_async)
 from ..profile import FilterProfile
-from .geometry import (BLOCK, Geometry, forward_geometry, launch_groups, msv_geometry, viterbi_block,
-                       viterbi_geometry)
-from .kernels import in_smem, load_bias_kernel, load_forward_kernel, load_forward_parser, load_kernel
-from .packing import (FWDBACK_QMAX, bias_params, forward_params, fwdback_params, job_table, length_table,
-                      msv_params, msv_states, pack_forward_profile, pack_fwdback_profiles, pack_msv_profile,
+from .geometry import BLOCK, Geometry, launch_groups, msv_geometry, viterbi_block, viterbi_geometry
+from .kernels import in_smem, load_bias_kernel, load_forward_parser, load_kernel
+from .packing import (FWDBACK_QMAX, bias_params, fwdback_params, job_table, length_table,
+                      msv_params, msv_states, pack_fwdback_profiles, pack_msv_profile,
                       pack_viterbi_profile, viterbi16_again, viterbi16_bounds, viterbi_params, viterbi_states)
 
 
@@ -107,7 +106,7 @@ class GpuBackend:
         self.max_len = int(db.lengths.max()) if db.n_seqs else 0
         self._tables = {}
         self._every_index = np.arange(db.n_seqs, dtype=np.int64)   # to recognise a whole-database call
-        self.kernel_seconds = {"msv": 0.0, "bias": 0.0, "viterbi": 0.0, "forward": 0.0, "forward_exact": 0.0}   # GPU time, for benchmarks
+        self.kernel_seconds = {"msv": 0.0, "bias": 0.0, "viterbi": 0.0, "forward": 0.0}   # GPU time, for benchmarks
         self.viterbi_rescored = 0    # sequences viterbi_filter16 left to viterbi_filter (last call)
         self._local = threading.local()   # each calling thread's streams, one per GPU
         self._lock = threading.Lock()     # kernel_seconds, added to by every calling thread
@@ -404,7 +403,7 @@ class GpuBackend:
 
     def _profile_launch(self, part, kernel_for, host, profiles, k: int, head: tuple, tail: tuple, out,
                         block: int = BLOCK, align: int = 1) -> None:
-        """One launch of a persistent filter kernel (MSV, Viterbi filter, Forward prefilter) for
+        """One launch of a persistent filter kernel (MSV, Viterbi filter) for
         k models: their stacked profile arrays ``host`` (on the device once per part, in
         ``profiles``; in shared memory where one model's fit, its size rounded up to
         ``align``), the kernel from ``kernel_for(in_smem)``, k rows of blocks each taking
@@ -551,38 +550,6 @@ class GpuBackend:
         launch.params = [viterbi_params(profs[j], bounds[j] if sixteen else None) for j in members]
         return launch
 
-    def forward(self, prof: FilterProfile, idx, geometry: Geometry | None = None):
-        """Approximate Forward scores (nats, float64; NaN where not finite) per sequence of idx.
-
-        Not bit-exact (see forward.cu): use only with a safety margin.
-        """
-        return self.forward_batch([prof], [idx], geometry)[0]
-
-    def forward_batch(self, profs, idxs, geometry: Geometry | None = None) -> list:
-        """forward for several models, each over its own sequences: one launch a geometry."""
-        return self._retrying(lambda: self._forward(profs, list(idxs), geometry))
-
-    def _forward(self, profs, idxs, geometry):
-        groups = ([(geometry, list(range(len(profs))))] if geometry
-                  else launch_groups([p.M for p in profs], forward_geometry))
-        launches = []
-        nj = np.float32(profs[0].nj)
-        for geo, members in groups:
-            packed = [pack_forward_profile(profs[j], geo) for j in members]
-            femis_host = np.ascontiguousarray(np.stack([e for e, _ in packed]))
-            ftrans_host = np.ascontiguousarray(np.stack([t for _, t in packed]))
-            profiles = {}
-
-            def launch(part, residues, offsets, order, jobs, most, out, geo=geo, femis_host=femis_host,
-                       ftrans_host=ftrans_host, profiles=profiles, k=len(members)):
-                self._profile_launch(
-                    part, lambda in_smem: load_forward_kernel(geo.G, geo.W, in_smem, part.device_id),
-                    (femis_host, ftrans_host), profiles, k, (residues, offsets, order, jobs), (nj,), out)
-
-            launch.params = [forward_params(profs[j]) for j in members]
-            launches.append((members, launch))
-        return self._run("forward", idxs, len(profs), launches, np.float64)
-
     def forward_exact(self, prof: FilterProfile, idx) -> np.ndarray:
         """HMMER's Forward score (p7_ForwardParser; nats, float32) per sequence of idx, bit for
         bit, or NaN where the kernel leaves the sequence to the CPU (fwdback.cu: a log that
@@ -609,7 +576,7 @@ class GpuBackend:
 
             launch.params = [fwdback_params(profs[j]) for j in members]
             launches.append((members, launch))
-        results = self._run("forward_exact", idxs, len(profs), launches, np.float32)
+        results = self._run("forward", idxs, len(profs), launches, np.float32)
         for j in set(range(len(profs))) - set(members):
             results[j][:] = np.nan
         return results

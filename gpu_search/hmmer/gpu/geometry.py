@@ -4,8 +4,7 @@ A model of M nodes is spread over a group of G lanes (threads), W 32-bit
 words a lane (CUDAMPF's layout); the kernels are compiled for each (G, W),
 so that the loops over the model unroll into registers.  MSV packs two
 nodes a word (8-bit cells in 16-bit halves), the Viterbi filter two
-(viterbi_filter16) or one (viterbi_filter, int32), the float Forward
-prefilter one.  The Viterbi filter's group may also score several
+(viterbi_filter16) or one (viterbi_filter, int32).  The Viterbi filter's group may also score several
 sequences at once and keep some nodes' transitions in registers; each
 choice below was measured.
 """
@@ -17,7 +16,7 @@ from dataclasses import dataclass
 
 from .packing import KP
 
-BLOCK = 256            # threads a block: MSV, Forward, and the Viterbi filter's large profiles
+BLOCK = 256            # threads a block: MSV and the Viterbi filter's large profiles
 VITERBI_BLOCK = 128    # threads a block of the Viterbi filter (viterbi_block)
 
 
@@ -130,12 +129,6 @@ def viterbi_block(geo: Geometry) -> int:
     bytes_per_word = (KP * 2 + 8 * 4) if geo.cells_per_word == 1 else (KP + 8) * 4
     return BLOCK if bytes_per_word * geo.W * geo.G > 104 * 1024 else VITERBI_BLOCK
 
-
-
-def forward_geometry(M: int) -> Geometry:
-    """About 16 float cells per lane, one sequence a group (forward.cu)."""
-    G = min(32, _pow2_at_least(math.ceil(M / 16)))
-    return Geometry(G, math.ceil(M / G), 1)
 
 
 # A model joins a launch of a geometry with at most this many times its own geometry's

@@ -1,4 +1,4 @@
-/* groups.cuh: what every filter kernel shares (included by filters.cu, forward.cu).
+/* groups.cuh: what every filter kernel shares (included by filters.cu).
  *
  * A *group* of G lanes (G a power of two dividing 32) scores one sequence; a
  * warp holds 32/G groups.  Work comes from a global counter, one batch of

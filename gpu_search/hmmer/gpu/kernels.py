@@ -1,7 +1,6 @@
-"""The filter kernels, compiled for a geometry: ``filters.cu`` (MSV, Viterbi filter),
-``forward.cu`` (the float Forward prefilter), ``bias.cu`` (the bias filter) and
-``fwdback.cu`` (HMMER's exact Forward parser; these two the same for every model),
-through the GPU layer's loader.
+"""The filter kernels, compiled for a geometry: ``filters.cu`` (MSV, Viterbi filter), and
+the same for every model: ``bias.cu`` (the bias filter) and ``fwdback.cu`` (HMMER's exact
+Forward parser), through the GPU layer's loader.
 
 Their compile-time constants: G lanes a group, W words a lane, whether the
 profile sits in shared memory, SEQS sequences a Viterbi group, and the
@@ -15,7 +14,6 @@ from pathlib import Path
 from ...gpu import load_functions
 
 KERNEL_FILE = Path(__file__).with_name("filters.cu")
-FORWARD_FILE = Path(__file__).with_name("forward.cu")
 BIAS_FILE = Path(__file__).with_name("bias.cu")
 FWDBACK_FILE = Path(__file__).with_name("fwdback.cu")
 
@@ -36,10 +34,6 @@ def filter_options(name: str, G: int, W: int, profile_in_smem: bool, seqs: int =
     return (*kernel_options(G, W, profile_in_smem, seqs, defines), KERNEL_SWITCH[name])
 
 
-def forward_options(G: int, W: int, profile_in_smem: bool) -> tuple:
-    return (f"-DG={G}", f"-DW={W}", f"-DPROFILE_IN_SMEM={int(profile_in_smem)}")
-
-
 def load_kernel(name: str, G: int, W: int, profile_in_smem: bool, device_id: int, seqs: int = 1,
                 defines: tuple = ()):
     """filters.cu's kernel ``name`` (msv_filter, viterbi_filter or viterbi_filter16) for (G, W)
@@ -48,11 +42,6 @@ def load_kernel(name: str, G: int, W: int, profile_in_smem: bool, device_id: int
     seqs: sequences per group of the Viterbi filter (filters.cu)."""
     return load_functions(KERNEL_FILE, filter_options(name, G, W, profile_in_smem, seqs, defines), (name,),
                           device_id)[0]
-
-
-def load_forward_kernel(G: int, W: int, profile_in_smem: bool, device_id: int):
-    """forward.cu's forward_filter for (G, W) on one device."""
-    return load_functions(FORWARD_FILE, forward_options(G, W, profile_in_smem), ("forward_filter",), device_id)[0]
 
 
 def load_bias_kernel(device_id: int):
@@ -82,9 +71,9 @@ def kernel_shapes(max_M: int = MAX_M_AHEAD, smem_optin: int = SM90_SMEM_OPTIN):
     """(file, options) of every kernel shape an hmmsearch of models up to max_M asks for on a
     GPU of that shared memory (:mod:`gpu_search.gpu.compiled` builds them ahead of time):
     each model size's MSV, Viterbi filter (16-bit, and int32 for rescoring and models with no
-    16-bit offset) and Forward prefilter geometry, and the bias filter.  A batch's launch
+    16-bit offset) geometry, the bias filter and the Forward parser.  A batch's launch
     takes the geometry of one of its models (launch_groups), so no other shape occurs."""
-    from .geometry import forward_geometry, msv_geometry, viterbi_geometry
+    from .geometry import msv_geometry, viterbi_geometry
     from .packing import profile_nbytes
 
     yield BIAS_FILE, ()
@@ -96,5 +85,4 @@ def kernel_shapes(max_M: int = MAX_M_AHEAD, smem_optin: int = SM90_SMEM_OPTIN):
             name = "viterbi_filter16" if geo.cells_per_word == 2 else "viterbi_filter"
             yield KERNEL_FILE, filter_options(name, geo.G, geo.W, in_smem(profile_nbytes("viterbi", geo), smem_optin),
                                               geo.seqs, geo.defines)
-        geo = forward_geometry(M)
-        yield FORWARD_FILE, forward_options(geo.G, geo.W, in_smem(profile_nbytes("forward", geo), smem_optin))
+

@@ -29,13 +29,11 @@ PAD_EMIT_W = -32768
 
 def profile_nbytes(kind: str, geo: Geometry) -> int:
     """Bytes of one model's packed profile for a geometry: 'msv' (pack_msv_profile),
-    'viterbi' (pack_viterbi_profile's two arrays, padded to 16 as the kernel's shared memory
-    holds them) or 'forward' (pack_forward_profile's two)."""
+    or 'viterbi' (pack_viterbi_profile's two arrays, padded to 16 as the kernel's shared memory
+    holds them)."""
     words = geo.G * geo.W
     if kind == "msv":
         return KP * words * 4
-    if kind == "forward":
-        return (KP + 8) * words * 4
     nbytes = KP * words * (2 if geo.cells_per_word == 1 else 4) + 8 * words * 4
     return nbytes + (-nbytes) % 16
 
@@ -55,19 +53,6 @@ def pack_msv_profile(prof: FilterProfile, geo: Geometry) -> np.ndarray:
     words = lo | (hi << 16)                                   # [x, lane, q]
     words = words.reshape(KP, G, W // 4, 4)                   # [x, lane, q/4, q%4]
     return np.ascontiguousarray(words.transpose(0, 2, 1, 3))  # [x, q/4, lane, q%4]
-
-
-def pack_forward_profile(prof: FilterProfile, geo: Geometry):
-    """femis[x][q][lane] and ftrans[q][t][lane] (float32), node k = lane*W + q + 1; padding 0."""
-    G, W = geo.G, geo.W
-    n = G * W
-    emit = np.zeros((KP, n), dtype=np.float32)
-    emit[:, : prof.M] = prof.fwd_emit
-    trans = np.zeros((8, n), dtype=np.float32)
-    trans[:, : prof.M] = prof.fwd_trans
-    femis = np.ascontiguousarray(emit.reshape(KP, G, W).transpose(0, 2, 1))
-    ftrans = np.ascontiguousarray(trans.reshape(8, G, W).transpose(2, 0, 1))
-    return femis, ftrans
 
 
 FWDBACK_QMAX = 400      # fwdback.cu's QMAX: models up to M = 1,600 (longer ones finish on the CPU)
@@ -230,11 +215,6 @@ def msv_params(prof: FilterProfile) -> tuple:
 def viterbi_params(prof: FilterProfile, bounds=None) -> tuple:
     """viterbi_filter's scalars of a model; viterbi_filter16's also its (off, ceiling)."""
     return (prof.e_move, prof.e_loop, prof.base_w, prof.ddbound_w, *(bounds or ()))
-
-
-def forward_params(prof: FilterProfile) -> tuple:
-    """forward_filter's scalars of a model (floats as their bits)."""
-    return (float_bits(prof.fwd_e_move), float_bits(prof.fwd_e_loop))
 
 
 def bias_params(t10: float, t11: float) -> tuple:
