@@ -71,6 +71,38 @@ def run_filters_oracle(exe, hmm_path, fasta_path):
     return result
 
 
+X_CELLS = 6            # HMMER's special-state row (P7_OMX's xmx): E N J B C SCALE
+
+
+def run_fwdback_oracle(exe, hmm_path, fasta_path) -> dict:
+    """Per model, per sequence: HMMER's (Forward score, Backward score, Forward rows, Backward
+    rows) from tests/helpers/oracle/fwdback_oracle.c."""
+    out = subprocess.run([str(exe), str(hmm_path), str(fasta_path)], capture_output=True, text=True,
+                         check=True).stdout
+    result = {}
+    for line in out.splitlines():
+        model, _, L, fsc, bsc, frows, brows = line.split("\t")
+        rows = [np.frombuffer(bytes.fromhex(r), dtype=">u4").astype(np.uint32).view(np.float32).reshape(-1, X_CELLS)
+                for r in (frows, brows)]
+        result.setdefault(model, []).append((np.float32(float.fromhex(fsc)), np.float32(float.fromhex(bsc)), *rows))
+    return result
+
+
+@pytest.fixture(scope="session")
+def fwdback_oracle():
+    """HMMER's own Forward and Backward parsers (tests/helpers/oracle/fwdback_oracle.c)."""
+    from oracle.build import build, missing
+
+    try:
+        exe = build("fwdback_oracle")
+    except subprocess.CalledProcessError as exc:
+        pytest.skip("cannot build tests/helpers/oracle/fwdback_oracle.c: "
+                    f"{exc.stderr.decode(errors='replace')[-1000:]}")
+    if exe is None:
+        pytest.skip(f"cannot build the HMMER oracle: {missing()}")
+    return exe
+
+
 def profile_of(hmm):
     """HMMER's filter profile of a model (local, L = 100, as hmmsearch configures it)."""
     from pyhmmer.plan7 import Background, Profile

@@ -8,8 +8,8 @@
 // -DUNGAPPED_CU="path/to/ungapped.cu" (blastp's hit detection, two-hit filter and ungapped
 // extension, its `extern __shared__` turned into `extern` by the caller, see
 // tests/kernels/test_blast_ungapped_emulated.py; with -DORDER_CU="path/to/order.cu" also the kernels
-// that put its rows in BLAST's order) or -DFWDBACK_CU="path/to/fwdback.cu" (HMMER's exact Forward
-// parser; tests/kernels/test_fwdback_emulated.py).
+// that put its rows in BLAST's order) or -DFWDBACK_CU="path/to/fwdback.cu" (HMMER's Forward and
+// Backward parsers; tests/kernels/test_fwdback_emulated.py).
 //
 // Each of a block's threads (up to 512, whole warps) is a ucontext fiber.  A fiber runs until
 // its next warp intrinsic (__shfl_sync, __shfl_up_sync, __shfl_xor_sync, __ballot_sync,
@@ -623,13 +623,25 @@ extern "C" int shared_memory_bytes() { return EMU_SMEM_BYTES; }
 #endif
 
 #ifdef FWDBACK_CU
-// forward_parser as hmmer/gpu/backend.py launches it: n_jobs models (jobs.cuh), each a row of
-// blocks of 128 threads, four a sequence, for the most sequences any job has
+// forward_parser and backward_parser as hmmer/gpu/backend.py launches them: n_jobs models
+// (jobs.cuh), each a row of blocks of 128 threads, four a sequence, for the most sequences any
+// job has; rows (the special states' rows, at rows_at) may be null for the Forward
 extern "C" int emulate_forward_parser(unsigned seed, const uint8_t* residues, const long long* offsets,
                                       const int* order, const int* jobs, int n_jobs, int most,
-                                      const long long* model_at, const float* profiles, float* out)
+                                      const long long* model_at, const float* profiles, const long long* rows_at,
+                                      float* rows, float* out)
 {
-    g_kernel = [=] { forward_parser(residues, offsets, order, jobs, model_at, profiles, out); };
+    g_kernel = [=] { forward_parser(residues, offsets, order, jobs, model_at, profiles, rows_at, rows, out); };
+    return run_blocks(seed, (4 * most + 127) / 128, 128, n_jobs);
+}
+
+extern "C" int emulate_backward_parser(unsigned seed, const uint8_t* residues, const long long* offsets,
+                                       const int* order, const int* jobs, int n_jobs, int most,
+                                       const long long* model_at, const float* profiles, const long long* rows_at,
+                                       const float* fwd_rows, float* bck_rows, float* out)
+{
+    g_kernel = [=] { backward_parser(residues, offsets, order, jobs, model_at, profiles, rows_at, fwd_rows, bck_rows,
+                                     out); };
     return run_blocks(seed, (4 * most + 127) / 128, 128, n_jobs);
 }
 #endif

@@ -99,6 +99,71 @@ def test_gpu_forward_parser_equals_hmmer(data_dir, proteome, proteome_path, gpu_
     assert np.all(np.isnan(batch[-1])) and len(batch[-1]) > 0
 
 
+def test_gpu_backward_parser_equals_hmmer(data_dir, proteome, fwdback_oracle, tmp_path):
+    """fwdback.cu's two kernels launched on the GPU as the emulated test launches them (four
+    threads a sequence, the rows of the special states kept): the Forward's and the Backward's
+    rows and scores equal to HMMER's p7_ForwardParser and p7_BackwardParser, row by row, on
+    400 proteome sequences and the models' consensus sequences (rescaled rows), but for the
+    pairs the kernels leave to the CPU (NaN scores)."""
+    import cupy as cp
+    from conftest import X_CELLS, run_fwdback_oracle
+
+    from gpu_search.gpu import load_functions
+    from gpu_search.hmmer.gpu import FWDBACK_FILE, fwdback_params, job_table, pack_fwdback_profiles
+
+    hmms = [read_hmms(data_dir / "hmms" / "txt" / f"{m}.hmm")[0] for m in ("Thioesterase", "LuxC", "RREFam")]
+    hmm_path = tmp_path / "models.hmm"
+    with open(hmm_path, "wb") as fh:
+        for h in hmms:
+            h.write(fh)
+    hmms = read_hmms(hmm_path)
+    rng = np.random.default_rng(9)
+    picked = np.sort(rng.choice(proteome.n_seqs, size=400, replace=False))
+    fasta = tmp_path / "targets.faa"
+    cons = [h.consensus.upper() for h in hmms]
+    fasta.write_text("".join(f">{proteome.name(i)}\n{proteome.text(i)}\n" for i in picked)
+                     + "".join(f">cons{j}\n{c}\n>twice{j}\n{c}GGSGGSGGS{c}\n" for j, c in enumerate(cons)))
+    db = open_database(fasta)
+    oracle = run_fwdback_oracle(fwdback_oracle, hmm_path, fasta)
+    profs = [profile_of(h) for h in hmms]
+    n = db.n_seqs
+    order = np.argsort(-db.lengths, kind="stable").astype(np.int32)          # longest first
+    order_all = np.tile(order, len(profs))
+    starts = [j * n for j in range(len(profs))]
+    jobs = job_table(starts, [n] * len(profs), starts, [fwdback_params(p) for p in profs])
+    rows = (db.lengths[order_all].astype(np.int64) + 1) * X_CELLS
+    rows_at = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
+    model_at, profiles = pack_fwdback_profiles(profs)
+    forward, backward = load_functions(FWDBACK_FILE, (), ("forward_parser", "backward_parser"), 0)
+    d = {k: cp.asarray(v) for k, v in dict(residues=db.residues, offsets=db.offsets.astype(np.int64), order=order_all,
+                                           jobs=jobs, model_at=model_at, profiles=profiles, rows_at=rows_at).items()}
+    fwd_rows, bck_rows = cp.zeros(int(rows.sum()), cp.float32), cp.zeros(int(rows.sum()), cp.float32)
+    fwd_out, bck_out = cp.zeros(len(order_all), cp.float32), cp.zeros(len(order_all), cp.float32)
+    grid = ((4 * n + 127) // 128, len(profs))
+    common = (d["residues"], d["offsets"], d["order"], d["jobs"], d["model_at"], d["profiles"], d["rows_at"])
+    forward(grid, (128,), (*common, fwd_rows, fwd_out))
+    backward(grid, (128,), (*common, fwd_rows, bck_rows, bck_out))
+    fwd_rows, bck_rows, fwd_out, bck_out = (a.get() for a in (fwd_rows, bck_rows, fwd_out, bck_out))
+    unsure = compared = rescaled = 0
+    for k in range(len(order_all)):
+        j, s = divmod(k, n)
+        s = int(order[s])
+        name = hmms[j].name
+        wf, wb, wfrows, wbrows = oracle[name][s]
+        if np.isnan(fwd_out[k]) or np.isnan(bck_out[k]):
+            unsure += 1
+            continue
+        cut = slice(rows_at[k], rows_at[k] + rows[k])
+        for got_rows, want_rows, what in ((fwd_rows, wfrows, "Forward"), (bck_rows, wbrows, "Backward")):
+            assert np.array_equal(got_rows[cut].view(np.int32), want_rows.reshape(-1).view(np.int32)), \
+                f"{name} x {s}: {what} rows"
+        assert fwd_out[k].view(np.int32) == wf.view(np.int32) and bck_out[k].view(np.int32) == wb.view(np.int32), \
+            f"{name} x {s}: scores"
+        compared += 1
+        rescaled += int((wbrows[:, X_CELLS - 1] > 1.0).any())
+    assert unsure <= len(order_all) // 100 and rescaled >= 2 * len(profs), (unsure, rescaled)
+
+
 @pytest.mark.parametrize("M", [1, 2, 5, 16, 31, 33, 64, 65, 97, 129, 300, 385, 511, 700, 705, 1024, 1184, 1500,
                                2500])
 def test_gpu_filters_equal_reference_random_models(M, proteome):

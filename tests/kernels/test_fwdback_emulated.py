@@ -6,7 +6,10 @@ The pairs come from real models against proteome sequences, and against sequence
 each model scores highly (its consensus, two copies of it in one sequence: HMMER's sparse
 rescaling and its J state), for models on both sides of HMMER's M = 100 switch between a
 fully serialised and an early-exit D->D pass, a model of M <= 8 (Q = 2 vectors with padding
-nodes), the filters' edge cases and a model of long deletions.  The same checks run on a GPU in tests/hmmer/test_hmmer_gpu.py.
+nodes), the filters' edge cases and a model of long deletions; then the Backward parser and the
+special-state rows of both (what domain definition starts from) against HMMER's
+p7_BackwardParser (the fwdback oracle).  The same checks run on a GPU in
+tests/hmmer/test_hmmer_gpu.py.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 import emulator_build
 import numpy as np
 import pytest
-from conftest import run_filters_oracle
+from conftest import X_CELLS, run_filters_oracle, run_fwdback_oracle
 
 from gpu_search.hmmer.gpu.kernels import FWDBACK_FILE
 from gpu_search.hmmer.gpu.packing import fwdback_params, job_table, pack_fwdback_profiles
@@ -45,7 +48,7 @@ class EmulatedForwardParser:
         self.lib = ctypes.CDLL(str(path))
         self.lib.emulator_error.restype = ctypes.c_char_p
 
-    def scores(self, profs, db, idxs, seed: int = 1) -> list:
+    def _layout(self, profs, db, idxs):
         order, starts, counts = [], [], []
         for idx in idxs:                                  # each model's sequences longest first
             idx = np.asarray(idx, dtype=np.int64)
@@ -54,18 +57,54 @@ class EmulatedForwardParser:
             order.append(idx[np.argsort(-db.lengths[idx], kind="stable")])
         order_all = np.concatenate(order).astype(np.int32)
         jobs = job_table(starts, counts, starts, [fwdback_params(p) for p in profs])
+        # each pair's special-state rows (0..L, X_CELLS floats each), in the order of out
+        rows = (db.lengths[order_all].astype(np.int64) + 1) * X_CELLS
+        rows_at = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
+        common = (_p(np.ascontiguousarray(db.residues)), _p(np.ascontiguousarray(db.offsets, dtype=np.int64)),
+                  _p(order_all), _p(jobs), ctypes.c_int(len(profs)), ctypes.c_int(max(counts)))
         model_at, profiles = pack_fwdback_profiles(profs)
-        out = np.full(len(order_all), -1.0, dtype=np.float32)
-        residues = np.ascontiguousarray(db.residues)
-        offsets = np.ascontiguousarray(db.offsets, dtype=np.int64)
-        rc = self.lib.emulate_forward_parser(ctypes.c_uint(seed), _p(residues), _p(offsets), _p(order_all),
-                                             _p(jobs), ctypes.c_int(len(profs)), ctypes.c_int(max(counts)),
-                                             _p(model_at), _p(profiles), _p(out))
-        assert rc == 0, self.lib.emulator_error().decode()
+        keep = (order_all, jobs, model_at, profiles)        # (alive through the calls)
+        return common, keep, order, starts, rows_at, int(rows.sum())
+
+    def _back(self, idxs, order, starts, out):
         got = []
         for idx, o, start in zip(idxs, order, starts):    # back into each idx's order
             place = {int(s): start + j for j, s in enumerate(o)}
             got.append(out[[place[int(s)] for s in idx]])
+        return got
+
+    def scores(self, profs, db, idxs, seed: int = 1) -> list:
+        """forward_parser's scores alone (no rows written)."""
+        common, keep, order, starts, _, _ = self._layout(profs, db, idxs)
+        out = np.full(len(keep[0]), -1.0, dtype=np.float32)
+        rc = self.lib.emulate_forward_parser(ctypes.c_uint(seed), *common, _p(keep[2]), _p(keep[3]), None, None,
+                                             _p(out))
+        assert rc == 0, self.lib.emulator_error().decode()
+        return self._back(idxs, order, starts, out)
+
+    def forward_backward(self, profs, db, idxs, seed: int = 1) -> list:
+        """Per model, per sequence: (Forward score, Backward score, the Forward's rows, the
+        Backward's rows), the rows as (L+1, X_CELLS) float32 arrays."""
+        common, keep, order, starts, rows_at, n_rows = self._layout(profs, db, idxs)
+        fwd_out = np.full(len(keep[0]), -1.0, dtype=np.float32)
+        bck_out = np.full(len(keep[0]), -1.0, dtype=np.float32)
+        fwd_rows = np.full(n_rows, -1.0, dtype=np.float32)
+        bck_rows = np.full(n_rows, -1.0, dtype=np.float32)
+        rc = self.lib.emulate_forward_parser(ctypes.c_uint(seed), *common, _p(keep[2]), _p(keep[3]), _p(rows_at),
+                                             _p(fwd_rows), _p(fwd_out))
+        assert rc == 0, self.lib.emulator_error().decode()
+        rc = self.lib.emulate_backward_parser(ctypes.c_uint(seed + 1), *common, _p(keep[2]), _p(keep[3]),
+                                              _p(rows_at), _p(fwd_rows), _p(bck_rows), _p(bck_out))
+        assert rc == 0, self.lib.emulator_error().decode()
+        lengths = db.lengths[keep[0]].astype(np.int64)
+        def cut(rows, j):
+            return rows[rows_at[j]:rows_at[j] + (lengths[j] + 1) * X_CELLS].reshape(-1, X_CELLS)
+
+        per_pair = [(fwd_out[j], bck_out[j], cut(fwd_rows, j), cut(bck_rows, j)) for j in range(len(keep[0]))]
+        got = []
+        for idx, o, start in zip(idxs, order, starts):
+            place = {int(s): start + j for j, s in enumerate(o)}
+            got.append([per_pair[place[int(s)]] for s in idx])
         return got
 
 
@@ -199,3 +238,46 @@ def test_forward_parser_edge_cases_and_long_deletions(data_dir, tmp_path, build_
                                          filters_oracle):
         bad = np.flatnonzero(got.view(np.int32) != want.view(np.int32))
         assert len(bad) == 0, f"{name}: {[(names[i], got[i], want[i]) for i in bad[:5]]}"
+
+
+def _same(a, b) -> bool:
+    return np.array_equal(np.asarray(a, np.float32).view(np.int32), np.asarray(b, np.float32).view(np.int32))
+
+
+@pytest.mark.parametrize("models", [["Thioesterase", "PF02826"], ["LuxC", "RREFam"]])
+def test_backward_parser_equals_hmmer(models, data_dir, proteome, tmp_path, build_dir, fwdback_oracle):
+    """The Forward parser's special-state rows and the Backward parser's rows and score (what
+    HMMER's domain definition starts from) equal to HMMER's p7_ForwardParser and
+    p7_BackwardParser bit for bit, row by row, on proteome sequences and each model's consensus
+    once and twice (rescaled rows on both sides)."""
+    hmms = [read_hmms(data_dir / "hmms" / "txt" / f"{m}.hmm")[0] for m in models]
+    hmm_path = tmp_path / "models.hmm"
+    with open(hmm_path, "wb") as fh:
+        for h in hmms:
+            h.write(fh)
+    targets = _targets(hmms, proteome, 8, np.random.default_rng(17))
+    fasta = tmp_path / "targets.faa"
+    fasta.write_text("".join(f">{n}\n{s}\n" for n, s in targets))
+    db = open_database(fasta)
+    oracle = run_fwdback_oracle(fwdback_oracle, hmm_path, fasta)
+    hmms = read_hmms(hmm_path)
+    profs = [_profile(h) for h in hmms]
+    idx = np.arange(db.n_seqs)
+    got = EmulatedForwardParser(build_dir).forward_backward(profs, db, [idx] * len(profs))
+    rescaled = 0
+    for hmm, pairs in zip(hmms, got):
+        name = hmm.name.decode() if isinstance(hmm.name, bytes) else hmm.name
+        for (names, want), have in zip(((t[0], w) for t, w in zip(targets, oracle[name])), pairs):
+            fsc, bsc, frows, brows = have
+            wf, wb, wfrows, wbrows = want
+            assert _same(frows, wfrows), f"{name} x {names}: Forward rows differ from row {_first_row(frows, wfrows)}"
+            assert _same(brows, wbrows), f"{name} x {names}: Backward rows differ from row {_first_row(brows, wbrows)}"
+            assert _same(fsc, wf) and _same(bsc, wb), f"{name} x {names}: scores {fsc} {bsc} against {wf} {wb}"
+            rescaled += int((wbrows[:, X_CELLS - 1] > 1.0).any())
+    assert rescaled >= 2 * len(hmms)
+
+
+def _first_row(a, b) -> int:
+    differs = np.flatnonzero((np.asarray(a, np.float32).view(np.int32) != np.asarray(b, np.float32).view(np.int32))
+                             .any(axis=1))
+    return int(differs[0]) if len(differs) else -1

@@ -1,12 +1,16 @@
-/* HMMER 3.4's Forward parser (p7_ForwardParser, impl_sse/fwdback.c) as a CUDA kernel, bit for
- * bit: the first stage of HMMER's finishing (Forward, Backward, domain definition) on the GPU.
+/* HMMER 3.4's Forward and Backward parsers (p7_ForwardParser, p7_BackwardParser,
+ * impl_sse/fwdback.c) as CUDA kernels, bit for bit: the first stages of HMMER's finishing
+ * (Forward, Backward, domain definition) on the GPU.
  *
- * What it computes
+ * What they compute
  *   forward_parser: for each (model, sequence) pair, the raw Forward score in nats (float32)
  *   that p7_ForwardParser returns for the model configured to the sequence's length, local
- *   multihit, as p7_Pipeline calls it after the Viterbi filter.
+ *   multihit, as p7_Pipeline calls it after the Viterbi filter; where asked, the special
+ *   states' rows 0..L (E N J B C and the row's scale, as P7_OMX's xmx holds them).
+ *   backward_parser: the same pairs' Backward rows and score (p7_BackwardParser after the
+ *   Forward parser, with its scale factors), what HMMER's domain definition starts from.
  *
- * Why it is exact
+ * Why they are exact
  *   HMMER's striped SSE code is transcribed with one thread per SSE lane: a group of four
  *   threads per pair, thread z holding lane z of every vector, i.e. nodes k = z*Q + q + 1
  *   (Q = p7O_NQF(M) vectors a row).  Within a lane each float operation comes in HMMER's
@@ -20,7 +24,7 @@
  *   CUDA's double log() may differ from the C library's in its last bit; wherever a float
  *   rounding boundary lies within LOG_GUARD of CUDA's value the pair's score is NaN and the
  *   host finishes that pair on the CPU (as bias.cu).  HMMER's range errors (xC NaN, zero or
- *   infinite) are NaN too.
+ *   infinite) are NaN too.  The rows take no log: they are HMMER's whatever the scores.
  *
  * Layout (packing.pack_fwdback_profiles): a model's block of floats at model_at[job]:
  *   tfv[8*Q][4]: for each q the 7 vectors BM MM IM DM MD MI II (the first four into node k,
@@ -51,6 +55,20 @@ typedef unsigned char uint8_t;
 
 enum { T_BM, T_MM, T_IM, T_DM, T_MD, T_MI, T_II };
 
+/* HMMER's special-state row (p7X_E, N, J, B, C, SCALE), as P7_OMX's xmx holds it */
+enum { X_E, X_N, X_J, X_B, X_C, X_SCALE, X_CELLS };
+
+__device__ __forceinline__ void store_specials(float *row, float xE, float xN, float xJ, float xB, float xC,
+                                               float scale)
+{
+    row[X_E] = xE;
+    row[X_N] = xN;
+    row[X_J] = xJ;
+    row[X_B] = xB;
+    row[X_C] = xC;
+    row[X_SCALE] = scale;
+}
+
 /* (float)((double) acc + log((double) x)), as C evaluates HMMER's float += log(),
    and whether the C library's log might make it another float */
 __device__ __forceinline__ float add_log(float acc, float x, bool &unsure)
@@ -80,6 +98,7 @@ extern "C" __global__ void __launch_bounds__(128)
 forward_parser(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
                const int *__restrict__ order_all, const int *__restrict__ jobs,
                const long long *__restrict__ model_at, const float *__restrict__ profiles,
+               const long long *__restrict__ rows_at, float *__restrict__ rows_all,
                float *__restrict__ out_all)
 {
     /* this block's model (jobs.cuh): its sequences, longest first, four threads each */
@@ -100,6 +119,8 @@ forward_parser(const uint8_t *__restrict__ residues, const long long *__restrict
     const long long start = offsets[s];
     const int L = (int)(offsets[s + 1] - start);
     const uint8_t *dsq = residues + start - 1;   /* dsq[1..L] */
+    /* the special states' rows, where asked for: X_CELLS floats a row, rows 0..L */
+    float *xmx = rows_all ? rows_all + rows_at[job[JOB_OUT] + item] : nullptr;
 
     /* p7_oprofile_ReconfigRestLength: N, C, J loop and move, in float */
     const float pmove = __fdiv_rn(__fadd_rn(2.0f, nj), __fadd_rn(__fadd_rn((float)L, 2.0f), nj));
@@ -110,6 +131,7 @@ forward_parser(const uint8_t *__restrict__ residues, const long long *__restrict
     float xE = 0.0f, xN = 1.0f, xJ = 0.0f, xB = pmove, xC = 0.0f;
     float totscale = 0.0f;
     bool unsure = false;
+    if (xmx && z == 0) store_specials(xmx, xE, xN, xJ, xB, xC, 1.0f);
 
 #define TF(q, t) tfv[((q) * 7 + (t)) * 4 + z]
 #define TDD(q) tfv[(7 * Q + (q)) * 4 + z]
@@ -164,7 +186,9 @@ forward_parser(const uint8_t *__restrict__ residues, const long long *__restrict
         xJ = __fadd_rn(__fmul_rn(xJ, ploop), __fmul_rn(xE, e_loop));
         xB = __fadd_rn(__fmul_rn(xJ, pmove), __fmul_rn(xN, pmove));
 
+        float scale_i = 1.0f;
         if (xE > 1.0e4f) {                       /* sparse rescaling */
+            scale_i = xE;
             xN = __fdiv_rn(xN, xE);
             xC = __fdiv_rn(xC, xE);
             xJ = __fdiv_rn(xJ, xE);
@@ -178,6 +202,7 @@ forward_parser(const uint8_t *__restrict__ residues, const long long *__restrict
             totscale = add_log(totscale, xE, unsure);
             xE = 1.0f;
         }
+        if (xmx && z == 0) store_specials(xmx + i * X_CELLS, xE, xN, xJ, xB, xC, scale_i);
     }
 #undef TF
 #undef TDD
@@ -186,5 +211,193 @@ forward_parser(const uint8_t *__restrict__ residues, const long long *__restrict
     if (z != 0) return;
     const bool range_error = isnan(xC) || (L > 0 && xC == 0.0f) || isinf(xC);
     const float score = add_log(totscale, __fmul_rn(xC, pmove), unsure);
+    out[item] = (unsure || range_error) ? __int_as_float(0x7fc00000) : score;
+}
+
+/* HMMER's left shift (_mm_move_ss to 0, then a rotation): lane z takes lane z+1's value, lane 3
+   a zero */
+__device__ __forceinline__ float left_shift(float v, unsigned mask, int z)
+{
+    const float from = __shfl_sync(mask, v, (z + 1) & 3, 4);
+    return z == 3 ? 0.0f : from;
+}
+
+/* HMMER 3.4's Backward parser (p7_BackwardParser, backward_engine with one row), bit for bit, as
+ * forward_parser transcribes the Forward: one thread per SSE lane, each row from L down to 1
+ * (the specials B, C, J, N, E; the D->D paths in one pass that carries xE and three that extend
+ * only the D->D chain; the M->D paths last), then row 0.  Each row is scaled by the Forward's
+ * factor for that row (fwd_rows), unless B passes 1e16, from where HMMER takes its own factors
+ * (B where it exceeds 1e4) for the rest of the sequence.  Writes the special states' rows
+ * (bck_rows: X_CELLS floats a row, rows 0..L) and the Backward score (out; NaN as forward_parser).
+ */
+extern "C" __global__ void __launch_bounds__(128)
+backward_parser(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
+                const int *__restrict__ order_all, const int *__restrict__ jobs,
+                const long long *__restrict__ model_at, const float *__restrict__ profiles,
+                const long long *__restrict__ rows_at, const float *__restrict__ fwd_rows_all,
+                float *__restrict__ bck_rows_all, float *__restrict__ out_all)
+{
+    const int *job = jobs + blockIdx.y * JOB_INTS;
+    const int item = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 2);
+    if (item >= job[JOB_N]) return;
+    const int lane = threadIdx.x & 31;
+    const int z = lane & 3;
+    const unsigned mask = 0xFu << (lane & ~3);
+    const int s = order_all[job[JOB_ORDER] + item];
+    float *out = out_all + job[JOB_OUT];
+    const int M = job[JOB_P];
+    const float nj = __int_as_float(job[JOB_P + 1]);
+    const float e_move = __int_as_float(job[JOB_P + 2]), e_loop = __int_as_float(job[JOB_P + 3]);
+    const int Q = M <= 8 ? 2 : (M - 1) / 4 + 1;
+    const float *tfv = profiles + model_at[blockIdx.y];
+    const float *rfv = tfv + 8 * Q * 4;
+    const long long start = offsets[s];
+    const int L = (int)(offsets[s + 1] - start);
+    const uint8_t *dsq = residues + start - 1;
+    const long long at = rows_at[job[JOB_OUT] + item];
+    const float *fwd = fwd_rows_all + at;
+    float *bck = bck_rows_all + at;
+
+    const float pmove = __fdiv_rn(__fadd_rn(2.0f, nj), __fadd_rn(__fadd_rn((float)L, 2.0f), nj));
+    const float ploop = __fsub_rn(1.0f, pmove);
+
+#define TF(q, t) tfv[((q) * 7 + (t)) * 4 + z]
+#define TDD(q) tfv[(7 * Q + (q)) * 4 + z]
+#define RF(x, q) rfv[((long long)(x) * Q + (q)) * 4 + z]
+    float mmx[QMAX], dmx[QMAX], imx[QMAX];
+    bool unsure = false;
+
+    /* row L */
+    float xJ = 0.0f, xB = 0.0f, xN = 0.0f;
+    float xC = pmove;                            /* C->T */
+    float xE = __fmul_rn(xC, e_move);            /* E->C, no tail */
+    for (int q = 0; q < Q; q++) {
+        mmx[q] = dmx[q] = xE;
+        imx[q] = 0.0f;
+    }
+    float dpv = left_shift(dmx[Q - 1], mask, z), dcv = 0.0f;
+    for (int q = Q - 1; q >= 0; q--) {           /* D->D, the first pass taking xE along */
+        dcv = __fmul_rn(dpv, TDD(q));
+        dmx[q] = __fadd_rn(dmx[q], dcv);
+        dpv = dmx[q];
+    }
+    for (int j = 1; j < 4; j++) {                /* three more, extending the chain only */
+        dcv = left_shift(dcv, mask, z);
+        for (int q = Q - 1; q >= 0; q--) {
+            dcv = __fmul_rn(dcv, TDD(q));
+            dmx[q] = __fadd_rn(dmx[q], dcv);
+        }
+    }
+    dcv = left_shift(dmx[0], mask, z);           /* M->D */
+    for (int q = Q - 1; q >= 0; q--) {
+        mmx[q] = __fadd_rn(mmx[q], __fmul_rn(dcv, TF(q, T_MD)));
+        dcv = dmx[q];
+    }
+    float totscale = 0.0f;
+    {
+        const float scale = fwd[L * X_CELLS + X_SCALE];
+        if (scale > 1.0f) {
+            xE = __fdiv_rn(xE, scale);
+            xN = __fdiv_rn(xN, scale);
+            xC = __fdiv_rn(xC, scale);
+            xJ = __fdiv_rn(xJ, scale);
+            xB = __fdiv_rn(xB, scale);
+            const float inv = __double2float_rn(1.0 / (double)scale);
+            for (int q = 0; q < Q; q++) {
+                mmx[q] = __fmul_rn(mmx[q], inv);
+                dmx[q] = __fmul_rn(dmx[q], inv);
+                imx[q] = __fmul_rn(imx[q], inv);
+            }
+        }
+        totscale = add_log(0.0f, scale, unsure);
+        if (z == 0) store_specials(bck + L * X_CELLS, xE, xN, xJ, xB, xC, scale);
+    }
+
+    /* rows L-1 .. 1 */
+    bool own_scales = false;
+    for (int i = L - 1; i >= 1; i--) {
+        const int x = dsq[i + 1];
+        /* 1. I(i), and M(i), D(i) without their paths to D and E; B(i) gathered */
+        float tmmv = left_shift(TF(0, T_MM), mask, z);
+        float timv = left_shift(TF(0, T_IM), mask, z);
+        float tdmv = left_shift(TF(0, T_DM), mask, z);
+        float mpv = left_shift(__fmul_rn(mmx[0], RF(x, 0)), mask, z);
+        float xBv = 0.0f;
+        for (int q = Q - 1; q >= 0; q--) {
+            const float ipv = imx[q];
+            imx[q] = __fadd_rn(__fmul_rn(ipv, TF(q, T_II)), __fmul_rn(mpv, timv));
+            dmx[q] = __fmul_rn(mpv, tdmv);
+            const float mcv = __fadd_rn(__fmul_rn(ipv, TF(q, T_MI)), __fmul_rn(mpv, tmmv));
+            mpv = __fmul_rn(mmx[q], RF(x, q));
+            mmx[q] = mcv;
+            tdmv = TF(q, T_DM);
+            timv = TF(q, T_IM);
+            tmmv = TF(q, T_MM);
+            xBv = __fadd_rn(xBv, __fmul_rn(mpv, TF(q, T_BM)));
+        }
+        /* 2. the specials */
+        xB = lanes_sum(xBv, mask);
+        xC = __fmul_rn(xC, ploop);
+        xJ = __fadd_rn(__fmul_rn(xB, pmove), __fmul_rn(xJ, ploop));
+        xN = __fadd_rn(__fmul_rn(xB, pmove), __fmul_rn(xN, ploop));
+        xE = __fadd_rn(__fmul_rn(xC, e_move), __fmul_rn(xJ, e_loop));
+        /* 3. {M,D}->E and one D->D pass */
+        dpv = left_shift(__fadd_rn(dmx[0], xE), mask, z);
+        for (int q = Q - 1; q >= 0; q--) {
+            dcv = __fmul_rn(dpv, TDD(q));
+            dmx[q] = __fadd_rn(dmx[q], __fadd_rn(dcv, xE));
+            dpv = dmx[q];
+            mmx[q] = __fadd_rn(mmx[q], xE);
+        }
+        /* 4. three more D->D passes */
+        for (int j = 1; j < 4; j++) {
+            dcv = left_shift(dcv, mask, z);
+            for (int q = Q - 1; q >= 0; q--) {
+                dcv = __fmul_rn(dcv, TDD(q));
+                dmx[q] = __fadd_rn(dmx[q], dcv);
+            }
+        }
+        /* 5. M->D */
+        dcv = left_shift(dmx[0], mask, z);
+        for (int q = Q - 1; q >= 0; q--) {
+            mmx[q] = __fadd_rn(mmx[q], __fmul_rn(dcv, TF(q, T_MD)));
+            dcv = dmx[q];
+        }
+        /* sparse rescaling: the Forward's factors, or from B > 1e16 on HMMER's own */
+        if ((double)xB > 1.0e16) own_scales = true;   /* (1e16 is no float: compared in double, as C does) */
+        const float scale = own_scales ? (xB > 1.0e4f ? xB : 1.0f) : fwd[i * X_CELLS + X_SCALE];
+        if (scale > 1.0f) {
+            xE = __fdiv_rn(xE, scale);
+            xN = __fdiv_rn(xN, scale);
+            xJ = __fdiv_rn(xJ, scale);
+            xB = __fdiv_rn(xB, scale);
+            xC = __fdiv_rn(xC, scale);
+            const float inv = __double2float_rn(1.0 / (double)scale);
+            for (int q = 0; q < Q; q++) {
+                mmx[q] = __fmul_rn(mmx[q], inv);
+                dmx[q] = __fmul_rn(dmx[q], inv);
+                imx[q] = __fmul_rn(imx[q], inv);
+            }
+            totscale = add_log(totscale, scale, unsure);
+        }
+        if (z == 0) store_specials(bck + i * X_CELLS, xE, xN, xJ, xB, xC, scale);
+    }
+
+    /* row 0: only N and B */
+    {
+        const int x = dsq[1];
+        float xBv = 0.0f;
+        for (int q = 0; q < Q; q++)
+            xBv = __fadd_rn(xBv, __fmul_rn(__fmul_rn(mmx[q], RF(x, q)), TF(q, T_BM)));
+        xB = lanes_sum(xBv, mask);
+        xN = __fadd_rn(__fmul_rn(xB, pmove), __fmul_rn(xN, ploop));
+    }
+#undef TF
+#undef TDD
+#undef RF
+    if (z != 0) return;
+    store_specials(bck, 0.0f, xN, 0.0f, xB, 0.0f, 1.0f);
+    const bool range_error = isnan(xN) || (L > 0 && xN == 0.0f) || isinf(xN);
+    const float score = add_log(totscale, xN, unsure);
     out[item] = (unsure || range_error) ? __int_as_float(0x7fc00000) : score;
 }

@@ -1,0 +1,89 @@
+/* fwdback_oracle: HMMER's own Forward and Backward parsers for every (model, sequence) pair.
+ *
+ * Test oracle only, built as filters_oracle.c is (tests/helpers/oracle/build.py) against the
+ * libhmmer of pyhmmer's wheel: each model configured as p7_Pipeline() configures it (local
+ * multihit, length reconfigured per target), then p7_ForwardParser and p7_BackwardParser as
+ * p7_Pipeline calls them before domain definition.
+ *
+ * Usage:   fwdback_oracle <hmmfile> <protein fasta>
+ * Output:  one tab-separated line per pair:
+ *          model  seqname  L  fwd  bck  fwd_rows  bck_rows
+ *          fwd, bck: the two scores in nats (C99 %a hex floats, nan where HMMER reports a
+ *          range error); *_rows: the special states' rows 0..L (E N J B C SCALE each, as
+ *          P7_OMX's xmx holds them), every float as 8 hex digits of its bits, big-endian.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include "hmmer.h"
+#include "impl_sse.h"
+#include "esl_sqio.h"
+
+static void die(const char *msg, const char *what) { fprintf(stderr, "fwdback_oracle: %s %s\n", msg, what); exit(2); }
+
+static void print_rows(const float *xmx, int L)
+{
+  int n = (L + 1) * p7X_NXCELLS;
+  putchar('\t');
+  for (int j = 0; j < n; j++) {
+    unsigned int bits;
+    memcpy(&bits, &xmx[j], 4);
+    printf("%08x", bits);
+  }
+}
+
+int main(int argc, char **argv)
+{
+  char          errbuf[eslERRBUFSIZE];
+  ESL_ALPHABET *abc = NULL;
+  P7_HMMFILE   *hfp = NULL;
+  P7_HMM       *hmm = NULL;
+
+  if (argc != 3) die("usage:", "fwdback_oracle <hmmfile> <fasta>");
+  if (p7_hmmfile_Open(argv[1], NULL, &hfp, errbuf) != eslOK) die("cannot open HMM file", argv[1]);
+
+  while (p7_hmmfile_Read(hfp, &abc, &hmm) == eslOK)
+    {
+      P7_BG       *bg  = p7_bg_Create(abc);
+      P7_PROFILE  *gm  = p7_profile_Create(hmm->M, abc);
+      P7_OPROFILE *om  = p7_oprofile_Create(hmm->M, abc);
+      P7_OMX      *fwd = p7_omx_Create(hmm->M, 0, 0);
+      P7_OMX      *bck = p7_omx_Create(hmm->M, 0, 0);
+      ESL_SQFILE  *sqfp = NULL;
+      ESL_SQ      *sq  = esl_sq_CreateDigital(abc);
+      int          status;
+
+      p7_ProfileConfig(hmm, bg, gm, 100, p7_LOCAL);   /* as p7_pli_NewModel: local multihit */
+      p7_oprofile_Convert(gm, om);
+
+      if (esl_sqfile_OpenDigital(abc, argv[2], eslSQFILE_FASTA, NULL, &sqfp) != eslOK)
+        die("cannot open FASTA", argv[2]);
+      while ((status = esl_sqio_Read(sqfp, sq)) == eslOK)
+        {
+          float fsc, bsc;
+          p7_omx_GrowTo(fwd, om->M, 0, sq->n);
+          p7_omx_GrowTo(bck, om->M, 0, sq->n);
+          p7_oprofile_ReconfigLength(om, sq->n);        /* as p7_pli_NewSeq */
+          if (p7_ForwardParser(sq->dsq, sq->n, om, fwd, &fsc) != eslOK) fsc = NAN;
+          if (p7_BackwardParser(sq->dsq, sq->n, om, fwd, bck, &bsc) != eslOK) bsc = NAN;
+          printf("%s\t%s\t%ld\t%a\t%a", hmm->name, sq->name, (long) sq->n, fsc, bsc);
+          print_rows(fwd->xmx, sq->n);
+          print_rows(bck->xmx, sq->n);
+          putchar('\n');
+          esl_sq_Reuse(sq);
+        }
+      if (status != eslEOF) die("bad FASTA", argv[2]);
+      esl_sqfile_Close(sqfp);
+      esl_sq_Destroy(sq);
+      p7_omx_Destroy(fwd);
+      p7_omx_Destroy(bck);
+      p7_oprofile_Destroy(om);
+      p7_profile_Destroy(gm);
+      p7_bg_Destroy(bg);
+      p7_hmm_Destroy(hmm);
+    }
+  p7_hmmfile_Close(hfp);
+  esl_alphabet_Destroy(abc);
+  return 0;
+}
