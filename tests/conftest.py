@@ -75,16 +75,22 @@ X_CELLS = 6            # HMMER's special-state row (P7_OMX's xmx): E N J B C SCA
 
 
 def run_fwdback_oracle(exe, hmm_path, fasta_path) -> dict:
-    """Per model, per sequence: HMMER's (Forward score, Backward score, Forward rows, Backward
-    rows) from tests/helpers/oracle/fwdback_oracle.c."""
+    """Per model, per sequence: HMMER's Forward and Backward scores and rows, the Backward's
+    has_own_scales, p7_DomainDecoding's (mocc, btot, etot) rows and P7_DOMAINDEF's nexpected,
+    nregions and nclustered (tests/helpers/oracle/fwdback_oracle.c), as a dict of those names."""
     out = subprocess.run([str(exe), str(hmm_path), str(fasta_path)], capture_output=True, text=True,
                          check=True).stdout
+
+    def floats(hexes, width):
+        return np.frombuffer(bytes.fromhex(hexes), dtype=">u4").astype(np.uint32).view(np.float32).reshape(-1, width)
+
     result = {}
     for line in out.splitlines():
-        model, _, L, fsc, bsc, frows, brows = line.split("\t")
-        rows = [np.frombuffer(bytes.fromhex(r), dtype=">u4").astype(np.uint32).view(np.float32).reshape(-1, X_CELLS)
-                for r in (frows, brows)]
-        result.setdefault(model, []).append((np.float32(float.fromhex(fsc)), np.float32(float.fromhex(bsc)), *rows))
+        model, _, L, fsc, bsc, frows, brows, own, post, nexp, nreg, nclu = line.split("\t")
+        result.setdefault(model, []).append(dict(
+            fwd=np.float32(float.fromhex(fsc)), bck=np.float32(float.fromhex(bsc)), fwd_rows=floats(frows, X_CELLS),
+            bck_rows=floats(brows, X_CELLS), own=int(own), post=floats(post, 3),
+            nexpected=np.float32(float.fromhex(nexp)), nregions=int(nreg), nclustered=int(nclu)))
     return result
 
 

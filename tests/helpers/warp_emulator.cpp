@@ -623,7 +623,7 @@ extern "C" int shared_memory_bytes() { return EMU_SMEM_BYTES; }
 #endif
 
 #ifdef FWDBACK_CU
-// forward_parser and backward_parser as hmmer/gpu/backend.py launches them: n_jobs models
+// forward_parser and backward_parser as the GPU tests launch them: n_jobs models
 // (jobs.cuh), each a row of blocks of 128 threads, four a sequence, for the most sequences any
 // job has; rows (the special states' rows, at rows_at) may be null for the Forward
 extern "C" int emulate_forward_parser(unsigned seed, const uint8_t* residues, const long long* offsets,
@@ -638,10 +638,21 @@ extern "C" int emulate_forward_parser(unsigned seed, const uint8_t* residues, co
 extern "C" int emulate_backward_parser(unsigned seed, const uint8_t* residues, const long long* offsets,
                                        const int* order, const int* jobs, int n_jobs, int most,
                                        const long long* model_at, const float* profiles, const long long* rows_at,
-                                       const float* fwd_rows, float* bck_rows, float* out)
+                                       const float* fwd_rows, float* bck_rows, int* own_scales, float* out)
 {
     g_kernel = [=] { backward_parser(residues, offsets, order, jobs, model_at, profiles, rows_at, fwd_rows, bck_rows,
-                                     out); };
+                                     own_scales, out); };
     return run_blocks(seed, (4 * most + 127) / 128, 128, n_jobs);
+}
+
+// domain_regions: one thread a sequence
+extern "C" int emulate_domain_regions(unsigned seed, const int* jobs, int n_jobs, int most, const long long* offsets,
+                                      const int* order, const long long* rows_at, const float* fwd_rows,
+                                      const float* bck_rows, const int* own_scales, float* post, int* regions,
+                                      int* n_regions, float* nexpected)
+{
+    g_kernel = [=] { domain_regions(jobs, offsets, order, rows_at, fwd_rows, bck_rows, own_scales, post, regions,
+                                    n_regions, nexpected); };
+    return run_blocks(seed, (most + 127) / 128, 128, n_jobs);
 }
 #endif

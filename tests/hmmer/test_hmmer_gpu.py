@@ -99,12 +99,13 @@ def test_gpu_forward_parser_equals_hmmer(data_dir, proteome, proteome_path, gpu_
     assert np.all(np.isnan(batch[-1])) and len(batch[-1]) > 0
 
 
-def test_gpu_backward_parser_equals_hmmer(data_dir, proteome, fwdback_oracle, tmp_path):
-    """fwdback.cu's two kernels launched on the GPU as the emulated test launches them (four
-    threads a sequence, the rows of the special states kept): the Forward's and the Backward's
-    rows and scores equal to HMMER's p7_ForwardParser and p7_BackwardParser, row by row, on
-    400 proteome sequences and the models' consensus sequences (rescaled rows), but for the
-    pairs the kernels leave to the CPU (NaN scores)."""
+def test_gpu_backward_parser_and_regions_equal_hmmer(data_dir, proteome, fwdback_oracle, tmp_path):
+    """fwdback.cu's three kernels launched on the GPU as the emulated test launches them (four
+    threads a sequence for the parsers, one for the decoding): the Forward's and the
+    Backward's rows, p7_DomainDecoding's posteriors and the expected number of domains equal
+    to HMMER's bit for bit, and as many regions, as many judged multidomain, as HMMER's domain
+    definition; on 400 proteome sequences and the models' consensus sequences once and twice
+    (rescaled rows, two-domain regions), but for the scores the kernels leave to the CPU (NaN)."""
     import cupy as cp
     from conftest import X_CELLS, run_fwdback_oracle
 
@@ -134,34 +135,48 @@ def test_gpu_backward_parser_equals_hmmer(data_dir, proteome, fwdback_oracle, tm
     rows = (db.lengths[order_all].astype(np.int64) + 1) * X_CELLS
     rows_at = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
     model_at, profiles = pack_fwdback_profiles(profs)
-    forward, backward = load_functions(FWDBACK_FILE, (), ("forward_parser", "backward_parser"), 0)
+    forward, backward, regions_kernel = load_functions(FWDBACK_FILE, (), ("forward_parser", "backward_parser",
+                                                                          "domain_regions"), 0)
     d = {k: cp.asarray(v) for k, v in dict(residues=db.residues, offsets=db.offsets.astype(np.int64), order=order_all,
                                            jobs=jobs, model_at=model_at, profiles=profiles, rows_at=rows_at).items()}
-    fwd_rows, bck_rows = cp.zeros(int(rows.sum()), cp.float32), cp.zeros(int(rows.sum()), cp.float32)
-    fwd_out, bck_out = cp.zeros(len(order_all), cp.float32), cp.zeros(len(order_all), cp.float32)
+    fwd_rows, bck_rows, post = (cp.zeros(int(rows.sum()), cp.float32) for _ in range(3))
+    regions = cp.zeros(int(rows.sum()), cp.int32)
+    fwd_out, bck_out, nexpected = (cp.zeros(len(order_all), cp.float32) for _ in range(3))
+    own, n_regions = cp.zeros(len(order_all), cp.int32), cp.zeros(len(order_all), cp.int32)
     grid = ((4 * n + 127) // 128, len(profs))
     common = (d["residues"], d["offsets"], d["order"], d["jobs"], d["model_at"], d["profiles"], d["rows_at"])
     forward(grid, (128,), (*common, fwd_rows, fwd_out))
-    backward(grid, (128,), (*common, fwd_rows, bck_rows, bck_out))
-    fwd_rows, bck_rows, fwd_out, bck_out = (a.get() for a in (fwd_rows, bck_rows, fwd_out, bck_out))
-    unsure = compared = rescaled = 0
+    backward(grid, (128,), (*common, fwd_rows, bck_rows, own, bck_out))
+    regions_kernel(((n + 127) // 128, len(profs)), (128,), (d["jobs"], d["offsets"], d["order"], d["rows_at"],
+                                                            fwd_rows, bck_rows, own, post, regions, n_regions,
+                                                            nexpected))
+    fwd_rows, bck_rows, post, regions, fwd_out, bck_out, nexpected, own, n_regions = (
+        a.get() for a in (fwd_rows, bck_rows, post, regions, fwd_out, bck_out, nexpected, own, n_regions))
+    unsure = rescaled = clustered = 0
     for k in range(len(order_all)):
         j, s = divmod(k, n)
         s = int(order[s])
         name = hmms[j].name
-        wf, wb, wfrows, wbrows = oracle[name][s]
+        want = oracle[name][s]
+        cut = slice(rows_at[k], rows_at[k] + rows[k])
+        for got_rows, want_rows, what in ((fwd_rows, want["fwd_rows"], "Forward"), (bck_rows, want["bck_rows"],
+                                                                                    "Backward")):
+            assert np.array_equal(got_rows[cut].view(np.int32), want_rows.reshape(-1).view(np.int32)), \
+                f"{name} x {s}: {what} rows"
+        got_post = post[cut].reshape(-1, X_CELLS)[:, :3]
+        assert np.array_equal(got_post.view(np.int32), want["post"].view(np.int32)), f"{name} x {s}: posteriors"
+        assert nexpected[k].view(np.int32) == want["nexpected"].view(np.int32) and own[k] == want["own"]
+        flags = regions[rows_at[k]:rows_at[k] + 3 * n_regions[k]].reshape(-1, 3)[:, 2]
+        assert n_regions[k] == want["nregions"] and flags.sum() == want["nclustered"], f"{name} x {s}: regions"
+        clustered += want["nclustered"]
+        rescaled += int((want["bck_rows"][:, X_CELLS - 1] > 1.0).any())
         if np.isnan(fwd_out[k]) or np.isnan(bck_out[k]):
             unsure += 1
             continue
-        cut = slice(rows_at[k], rows_at[k] + rows[k])
-        for got_rows, want_rows, what in ((fwd_rows, wfrows, "Forward"), (bck_rows, wbrows, "Backward")):
-            assert np.array_equal(got_rows[cut].view(np.int32), want_rows.reshape(-1).view(np.int32)), \
-                f"{name} x {s}: {what} rows"
-        assert fwd_out[k].view(np.int32) == wf.view(np.int32) and bck_out[k].view(np.int32) == wb.view(np.int32), \
-            f"{name} x {s}: scores"
-        compared += 1
-        rescaled += int((wbrows[:, X_CELLS - 1] > 1.0).any())
-    assert unsure <= len(order_all) // 100 and rescaled >= 2 * len(profs), (unsure, rescaled)
+        assert fwd_out[k].view(np.int32) == want["fwd"].view(np.int32), f"{name} x {s}: Forward score"
+        assert bck_out[k].view(np.int32) == want["bck"].view(np.int32), f"{name} x {s}: Backward score"
+    assert unsure <= len(order_all) // 100 and rescaled >= 2 * len(profs) and clustered >= 1, \
+        (unsure, rescaled, clustered)
 
 
 @pytest.mark.parametrize("M", [1, 2, 5, 16, 31, 33, 64, 65, 97, 129, 300, 385, 511, 700, 705, 1024, 1184, 1500,

@@ -83,24 +83,36 @@ class EmulatedForwardParser:
         return self._back(idxs, order, starts, out)
 
     def forward_backward(self, profs, db, idxs, seed: int = 1) -> list:
-        """Per model, per sequence: (Forward score, Backward score, the Forward's rows, the
-        Backward's rows), the rows as (L+1, X_CELLS) float32 arrays."""
+        """Per model, per sequence, a dict: the Forward and Backward scores (fwd, bck) and rows
+        (fwd_rows, bck_rows: (L+1, X_CELLS) float32), the Backward's own-scales flag (own), the
+        posteriors (post: (L+1, 3) mocc, btot, etot), nexpected, and the regions ((n, 3) int:
+        i, j, multidomain)."""
         common, keep, order, starts, rows_at, n_rows = self._layout(profs, db, idxs)
-        fwd_out = np.full(len(keep[0]), -1.0, dtype=np.float32)
-        bck_out = np.full(len(keep[0]), -1.0, dtype=np.float32)
-        fwd_rows = np.full(n_rows, -1.0, dtype=np.float32)
-        bck_rows = np.full(n_rows, -1.0, dtype=np.float32)
+        n = len(keep[0])
+        fwd_out, bck_out, nexpected = (np.full(n, -1.0, dtype=np.float32) for _ in range(3))
+        own, n_regions = np.full(n, -1, dtype=np.int32), np.full(n, -1, dtype=np.int32)
+        fwd_rows, bck_rows, post = (np.full(n_rows, -1.0, dtype=np.float32) for _ in range(3))
+        regions = np.full(n_rows, -1, dtype=np.int32)
         rc = self.lib.emulate_forward_parser(ctypes.c_uint(seed), *common, _p(keep[2]), _p(keep[3]), _p(rows_at),
                                              _p(fwd_rows), _p(fwd_out))
         assert rc == 0, self.lib.emulator_error().decode()
         rc = self.lib.emulate_backward_parser(ctypes.c_uint(seed + 1), *common, _p(keep[2]), _p(keep[3]),
-                                              _p(rows_at), _p(fwd_rows), _p(bck_rows), _p(bck_out))
+                                              _p(rows_at), _p(fwd_rows), _p(bck_rows), _p(own), _p(bck_out))
+        assert rc == 0, self.lib.emulator_error().decode()
+        offsets = np.ascontiguousarray(db.offsets, dtype=np.int64)
+        rc = self.lib.emulate_domain_regions(ctypes.c_uint(seed + 2), common[3], common[4], common[5], _p(offsets),
+                                             common[2], _p(rows_at), _p(fwd_rows), _p(bck_rows), _p(own), _p(post),
+                                             _p(regions), _p(n_regions), _p(nexpected))
         assert rc == 0, self.lib.emulator_error().decode()
         lengths = db.lengths[keep[0]].astype(np.int64)
-        def cut(rows, j):
-            return rows[rows_at[j]:rows_at[j] + (lengths[j] + 1) * X_CELLS].reshape(-1, X_CELLS)
 
-        per_pair = [(fwd_out[j], bck_out[j], cut(fwd_rows, j), cut(bck_rows, j)) for j in range(len(keep[0]))]
+        def cut(rows, j, width=X_CELLS):
+            return rows[rows_at[j]:rows_at[j] + (lengths[j] + 1) * X_CELLS].reshape(-1, X_CELLS)[:, :width]
+
+        per_pair = [dict(fwd=fwd_out[j], bck=bck_out[j], fwd_rows=cut(fwd_rows, j), bck_rows=cut(bck_rows, j),
+                         own=int(own[j]), post=cut(post, j, 3), nexpected=nexpected[j],
+                         regions=regions[rows_at[j]:rows_at[j] + 3 * n_regions[j]].reshape(-1, 3))
+                    for j in range(n)]
         got = []
         for idx, o, start in zip(idxs, order, starts):
             place = {int(s): start + j for j, s in enumerate(o)}
@@ -244,12 +256,39 @@ def _same(a, b) -> bool:
     return np.array_equal(np.asarray(a, np.float32).view(np.int32), np.asarray(b, np.float32).view(np.int32))
 
 
+def hmmer_regions(post) -> list:
+    """The regions of p7_domaindef_ByPosteriorHeuristics from HMMER's posteriors (mocc, btot,
+    etot rows): its loop and is_multidomain_region in float32, written from HMMER's C here
+    (the kernel's own transcription is what is checked)."""
+    f = np.float32
+    mocc, btot, etot = post[:, 0], post[:, 1], post[:, 2]
+    regions, i, triggered = [], -1, False
+    for j in range(1, len(mocc)):
+        if not triggered:
+            if f(mocc[j] - f(btot[j] - btot[j - 1])) < f(0.10):
+                i = j
+            elif i == -1:
+                i = j
+            if mocc[j] >= f(0.25):
+                triggered = True
+        elif f(mocc[j] - f(etot[j] - etot[j - 1])) < f(0.10):
+            best = f(-1.0)
+            for z in range(i, j + 1):
+                best = max(best, min(f(etot[z] - etot[i - 1]), f(btot[j] - btot[z - 1])))
+            regions.append((i, j, int(best >= f(0.20))))
+            i, triggered = -1, False
+    return regions
+
+
 @pytest.mark.parametrize("models", [["Thioesterase", "PF02826"], ["LuxC", "RREFam"]])
-def test_backward_parser_equals_hmmer(models, data_dir, proteome, tmp_path, build_dir, fwdback_oracle):
+def test_backward_parser_and_regions_equal_hmmer(models, data_dir, proteome, tmp_path, build_dir, fwdback_oracle):
     """The Forward parser's special-state rows and the Backward parser's rows and score (what
     HMMER's domain definition starts from) equal to HMMER's p7_ForwardParser and
-    p7_BackwardParser bit for bit, row by row, on proteome sequences and each model's consensus
-    once and twice (rescaled rows on both sides)."""
+    p7_BackwardParser bit for bit, row by row; then p7_DomainDecoding's posteriors (mocc,
+    btot, etot) and the expected number of domains bit for bit, and the regions of HMMER's
+    domain definition: as many, as many judged multidomain, and the same bounds as HMMER's
+    loop gives on HMMER's posteriors.  On proteome sequences and each model's consensus once
+    and twice (rescaled rows, two-domain regions)."""
     hmms = [read_hmms(data_dir / "hmms" / "txt" / f"{m}.hmm")[0] for m in models]
     hmm_path = tmp_path / "models.hmm"
     with open(hmm_path, "wb") as fh:
@@ -264,17 +303,24 @@ def test_backward_parser_equals_hmmer(models, data_dir, proteome, tmp_path, buil
     profs = [_profile(h) for h in hmms]
     idx = np.arange(db.n_seqs)
     got = EmulatedForwardParser(build_dir).forward_backward(profs, db, [idx] * len(profs))
-    rescaled = 0
+    rescaled = regions = clustered = 0
     for hmm, pairs in zip(hmms, got):
         name = hmm.name.decode() if isinstance(hmm.name, bytes) else hmm.name
-        for (names, want), have in zip(((t[0], w) for t, w in zip(targets, oracle[name])), pairs):
-            fsc, bsc, frows, brows = have
-            wf, wb, wfrows, wbrows = want
-            assert _same(frows, wfrows), f"{name} x {names}: Forward rows differ from row {_first_row(frows, wfrows)}"
-            assert _same(brows, wbrows), f"{name} x {names}: Backward rows differ from row {_first_row(brows, wbrows)}"
-            assert _same(fsc, wf) and _same(bsc, wb), f"{name} x {names}: scores {fsc} {bsc} against {wf} {wb}"
-            rescaled += int((wbrows[:, X_CELLS - 1] > 1.0).any())
-    assert rescaled >= 2 * len(hmms)
+        for target, want, have in zip(targets, oracle[name], pairs):
+            what = f"{name} x {target[0]}"
+            for rows in ("fwd_rows", "bck_rows", "post"):
+                first = _first_row(have[rows], want[rows])
+                assert first == -1, f"{what}: {rows} differ from row {first}"
+            for value in ("fwd", "bck", "nexpected"):
+                assert _same(have[value], want[value]), f"{what}: {value} {have[value]} against {want[value]}"
+            assert have["own"] == want["own"], what
+            assert [tuple(r) for r in have["regions"]] == hmmer_regions(want["post"]), what
+            assert len(have["regions"]) == want["nregions"], what
+            assert int(have["regions"][:, 2].sum()) == want["nclustered"], what
+            rescaled += int((want["bck_rows"][:, X_CELLS - 1] > 1.0).any())
+            regions += want["nregions"]
+            clustered += want["nclustered"]
+    assert rescaled >= 2 * len(hmms) and regions > 2 * len(hmms) and clustered >= 1, (rescaled, regions, clustered)
 
 
 def _first_row(a, b) -> int:

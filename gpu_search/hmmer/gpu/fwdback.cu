@@ -1,6 +1,7 @@
 /* HMMER 3.4's Forward and Backward parsers (p7_ForwardParser, p7_BackwardParser,
- * impl_sse/fwdback.c) as CUDA kernels, bit for bit: the first stages of HMMER's finishing
- * (Forward, Backward, domain definition) on the GPU.
+ * impl_sse/fwdback.c) and the start of its domain definition (p7_DomainDecoding and the
+ * regions of p7_domaindef_ByPosteriorHeuristics) as CUDA kernels, bit for bit: the first
+ * stages of HMMER's finishing (Forward, Backward, domain definition) on the GPU.
  *
  * What they compute
  *   forward_parser: for each (model, sequence) pair, the raw Forward score in nats (float32)
@@ -9,6 +10,9 @@
  *   states' rows 0..L (E N J B C and the row's scale, as P7_OMX's xmx holds them).
  *   backward_parser: the same pairs' Backward rows and score (p7_BackwardParser after the
  *   Forward parser, with its scale factors), what HMMER's domain definition starts from.
+ *   domain_regions: from both parsers' rows, the posteriors of p7_DomainDecoding, the
+ *   expected number of domains, and the regions HMMER then evaluates, each flagged where
+ *   HMMER resolves it by stochastic traces (is_multidomain_region).
  *
  * Why they are exact
  *   HMMER's striped SSE code is transcribed with one thread per SSE lane: a group of four
@@ -228,14 +232,16 @@ __device__ __forceinline__ float left_shift(float v, unsigned mask, int z)
  * only the D->D chain; the M->D paths last), then row 0.  Each row is scaled by the Forward's
  * factor for that row (fwd_rows), unless B passes 1e16, from where HMMER takes its own factors
  * (B where it exceeds 1e4) for the rest of the sequence.  Writes the special states' rows
- * (bck_rows: X_CELLS floats a row, rows 0..L) and the Backward score (out; NaN as forward_parser).
+ * (bck_rows: X_CELLS floats a row, rows 0..L), whether it took its own factors (own_scales:
+ * P7_OMX's has_own_scales, which the decoding needs) and the Backward score (out; NaN as
+ * forward_parser).
  */
 extern "C" __global__ void __launch_bounds__(128)
 backward_parser(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
                 const int *__restrict__ order_all, const int *__restrict__ jobs,
                 const long long *__restrict__ model_at, const float *__restrict__ profiles,
                 const long long *__restrict__ rows_at, const float *__restrict__ fwd_rows_all,
-                float *__restrict__ bck_rows_all, float *__restrict__ out_all)
+                float *__restrict__ bck_rows_all, int *__restrict__ own_scales_all, float *__restrict__ out_all)
 {
     const int *job = jobs + blockIdx.y * JOB_INTS;
     const int item = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 2);
@@ -397,7 +403,109 @@ backward_parser(const uint8_t *__restrict__ residues, const long long *__restric
 #undef RF
     if (z != 0) return;
     store_specials(bck, 0.0f, xN, 0.0f, xB, 0.0f, 1.0f);
+    own_scales_all[job[JOB_OUT] + item] = own_scales;
     const bool range_error = isnan(xN) || (L > 0 && xN == 0.0f) || isinf(xN);
     const float score = add_log(totscale, xN, unsure);
     out[item] = (unsure || range_error) ? __int_as_float(0x7fc00000) : score;
+}
+
+/* HMMER's domain-definition thresholds (p7_domaindef_Create's defaults) */
+#define RT1 0.25f             /* a residue this likely in a domain opens a region */
+#define RT2 0.10f             /* a region runs while mocc minus the B (E) posterior stays above this */
+#define RT3 0.20f             /* a region of at least this many expected E-before-B is multidomain */
+
+/* is_multidomain_region(): max over z of min(E before z, B after z) >= rt3; post as
+   domain_regions lays it out (mocc, btot, etot in a row of X_CELLS) */
+__device__ __forceinline__ bool multidomain(const float *post, int i, int j)
+{
+#define BTOT(i) post[(i) * X_CELLS + 1]
+#define ETOT(i) post[(i) * X_CELLS + 2]
+    float max = -1.0f;
+    for (int z = i; z <= j; z++) {
+        const float e = __fsub_rn(ETOT(z), ETOT(i - 1)), b = __fsub_rn(BTOT(j), BTOT(z - 1));
+        const float expected = e < b ? e : b;
+        max = max > expected ? max : expected;
+    }
+    return max >= RT3;
+#undef BTOT
+#undef ETOT
+}
+
+/* HMMER's p7_DomainDecoding and the region loop of p7_domaindef_ByPosteriorHeuristics, one
+ * thread a pair, from the two parsers' rows: the posterior of each residue being in a domain
+ * (mocc) and the cumulative expected B and E counts (btot, etot), in HMMER's float order; then
+ * the regions HMMER evaluates, left to right.
+ *
+ * Writes at rows_at (rows 0..L, as the parsers' rows): post[i] = (mocc, btot, etot) in three
+ * of a row's X_CELLS floats; regions[0..3n) = (i, j, multidomain) for n regions, n in
+ * n_regions; nexpected (btot[L], HMMER's expected number of domains).  own_scales: the
+ * Backward's flag per pair (backward_parser).
+ */
+extern "C" __global__ void __launch_bounds__(128)
+domain_regions(const int *__restrict__ jobs, const long long *__restrict__ offsets,
+               const int *__restrict__ order_all, const long long *__restrict__ rows_at,
+               const float *__restrict__ fwd_rows_all, const float *__restrict__ bck_rows_all,
+               const int *__restrict__ own_scales_all, float *__restrict__ post_all,
+               int *__restrict__ regions_all, int *__restrict__ n_regions_all, float *__restrict__ nexpected_all)
+{
+    const int *job = jobs + blockIdx.y * JOB_INTS;
+    const int item = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (item >= job[JOB_N]) return;
+    const int s = order_all[job[JOB_ORDER] + item];
+    const int L = (int)(offsets[s + 1] - offsets[s]);
+    const int out = job[JOB_OUT] + item;
+    const float nj = __int_as_float(job[JOB_P + 1]);
+    const float pmove = __fdiv_rn(__fadd_rn(2.0f, nj), __fadd_rn(__fadd_rn((float)L, 2.0f), nj));
+    const float ploop = __fsub_rn(1.0f, pmove);
+    const long long at = rows_at[out];
+    const float *f = fwd_rows_all + at, *b = bck_rows_all + at;
+    float *post = post_all + at;
+    int *regions = regions_all + at;
+    const bool own = own_scales_all[out] != 0;
+#define F(i, c) f[(i) * X_CELLS + (c)]
+#define B(i, c) b[(i) * X_CELLS + (c)]
+#define MOCC(i) post[(i) * X_CELLS + 0]
+#define BTOT(i) post[(i) * X_CELLS + 1]
+#define ETOT(i) post[(i) * X_CELLS + 2]
+
+    /* p7_DomainDecoding */
+    float scaleproduct = __double2float_rn(1.0 / (double)B(0, X_N));
+    MOCC(0) = BTOT(0) = ETOT(0) = 0.0f;
+    for (int i = 1; i <= L; i++) {
+        BTOT(i) = __fadd_rn(BTOT(i - 1), __fmul_rn(__fmul_rn(__fmul_rn(F(i - 1, X_B), B(i - 1, X_B)),
+                                                             F(i - 1, X_SCALE)), scaleproduct));
+        if (own) scaleproduct = __fmul_rn(scaleproduct, __fdiv_rn(F(i - 1, X_SCALE), B(i - 1, X_SCALE)));
+        ETOT(i) = __fadd_rn(ETOT(i - 1), __fmul_rn(__fmul_rn(__fmul_rn(F(i, X_E), B(i, X_E)), F(i, X_SCALE)),
+                                                   scaleproduct));
+        float njcp = __fmul_rn(__fmul_rn(__fmul_rn(F(i - 1, X_N), B(i, X_N)), ploop), scaleproduct);
+        njcp = __fadd_rn(njcp, __fmul_rn(__fmul_rn(__fmul_rn(F(i - 1, X_J), B(i, X_J)), ploop), scaleproduct));
+        njcp = __fadd_rn(njcp, __fmul_rn(__fmul_rn(__fmul_rn(F(i - 1, X_C), B(i, X_C)), ploop), scaleproduct));
+        MOCC(i) = __double2float_rn(1.0 - (double)njcp);
+    }
+    nexpected_all[out] = BTOT(L);
+
+    /* the regions: opened where mocc reaches rt1, from the last residue before it where
+       mocc minus the B posterior fell below rt2; closed where mocc minus the E posterior does */
+    int n = 0, i = -1;
+    bool triggered = false;
+    for (int j = 1; j <= L; j++) {
+        if (!triggered) {
+            if (__fsub_rn(MOCC(j), __fsub_rn(BTOT(j), BTOT(j - 1))) < RT2) i = j;
+            else if (i == -1) i = j;
+            if (MOCC(j) >= RT1) triggered = true;
+        } else if (__fsub_rn(MOCC(j), __fsub_rn(ETOT(j), ETOT(j - 1))) < RT2) {
+            regions[3 * n] = i;
+            regions[3 * n + 1] = j;
+            regions[3 * n + 2] = multidomain(post, i, j);
+            n++;
+            i = -1;
+            triggered = false;
+        }
+    }
+    n_regions_all[out] = n;
+#undef F
+#undef B
+#undef MOCC
+#undef BTOT
+#undef ETOT
 }

@@ -3,14 +3,17 @@
  * Test oracle only, built as filters_oracle.c is (tests/helpers/oracle/build.py) against the
  * libhmmer of pyhmmer's wheel: each model configured as p7_Pipeline() configures it (local
  * multihit, length reconfigured per target), then p7_ForwardParser and p7_BackwardParser as
- * p7_Pipeline calls them before domain definition.
+ * p7_Pipeline calls them before domain definition, p7_DomainDecoding on their rows, and
+ * p7_domaindef_ByPosteriorHeuristics for its counts.
  *
  * Usage:   fwdback_oracle <hmmfile> <protein fasta>
  * Output:  one tab-separated line per pair:
- *          model  seqname  L  fwd  bck  fwd_rows  bck_rows
+ *          model  seqname  L  fwd  bck  fwd_rows  bck_rows  own  post  nexpected  nregions  nclustered
  *          fwd, bck: the two scores in nats (C99 %a hex floats, nan where HMMER reports a
  *          range error); *_rows: the special states' rows 0..L (E N J B C SCALE each, as
- *          P7_OMX's xmx holds them), every float as 8 hex digits of its bits, big-endian.
+ *          P7_OMX's xmx holds them), every float as 8 hex digits of its bits, big-endian;
+ *          own: the Backward's has_own_scales; post: mocc, btot, etot for i = 0..L, the same
+ *          way; nexpected (%a), nregions, nclustered: P7_DOMAINDEF's after domain definition.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,13 +25,12 @@
 
 static void die(const char *msg, const char *what) { fprintf(stderr, "fwdback_oracle: %s %s\n", msg, what); exit(2); }
 
-static void print_rows(const float *xmx, int L)
+static void print_floats(const float *v, int n)
 {
-  int n = (L + 1) * p7X_NXCELLS;
   putchar('\t');
   for (int j = 0; j < n; j++) {
     unsigned int bits;
-    memcpy(&bits, &xmx[j], 4);
+    memcpy(&bits, &v[j], 4);
     printf("%08x", bits);
   }
 }
@@ -50,6 +52,10 @@ int main(int argc, char **argv)
       P7_OPROFILE *om  = p7_oprofile_Create(hmm->M, abc);
       P7_OMX      *fwd = p7_omx_Create(hmm->M, 0, 0);
       P7_OMX      *bck = p7_omx_Create(hmm->M, 0, 0);
+      P7_OMX      *wf  = p7_omx_Create(hmm->M, 0, 0);     /* domain definition's workspace */
+      P7_OMX      *wb  = p7_omx_Create(hmm->M, 0, 0);
+      ESL_RANDOMNESS *rng = esl_randomness_CreateFast(42);
+      P7_DOMAINDEF *ddef = p7_domaindef_Create(rng);
       ESL_SQFILE  *sqfp = NULL;
       ESL_SQ      *sq  = esl_sq_CreateDigital(abc);
       int          status;
@@ -68,9 +74,23 @@ int main(int argc, char **argv)
           if (p7_ForwardParser(sq->dsq, sq->n, om, fwd, &fsc) != eslOK) fsc = NAN;
           if (p7_BackwardParser(sq->dsq, sq->n, om, fwd, bck, &bsc) != eslOK) bsc = NAN;
           printf("%s\t%s\t%ld\t%a\t%a", hmm->name, sq->name, (long) sq->n, fsc, bsc);
-          print_rows(fwd->xmx, sq->n);
-          print_rows(bck->xmx, sq->n);
-          putchar('\n');
+          print_floats(fwd->xmx, (sq->n + 1) * p7X_NXCELLS);
+          print_floats(bck->xmx, (sq->n + 1) * p7X_NXCELLS);
+          printf("\t%d", bck->has_own_scales);
+          p7_domaindef_GrowTo(ddef, sq->n);
+          p7_DomainDecoding(om, fwd, bck, ddef);
+          {
+            float *post = malloc(sizeof(float) * 3 * (sq->n + 1));
+            for (int i = 0; i <= sq->n; i++) {
+              post[3*i] = ddef->mocc[i]; post[3*i+1] = ddef->btot[i]; post[3*i+2] = ddef->etot[i];
+            }
+            print_floats(post, 3 * (sq->n + 1));
+            free(post);
+          }
+          p7_domaindef_Reuse(ddef);
+          p7_domaindef_ByPosteriorHeuristics(sq, NULL, om, fwd, bck, wf, wb, ddef, bg, FALSE, NULL, NULL, NULL);
+          printf("\t%a\t%d\t%d\n", ddef->nexpected, ddef->nregions, ddef->nclustered);
+          p7_domaindef_Reuse(ddef);
           esl_sq_Reuse(sq);
         }
       if (status != eslEOF) die("bad FASTA", argv[2]);
@@ -78,6 +98,10 @@ int main(int argc, char **argv)
       esl_sq_Destroy(sq);
       p7_omx_Destroy(fwd);
       p7_omx_Destroy(bck);
+      p7_omx_Destroy(wf);
+      p7_omx_Destroy(wb);
+      p7_domaindef_Destroy(ddef);
+      esl_randomness_Destroy(rng);
       p7_oprofile_Destroy(om);
       p7_profile_Destroy(gm);
       p7_bg_Destroy(bg);
