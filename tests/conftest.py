@@ -94,6 +94,28 @@ def run_fwdback_oracle(exe, hmm_path, fasta_path) -> dict:
     return result
 
 
+def run_segment_oracle(exe, hmm_path, fasta_path, segments, mode: str, tmp_path) -> dict:
+    """HMMER's p7_Forward and p7_Backward over each sequence's segment (fwdback_oracle.c's
+    segment mode): per model, per sequence, a dict: fwd, bck (scores), fwd_rows, bck_rows
+    ((Lr+1, X_CELLS)), fwd_mx ((Lr+1, Q, 3, 4): P7_OMX's dpf rows 0..Lr), bck_mx (rows 1..Lr)."""
+    seg_file = tmp_path / "segments.txt"
+    seg_file.write_text("".join(f"{a} {b}\n" for a, b in segments))
+    out = subprocess.run([str(exe), str(hmm_path), str(fasta_path), str(seg_file), mode], capture_output=True,
+                         text=True, check=True).stdout
+
+    def floats(hexes):
+        return np.frombuffer(bytes.fromhex(hexes), dtype=">u4").astype(np.uint32).view(np.float32)
+
+    result = {}
+    for line in out.splitlines():
+        model, _, Lr, fsc, bsc, frows, brows, fmx, bmx = line.split("\t")
+        result.setdefault(model, []).append(dict(
+            fwd=np.float32(float.fromhex(fsc)), bck=np.float32(float.fromhex(bsc)),
+            fwd_rows=floats(frows).reshape(-1, X_CELLS), bck_rows=floats(brows).reshape(-1, X_CELLS),
+            fwd_mx=floats(fmx).reshape(int(Lr) + 1, -1, 3, 4), bck_mx=floats(bmx).reshape(int(Lr), -1, 3, 4)))
+    return result
+
+
 @pytest.fixture(scope="session")
 def fwdback_oracle():
     """HMMER's own Forward and Backward parsers (tests/helpers/oracle/fwdback_oracle.c)."""

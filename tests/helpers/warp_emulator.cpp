@@ -625,23 +625,26 @@ extern "C" int shared_memory_bytes() { return EMU_SMEM_BYTES; }
 #ifdef FWDBACK_CU
 // forward_parser and backward_parser as the GPU tests launch them: n_jobs models
 // (jobs.cuh), each a row of blocks of 128 threads, four a sequence, for the most sequences any
-// job has; rows (the special states' rows, at rows_at) may be null for the Forward
+// job has; segments, the rows (for the Forward) and the whole matrices may be null
 extern "C" int emulate_forward_parser(unsigned seed, const uint8_t* residues, const long long* offsets,
                                       const int* order, const int* jobs, int n_jobs, int most,
-                                      const long long* model_at, const float* profiles, const long long* rows_at,
-                                      float* rows, float* out)
+                                      const long long* model_at, const float* profiles, const int* segments,
+                                      const long long* rows_at, float* rows, const long long* matrix_at,
+                                      float* matrix, float* out)
 {
-    g_kernel = [=] { forward_parser(residues, offsets, order, jobs, model_at, profiles, rows_at, rows, out); };
+    g_kernel = [=] { forward_parser(residues, offsets, order, jobs, model_at, profiles, segments, rows_at, rows,
+                                    matrix_at, matrix, out); };
     return run_blocks(seed, (4 * most + 127) / 128, 128, n_jobs);
 }
 
 extern "C" int emulate_backward_parser(unsigned seed, const uint8_t* residues, const long long* offsets,
                                        const int* order, const int* jobs, int n_jobs, int most,
-                                       const long long* model_at, const float* profiles, const long long* rows_at,
-                                       const float* fwd_rows, float* bck_rows, int* own_scales, float* out)
+                                       const long long* model_at, const float* profiles, const int* segments,
+                                       const long long* rows_at, const float* fwd_rows, float* bck_rows,
+                                       const long long* matrix_at, float* matrix, int* own_scales, float* out)
 {
-    g_kernel = [=] { backward_parser(residues, offsets, order, jobs, model_at, profiles, rows_at, fwd_rows, bck_rows,
-                                     own_scales, out); };
+    g_kernel = [=] { backward_parser(residues, offsets, order, jobs, model_at, profiles, segments, rows_at, fwd_rows,
+                                     bck_rows, matrix_at, matrix, own_scales, out); };
     return run_blocks(seed, (4 * most + 127) / 128, 128, n_jobs);
 }
 

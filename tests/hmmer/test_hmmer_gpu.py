@@ -145,8 +145,9 @@ def test_gpu_backward_parser_and_regions_equal_hmmer(data_dir, proteome, fwdback
     own, n_regions = cp.zeros(len(order_all), cp.int32), cp.zeros(len(order_all), cp.int32)
     grid = ((4 * n + 127) // 128, len(profs))
     common = (d["residues"], d["offsets"], d["order"], d["jobs"], d["model_at"], d["profiles"], d["rows_at"])
-    forward(grid, (128,), (*common, fwd_rows, fwd_out))
-    backward(grid, (128,), (*common, fwd_rows, bck_rows, own, bck_out))
+    null = np.uint64(0)                               # (whole sequences, no whole matrices)
+    forward(grid, (128,), (*common[:6], null, common[6], fwd_rows, null, null, fwd_out))
+    backward(grid, (128,), (*common[:6], null, common[6], fwd_rows, bck_rows, null, null, own, bck_out))
     regions_kernel(((n + 127) // 128, len(profs)), (128,), (d["jobs"], d["offsets"], d["order"], d["rows_at"],
                                                             fwd_rows, bck_rows, own, post, regions, n_regions,
                                                             nexpected))
@@ -177,6 +178,65 @@ def test_gpu_backward_parser_and_regions_equal_hmmer(data_dir, proteome, fwdback
         assert bck_out[k].view(np.int32) == want["bck"].view(np.int32), f"{name} x {s}: Backward score"
     assert unsure <= len(order_all) // 100 and rescaled >= 2 * len(profs) and clustered >= 1, \
         (unsure, rescaled, clustered)
+
+
+def test_gpu_segment_matrices_equal_hmmer(data_dir, proteome, fwdback_oracle, tmp_path):
+    """The two parsers on the GPU over a window of each sequence, the model unihit and
+    configured to the whole sequence's length (HMMER's envelope rescoring), keeping the whole
+    matrices: every cell of p7_Forward's and p7_Backward's, bit for bit, on 60 proteome
+    sequences and the model's consensus once and twice."""
+    import cupy as cp
+    from conftest import X_CELLS, run_segment_oracle
+
+    from gpu_search.gpu import load_functions
+    from gpu_search.hmmer.gpu import FWDBACK_FILE, fwdback_params, job_table, pack_fwdback_profiles
+    from gpu_search.hmmer.gpu.packing import striped_q
+
+    path = data_dir / "hmms" / "txt" / "Thioesterase.hmm"
+    hmm = read_hmms(path)[0]
+    rng = np.random.default_rng(4)
+    picked = np.sort(rng.choice(proteome.n_seqs, size=60, replace=False))
+    c = hmm.consensus.upper()
+    fasta = tmp_path / "targets.faa"
+    fasta.write_text("".join(f">{proteome.name(i)}\n{proteome.text(i)}\n" for i in picked)
+                     + f">cons\n{c}\n>twice\n{c}GGSGGSGGS{c}\n")
+    db = open_database(fasta)
+    segments = [(1 + int(L) // 4, min(50, int(L) - int(L) // 4)) for L in db.lengths]
+    oracle = run_segment_oracle(fwdback_oracle, path, fasta, segments, "uni", tmp_path)[hmm.name]
+    prof = profile_of(hmm)
+    Q, n = striped_q(prof.M), db.n_seqs
+    seg = np.asarray(segments, dtype=np.int32)
+    rows = (seg[:, 1].astype(np.int64) + 1) * X_CELLS
+    cells = (seg[:, 1].astype(np.int64) + 1) * Q * 12
+    rows_at = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
+    matrix_at = np.concatenate([[0], np.cumsum(cells)[:-1]]).astype(np.int64)
+    model_at, profiles = pack_fwdback_profiles([prof])
+    jobs = job_table([0], [n], [0], [fwdback_params(prof, multihit=False)])
+    d = {k: cp.asarray(v) for k, v in dict(residues=db.residues, offsets=db.offsets.astype(np.int64),
+                                           order=np.arange(n, dtype=np.int32), jobs=jobs, model_at=model_at,
+                                           profiles=profiles, seg=seg.reshape(-1), rows_at=rows_at,
+                                           matrix_at=matrix_at).items()}
+    fwd_rows, bck_rows = cp.zeros(int(rows.sum()), cp.float32), cp.zeros(int(rows.sum()), cp.float32)
+    fwd_mx, bck_mx = cp.zeros(int(cells.sum()), cp.float32), cp.zeros(int(cells.sum()), cp.float32)
+    fwd_out, bck_out, own = cp.zeros(n, cp.float32), cp.zeros(n, cp.float32), cp.zeros(n, cp.int32)
+    forward, backward = load_functions(FWDBACK_FILE, (), ("forward_parser", "backward_parser"), 0)
+    common = (d["residues"], d["offsets"], d["order"], d["jobs"], d["model_at"], d["profiles"], d["seg"], d["rows_at"])
+    grid = ((4 * n + 127) // 128, 1)
+    forward(grid, (128,), (*common, fwd_rows, d["matrix_at"], fwd_mx, fwd_out))
+    backward(grid, (128,), (*common, fwd_rows, bck_rows, d["matrix_at"], bck_mx, own, bck_out))
+    fwd_rows, bck_rows, fwd_mx, bck_mx, fwd_out, bck_out = (a.get() for a in (fwd_rows, bck_rows, fwd_mx, bck_mx,
+                                                                              fwd_out, bck_out))
+    for k, want in enumerate(oracle):
+        Lr = int(seg[k, 1])
+        mx = slice(matrix_at[k], matrix_at[k] + cells[k])
+        xr = slice(rows_at[k], rows_at[k] + rows[k])
+        assert np.array_equal(fwd_rows[xr].view(np.int32), want["fwd_rows"].reshape(-1).view(np.int32)), k
+        assert np.array_equal(bck_rows[xr].view(np.int32), want["bck_rows"].reshape(-1).view(np.int32)), k
+        assert np.array_equal(fwd_mx[mx].view(np.int32), want["fwd_mx"].reshape(-1).view(np.int32)), k
+        got_bck = bck_mx[mx].reshape(Lr + 1, -1)[1:]
+        assert np.array_equal(got_bck.view(np.int32), want["bck_mx"].reshape(Lr, -1).view(np.int32)), k
+        for got, key in ((fwd_out[k], "fwd"), (bck_out[k], "bck")):
+            assert np.isnan(got) or got.view(np.int32) == want[key].view(np.int32), (k, key)
 
 
 @pytest.mark.parametrize("M", [1, 2, 5, 16, 31, 33, 64, 65, 97, 129, 300, 385, 511, 700, 705, 1024, 1184, 1500,

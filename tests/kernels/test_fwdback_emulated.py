@@ -20,10 +20,10 @@ from pathlib import Path
 import emulator_build
 import numpy as np
 import pytest
-from conftest import X_CELLS, run_filters_oracle, run_fwdback_oracle
+from conftest import X_CELLS, run_filters_oracle, run_fwdback_oracle, run_segment_oracle
 
 from gpu_search.hmmer.gpu.kernels import FWDBACK_FILE
-from gpu_search.hmmer.gpu.packing import fwdback_params, job_table, pack_fwdback_profiles
+from gpu_search.hmmer.gpu.packing import fwdback_params, job_table, pack_fwdback_profiles, striped_q
 from gpu_search.hmmer.models import read_hmms
 from gpu_search.hmmer.profile import FilterProfile
 from gpu_search.seqdb import open_database
@@ -78,7 +78,7 @@ class EmulatedForwardParser:
         common, keep, order, starts, _, _ = self._layout(profs, db, idxs)
         out = np.full(len(keep[0]), -1.0, dtype=np.float32)
         rc = self.lib.emulate_forward_parser(ctypes.c_uint(seed), *common, _p(keep[2]), _p(keep[3]), None, None,
-                                             _p(out))
+                                             None, None, None, _p(out))
         assert rc == 0, self.lib.emulator_error().decode()
         return self._back(idxs, order, starts, out)
 
@@ -93,11 +93,12 @@ class EmulatedForwardParser:
         own, n_regions = np.full(n, -1, dtype=np.int32), np.full(n, -1, dtype=np.int32)
         fwd_rows, bck_rows, post = (np.full(n_rows, -1.0, dtype=np.float32) for _ in range(3))
         regions = np.full(n_rows, -1, dtype=np.int32)
-        rc = self.lib.emulate_forward_parser(ctypes.c_uint(seed), *common, _p(keep[2]), _p(keep[3]), _p(rows_at),
-                                             _p(fwd_rows), _p(fwd_out))
+        rc = self.lib.emulate_forward_parser(ctypes.c_uint(seed), *common, _p(keep[2]), _p(keep[3]), None,
+                                             _p(rows_at), _p(fwd_rows), None, None, _p(fwd_out))
         assert rc == 0, self.lib.emulator_error().decode()
-        rc = self.lib.emulate_backward_parser(ctypes.c_uint(seed + 1), *common, _p(keep[2]), _p(keep[3]),
-                                              _p(rows_at), _p(fwd_rows), _p(bck_rows), _p(own), _p(bck_out))
+        rc = self.lib.emulate_backward_parser(ctypes.c_uint(seed + 1), *common, _p(keep[2]), _p(keep[3]), None,
+                                              _p(rows_at), _p(fwd_rows), _p(bck_rows), None, None, _p(own),
+                                              _p(bck_out))
         assert rc == 0, self.lib.emulator_error().decode()
         offsets = np.ascontiguousarray(db.offsets, dtype=np.int64)
         rc = self.lib.emulate_domain_regions(ctypes.c_uint(seed + 2), common[3], common[4], common[5], _p(offsets),
@@ -113,6 +114,61 @@ class EmulatedForwardParser:
                          own=int(own[j]), post=cut(post, j, 3), nexpected=nexpected[j],
                          regions=regions[rows_at[j]:rows_at[j] + 3 * n_regions[j]].reshape(-1, 3))
                     for j in range(n)]
+        got = []
+        for idx, o, start in zip(idxs, order, starts):
+            place = {int(s): start + j for j, s in enumerate(o)}
+            got.append([per_pair[place[int(s)]] for s in idx])
+        return got
+
+
+    def segment_matrices(self, profs, db, idxs, segments, multihit: bool, seed: int = 1) -> list:
+        """p7_Forward and p7_Backward as HMMER's domain definition runs them: over a segment of
+        each sequence (segments[m][j] = (first residue, length) for idxs[m][j]), the model
+        configured to the whole sequence's length, multihit (a region's stochastic traces) or
+        unihit (an envelope's rescoring), keeping the whole matrices.  Per model, per
+        sequence, a dict: fwd, bck (scores), fwd_rows, bck_rows ((Lr+1, X_CELLS)), fwd_mx,
+        bck_mx ((Lr+1, Q, 3, 4): P7_OMX's dpf rows, vectors of M, D, I, lane last)."""
+        order, starts, counts, segs = [], [], [], []
+        for idx, seg in zip(idxs, segments):
+            idx = np.asarray(idx, dtype=np.int64)
+            by_len = np.argsort(-db.lengths[idx], kind="stable")
+            starts.append(sum(counts))
+            counts.append(len(idx))
+            order.append(idx[by_len])
+            segs.append(np.asarray(seg, dtype=np.int32).reshape(-1, 2)[by_len])
+        order_all = np.concatenate(order).astype(np.int32)
+        seg_all = np.ascontiguousarray(np.concatenate(segs).astype(np.int32))
+        jobs = job_table(starts, counts, starts, [fwdback_params(p, multihit) for p in profs])
+        model_at, profiles = pack_fwdback_profiles(profs)
+        Qs = np.concatenate([np.full(c, striped_q(p.M)) for p, c in zip(profs, counts)]).astype(np.int64)
+        Lr = seg_all[:, 1].astype(np.int64)
+        rows = (Lr + 1) * X_CELLS
+        rows_at = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
+        cells = (Lr + 1) * Qs * 12
+        matrix_at = np.concatenate([[0], np.cumsum(cells)[:-1]]).astype(np.int64)
+        n = len(order_all)
+        fwd_out, bck_out = np.full(n, -1.0, np.float32), np.full(n, -1.0, np.float32)
+        own = np.full(n, -1, np.int32)
+        fwd_rows, bck_rows = np.full(rows.sum(), -1.0, np.float32), np.full(rows.sum(), -1.0, np.float32)
+        fwd_mx, bck_mx = np.full(cells.sum(), -1.0, np.float32), np.full(cells.sum(), -1.0, np.float32)
+        common = (_p(np.ascontiguousarray(db.residues)), _p(np.ascontiguousarray(db.offsets, dtype=np.int64)),
+                  _p(order_all), _p(jobs), ctypes.c_int(len(profs)), ctypes.c_int(max(counts)), _p(model_at),
+                  _p(profiles), _p(seg_all), _p(rows_at))
+        rc = self.lib.emulate_forward_parser(ctypes.c_uint(seed), *common, _p(fwd_rows), _p(matrix_at), _p(fwd_mx),
+                                             _p(fwd_out))
+        assert rc == 0, self.lib.emulator_error().decode()
+        rc = self.lib.emulate_backward_parser(ctypes.c_uint(seed + 1), *common, _p(fwd_rows), _p(bck_rows),
+                                              _p(matrix_at), _p(bck_mx), _p(own), _p(bck_out))
+        assert rc == 0, self.lib.emulator_error().decode()
+        per_pair = []
+        for j in range(n):
+            shape = (Lr[j] + 1, Qs[j], 3, 4)
+            per_pair.append(dict(
+                fwd=fwd_out[j], bck=bck_out[j],
+                fwd_rows=fwd_rows[rows_at[j]:rows_at[j] + rows[j]].reshape(-1, X_CELLS),
+                bck_rows=bck_rows[rows_at[j]:rows_at[j] + rows[j]].reshape(-1, X_CELLS),
+                fwd_mx=fwd_mx[matrix_at[j]:matrix_at[j] + cells[j]].reshape(shape),
+                bck_mx=bck_mx[matrix_at[j]:matrix_at[j] + cells[j]].reshape(shape)))
         got = []
         for idx, o, start in zip(idxs, order, starts):
             place = {int(s): start + j for j, s in enumerate(o)}
@@ -327,3 +383,40 @@ def _first_row(a, b) -> int:
     differs = np.flatnonzero((np.asarray(a, np.float32).view(np.int32) != np.asarray(b, np.float32).view(np.int32))
                              .any(axis=1))
     return int(differs[0]) if len(differs) else -1
+
+
+@pytest.mark.parametrize("mode", ["uni", "multi"])
+def test_segment_matrices_equal_hmmer(mode, data_dir, proteome, tmp_path, build_dir, fwdback_oracle):
+    """The two parsers over a segment of each sequence with the model configured to the whole
+    sequence's length, unihit (an envelope's rescoring) or multihit (a region's traces),
+    keeping every row of M, D and I: HMMER's p7_Forward and p7_Backward bit for bit, cell by
+    cell, their special-state rows and scores too."""
+    hmms = [read_hmms(data_dir / "hmms" / "txt" / "Thioesterase.hmm")[0],
+            read_hmms(data_dir / "hmms" / "txt" / "RREFam.hmm")[0]]
+    hmm_path = tmp_path / "models.hmm"
+    with open(hmm_path, "wb") as fh:
+        for h in hmms:
+            h.write(fh)
+    hmms = read_hmms(hmm_path)
+    targets = _targets(hmms, proteome, 6, np.random.default_rng(23))
+    fasta = tmp_path / "targets.faa"
+    fasta.write_text("".join(f">{n}\n{s}\n" for n, s in targets))
+    db = open_database(fasta)
+    segments = []
+    for _, seq in targets:                  # a window of at most 40 residues from a quarter in
+        first = 1 + len(seq) // 4
+        segments.append((first, min(40, len(seq) - first + 1)))
+    oracle = run_segment_oracle(fwdback_oracle, hmm_path, fasta, segments, mode, tmp_path)
+    profs = [_profile(h) for h in hmms]
+    idx = np.arange(db.n_seqs)
+    got = EmulatedForwardParser(build_dir).segment_matrices(profs, db, [idx] * len(profs), [segments] * len(profs),
+                                                            multihit=mode == "multi")
+    for hmm, pairs in zip(hmms, got):
+        for target, want, have in zip(targets, oracle[hmm.name], pairs):
+            what = f"{hmm.name} x {target[0]} ({mode})"
+            for rows in ("fwd_rows", "bck_rows"):
+                first = _first_row(have[rows], want[rows])
+                assert first == -1, f"{what}: {rows} differ from row {first}"
+            assert _same(have["fwd_mx"], want["fwd_mx"]), f"{what}: Forward matrix"
+            assert _same(have["bck_mx"][1:], want["bck_mx"]), f"{what}: Backward matrix"
+            assert _same(have["fwd"], want["fwd"]) and _same(have["bck"], want["bck"]), what

@@ -571,9 +571,9 @@ class GpuBackend:
                 kernel = load_forward_parser(part.device_id)
                 at_dev, profiles_dev = _on_device(on_gpu, part, model_at, profiles_host)
                 block = 128                             # four threads a sequence
-                no_rows = np.uint64(0)                  # (null pointers: the score alone)
+                null = np.uint64(0)                     # (no segments, rows or matrix: the score alone)
                 kernel(((4 * most + block - 1) // block, len(members)), (block,),
-                       (residues, offsets, order, jobs, at_dev, profiles_dev, no_rows, no_rows, out))
+                       (residues, offsets, order, jobs, at_dev, profiles_dev, null, null, null, null, null, out))
 
             launch.params = [fwdback_params(profs[j]) for j in members]
             launches.append((members, launch))

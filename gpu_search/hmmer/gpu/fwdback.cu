@@ -10,6 +10,9 @@
  *   states' rows 0..L (E N J B C and the row's scale, as P7_OMX's xmx holds them).
  *   backward_parser: the same pairs' Backward rows and score (p7_BackwardParser after the
  *   Forward parser, with its scale factors), what HMMER's domain definition starts from.
+ *   Both also run as p7_Forward and p7_Backward do inside HMMER's domain definition: over a
+ *   segment of the sequence (a region or an envelope) with the model configured to the whole
+ *   sequence's length, multihit or unihit (the job's scalars), keeping the whole matrix.
  *   domain_regions: from both parsers' rows, the posteriors of p7_DomainDecoding, the
  *   expected number of domains, and the regions HMMER then evaluates, each flagged where
  *   HMMER resolves it by stochastic traces (is_multidomain_region).
@@ -73,6 +76,18 @@ __device__ __forceinline__ void store_specials(float *row, float xE, float xN, f
     row[X_SCALE] = scale;
 }
 
+/* a lane's row i of the whole matrix, as P7_OMX's dpf[i] holds it: Q vectors of M, D, I */
+__device__ __forceinline__ void store_row(float *mx, int i, int Q, int z, const float *mmx, const float *dmx,
+                                          const float *imx)
+{
+    float *row = mx + (long long)i * Q * 3 * 4;
+    for (int q = 0; q < Q; q++) {
+        row[(q * 3 + 0) * 4 + z] = mmx[q];
+        row[(q * 3 + 1) * 4 + z] = dmx[q];
+        row[(q * 3 + 2) * 4 + z] = imx[q];
+    }
+}
+
 /* (float)((double) acc + log((double) x)), as C evaluates HMMER's float += log(),
    and whether the C library's log might make it another float */
 __device__ __forceinline__ float add_log(float acc, float x, bool &unsure)
@@ -102,8 +117,9 @@ extern "C" __global__ void __launch_bounds__(128)
 forward_parser(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
                const int *__restrict__ order_all, const int *__restrict__ jobs,
                const long long *__restrict__ model_at, const float *__restrict__ profiles,
-               const long long *__restrict__ rows_at, float *__restrict__ rows_all,
-               float *__restrict__ out_all)
+               const int *__restrict__ segments, const long long *__restrict__ rows_at,
+               float *__restrict__ rows_all, const long long *__restrict__ matrix_at,
+               float *__restrict__ matrix_all, float *__restrict__ out_all)
 {
     /* this block's model (jobs.cuh): its sequences, longest first, four threads each */
     const int *job = jobs + blockIdx.y * JOB_INTS;
@@ -121,10 +137,16 @@ forward_parser(const uint8_t *__restrict__ residues, const long long *__restrict
     const float *tfv = profiles + model_at[blockIdx.y];
     const float *rfv = tfv + 8 * Q * 4;
     const long long start = offsets[s];
-    const int L = (int)(offsets[s + 1] - start);
-    const uint8_t *dsq = residues + start - 1;   /* dsq[1..L] */
-    /* the special states' rows, where asked for: X_CELLS floats a row, rows 0..L */
+    const int L = (int)(offsets[s + 1] - start);  /* the target length the model is configured to */
+    /* the rows: the whole sequence, or a segment of it (first residue, length) as HMMER's
+       domain definition runs the DP over a region or an envelope */
+    const int *seg = segments ? segments + 2 * (job[JOB_ORDER] + item) : nullptr;
+    const int Lr = seg ? seg[1] : L;
+    const uint8_t *dsq = residues + start - 1 + (seg ? seg[0] - 1 : 0);   /* dsq[1..Lr] */
+    /* where asked for: the special states' rows (X_CELLS floats a row, rows 0..Lr), and the
+       whole matrix as p7_Forward keeps it (rows 0..Lr of Q vectors of M, D, I; lane z at [z]) */
     float *xmx = rows_all ? rows_all + rows_at[job[JOB_OUT] + item] : nullptr;
+    float *mx = matrix_all ? matrix_all + matrix_at[job[JOB_OUT] + item] : nullptr;
 
     /* p7_oprofile_ReconfigRestLength: N, C, J loop and move, in float */
     const float pmove = __fdiv_rn(__fadd_rn(2.0f, nj), __fadd_rn(__fadd_rn((float)L, 2.0f), nj));
@@ -136,10 +158,11 @@ forward_parser(const uint8_t *__restrict__ residues, const long long *__restrict
     float totscale = 0.0f;
     bool unsure = false;
     if (xmx && z == 0) store_specials(xmx, xE, xN, xJ, xB, xC, 1.0f);
+    if (mx) store_row(mx, 0, Q, z, mmx, dmx, imx);
 
 #define TF(q, t) tfv[((q) * 7 + (t)) * 4 + z]
 #define TDD(q) tfv[(7 * Q + (q)) * 4 + z]
-    for (int i = 1; i <= L; i++) {
+    for (int i = 1; i <= Lr; i++) {
         const float *rp = rfv + (long long)dsq[i] * Q * 4 + z;
         float dcv = 0.0f, xEv = 0.0f;
         float mpv = right_shift(mmx[Q - 1], mask, z);
@@ -207,13 +230,14 @@ forward_parser(const uint8_t *__restrict__ residues, const long long *__restrict
             xE = 1.0f;
         }
         if (xmx && z == 0) store_specials(xmx + i * X_CELLS, xE, xN, xJ, xB, xC, scale_i);
+        if (mx) store_row(mx, i, Q, z, mmx, dmx, imx);
     }
 #undef TF
 #undef TDD
 
     /* C->T; HMMER's range errors (NaN, underflow to 0, overflow) left to the CPU */
     if (z != 0) return;
-    const bool range_error = isnan(xC) || (L > 0 && xC == 0.0f) || isinf(xC);
+    const bool range_error = isnan(xC) || (Lr > 0 && xC == 0.0f) || isinf(xC);
     const float score = add_log(totscale, __fmul_rn(xC, pmove), unsure);
     out[item] = (unsure || range_error) ? __int_as_float(0x7fc00000) : score;
 }
@@ -240,8 +264,10 @@ extern "C" __global__ void __launch_bounds__(128)
 backward_parser(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
                 const int *__restrict__ order_all, const int *__restrict__ jobs,
                 const long long *__restrict__ model_at, const float *__restrict__ profiles,
-                const long long *__restrict__ rows_at, const float *__restrict__ fwd_rows_all,
-                float *__restrict__ bck_rows_all, int *__restrict__ own_scales_all, float *__restrict__ out_all)
+                const int *__restrict__ segments, const long long *__restrict__ rows_at,
+                const float *__restrict__ fwd_rows_all, float *__restrict__ bck_rows_all,
+                const long long *__restrict__ matrix_at, float *__restrict__ matrix_all,
+                int *__restrict__ own_scales_all, float *__restrict__ out_all)
 {
     const int *job = jobs + blockIdx.y * JOB_INTS;
     const int item = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 2);
@@ -258,11 +284,14 @@ backward_parser(const uint8_t *__restrict__ residues, const long long *__restric
     const float *tfv = profiles + model_at[blockIdx.y];
     const float *rfv = tfv + 8 * Q * 4;
     const long long start = offsets[s];
-    const int L = (int)(offsets[s + 1] - start);
-    const uint8_t *dsq = residues + start - 1;
+    const int L = (int)(offsets[s + 1] - start);  /* the configured length; the rows as forward_parser */
+    const int *seg = segments ? segments + 2 * (job[JOB_ORDER] + item) : nullptr;
+    const int Lr = seg ? seg[1] : L;
+    const uint8_t *dsq = residues + start - 1 + (seg ? seg[0] - 1 : 0);
     const long long at = rows_at[job[JOB_OUT] + item];
     const float *fwd = fwd_rows_all + at;
     float *bck = bck_rows_all + at;
+    float *mx = matrix_all ? matrix_all + matrix_at[job[JOB_OUT] + item] : nullptr;
 
     const float pmove = __fdiv_rn(__fadd_rn(2.0f, nj), __fadd_rn(__fadd_rn((float)L, 2.0f), nj));
     const float ploop = __fsub_rn(1.0f, pmove);
@@ -301,7 +330,7 @@ backward_parser(const uint8_t *__restrict__ residues, const long long *__restric
     }
     float totscale = 0.0f;
     {
-        const float scale = fwd[L * X_CELLS + X_SCALE];
+        const float scale = fwd[Lr * X_CELLS + X_SCALE];
         if (scale > 1.0f) {
             xE = __fdiv_rn(xE, scale);
             xN = __fdiv_rn(xN, scale);
@@ -316,12 +345,13 @@ backward_parser(const uint8_t *__restrict__ residues, const long long *__restric
             }
         }
         totscale = add_log(0.0f, scale, unsure);
-        if (z == 0) store_specials(bck + L * X_CELLS, xE, xN, xJ, xB, xC, scale);
+        if (z == 0) store_specials(bck + Lr * X_CELLS, xE, xN, xJ, xB, xC, scale);
+        if (mx) store_row(mx, Lr, Q, z, mmx, dmx, imx);
     }
 
     /* rows L-1 .. 1 */
     bool own_scales = false;
-    for (int i = L - 1; i >= 1; i--) {
+    for (int i = Lr - 1; i >= 1; i--) {
         const int x = dsq[i + 1];
         /* 1. I(i), and M(i), D(i) without their paths to D and E; B(i) gathered */
         float tmmv = left_shift(TF(0, T_MM), mask, z);
@@ -387,6 +417,7 @@ backward_parser(const uint8_t *__restrict__ residues, const long long *__restric
             totscale = add_log(totscale, scale, unsure);
         }
         if (z == 0) store_specials(bck + i * X_CELLS, xE, xN, xJ, xB, xC, scale);
+        if (mx) store_row(mx, i, Q, z, mmx, dmx, imx);
     }
 
     /* row 0: only N and B */
@@ -404,7 +435,7 @@ backward_parser(const uint8_t *__restrict__ residues, const long long *__restric
     if (z != 0) return;
     store_specials(bck, 0.0f, xN, 0.0f, xB, 0.0f, 1.0f);
     own_scales_all[job[JOB_OUT] + item] = own_scales;
-    const bool range_error = isnan(xN) || (L > 0 && xN == 0.0f) || isinf(xN);
+    const bool range_error = isnan(xN) || (Lr > 0 && xN == 0.0f) || isinf(xN);
     const float score = add_log(totscale, xN, unsure);
     out[item] = (unsure || range_error) ? __int_as_float(0x7fc00000) : score;
 }

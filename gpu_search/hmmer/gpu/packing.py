@@ -86,9 +86,13 @@ def pack_fwdback_profiles(profs):
     return np.array(at[:-1], dtype=np.int64), profiles.astype(np.float32, copy=False)
 
 
-def fwdback_params(prof: FilterProfile) -> tuple:
-    """forward_parser's scalars of a model: M, nj, E->C, E->J (floats as their bits)."""
-    return (prof.M, float_bits(prof.nj), float_bits(prof.fwd_e_move), float_bits(prof.fwd_e_loop))
+def fwdback_params(prof: FilterProfile, multihit: bool = True) -> tuple:
+    """forward_parser's scalars of a model: M, nj, E->C, E->J (floats as their bits): as the
+    search configures it (local multihit), or unihit as HMMER's domain definition rescores an
+    envelope (p7_oprofile_ReconfigUnihit: nj 0, E->C 1, E->J 0)."""
+    if multihit:
+        return (prof.M, float_bits(prof.nj), float_bits(prof.fwd_e_move), float_bits(prof.fwd_e_loop))
+    return (prof.M, float_bits(0.0), float_bits(1.0), float_bits(0.0))
 
 
 def length_table(kind: str, prof: FilterProfile, max_len: int, present=None) -> np.ndarray:

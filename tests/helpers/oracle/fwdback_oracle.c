@@ -7,6 +7,7 @@
  * p7_domaindef_ByPosteriorHeuristics for its counts.
  *
  * Usage:   fwdback_oracle <hmmfile> <protein fasta>
+ *          fwdback_oracle <hmmfile> <protein fasta> <segments> uni|multi
  * Output:  one tab-separated line per pair:
  *          model  seqname  L  fwd  bck  fwd_rows  bck_rows  own  post  nexpected  nregions  nclustered
  *          fwd, bck: the two scores in nats (C99 %a hex floats, nan where HMMER reports a
@@ -14,6 +15,12 @@
  *          P7_OMX's xmx holds them), every float as 8 hex digits of its bits, big-endian;
  *          own: the Backward's has_own_scales; post: mocc, btot, etot for i = 0..L, the same
  *          way; nexpected (%a), nregions, nclustered: P7_DOMAINDEF's after domain definition.
+ *          With a segments file (one line "first length" per sequence, in the FASTA's order):
+ *          p7_Forward and p7_Backward (whole matrices) over each sequence's segment, the model
+ *          configured to the whole sequence's length in unihit or multihit mode, as
+ *          p7_domaindef_ByPosteriorHeuristics runs them on an envelope or a region; per pair:
+ *          model  seqname  Lr  fwd  bck  fwd_rows  bck_rows  fwd_matrix  bck_matrix
+ *          (the matrices: P7_OMX's dpf rows, 0..Lr for the Forward, 1..Lr for the Backward).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,14 +32,19 @@
 
 static void die(const char *msg, const char *what) { fprintf(stderr, "fwdback_oracle: %s %s\n", msg, what); exit(2); }
 
-static void print_floats(const float *v, int n)
+static void print_floats_raw(const float *v, int n)
 {
-  putchar('\t');
   for (int j = 0; j < n; j++) {
     unsigned int bits;
     memcpy(&bits, &v[j], 4);
     printf("%08x", bits);
   }
+}
+
+static void print_floats(const float *v, int n)
+{
+  putchar('\t');
+  print_floats_raw(v, n);
 }
 
 int main(int argc, char **argv)
@@ -42,7 +54,19 @@ int main(int argc, char **argv)
   P7_HMMFILE   *hfp = NULL;
   P7_HMM       *hmm = NULL;
 
-  if (argc != 3) die("usage:", "fwdback_oracle <hmmfile> <fasta>");
+  if (argc != 3 && argc != 5) die("usage:", "fwdback_oracle <hmmfile> <fasta> [<segments> uni|multi]");
+  int  *seg = NULL, nseg = 0, unihit = 0;
+  if (argc == 5) {
+    FILE *sf = fopen(argv[3], "r");
+    int a, b;
+    if (sf == NULL) die("cannot open", argv[3]);
+    while (fscanf(sf, "%d %d", &a, &b) == 2) {
+      seg = realloc(seg, sizeof(int) * 2 * (nseg + 1));
+      seg[2*nseg] = a; seg[2*nseg+1] = b; nseg++;
+    }
+    fclose(sf);
+    unihit = strcmp(argv[4], "uni") == 0;
+  }
   if (p7_hmmfile_Open(argv[1], NULL, &hfp, errbuf) != eslOK) die("cannot open HMM file", argv[1]);
 
   while (p7_hmmfile_Read(hfp, &abc, &hmm) == eslOK)
@@ -65,9 +89,31 @@ int main(int argc, char **argv)
 
       if (esl_sqfile_OpenDigital(abc, argv[2], eslSQFILE_FASTA, NULL, &sqfp) != eslOK)
         die("cannot open FASTA", argv[2]);
+      int nsq = 0;
       while ((status = esl_sqio_Read(sqfp, sq)) == eslOK)
         {
           float fsc, bsc;
+          if (seg) {                     /* a segment, whole matrices */
+            int first, Lr, Q = p7O_NQF(om->M);
+            if (nsq >= nseg) die("fewer segments than sequences in", argv[3]);
+            first = seg[2*nsq]; Lr = seg[2*nsq+1]; nsq++;
+            p7_omx_GrowTo(wf, om->M, Lr, Lr);
+            p7_omx_GrowTo(wb, om->M, Lr, Lr);
+            if (unihit) p7_oprofile_ReconfigUnihit(om, sq->n); else p7_oprofile_ReconfigMultihit(om, sq->n);
+            if (p7_Forward(sq->dsq + first - 1, Lr, om, wf, &fsc) != eslOK) fsc = NAN;
+            if (p7_Backward(sq->dsq + first - 1, Lr, om, wf, wb, &bsc) != eslOK) bsc = NAN;
+            printf("%s\t%s\t%d\t%a\t%a", hmm->name, sq->name, Lr, fsc, bsc);
+            print_floats(wf->xmx, (Lr + 1) * p7X_NXCELLS);
+            print_floats(wb->xmx, (Lr + 1) * p7X_NXCELLS);
+            putchar('\t');
+            for (int i = 0; i <= Lr; i++) print_floats_raw((float *) wf->dpf[i], Q * p7X_NSCELLS * 4);
+            putchar('\t');
+            for (int i = 1; i <= Lr; i++) print_floats_raw((float *) wb->dpf[i], Q * p7X_NSCELLS * 4);
+            putchar('\n');
+            p7_oprofile_ReconfigMultihit(om, sq->n);
+            esl_sq_Reuse(sq);
+            continue;
+          }
           p7_omx_GrowTo(fwd, om->M, 0, sq->n);
           p7_omx_GrowTo(bck, om->M, 0, sq->n);
           p7_oprofile_ReconfigLength(om, sq->n);        /* as p7_pli_NewSeq */
@@ -109,5 +155,6 @@ int main(int argc, char **argv)
     }
   p7_hmmfile_Close(hfp);
   esl_alphabet_Destroy(abc);
+  free(seg);
   return 0;
 }
