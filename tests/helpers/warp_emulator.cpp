@@ -648,6 +648,18 @@ extern "C" int emulate_backward_parser(unsigned seed, const uint8_t* residues, c
     return run_blocks(seed, (4 * most + 127) / 128, 128, n_jobs);
 }
 
+// posterior_decoding: four threads a sequence, as the parsers
+extern "C" int emulate_posterior_decoding(unsigned seed, const int* jobs, int n_jobs, int most,
+                                          const long long* offsets, const int* order, const int* segments,
+                                          const long long* rows_at, const float* fwd_rows, float* bck_rows,
+                                          const long long* matrix_at, const float* fwd_mx, float* bck_mx,
+                                          const int* own_scales, int* range)
+{
+    g_kernel = [=] { posterior_decoding(jobs, offsets, order, segments, rows_at, fwd_rows, bck_rows, matrix_at, fwd_mx,
+                                        bck_mx, own_scales, range); };
+    return run_blocks(seed, (4 * most + 127) / 128, 128, n_jobs);
+}
+
 // domain_regions: one thread a sequence
 extern "C" int emulate_domain_regions(unsigned seed, const int* jobs, int n_jobs, int most, const long long* offsets,
                                       const int* order, const long long* rows_at, const float* fwd_rows,

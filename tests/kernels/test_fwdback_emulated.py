@@ -125,9 +125,11 @@ class EmulatedForwardParser:
         """p7_Forward and p7_Backward as HMMER's domain definition runs them: over a segment of
         each sequence (segments[m][j] = (first residue, length) for idxs[m][j]), the model
         configured to the whole sequence's length, multihit (a region's stochastic traces) or
-        unihit (an envelope's rescoring), keeping the whole matrices.  Per model, per
-        sequence, a dict: fwd, bck (scores), fwd_rows, bck_rows ((Lr+1, X_CELLS)), fwd_mx,
-        bck_mx ((Lr+1, Q, 3, 4): P7_OMX's dpf rows, vectors of M, D, I, lane last)."""
+        unihit (an envelope's rescoring), keeping the whole matrices; then p7_Decoding's
+        posteriors.  Per model, per sequence, a dict: fwd, bck (scores), fwd_rows, bck_rows
+        ((Lr+1, X_CELLS)), fwd_mx, bck_mx ((Lr+1, Q, 3, 4): P7_OMX's dpf rows, vectors of M, D,
+        I, lane last), pp_rows, pp_mx (the posteriors, the same shapes) and range (1 where the
+        decoding's scale product overflowed)."""
         order, starts, counts, segs = [], [], [], []
         for idx, seg in zip(idxs, segments):
             idx = np.asarray(idx, dtype=np.int64)
@@ -160,6 +162,15 @@ class EmulatedForwardParser:
         rc = self.lib.emulate_backward_parser(ctypes.c_uint(seed + 1), *common, _p(fwd_rows), _p(bck_rows),
                                               _p(matrix_at), _p(bck_mx), _p(own), _p(bck_out))
         assert rc == 0, self.lib.emulator_error().decode()
+        bck_rows_kept, bck_mx_kept = bck_rows.copy(), bck_mx.copy()
+        range_error = np.full(n, -1, np.int32)
+        rc = self.lib.emulate_posterior_decoding(ctypes.c_uint(seed + 2), _p(jobs), ctypes.c_int(len(profs)),
+                                                 ctypes.c_int(max(counts)),
+                                                 _p(np.ascontiguousarray(db.offsets, dtype=np.int64)), _p(order_all),
+                                                 _p(seg_all), _p(rows_at), _p(fwd_rows), _p(bck_rows), _p(matrix_at),
+                                                 _p(fwd_mx), _p(bck_mx), _p(own), _p(range_error))
+        assert rc == 0, self.lib.emulator_error().decode()
+        pp_rows, pp_mx, bck_rows, bck_mx = bck_rows, bck_mx, bck_rows_kept, bck_mx_kept
         per_pair = []
         for j in range(n):
             shape = (Lr[j] + 1, Qs[j], 3, 4)
@@ -168,7 +179,9 @@ class EmulatedForwardParser:
                 fwd_rows=fwd_rows[rows_at[j]:rows_at[j] + rows[j]].reshape(-1, X_CELLS),
                 bck_rows=bck_rows[rows_at[j]:rows_at[j] + rows[j]].reshape(-1, X_CELLS),
                 fwd_mx=fwd_mx[matrix_at[j]:matrix_at[j] + cells[j]].reshape(shape),
-                bck_mx=bck_mx[matrix_at[j]:matrix_at[j] + cells[j]].reshape(shape)))
+                bck_mx=bck_mx[matrix_at[j]:matrix_at[j] + cells[j]].reshape(shape),
+                pp_rows=pp_rows[rows_at[j]:rows_at[j] + rows[j]].reshape(-1, X_CELLS),
+                pp_mx=pp_mx[matrix_at[j]:matrix_at[j] + cells[j]].reshape(shape), range=int(range_error[j])))
         got = []
         for idx, o, start in zip(idxs, order, starts):
             place = {int(s): start + j for j, s in enumerate(o)}
@@ -390,7 +403,8 @@ def test_segment_matrices_equal_hmmer(mode, data_dir, proteome, tmp_path, build_
     """The two parsers over a segment of each sequence with the model configured to the whole
     sequence's length, unihit (an envelope's rescoring) or multihit (a region's traces),
     keeping every row of M, D and I: HMMER's p7_Forward and p7_Backward bit for bit, cell by
-    cell, their special-state rows and scores too."""
+    cell, their special-state rows and scores too; then the posteriors of each cell and row
+    as HMMER's p7_Decoding gives them."""
     hmms = [read_hmms(data_dir / "hmms" / "txt" / "Thioesterase.hmm")[0],
             read_hmms(data_dir / "hmms" / "txt" / "RREFam.hmm")[0]]
     hmm_path = tmp_path / "models.hmm"
@@ -420,3 +434,7 @@ def test_segment_matrices_equal_hmmer(mode, data_dir, proteome, tmp_path, build_
             assert _same(have["fwd_mx"], want["fwd_mx"]), f"{what}: Forward matrix"
             assert _same(have["bck_mx"][1:], want["bck_mx"]), f"{what}: Backward matrix"
             assert _same(have["fwd"], want["fwd"]) and _same(have["bck"], want["bck"]), what
+            # the posteriors (p7_Decoding): every cell and the rows' N, J, C (E and B zero)
+            assert _same(have["pp_mx"], want["pp_mx"]), f"{what}: posterior matrix"
+            assert _same(have["pp_rows"][:, :X_CELLS - 1], want["pp_rows"][:, :X_CELLS - 1]), f"{what}: posterior rows"
+            assert have["range"] == want["range"] == 0, what

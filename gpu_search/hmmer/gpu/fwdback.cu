@@ -13,6 +13,7 @@
  *   Both also run as p7_Forward and p7_Backward do inside HMMER's domain definition: over a
  *   segment of the sequence (a region or an envelope) with the model configured to the whole
  *   sequence's length, multihit or unihit (the job's scalars), keeping the whole matrix.
+ *   posterior_decoding: p7_Decoding's posterior probabilities from a segment's two matrices.
  *   domain_regions: from both parsers' rows, the posteriors of p7_DomainDecoding, the
  *   expected number of domains, and the regions HMMER then evaluates, each flagged where
  *   HMMER resolves it by stochastic traces (is_multidomain_region).
@@ -539,4 +540,75 @@ domain_regions(const int *__restrict__ jobs, const long long *__restrict__ offse
 #undef MOCC
 #undef BTOT
 #undef ETOT
+}
+
+/* HMMER's p7_Decoding: the posterior probability of each cell from a segment's whole Forward
+ * and Backward matrices (forward_parser and backward_parser with segments and matrices), in
+ * place of the Backward's as HMMER's envelope rescoring does it: M and I the product of the
+ * two matrices' cells times the row's total scale, D zero; the special states' rows N, J, C
+ * (E, B zero).  Four threads a pair, lane z each.  range[out] is 1
+ * where HMMER's scale product overflows (p7_Decoding's eslERANGE: HMMER drops the domain).
+ */
+extern "C" __global__ void __launch_bounds__(128)
+posterior_decoding(const int *__restrict__ jobs, const long long *__restrict__ offsets,
+                   const int *__restrict__ order_all, const int *__restrict__ segments,
+                   const long long *__restrict__ rows_at, const float *__restrict__ fwd_rows_all,
+                   float *__restrict__ bck_rows_all, const long long *__restrict__ matrix_at,
+                   const float *__restrict__ fwd_mx_all, float *__restrict__ bck_mx_all,
+                   const int *__restrict__ own_scales_all, int *__restrict__ range_all)
+{
+    const int *job = jobs + blockIdx.y * JOB_INTS;
+    const int item = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 2);
+    if (item >= job[JOB_N]) return;
+    const int z = threadIdx.x & 3;
+    const int s = order_all[job[JOB_ORDER] + item];
+    const int out = job[JOB_OUT] + item;
+    const int L = (int)(offsets[s + 1] - offsets[s]);
+    const int *seg = segments + 2 * (job[JOB_ORDER] + item);
+    const int Lr = seg[1];
+    const int M = job[JOB_P];
+    const int Q = M <= 8 ? 2 : (M - 1) / 4 + 1;
+    const float nj = __int_as_float(job[JOB_P + 1]);
+    const float pmove = __fdiv_rn(__fadd_rn(2.0f, nj), __fadd_rn(__fadd_rn((float)L, 2.0f), nj));
+    const float ploop = __fsub_rn(1.0f, pmove);
+    const float *f = fwd_rows_all + rows_at[out];
+    float *b = bck_rows_all + rows_at[out];
+    const float *fmx = fwd_mx_all + matrix_at[out];
+    float *pmx = bck_mx_all + matrix_at[out];     /* the Backward's matrix becomes the posteriors */
+    const bool own = own_scales_all[out] != 0;
+#define F(i, c) f[(i) * X_CELLS + (c)]
+#define B(i, c) b[(i) * X_CELLS + (c)]
+#define CELL(mx, i, q, st) mx[(((long long)(i) * Q + (q)) * 3 + (st)) * 4 + z]
+
+    float scaleproduct = __double2float_rn(1.0 / (double)B(0, X_N));
+    __syncwarp(0xFu << ((threadIdx.x & 31) & ~3));  /* every lane has read row 0 before lane 0 clears it */
+    for (int q = 0; q < Q; q++) CELL(pmx, 0, q, 0) = CELL(pmx, 0, q, 1) = CELL(pmx, 0, q, 2) = 0.0f;
+    for (int i = 1; i <= Lr; i++) {
+        const float totr = __fmul_rn(scaleproduct, F(i, X_SCALE));
+        for (int q = 0; q < Q; q++) {
+            CELL(pmx, i, q, 0) = __fmul_rn(__fmul_rn(CELL(fmx, i, q, 0), CELL(pmx, i, q, 0)), totr);
+            CELL(pmx, i, q, 1) = 0.0f;
+            CELL(pmx, i, q, 2) = __fmul_rn(__fmul_rn(CELL(fmx, i, q, 2), CELL(pmx, i, q, 2)), totr);
+        }
+        if (z == 0) {   /* each row's specials from row i-1 of the Forward and row i of the Backward */
+            const float n = __fmul_rn(__fmul_rn(__fmul_rn(F(i - 1, X_N), B(i, X_N)), ploop), scaleproduct);
+            const float j = __fmul_rn(__fmul_rn(__fmul_rn(F(i - 1, X_J), B(i, X_J)), ploop), scaleproduct);
+            const float c = __fmul_rn(__fmul_rn(__fmul_rn(F(i - 1, X_C), B(i, X_C)), ploop), scaleproduct);
+            if (own) scaleproduct = __fmul_rn(scaleproduct, __fdiv_rn(F(i, X_SCALE), B(i, X_SCALE)));
+            B(i, X_E) = 0.0f;
+            B(i, X_N) = n;
+            B(i, X_J) = j;
+            B(i, X_C) = c;
+            B(i, X_B) = 0.0f;
+        } else if (own) {
+            scaleproduct = __fmul_rn(scaleproduct, __fdiv_rn(F(i, X_SCALE), B(i, X_SCALE)));
+        }
+    }
+    if (z == 0) {
+        B(0, X_E) = B(0, X_N) = B(0, X_J) = B(0, X_C) = B(0, X_B) = 0.0f;
+        range_all[out] = isinf(scaleproduct) ? 1 : 0;
+    }
+#undef F
+#undef B
+#undef CELL
 }

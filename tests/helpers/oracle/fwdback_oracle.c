@@ -19,8 +19,10 @@
  *          p7_Forward and p7_Backward (whole matrices) over each sequence's segment, the model
  *          configured to the whole sequence's length in unihit or multihit mode, as
  *          p7_domaindef_ByPosteriorHeuristics runs them on an envelope or a region; per pair:
- *          model  seqname  Lr  fwd  bck  fwd_rows  bck_rows  fwd_matrix  bck_matrix
- *          (the matrices: P7_OMX's dpf rows, 0..Lr for the Forward, 1..Lr for the Backward).
+ *          model  seqname  Lr  fwd  bck  fwd_rows  bck_rows  fwd_matrix  bck_matrix  pp_rows  pp_matrix  range
+ *          (the matrices: P7_OMX's dpf rows, 0..Lr for the Forward, 1..Lr for the Backward);
+ *          then p7_Decoding's posteriors in place of the Backward (rows and matrix 0..Lr) and
+ *          whether it returned eslERANGE.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,7 +111,12 @@ int main(int argc, char **argv)
             for (int i = 0; i <= Lr; i++) print_floats_raw((float *) wf->dpf[i], Q * p7X_NSCELLS * 4);
             putchar('\t');
             for (int i = 1; i <= Lr; i++) print_floats_raw((float *) wb->dpf[i], Q * p7X_NSCELLS * 4);
-            putchar('\n');
+            /* the posteriors, in place of the Backward as rescore_isolated_domain decodes */
+            int range = p7_Decoding(om, wf, wb, wb) == eslERANGE;
+            print_floats(wb->xmx, (Lr + 1) * p7X_NXCELLS);
+            putchar('\t');
+            for (int i = 0; i <= Lr; i++) print_floats_raw((float *) wb->dpf[i], Q * p7X_NSCELLS * 4);
+            printf("\t%d\n", range);
             p7_oprofile_ReconfigMultihit(om, sq->n);
             esl_sq_Reuse(sq);
             continue;
