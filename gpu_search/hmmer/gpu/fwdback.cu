@@ -77,6 +77,23 @@ __device__ __forceinline__ void store_specials(float *row, float xE, float xN, f
     row[X_SCALE] = scale;
 }
 
+/* HMMER's sparse rescaling of a row by its factor: N, J, B, C divided by it (E apart: the Forward
+   sets it to 1, the Backward divides it too), the lane's cells multiplied by (float)(1 / factor) */
+__device__ __forceinline__ void rescale_row(float factor, float &xN, float &xJ, float &xB, float &xC, float *mmx,
+                                            float *dmx, float *imx, int Q)
+{
+    xN = __fdiv_rn(xN, factor);
+    xJ = __fdiv_rn(xJ, factor);
+    xB = __fdiv_rn(xB, factor);
+    xC = __fdiv_rn(xC, factor);
+    const float inv = __double2float_rn(1.0 / (double)factor);
+    for (int q = 0; q < Q; q++) {
+        mmx[q] = __fmul_rn(mmx[q], inv);
+        dmx[q] = __fmul_rn(dmx[q], inv);
+        imx[q] = __fmul_rn(imx[q], inv);
+    }
+}
+
 /* a lane's row i of the whole matrix, as P7_OMX's dpf[i] holds it: Q vectors of M, D, I */
 __device__ __forceinline__ void store_row(float *mx, int i, int Q, int z, const float *mmx, const float *dmx,
                                           const float *imx)
@@ -114,6 +131,48 @@ __device__ __forceinline__ float lanes_sum(float v, unsigned mask)
     return __fadd_rn(__fadd_rn(v0, v1), __fadd_rn(v2, v3));
 }
 
+/* What a group of four threads knows of its pair (this block's job, jobs.cuh; the job's
+   sequences longest first, four threads each): the model and its configuration (scalars M,
+   nj, E->C, E->J; N, C, J move and loop for the length L, p7_oprofile_ReconfigRestLength in
+   float), and the rows: the whole sequence, or a segment of it (first residue, length) as
+   HMMER's domain definition runs the DP over a region or an envelope. */
+struct Pair {
+    int item, out, z, M, Q, L, Lr;
+    unsigned mask;                    /* the group's lanes */
+    float nj, e_move, e_loop, pmove, ploop;
+    const float *tfv, *rfv;           /* the model's profile (packing.pack_fwdback_profiles) */
+    const uint8_t *dsq;               /* dsq[1..Lr] */
+};
+
+__device__ __forceinline__ bool take_pair(const int *jobs, const int *order_all, const long long *offsets,
+                                          const uint8_t *residues, const int *segments, const long long *model_at,
+                                          const float *profiles, Pair &p)
+{
+    const int *job = jobs + blockIdx.y * JOB_INTS;
+    p.item = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 2);
+    if (p.item >= job[JOB_N]) return false;      /* a group's four threads leave together */
+    const int lane = threadIdx.x & 31;
+    p.z = lane & 3;
+    p.mask = 0xFu << (lane & ~3);
+    p.out = job[JOB_OUT] + p.item;
+    const int s = order_all[job[JOB_ORDER] + p.item];
+    p.M = job[JOB_P];
+    p.nj = __int_as_float(job[JOB_P + 1]);
+    p.e_move = __int_as_float(job[JOB_P + 2]);
+    p.e_loop = __int_as_float(job[JOB_P + 3]);
+    p.Q = p.M <= 8 ? 2 : (p.M - 1) / 4 + 1;      /* p7O_NQF */
+    p.tfv = profiles ? profiles + model_at[blockIdx.y] : nullptr;
+    p.rfv = profiles ? p.tfv + 8 * p.Q * 4 : nullptr;
+    const long long start = offsets[s];
+    p.L = (int)(offsets[s + 1] - start);
+    const int *seg = segments ? segments + 2 * (job[JOB_ORDER] + p.item) : nullptr;
+    p.Lr = seg ? seg[1] : p.L;
+    p.dsq = residues ? residues + start - 1 + (seg ? seg[0] - 1 : 0) : nullptr;
+    p.pmove = __fdiv_rn(__fadd_rn(2.0f, p.nj), __fadd_rn(__fadd_rn((float)p.L, 2.0f), p.nj));
+    p.ploop = __fsub_rn(1.0f, p.pmove);
+    return true;
+}
+
 extern "C" __global__ void __launch_bounds__(128)
 forward_parser(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
                const int *__restrict__ order_all, const int *__restrict__ jobs,
@@ -122,36 +181,17 @@ forward_parser(const uint8_t *__restrict__ residues, const long long *__restrict
                float *__restrict__ rows_all, const long long *__restrict__ matrix_at,
                float *__restrict__ matrix_all, float *__restrict__ out_all)
 {
-    /* this block's model (jobs.cuh): its sequences, longest first, four threads each */
-    const int *job = jobs + blockIdx.y * JOB_INTS;
-    const int item = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 2);
-    if (item >= job[JOB_N]) return;              /* a group's four threads leave together */
-    const int lane = threadIdx.x & 31;
-    const int z = lane & 3;
-    const unsigned mask = 0xFu << (lane & ~3);
-    const int s = order_all[job[JOB_ORDER] + item];
-    float *out = out_all + job[JOB_OUT];
-    const int M = job[JOB_P];
-    const float nj = __int_as_float(job[JOB_P + 1]);
-    const float e_move = __int_as_float(job[JOB_P + 2]), e_loop = __int_as_float(job[JOB_P + 3]);
-    const int Q = M <= 8 ? 2 : (M - 1) / 4 + 1;  /* p7O_NQF */
-    const float *tfv = profiles + model_at[blockIdx.y];
-    const float *rfv = tfv + 8 * Q * 4;
-    const long long start = offsets[s];
-    const int L = (int)(offsets[s + 1] - start);  /* the target length the model is configured to */
-    /* the rows: the whole sequence, or a segment of it (first residue, length) as HMMER's
-       domain definition runs the DP over a region or an envelope */
-    const int *seg = segments ? segments + 2 * (job[JOB_ORDER] + item) : nullptr;
-    const int Lr = seg ? seg[1] : L;
-    const uint8_t *dsq = residues + start - 1 + (seg ? seg[0] - 1 : 0);   /* dsq[1..Lr] */
+    Pair p;
+    if (!take_pair(jobs, order_all, offsets, residues, segments, model_at, profiles, p)) return;
+    const int z = p.z, Q = p.Q, M = p.M, Lr = p.Lr;
+    const unsigned mask = p.mask;
+    const float *tfv = p.tfv, *rfv = p.rfv;
+    const uint8_t *dsq = p.dsq;
+    const float pmove = p.pmove, ploop = p.ploop, e_move = p.e_move, e_loop = p.e_loop;
     /* where asked for: the special states' rows (X_CELLS floats a row, rows 0..Lr), and the
        whole matrix as p7_Forward keeps it (rows 0..Lr of Q vectors of M, D, I; lane z at [z]) */
-    float *xmx = rows_all ? rows_all + rows_at[job[JOB_OUT] + item] : nullptr;
-    float *mx = matrix_all ? matrix_all + matrix_at[job[JOB_OUT] + item] : nullptr;
-
-    /* p7_oprofile_ReconfigRestLength: N, C, J loop and move, in float */
-    const float pmove = __fdiv_rn(__fadd_rn(2.0f, nj), __fadd_rn(__fadd_rn((float)L, 2.0f), nj));
-    const float ploop = __fsub_rn(1.0f, pmove);
+    float *xmx = rows_all ? rows_all + rows_at[p.out] : nullptr;
+    float *mx = matrix_all ? matrix_all + matrix_at[p.out] : nullptr;
 
     float mmx[QMAX], dmx[QMAX], imx[QMAX];       /* this lane of the row (i-1, then i) */
     for (int q = 0; q < Q; q++) mmx[q] = dmx[q] = imx[q] = 0.0f;
@@ -217,17 +257,8 @@ forward_parser(const uint8_t *__restrict__ residues, const long long *__restrict
         float scale_i = 1.0f;
         if (xE > 1.0e4f) {                       /* sparse rescaling */
             scale_i = xE;
-            xN = __fdiv_rn(xN, xE);
-            xC = __fdiv_rn(xC, xE);
-            xJ = __fdiv_rn(xJ, xE);
-            xB = __fdiv_rn(xB, xE);
-            const float scale = __double2float_rn(1.0 / (double)xE);
-            for (int q = 0; q < Q; q++) {
-                mmx[q] = __fmul_rn(mmx[q], scale);
-                dmx[q] = __fmul_rn(dmx[q], scale);
-                imx[q] = __fmul_rn(imx[q], scale);
-            }
-            totscale = add_log(totscale, xE, unsure);
+            rescale_row(xE, xN, xJ, xB, xC, mmx, dmx, imx, Q);
+            totscale = add_log(totscale, scale_i, unsure);
             xE = 1.0f;
         }
         if (xmx && z == 0) store_specials(xmx + i * X_CELLS, xE, xN, xJ, xB, xC, scale_i);
@@ -240,7 +271,7 @@ forward_parser(const uint8_t *__restrict__ residues, const long long *__restrict
     if (z != 0) return;
     const bool range_error = isnan(xC) || (Lr > 0 && xC == 0.0f) || isinf(xC);
     const float score = add_log(totscale, __fmul_rn(xC, pmove), unsure);
-    out[item] = (unsure || range_error) ? __int_as_float(0x7fc00000) : score;
+    out_all[p.out] = (unsure || range_error) ? __int_as_float(0x7fc00000) : score;
 }
 
 /* HMMER's left shift (_mm_move_ss to 0, then a rotation): lane z takes lane z+1's value, lane 3
@@ -270,32 +301,16 @@ backward_parser(const uint8_t *__restrict__ residues, const long long *__restric
                 const long long *__restrict__ matrix_at, float *__restrict__ matrix_all,
                 int *__restrict__ own_scales_all, float *__restrict__ out_all)
 {
-    const int *job = jobs + blockIdx.y * JOB_INTS;
-    const int item = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 2);
-    if (item >= job[JOB_N]) return;
-    const int lane = threadIdx.x & 31;
-    const int z = lane & 3;
-    const unsigned mask = 0xFu << (lane & ~3);
-    const int s = order_all[job[JOB_ORDER] + item];
-    float *out = out_all + job[JOB_OUT];
-    const int M = job[JOB_P];
-    const float nj = __int_as_float(job[JOB_P + 1]);
-    const float e_move = __int_as_float(job[JOB_P + 2]), e_loop = __int_as_float(job[JOB_P + 3]);
-    const int Q = M <= 8 ? 2 : (M - 1) / 4 + 1;
-    const float *tfv = profiles + model_at[blockIdx.y];
-    const float *rfv = tfv + 8 * Q * 4;
-    const long long start = offsets[s];
-    const int L = (int)(offsets[s + 1] - start);  /* the configured length; the rows as forward_parser */
-    const int *seg = segments ? segments + 2 * (job[JOB_ORDER] + item) : nullptr;
-    const int Lr = seg ? seg[1] : L;
-    const uint8_t *dsq = residues + start - 1 + (seg ? seg[0] - 1 : 0);
-    const long long at = rows_at[job[JOB_OUT] + item];
-    const float *fwd = fwd_rows_all + at;
-    float *bck = bck_rows_all + at;
-    float *mx = matrix_all ? matrix_all + matrix_at[job[JOB_OUT] + item] : nullptr;
-
-    const float pmove = __fdiv_rn(__fadd_rn(2.0f, nj), __fadd_rn(__fadd_rn((float)L, 2.0f), nj));
-    const float ploop = __fsub_rn(1.0f, pmove);
+    Pair p;
+    if (!take_pair(jobs, order_all, offsets, residues, segments, model_at, profiles, p)) return;
+    const int z = p.z, Q = p.Q, Lr = p.Lr;
+    const unsigned mask = p.mask;
+    const float *tfv = p.tfv, *rfv = p.rfv;
+    const uint8_t *dsq = p.dsq;
+    const float pmove = p.pmove, ploop = p.ploop, e_move = p.e_move, e_loop = p.e_loop;
+    const float *fwd = fwd_rows_all + rows_at[p.out];
+    float *bck = bck_rows_all + rows_at[p.out];
+    float *mx = matrix_all ? matrix_all + matrix_at[p.out] : nullptr;
 
 #define TF(q, t) tfv[((q) * 7 + (t)) * 4 + z]
 #define TDD(q) tfv[(7 * Q + (q)) * 4 + z]
@@ -334,16 +349,7 @@ backward_parser(const uint8_t *__restrict__ residues, const long long *__restric
         const float scale = fwd[Lr * X_CELLS + X_SCALE];
         if (scale > 1.0f) {
             xE = __fdiv_rn(xE, scale);
-            xN = __fdiv_rn(xN, scale);
-            xC = __fdiv_rn(xC, scale);
-            xJ = __fdiv_rn(xJ, scale);
-            xB = __fdiv_rn(xB, scale);
-            const float inv = __double2float_rn(1.0 / (double)scale);
-            for (int q = 0; q < Q; q++) {
-                mmx[q] = __fmul_rn(mmx[q], inv);
-                dmx[q] = __fmul_rn(dmx[q], inv);
-                imx[q] = __fmul_rn(imx[q], inv);
-            }
+            rescale_row(scale, xN, xJ, xB, xC, mmx, dmx, imx, Q);
         }
         totscale = add_log(0.0f, scale, unsure);
         if (z == 0) store_specials(bck + Lr * X_CELLS, xE, xN, xJ, xB, xC, scale);
@@ -405,16 +411,7 @@ backward_parser(const uint8_t *__restrict__ residues, const long long *__restric
         const float scale = own_scales ? (xB > 1.0e4f ? xB : 1.0f) : fwd[i * X_CELLS + X_SCALE];
         if (scale > 1.0f) {
             xE = __fdiv_rn(xE, scale);
-            xN = __fdiv_rn(xN, scale);
-            xJ = __fdiv_rn(xJ, scale);
-            xB = __fdiv_rn(xB, scale);
-            xC = __fdiv_rn(xC, scale);
-            const float inv = __double2float_rn(1.0 / (double)scale);
-            for (int q = 0; q < Q; q++) {
-                mmx[q] = __fmul_rn(mmx[q], inv);
-                dmx[q] = __fmul_rn(dmx[q], inv);
-                imx[q] = __fmul_rn(imx[q], inv);
-            }
+            rescale_row(scale, xN, xJ, xB, xC, mmx, dmx, imx, Q);
             totscale = add_log(totscale, scale, unsure);
         }
         if (z == 0) store_specials(bck + i * X_CELLS, xE, xN, xJ, xB, xC, scale);
@@ -435,10 +432,10 @@ backward_parser(const uint8_t *__restrict__ residues, const long long *__restric
 #undef RF
     if (z != 0) return;
     store_specials(bck, 0.0f, xN, 0.0f, xB, 0.0f, 1.0f);
-    own_scales_all[job[JOB_OUT] + item] = own_scales;
+    own_scales_all[p.out] = own_scales;
     const bool range_error = isnan(xN) || (Lr > 0 && xN == 0.0f) || isinf(xN);
     const float score = add_log(totscale, xN, unsure);
-    out[item] = (unsure || range_error) ? __int_as_float(0x7fc00000) : score;
+    out_all[p.out] = (unsure || range_error) ? __int_as_float(0x7fc00000) : score;
 }
 
 /* HMMER's domain-definition thresholds (p7_domaindef_Create's defaults) */
@@ -557,20 +554,10 @@ posterior_decoding(const int *__restrict__ jobs, const long long *__restrict__ o
                    const float *__restrict__ fwd_mx_all, float *__restrict__ bck_mx_all,
                    const int *__restrict__ own_scales_all, int *__restrict__ range_all)
 {
-    const int *job = jobs + blockIdx.y * JOB_INTS;
-    const int item = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 2);
-    if (item >= job[JOB_N]) return;
-    const int z = threadIdx.x & 3;
-    const int s = order_all[job[JOB_ORDER] + item];
-    const int out = job[JOB_OUT] + item;
-    const int L = (int)(offsets[s + 1] - offsets[s]);
-    const int *seg = segments + 2 * (job[JOB_ORDER] + item);
-    const int Lr = seg[1];
-    const int M = job[JOB_P];
-    const int Q = M <= 8 ? 2 : (M - 1) / 4 + 1;
-    const float nj = __int_as_float(job[JOB_P + 1]);
-    const float pmove = __fdiv_rn(__fadd_rn(2.0f, nj), __fadd_rn(__fadd_rn((float)L, 2.0f), nj));
-    const float ploop = __fsub_rn(1.0f, pmove);
+    Pair p;
+    if (!take_pair(jobs, order_all, offsets, nullptr, segments, nullptr, nullptr, p)) return;
+    const int z = p.z, Q = p.Q, Lr = p.Lr, out = p.out;
+    const float ploop = p.ploop;
     const float *f = fwd_rows_all + rows_at[out];
     float *b = bck_rows_all + rows_at[out];
     const float *fmx = fwd_mx_all + matrix_at[out];
@@ -581,7 +568,7 @@ posterior_decoding(const int *__restrict__ jobs, const long long *__restrict__ o
 #define CELL(mx, i, q, st) mx[(((long long)(i) * Q + (q)) * 3 + (st)) * 4 + z]
 
     float scaleproduct = __double2float_rn(1.0 / (double)B(0, X_N));
-    __syncwarp(0xFu << ((threadIdx.x & 31) & ~3));  /* every lane has read row 0 before lane 0 clears it */
+    __syncwarp(p.mask);                          /* every lane has read row 0 before lane 0 clears it */
     for (int q = 0; q < Q; q++) CELL(pmx, 0, q, 0) = CELL(pmx, 0, q, 1) = CELL(pmx, 0, q, 2) = 0.0f;
     for (int i = 1; i <= Lr; i++) {
         const float totr = __fmul_rn(scaleproduct, F(i, X_SCALE));
