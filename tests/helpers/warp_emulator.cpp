@@ -660,6 +660,18 @@ extern "C" int emulate_posterior_decoding(unsigned seed, const int* jobs, int n_
     return run_blocks(seed, (4 * most + 127) / 128, 128, n_jobs);
 }
 
+// optimal_accuracy: four threads a sequence, as the parsers
+extern "C" int emulate_optimal_accuracy(unsigned seed, const int* jobs, int n_jobs, int most, const long long* offsets,
+                                        const int* order, const int* segments, const long long* model_at,
+                                        const float* profiles, const long long* rows_at, const float* pp_rows,
+                                        float* oa_rows, const long long* matrix_at, const float* pp_mx, float* oa_mx,
+                                        float* oasc)
+{
+    g_kernel = [=] { optimal_accuracy(jobs, offsets, order, segments, model_at, profiles, rows_at, pp_rows, oa_rows,
+                                      matrix_at, pp_mx, oa_mx, oasc); };
+    return run_blocks(seed, (4 * most + 127) / 128, 128, n_jobs);
+}
+
 // domain_regions: one thread a sequence
 extern "C" int emulate_domain_regions(unsigned seed, const int* jobs, int n_jobs, int most, const long long* offsets,
                                       const int* order, const long long* rows_at, const float* fwd_rows,

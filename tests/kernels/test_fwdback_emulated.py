@@ -128,8 +128,9 @@ class EmulatedForwardParser:
         unihit (an envelope's rescoring), keeping the whole matrices; then p7_Decoding's
         posteriors.  Per model, per sequence, a dict: fwd, bck (scores), fwd_rows, bck_rows
         ((Lr+1, X_CELLS)), fwd_mx, bck_mx ((Lr+1, Q, 3, 4): P7_OMX's dpf rows, vectors of M, D,
-        I, lane last), pp_rows, pp_mx (the posteriors, the same shapes) and range (1 where the
-        decoding's scale product overflowed)."""
+        I, lane last), pp_rows, pp_mx (the posteriors, the same shapes), range (1 where the
+        decoding's scale product overflowed), and the optimal accuracy's oa_rows, oa_mx and
+        oasc."""
         order, starts, counts, segs = [], [], [], []
         for idx, seg in zip(idxs, segments):
             idx = np.asarray(idx, dtype=np.int64)
@@ -171,6 +172,14 @@ class EmulatedForwardParser:
                                                  _p(fwd_mx), _p(bck_mx), _p(own), _p(range_error))
         assert rc == 0, self.lib.emulator_error().decode()
         pp_rows, pp_mx, bck_rows, bck_mx = bck_rows, bck_mx, bck_rows_kept, bck_mx_kept
+        oa_rows, oa_mx = np.full(rows.sum(), -1.0, np.float32), np.full(cells.sum(), -1.0, np.float32)
+        oasc = np.full(n, -1.0, np.float32)
+        rc = self.lib.emulate_optimal_accuracy(ctypes.c_uint(seed + 3), _p(jobs), ctypes.c_int(len(profs)),
+                                               ctypes.c_int(max(counts)),
+                                               _p(np.ascontiguousarray(db.offsets, dtype=np.int64)), _p(order_all),
+                                               _p(seg_all), _p(model_at), _p(profiles), _p(rows_at), _p(pp_rows),
+                                               _p(oa_rows), _p(matrix_at), _p(pp_mx), _p(oa_mx), _p(oasc))
+        assert rc == 0, self.lib.emulator_error().decode()
         per_pair = []
         for j in range(n):
             shape = (Lr[j] + 1, Qs[j], 3, 4)
@@ -181,7 +190,9 @@ class EmulatedForwardParser:
                 fwd_mx=fwd_mx[matrix_at[j]:matrix_at[j] + cells[j]].reshape(shape),
                 bck_mx=bck_mx[matrix_at[j]:matrix_at[j] + cells[j]].reshape(shape),
                 pp_rows=pp_rows[rows_at[j]:rows_at[j] + rows[j]].reshape(-1, X_CELLS),
-                pp_mx=pp_mx[matrix_at[j]:matrix_at[j] + cells[j]].reshape(shape), range=int(range_error[j])))
+                pp_mx=pp_mx[matrix_at[j]:matrix_at[j] + cells[j]].reshape(shape), range=int(range_error[j]),
+                oa_rows=oa_rows[rows_at[j]:rows_at[j] + rows[j]].reshape(-1, X_CELLS),
+                oa_mx=oa_mx[matrix_at[j]:matrix_at[j] + cells[j]].reshape(shape), oasc=oasc[j]))
         got = []
         for idx, o, start in zip(idxs, order, starts):
             place = {int(s): start + j for j, s in enumerate(o)}
@@ -404,7 +415,8 @@ def test_segment_matrices_equal_hmmer(mode, data_dir, proteome, tmp_path, build_
     sequence's length, unihit (an envelope's rescoring) or multihit (a region's traces),
     keeping every row of M, D and I: HMMER's p7_Forward and p7_Backward bit for bit, cell by
     cell, their special-state rows and scores too; then the posteriors of each cell and row
-    as HMMER's p7_Decoding gives them."""
+    as HMMER's p7_Decoding gives them, and (unihit, as HMMER aligns an envelope) the optimal
+    accuracy matrix and score of p7_OptimalAccuracy."""
     hmms = [read_hmms(data_dir / "hmms" / "txt" / "Thioesterase.hmm")[0],
             read_hmms(data_dir / "hmms" / "txt" / "RREFam.hmm")[0]]
     hmm_path = tmp_path / "models.hmm"
@@ -438,3 +450,9 @@ def test_segment_matrices_equal_hmmer(mode, data_dir, proteome, tmp_path, build_
             assert _same(have["pp_mx"], want["pp_mx"]), f"{what}: posterior matrix"
             assert _same(have["pp_rows"][:, :X_CELLS - 1], want["pp_rows"][:, :X_CELLS - 1]), f"{what}: posterior rows"
             assert have["range"] == want["range"] == 0, what
+            # the optimal accuracy (p7_OptimalAccuracy) from those posteriors: every cell, E N J B C, the score
+            if mode == "uni":
+                assert _same(have["oa_mx"], want["oa_mx"]), f"{what}: optimal accuracy matrix"
+                first = _first_row(have["oa_rows"][:, :X_CELLS - 1], want["oa_rows"][:, :X_CELLS - 1])
+                assert first == -1, f"{what}: optimal accuracy rows differ from row {first}"
+                assert _same(have["oasc"], want["oasc"]), f"{what}: oasc {have['oasc']} against {want['oasc']}"

@@ -14,6 +14,7 @@
  *   segment of the sequence (a region or an envelope) with the model configured to the whole
  *   sequence's length, multihit or unihit (the job's scalars), keeping the whole matrix.
  *   posterior_decoding: p7_Decoding's posterior probabilities from a segment's two matrices.
+ *   optimal_accuracy: p7_OptimalAccuracy's matrix and score from those posteriors.
  *   domain_regions: from both parsers' rows, the posteriors of p7_DomainDecoding, the
  *   expected number of domains, and the regions HMMER then evaluates, each flagged where
  *   HMMER resolves it by stochastic traces (is_multidomain_region).
@@ -116,11 +117,17 @@ __device__ __forceinline__ float add_log(float acc, float x, bool &unsure)
     return __double2float_rn((double)acc + r);
 }
 
-/* esl_sse_rightshift_ps(v, 0): lane z takes lane z-1's value, lane 0 a zero */
-__device__ __forceinline__ float right_shift(float v, unsigned mask, int z)
+/* esl_sse_rightshift_ps(v, fill): lane z takes lane z-1's value, lane 0 the fill (zero but in
+   the optimal accuracy's -inf) */
+__device__ __forceinline__ float right_shift_fill(float v, float fill, unsigned mask, int z)
 {
     const float from = __shfl_up_sync(mask, v, 1, 4);
-    return z == 0 ? 0.0f : from;
+    return z == 0 ? fill : from;
+}
+
+__device__ __forceinline__ float right_shift(float v, unsigned mask, int z)
+{
+    return right_shift_fill(v, 0.0f, mask, z);
 }
 
 /* the SSE horizontal sum HMMER uses: (v0 + v1) + (v2 + v3), the same in every lane */
@@ -598,4 +605,108 @@ posterior_decoding(const int *__restrict__ jobs, const long long *__restrict__ o
 #undef F
 #undef B
 #undef CELL
+}
+
+/* _mm_max_ps's lane rule: a > b ? a : b (b on a tie) */
+__device__ __forceinline__ float sse_max(float a, float b) { return a > b ? a : b; }
+
+/* esl_sse_hmax_ps: max(max(v0, v1), max(v2, v3)) by _mm_max_ps's rule, the same in every lane */
+__device__ __forceinline__ float lanes_max(float v, unsigned mask)
+{
+    const float v0 = __shfl_sync(mask, v, 0, 4), v1 = __shfl_sync(mask, v, 1, 4);
+    const float v2 = __shfl_sync(mask, v, 2, 4), v3 = __shfl_sync(mask, v, 3, 4);
+    return sse_max(sse_max(v0, v1), sse_max(v2, v3));
+}
+
+/* HMMER's p7_OptimalAccuracy over a segment's posteriors (posterior_decoding's matrix and
+ * rows): the max-sum alignment of posterior probabilities, HMMER's transitions used only as
+ * masks (a path counts where the model's odds ratio for it is above 0; a masked path adds
+ * +0.0), the match cell from B, then M, I, D of the row before, one D->D pass inside the row
+ * and always three more carrying the chain, E the lanes' maximum, and J, C, N, B as HMMER
+ * sets them from which special transitions are zero.  Writes the OA matrix and rows (the
+ * trace reads them) and the score (C of the last row) in oasc.  Four threads a pair.
+ */
+extern "C" __global__ void __launch_bounds__(128)
+optimal_accuracy(const int *__restrict__ jobs, const long long *__restrict__ offsets,
+                 const int *__restrict__ order_all, const int *__restrict__ segments,
+                 const long long *__restrict__ model_at, const float *__restrict__ profiles,
+                 const long long *__restrict__ rows_at, const float *__restrict__ pp_rows_all,
+                 float *__restrict__ oa_rows_all, const long long *__restrict__ matrix_at,
+                 const float *__restrict__ pp_mx_all, float *__restrict__ oa_mx_all, float *__restrict__ oasc_all)
+{
+    Pair p;
+    if (!take_pair(jobs, order_all, offsets, nullptr, segments, model_at, profiles, p)) return;
+    const int z = p.z, Q = p.Q, Lr = p.Lr;
+    const unsigned mask = p.mask;
+    const float *tfv = p.tfv;
+    const float *pp = pp_rows_all + rows_at[p.out];
+    float *oa = oa_rows_all + rows_at[p.out];
+    const float *pmx = pp_mx_all + matrix_at[p.out];
+    float *omx = oa_mx_all + matrix_at[p.out];
+    const float ninf = -__int_as_float(0x7f800000);
+    /* which special transitions are zero: N, C, J loop and move from the length (ploop,
+       pmove), E's from the job (unihit: E->C 1, E->J 0) */
+    const bool loop0 = p.ploop == 0.0f, move0 = p.pmove == 0.0f;
+    const bool e_loop0 = p.e_loop == 0.0f, e_move0 = p.e_move == 0.0f;
+#define TF(q, t) tfv[((q) * 7 + (t)) * 4 + z]
+#define TDD(q) tfv[(7 * Q + (q)) * 4 + z]
+#define ON(t, v) ((t) > 0.0f ? (v) : 0.0f)
+#define PP(i, q, st) pmx[(((long long)(i) * Q + (q)) * 3 + (st)) * 4 + z]
+#define X(r, i, c) r[(i) * X_CELLS + (c)]
+
+    float mmx[QMAX], dmx[QMAX], imx[QMAX];
+    for (int q = 0; q < Q; q++) mmx[q] = dmx[q] = imx[q] = ninf;
+    store_row(omx, 0, Q, z, mmx, dmx, imx);
+    float xE = ninf, xN = 0.0f, xJ = ninf, xB = 0.0f, xC = ninf;
+    if (z == 0) store_specials(oa, xE, xN, xJ, xB, xC, 1.0f);
+    for (int i = 1; i <= Lr; i++) {
+        float dcv = ninf, xEv = ninf;
+        float mpv = right_shift_fill(mmx[Q - 1], ninf, mask, z);
+        float dpv = right_shift_fill(dmx[Q - 1], ninf, mask, z);
+        float ipv = right_shift_fill(imx[Q - 1], ninf, mask, z);
+        for (int q = 0; q < Q; q++) {
+            float sv = ON(TF(q, T_BM), xB);
+            sv = sse_max(sv, ON(TF(q, T_MM), mpv));
+            sv = sse_max(sv, ON(TF(q, T_IM), ipv));
+            sv = sse_max(sv, ON(TF(q, T_DM), dpv));
+            sv = __fadd_rn(sv, PP(i, q, 0));
+            xEv = sse_max(xEv, sv);
+            mpv = mmx[q];
+            dpv = dmx[q];
+            ipv = imx[q];
+            mmx[q] = sv;
+            dmx[q] = dcv;
+            dcv = ON(TF(q, T_MD), sv);
+            const float s2 = sse_max(ON(TF(q, T_MI), mpv), ON(TF(q, T_II), ipv));
+            imx[q] = __fadd_rn(s2, PP(i, q, 2));
+        }
+        dcv = right_shift_fill(dcv, ninf, mask, z);
+        for (int q = 0; q < Q; q++) {
+            dmx[q] = sse_max(dcv, dmx[q]);
+            dcv = ON(TDD(q), dmx[q]);
+        }
+        for (int j = 1; j < 4; j++) {
+            dcv = right_shift_fill(dcv, ninf, mask, z);
+            for (int q = 0; q < Q; q++) {
+                dmx[q] = sse_max(dcv, dmx[q]);
+                dcv = ON(TDD(q), dcv);
+            }
+        }
+        for (int q = 0; q < Q; q++) xEv = sse_max(xEv, dmx[q]);
+        xE = lanes_max(xEv, mask);
+        const float jp = loop0 ? 0.0f : __fadd_rn(xJ, X(pp, i, X_J));
+        xJ = sse_max(jp, e_loop0 ? 0.0f : xE);
+        const float cp = loop0 ? 0.0f : __fadd_rn(xC, X(pp, i, X_C));
+        xC = sse_max(cp, e_move0 ? 0.0f : xE);
+        xN = loop0 ? 0.0f : __fadd_rn(xN, X(pp, i, X_N));
+        xB = sse_max(move0 ? 0.0f : xN, move0 ? 0.0f : xJ);
+        store_row(omx, i, Q, z, mmx, dmx, imx);
+        if (z == 0) store_specials(oa + i * X_CELLS, xE, xN, xJ, xB, xC, 1.0f);
+    }
+#undef TF
+#undef TDD
+#undef ON
+#undef PP
+#undef X
+    if (z == 0) oasc_all[p.out] = xC;
 }

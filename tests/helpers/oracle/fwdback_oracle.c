@@ -20,9 +20,11 @@
  *          configured to the whole sequence's length in unihit or multihit mode, as
  *          p7_domaindef_ByPosteriorHeuristics runs them on an envelope or a region; per pair:
  *          model  seqname  Lr  fwd  bck  fwd_rows  bck_rows  fwd_matrix  bck_matrix  pp_rows  pp_matrix  range
+ *          oa_rows  oa_matrix  oasc
  *          (the matrices: P7_OMX's dpf rows, 0..Lr for the Forward, 1..Lr for the Backward);
  *          then p7_Decoding's posteriors in place of the Backward (rows and matrix 0..Lr) and
- *          whether it returned eslERANGE.
+ *          whether it returned eslERANGE; then p7_OptimalAccuracy's rows, matrix (0..Lr, in
+ *          place of the Forward) and score.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,7 +118,14 @@ int main(int argc, char **argv)
             print_floats(wb->xmx, (Lr + 1) * p7X_NXCELLS);
             putchar('\t');
             for (int i = 0; i <= Lr; i++) print_floats_raw((float *) wb->dpf[i], Q * p7X_NSCELLS * 4);
-            printf("\t%d\n", range);
+            printf("\t%d", range);
+            /* the optimal accuracy matrix, in place of the Forward as rescore_isolated_domain does */
+            float oasc;
+            p7_OptimalAccuracy(om, wb, wf, &oasc);
+            print_floats(wf->xmx, (Lr + 1) * p7X_NXCELLS);
+            putchar('\t');
+            for (int i = 0; i <= Lr; i++) print_floats_raw((float *) wf->dpf[i], Q * p7X_NSCELLS * 4);
+            printf("\t%a\n", oasc);
             p7_oprofile_ReconfigMultihit(om, sq->n);
             esl_sq_Reuse(sq);
             continue;
