@@ -99,7 +99,8 @@ def run_segment_oracle(exe, hmm_path, fasta_path, segments, mode: str, tmp_path)
     segment mode): per model, per sequence, a dict: fwd, bck (scores), fwd_rows, bck_rows
     ((Lr+1, X_CELLS)), fwd_mx ((Lr+1, Q, 3, 4): P7_OMX's dpf rows 0..Lr), bck_mx (rows 1..Lr);
     p7_Decoding's posteriors pp_rows, pp_mx (rows 0..Lr), and range (its eslERANGE);
-    p7_OptimalAccuracy's oa_rows, oa_mx (rows 0..Lr) and oasc."""
+    p7_OptimalAccuracy's oa_rows, oa_mx (rows 0..Lr) and oasc; p7_OATrace's trace ((n, 4): state,
+    node, residue, the posterior's float bits)."""
     seg_file = tmp_path / "segments.txt"
     seg_file.write_text("".join(f"{a} {b}\n" for a, b in segments))
     out = subprocess.run([str(exe), str(hmm_path), str(fasta_path), str(seg_file), mode], capture_output=True,
@@ -110,14 +111,17 @@ def run_segment_oracle(exe, hmm_path, fasta_path, segments, mode: str, tmp_path)
 
     result = {}
     for line in out.splitlines():
-        model, _, Lr, fsc, bsc, frows, brows, fmx, bmx, prows, pmx, range_error, orows, omx, oasc = line.split("\t")
+        model, _, Lr, fsc, bsc, frows, brows, fmx, bmx, prows, pmx, range_error, orows, omx, oasc, trace = \
+            line.split("\t")
+        steps = [step.split(",") for step in trace.split(";") if step]
         result.setdefault(model, []).append(dict(
             fwd=np.float32(float.fromhex(fsc)), bck=np.float32(float.fromhex(bsc)),
             fwd_rows=floats(frows).reshape(-1, X_CELLS), bck_rows=floats(brows).reshape(-1, X_CELLS),
             fwd_mx=floats(fmx).reshape(int(Lr) + 1, -1, 3, 4), bck_mx=floats(bmx).reshape(int(Lr), -1, 3, 4),
             pp_rows=floats(prows).reshape(-1, X_CELLS), pp_mx=floats(pmx).reshape(int(Lr) + 1, -1, 3, 4),
             range=int(range_error), oa_rows=floats(orows).reshape(-1, X_CELLS),
-            oa_mx=floats(omx).reshape(int(Lr) + 1, -1, 3, 4), oasc=np.float32(float.fromhex(oasc))))
+            oa_mx=floats(omx).reshape(int(Lr) + 1, -1, 3, 4), oasc=np.float32(float.fromhex(oasc)),
+            trace=np.array([(int(a), int(b), int(c), int(d, 16)) for a, b, c, d in steps], dtype=np.int64)))
     return result
 
 

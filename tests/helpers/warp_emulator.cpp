@@ -672,6 +672,19 @@ extern "C" int emulate_optimal_accuracy(unsigned seed, const int* jobs, int n_jo
     return run_blocks(seed, (4 * most + 127) / 128, 128, n_jobs);
 }
 
+// oa_trace: one thread a sequence
+extern "C" int emulate_oa_trace(unsigned seed, const int* jobs, int n_jobs, int most, const long long* offsets,
+                                const int* order, const int* segments, const long long* model_at, const float* profiles,
+                                const long long* rows_at, const float* pp_rows, const float* oa_rows,
+                                const long long* matrix_at, const float* pp_mx, const float* oa_mx,
+                                const long long* trace_at, const int* trace_cap, int* st, int* k, int* i, float* pp,
+                                int* trace_n)
+{
+    g_kernel = [=] { oa_trace(jobs, offsets, order, segments, model_at, profiles, rows_at, pp_rows, oa_rows, matrix_at,
+                              pp_mx, oa_mx, trace_at, trace_cap, st, k, i, pp, trace_n); };
+    return run_blocks(seed, (most + 127) / 128, 128, n_jobs);
+}
+
 // domain_regions: one thread a sequence
 extern "C" int emulate_domain_regions(unsigned seed, const int* jobs, int n_jobs, int most, const long long* offsets,
                                       const int* order, const long long* rows_at, const float* fwd_rows,

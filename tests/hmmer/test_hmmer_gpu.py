@@ -184,8 +184,8 @@ def test_gpu_segment_matrices_equal_hmmer(data_dir, proteome, fwdback_oracle, tm
     """The two parsers on the GPU over a window of each sequence, the model unihit and
     configured to the whole sequence's length (HMMER's envelope rescoring), keeping the whole
     matrices: every cell of p7_Forward's and p7_Backward's, bit for bit, then p7_Decoding's
-    posteriors in place of the Backward's and p7_OptimalAccuracy's matrix and score, on 60
-    proteome sequences and the model's consensus once and twice."""
+    posteriors in place of the Backward's, p7_OptimalAccuracy's matrix and score and
+    p7_OATrace's alignment, on 60 proteome sequences and the model's consensus once and twice."""
     import cupy as cp
     from conftest import X_CELLS, run_segment_oracle
 
@@ -220,9 +220,9 @@ def test_gpu_segment_matrices_equal_hmmer(data_dir, proteome, fwdback_oracle, tm
     fwd_rows, bck_rows = cp.zeros(int(rows.sum()), cp.float32), cp.zeros(int(rows.sum()), cp.float32)
     fwd_mx, bck_mx = cp.zeros(int(cells.sum()), cp.float32), cp.zeros(int(cells.sum()), cp.float32)
     fwd_out, bck_out, own = cp.zeros(n, cp.float32), cp.zeros(n, cp.float32), cp.zeros(n, cp.int32)
-    forward, backward, decoding, accuracy = load_functions(FWDBACK_FILE, (), ("forward_parser", "backward_parser",
-                                                                              "posterior_decoding",
-                                                                              "optimal_accuracy"), 0)
+    forward, backward, decoding, accuracy, trace = load_functions(
+        FWDBACK_FILE, (), ("forward_parser", "backward_parser", "posterior_decoding", "optimal_accuracy",
+                           "oa_trace"), 0)
     common = (d["residues"], d["offsets"], d["order"], d["jobs"], d["model_at"], d["profiles"], d["seg"], d["rows_at"])
     grid = ((4 * n + 127) // 128, 1)
     forward(grid, (128,), (*common, fwd_rows, d["matrix_at"], fwd_mx, fwd_out))
@@ -234,6 +234,14 @@ def test_gpu_segment_matrices_equal_hmmer(data_dir, proteome, fwdback_oracle, tm
     oa_rows, oa_mx, oasc = cp.zeros_like(bck_rows), cp.zeros_like(bck_mx), cp.zeros(n, cp.float32)
     accuracy(grid, (128,), (d["jobs"], d["offsets"], d["order"], d["seg"], d["model_at"], d["profiles"], d["rows_at"],
                             bck_rows, oa_rows, d["matrix_at"], bck_mx, oa_mx, oasc))
+    cap = (seg[:, 1] + prof.M + 8).astype(np.int32)
+    trace_at = np.concatenate([[0], np.cumsum(cap)[:-1]]).astype(np.int64)
+    st, kk, ii = (cp.zeros(int(cap.sum()), cp.int32) for _ in range(3))
+    tpp, trace_n = cp.zeros(int(cap.sum()), cp.float32), cp.zeros(n, cp.int32)
+    trace(((n + 127) // 128, 1), (128,), (d["jobs"], d["offsets"], d["order"], d["seg"], d["model_at"], d["profiles"],
+                                          d["rows_at"], bck_rows, oa_rows, d["matrix_at"], bck_mx, oa_mx,
+                                          cp.asarray(trace_at), cp.asarray(cap), st, kk, ii, tpp, trace_n))
+    st, kk, ii, tpp, trace_n = (a.get() for a in (st, kk, ii, tpp, trace_n))
     oa_rows, oa_mx, oasc = oa_rows.get(), oa_mx.get(), oasc.get()
     pp_rows, pp_mx, range_error = bck_rows.get(), bck_mx.get(), range_error.get()
     fwd_rows, fwd_mx, fwd_out, bck_out = (a.get() for a in (fwd_rows, fwd_mx, fwd_out, bck_out))
@@ -257,6 +265,9 @@ def test_gpu_segment_matrices_equal_hmmer(data_dir, proteome, fwdback_oracle, tm
         got_oa_rows = oa_rows[xr].reshape(-1, X_CELLS)[:, :X_CELLS - 1]
         assert np.array_equal(got_oa_rows.view(np.int32), want["oa_rows"][:, :X_CELLS - 1].view(np.int32)), k
         assert oasc[k].view(np.int32) == want["oasc"].view(np.int32), k
+        z = slice(trace_at[k], trace_at[k] + trace_n[k])
+        got_trace = np.stack([st[z], kk[z], ii[z], tpp[z].view(np.int32).astype(np.int64) & 0xFFFFFFFF], axis=1)
+        assert np.array_equal(got_trace, want["trace"]), f"{k}: trace"
 
 
 @pytest.mark.parametrize("M", [1, 2, 5, 16, 31, 33, 64, 65, 97, 129, 300, 385, 511, 700, 705, 1024, 1184, 1500,

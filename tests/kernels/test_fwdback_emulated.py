@@ -129,8 +129,8 @@ class EmulatedForwardParser:
         posteriors.  Per model, per sequence, a dict: fwd, bck (scores), fwd_rows, bck_rows
         ((Lr+1, X_CELLS)), fwd_mx, bck_mx ((Lr+1, Q, 3, 4): P7_OMX's dpf rows, vectors of M, D,
         I, lane last), pp_rows, pp_mx (the posteriors, the same shapes), range (1 where the
-        decoding's scale product overflowed), and the optimal accuracy's oa_rows, oa_mx and
-        oasc."""
+        decoding's scale product overflowed), the optimal accuracy's oa_rows, oa_mx and oasc,
+        and its trace ((n, 4): state, node, residue, the posterior's float bits)."""
         order, starts, counts, segs = [], [], [], []
         for idx, seg in zip(idxs, segments):
             idx = np.asarray(idx, dtype=np.int64)
@@ -180,6 +180,21 @@ class EmulatedForwardParser:
                                                _p(seg_all), _p(model_at), _p(profiles), _p(rows_at), _p(pp_rows),
                                                _p(oa_rows), _p(matrix_at), _p(pp_mx), _p(oa_mx), _p(oasc))
         assert rc == 0, self.lib.emulator_error().decode()
+        cap = (Lr + np.array([p.M for p, c in zip(profs, counts) for _ in range(c)]) + 8).astype(np.int32)
+        trace_at = np.concatenate([[0], np.cumsum(cap)[:-1]]).astype(np.int64)
+        st, kk, ii = (np.full(cap.sum(), -1, np.int32) for _ in range(3))
+        tpp, trace_n = np.full(cap.sum(), -1.0, np.float32), np.full(n, -2, np.int32)
+        rc = self.lib.emulate_oa_trace(ctypes.c_uint(seed + 4), _p(jobs), ctypes.c_int(len(profs)),
+                                       ctypes.c_int(max(counts)), _p(np.ascontiguousarray(db.offsets, dtype=np.int64)),
+                                       _p(order_all), _p(seg_all), _p(model_at), _p(profiles), _p(rows_at),
+                                       _p(pp_rows), _p(oa_rows), _p(matrix_at), _p(pp_mx), _p(oa_mx), _p(trace_at),
+                                       _p(cap), _p(st), _p(kk), _p(ii), _p(tpp), _p(trace_n))
+        assert rc == 0, self.lib.emulator_error().decode()
+
+        def trace(j):
+            z = slice(trace_at[j], trace_at[j] + max(trace_n[j], 0))
+            return np.stack([st[z], kk[z], ii[z], tpp[z].view(np.int32).astype(np.int64) & 0xFFFFFFFF], axis=1)
+
         per_pair = []
         for j in range(n):
             shape = (Lr[j] + 1, Qs[j], 3, 4)
@@ -192,7 +207,7 @@ class EmulatedForwardParser:
                 pp_rows=pp_rows[rows_at[j]:rows_at[j] + rows[j]].reshape(-1, X_CELLS),
                 pp_mx=pp_mx[matrix_at[j]:matrix_at[j] + cells[j]].reshape(shape), range=int(range_error[j]),
                 oa_rows=oa_rows[rows_at[j]:rows_at[j] + rows[j]].reshape(-1, X_CELLS),
-                oa_mx=oa_mx[matrix_at[j]:matrix_at[j] + cells[j]].reshape(shape), oasc=oasc[j]))
+                oa_mx=oa_mx[matrix_at[j]:matrix_at[j] + cells[j]].reshape(shape), oasc=oasc[j], trace=trace(j)))
         got = []
         for idx, o, start in zip(idxs, order, starts):
             place = {int(s): start + j for j, s in enumerate(o)}
@@ -416,7 +431,7 @@ def test_segment_matrices_equal_hmmer(mode, data_dir, proteome, tmp_path, build_
     keeping every row of M, D and I: HMMER's p7_Forward and p7_Backward bit for bit, cell by
     cell, their special-state rows and scores too; then the posteriors of each cell and row
     as HMMER's p7_Decoding gives them, and (unihit, as HMMER aligns an envelope) the optimal
-    accuracy matrix and score of p7_OptimalAccuracy."""
+    accuracy matrix and score of p7_OptimalAccuracy and the alignment p7_OATrace traces."""
     hmms = [read_hmms(data_dir / "hmms" / "txt" / "Thioesterase.hmm")[0],
             read_hmms(data_dir / "hmms" / "txt" / "RREFam.hmm")[0]]
     hmm_path = tmp_path / "models.hmm"
@@ -456,3 +471,4 @@ def test_segment_matrices_equal_hmmer(mode, data_dir, proteome, tmp_path, build_
                 first = _first_row(have["oa_rows"][:, :X_CELLS - 1], want["oa_rows"][:, :X_CELLS - 1])
                 assert first == -1, f"{what}: optimal accuracy rows differ from row {first}"
                 assert _same(have["oasc"], want["oasc"]), f"{what}: oasc {have['oasc']} against {want['oasc']}"
+                assert np.array_equal(have["trace"], want["trace"]), f"{what}: trace {have['trace']} {want['trace']}"

@@ -14,7 +14,8 @@
  *   segment of the sequence (a region or an envelope) with the model configured to the whole
  *   sequence's length, multihit or unihit (the job's scalars), keeping the whole matrix.
  *   posterior_decoding: p7_Decoding's posterior probabilities from a segment's two matrices.
- *   optimal_accuracy: p7_OptimalAccuracy's matrix and score from those posteriors.
+ *   optimal_accuracy: p7_OptimalAccuracy's matrix and score from those posteriors;
+ *   oa_trace: p7_OATrace's alignment from them.
  *   domain_regions: from both parsers' rows, the posteriors of p7_DomainDecoding, the
  *   expected number of domains, and the regions HMMER then evaluates, each flagged where
  *   HMMER resolves it by stochastic traces (is_multidomain_region).
@@ -709,4 +710,180 @@ optimal_accuracy(const int *__restrict__ jobs, const long long *__restrict__ off
 #undef PP
 #undef X
     if (z == 0) oasc_all[p.out] = xC;
+}
+
+/* P7_TRACE's state codes (hmmer.h) */
+enum { T_ST_M = 1, T_ST_D = 2, T_ST_I = 3, T_ST_S = 4, T_ST_N = 5, T_ST_B = 6, T_ST_E = 7, T_ST_C = 8, T_ST_T = 9,
+       T_ST_J = 10 };
+
+/* A trace as p7_trace_AppendWithPP grows it: N, C, J keep their residue and posterior only
+   when they repeat the state before them; D keeps its node; M, I keep all three. */
+struct Trace {
+    int *st, *k, *i;
+    float *pp;
+    int n, cap;
+    __device__ bool append(int s, int kk, int ii, float p)
+    {
+        if (n >= cap) return false;
+        const bool loop = (s == T_ST_N || s == T_ST_C || s == T_ST_J) && n > 0 && st[n - 1] == s;
+        const bool emits = s == T_ST_M || s == T_ST_I;
+        st[n] = s;
+        k[n] = (s == T_ST_M || s == T_ST_I || s == T_ST_D) ? kk : 0;
+        i[n] = (emits || loop) ? ii : 0;
+        pp[n] = (emits || loop) ? p : 0.0f;
+        n++;
+        return true;
+    }
+};
+
+/* HMMER's p7_OATrace: the optimal accuracy alignment traced back through the OA matrix
+ * (optimal_accuracy) and the posteriors (posterior_decoding), one thread a pair, with HMMER's
+ * choices and their ties exactly (no tolerance: a match cell's predecessors M > I > D > B by
+ * esl_vec_FArgMax, D and I taking M on a tie, C and J taking E, B taking N only if strictly
+ * above J, E's cell the last M of the highest value in HMMER's scan, D only if strictly above),
+ * then p7_trace_Reverse (each run of N, C, J's residues moved back by one, the trace reversed).
+ * Writes the trace at trace_at (st, k, i, pp: its coordinates in the segment, 1..Lr) and its
+ * length in trace_n (-1 if it would pass trace_cap[out] states).
+ */
+extern "C" __global__ void __launch_bounds__(128)
+oa_trace(const int *__restrict__ jobs, const long long *__restrict__ offsets, const int *__restrict__ order_all,
+         const int *__restrict__ segments, const long long *__restrict__ model_at,
+         const float *__restrict__ profiles, const long long *__restrict__ rows_at,
+         const float *__restrict__ pp_rows_all, const float *__restrict__ oa_rows_all,
+         const long long *__restrict__ matrix_at, const float *__restrict__ pp_mx_all,
+         const float *__restrict__ oa_mx_all, const long long *__restrict__ trace_at,
+         const int *__restrict__ trace_cap, int *__restrict__ st_all, int *__restrict__ k_all,
+         int *__restrict__ i_all, float *__restrict__ tpp_all, int *__restrict__ trace_n)
+{
+    /* one thread a pair: the jobs' pairs as take_pair numbers them, four to a group */
+    const int *job = jobs + blockIdx.y * JOB_INTS;
+    const int item = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (item >= job[JOB_N]) return;
+    const int out = job[JOB_OUT] + item;
+    const int M = job[JOB_P];
+    const int Q = M <= 8 ? 2 : (M - 1) / 4 + 1;
+    const float nj = __int_as_float(job[JOB_P + 1]);
+    const float e_move = __int_as_float(job[JOB_P + 2]), e_loop = __int_as_float(job[JOB_P + 3]);
+    const int s = order_all[job[JOB_ORDER] + item];
+    const int L = (int)(offsets[s + 1] - offsets[s]);
+    const int Lr = segments[2 * (job[JOB_ORDER] + item) + 1];
+    const float pmove = __fdiv_rn(__fadd_rn(2.0f, nj), __fadd_rn(__fadd_rn((float)L, 2.0f), nj));
+    const float ploop = __fsub_rn(1.0f, pmove);
+    const float *tfv = profiles + model_at[blockIdx.y];
+    const float *pp = pp_rows_all + rows_at[out], *oa = oa_rows_all + rows_at[out];
+    const float *pmx = pp_mx_all + matrix_at[out], *omx = oa_mx_all + matrix_at[out];
+    const float ninf = -__int_as_float(0x7f800000);
+    Trace tr{st_all + trace_at[out], k_all + trace_at[out], i_all + trace_at[out], tpp_all + trace_at[out], 0,
+             trace_cap[out]};
+#define TFV(q, t, r) tfv[((q) * 7 + (t)) * 4 + (r)]
+#define TDDV(q, r) tfv[(7 * Q + (q)) * 4 + (r)]
+#define CELL(mx, i, q, st, r) mx[(((long long)(i) * Q + (q)) * 3 + (st)) * 4 + (r)]
+#define X(rows, i, c) rows[(i) * X_CELLS + (c)]
+    /* a cell of row i at (q-1, r), or the right-shifted vector's lane r where q = 0 (zero in lane 0) */
+#define BEFORE(mx, i, q, st, r) \
+    ((q) > 0 ? CELL(mx, i, (q) - 1, st, r) : ((r) > 0 ? CELL(mx, i, Q - 1, st, (r) - 1) : 0.0f))
+
+    int i = Lr, k = 0;
+    bool ok = tr.append(T_ST_T, 0, i, 0.0f) && tr.append(T_ST_C, 0, i, 0.0f);
+    int s0 = T_ST_C;
+    while (ok && s0 != T_ST_S) {
+        int s1;
+        const int q = (k - 1) % Q, r = (k - 1) / Q;     /* the current cell of M, D, I (k >= 1 there) */
+        if (s0 == T_ST_M) {
+            float path[4];
+            path[3] = TFV(q, T_BM, r) == 0.0f ? ninf : X(oa, i - 1, X_B);
+            path[0] = TFV(q, T_MM, r) == 0.0f ? ninf : BEFORE(omx, i - 1, q, 0, r);
+            path[1] = TFV(q, T_IM, r) == 0.0f ? ninf : BEFORE(omx, i - 1, q, 2, r);
+            path[2] = TFV(q, T_DM, r) == 0.0f ? ninf : BEFORE(omx, i - 1, q, 1, r);
+            int best = 0;
+            for (int c = 1; c < 4; c++)
+                if (path[c] > path[best]) best = c;
+            const int choice[4] = {T_ST_M, T_ST_I, T_ST_D, T_ST_B};
+            s1 = choice[best];
+            k--;
+            i--;
+        } else if (s0 == T_ST_D) {
+            const float tmd = q > 0 ? TFV(q - 1, T_MD, r) : (r > 0 ? TFV(Q - 1, T_MD, r - 1) : 0.0f);
+            const float tdd = q > 0 ? TDDV(q - 1, r) : (r > 0 ? TDDV(Q - 1, r - 1) : 0.0f);
+            const float p0 = tmd == 0.0f ? ninf : BEFORE(omx, i, q, 0, r);
+            const float p1 = tdd == 0.0f ? ninf : BEFORE(omx, i, q, 1, r);
+            s1 = p0 >= p1 ? T_ST_M : T_ST_D;
+            k--;
+        } else if (s0 == T_ST_I) {
+            const float p0 = TFV(q, T_MI, r) == 0.0f ? ninf : CELL(omx, i - 1, q, 0, r);
+            const float p1 = TFV(q, T_II, r) == 0.0f ? ninf : CELL(omx, i - 1, q, 2, r);
+            s1 = p0 >= p1 ? T_ST_M : T_ST_I;
+            i--;
+        } else if (s0 == T_ST_N) {
+            s1 = i == 0 ? T_ST_S : T_ST_N;
+        } else if (s0 == T_ST_C || s0 == T_ST_J) {
+            const int c = s0 == T_ST_C ? X_C : X_J;
+            const float loop = ploop, e = s0 == T_ST_C ? e_move : e_loop;
+            const float p0 = loop == 0.0f ? ninf : __fadd_rn(X(oa, i - 1, c), X(pp, i, c));
+            const float p1 = e == 0.0f ? ninf : X(oa, i, X_E);
+            s1 = p0 > p1 ? s0 : T_ST_E;
+        } else if (s0 == T_ST_E) {
+            float max = ninf;
+            int smax = T_ST_M, kmax = 1;
+            for (int qq = 0; qq < Q; qq++) {
+                for (int rr = 0; rr < 4; rr++)          /* M takes ties: the later one */
+                    if (CELL(omx, i, qq, 0, rr) >= max) {
+                        max = CELL(omx, i, qq, 0, rr);
+                        smax = T_ST_M;
+                        kmax = rr * Q + qq + 1;
+                    }
+                for (int rr = 0; rr < 4; rr++)          /* D only strictly above */
+                    if (CELL(omx, i, qq, 1, rr) > max) {
+                        max = CELL(omx, i, qq, 1, rr);
+                        smax = T_ST_D;
+                        kmax = rr * Q + qq + 1;
+                    }
+            }
+            s1 = smax;
+            k = kmax;
+        } else {                                         /* B */
+            const float p0 = pmove == 0.0f ? ninf : X(oa, i, X_N);
+            const float p1 = pmove == 0.0f ? ninf : X(oa, i, X_J);
+            s1 = p0 > p1 ? T_ST_N : T_ST_J;
+        }
+        /* get_postprob, with the k and i after the step */
+        float post = 0.0f;
+        if (s1 == T_ST_M || s1 == T_ST_I) {
+            const int q1 = (k - 1) % Q, r1 = (k - 1) / Q;
+            post = CELL(pmx, i, q1, s1 == T_ST_M ? 0 : 2, r1);
+        } else if ((s1 == T_ST_N || s1 == T_ST_C || s1 == T_ST_J) && s1 == s0) {
+            post = X(pp, i, s1 == T_ST_N ? X_N : s1 == T_ST_C ? X_C : X_J);
+        }
+        ok = tr.append(s1, k, i, post);
+        if ((s1 == T_ST_N || s1 == T_ST_J || s1 == T_ST_C) && s1 == s0) i--;
+        s0 = s1;
+    }
+#undef TFV
+#undef TDDV
+#undef CELL
+#undef X
+#undef BEFORE
+    if (!ok) {
+        trace_n[out] = -1;
+        return;
+    }
+    /* p7_trace_Reverse */
+    const int n = tr.n;
+    for (int z = 0; z + 1 < n; z++) {
+        const int a = tr.st[z];
+        if ((a == T_ST_N || a == T_ST_C || a == T_ST_J) && tr.st[z + 1] == a && tr.i[z] == 0 && tr.i[z + 1] > 0) {
+            tr.i[z] = tr.i[z + 1];
+            tr.i[z + 1] = 0;
+            tr.pp[z] = tr.pp[z + 1];
+            tr.pp[z + 1] = 0.0f;
+        }
+    }
+    for (int z = 0; z < n / 2; z++) {
+        const int y = n - z - 1;
+        int t = tr.st[y]; tr.st[y] = tr.st[z]; tr.st[z] = t;
+        t = tr.k[y]; tr.k[y] = tr.k[z]; tr.k[z] = t;
+        t = tr.i[y]; tr.i[y] = tr.i[z]; tr.i[z] = t;
+        const float f = tr.pp[y]; tr.pp[y] = tr.pp[z]; tr.pp[z] = f;
+    }
+    trace_n[out] = n;
 }

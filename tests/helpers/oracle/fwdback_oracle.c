@@ -20,11 +20,11 @@
  *          configured to the whole sequence's length in unihit or multihit mode, as
  *          p7_domaindef_ByPosteriorHeuristics runs them on an envelope or a region; per pair:
  *          model  seqname  Lr  fwd  bck  fwd_rows  bck_rows  fwd_matrix  bck_matrix  pp_rows  pp_matrix  range
- *          oa_rows  oa_matrix  oasc
+ *          oa_rows  oa_matrix  oasc  trace
  *          (the matrices: P7_OMX's dpf rows, 0..Lr for the Forward, 1..Lr for the Backward);
  *          then p7_Decoding's posteriors in place of the Backward (rows and matrix 0..Lr) and
  *          whether it returned eslERANGE; then p7_OptimalAccuracy's rows, matrix (0..Lr, in
- *          place of the Forward) and score.
+ *          place of the Forward) and score; then p7_OATrace's trace, "st,k,i,pp;" a step.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,7 +125,17 @@ int main(int argc, char **argv)
             print_floats(wf->xmx, (Lr + 1) * p7X_NXCELLS);
             putchar('\t');
             for (int i = 0; i <= Lr; i++) print_floats_raw((float *) wf->dpf[i], Q * p7X_NSCELLS * 4);
-            printf("\t%a\n", oasc);
+            printf("\t%a\t", oasc);
+            /* the optimal accuracy trace: state, node, residue, posterior bits for each step */
+            P7_TRACE *tr = p7_trace_CreateWithPP();
+            p7_OATrace(om, wb, wf, tr);
+            for (int z = 0; z < tr->N; z++) {
+              unsigned int bits;
+              memcpy(&bits, &tr->pp[z], 4);
+              printf("%d,%d,%d,%08x;", tr->st[z], tr->k[z], tr->i[z], bits);
+            }
+            putchar('\n');
+            p7_trace_Destroy(tr);
             p7_oprofile_ReconfigMultihit(om, sq->n);
             esl_sq_Reuse(sq);
             continue;
