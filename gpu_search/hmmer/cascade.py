@@ -128,6 +128,15 @@ def _exp_surv_c(x: float, mu: float, lam: float) -> float:
     return 1.0 if x < mu else math.exp(-lam * (x - mu))
 
 
+def _settle_near_ties(ok, p, bits, threshold: float, surv_c, mu, lam) -> np.ndarray:
+    """numpy's exp may differ from C's in the last bit: the P-values within a hair of the
+    threshold decided again with the C library's (surv_c)."""
+    near = np.flatnonzero(np.abs(p - threshold) <= 1e-9 * threshold)
+    for j in near:
+        ok[j] = surv_c(float(bits[j]), float(mu), float(lam)) <= threshold
+    return ok
+
+
 def exact_forward_pass(fwd_nats, filter_nats, tau, lam, threshold: float) -> np.ndarray:
     """p7_Pipeline's Forward test, ``esl_exp_surv(seq_score, tau, lambda) <= F3``, for each
     sequence, decided exactly as HMMER decides it; NaN scores (left to the CPU) pass."""
@@ -135,22 +144,14 @@ def exact_forward_pass(fwd_nats, filter_nats, tau, lam, threshold: float) -> np.
     with np.errstate(over="ignore", invalid="ignore"):
         p = np.where(bits < tau, 1.0, np.exp(-lam * (bits - tau)))
         ok = (p <= threshold) | np.isnan(bits)
-    near = np.flatnonzero(np.abs(p - threshold) <= 1e-9 * threshold)
-    for j in near:
-        ok[j] = _exp_surv_c(float(bits[j]), float(tau), float(lam)) <= threshold
-    return ok
+    return _settle_near_ties(ok, p, bits, threshold, _exp_surv_c, tau, lam)
 
 
 def exact_pass(score_nats, null_nats, mu, lam, threshold: float) -> np.ndarray:
     """``P <= threshold`` for each sequence, decided exactly as HMMER decides it."""
     bits = scores.seq_score_bits(score_nats, null_nats)
     p = scores.gumbel_surv(bits, mu, lam)
-    ok = p <= threshold
-    # numpy's exp may differ from C's in the last bit: settle near-ties with C's
-    near = np.flatnonzero(np.abs(p - threshold) <= 1e-9 * threshold)
-    for j in near:
-        ok[j] = _gumbel_surv_c(float(bits[j]), float(mu), float(lam)) <= threshold
-    return ok
+    return _settle_near_ties(p <= threshold, p, bits, threshold, _gumbel_surv_c, mu, lam)
 
 
 class BiasScores:

@@ -85,4 +85,3 @@ def kernel_shapes(max_M: int = MAX_M_AHEAD, smem_optin: int = SM90_SMEM_OPTIN):
             name = "viterbi_filter16" if geo.cells_per_word == 2 else "viterbi_filter"
             yield KERNEL_FILE, filter_options(name, geo.G, geo.W, in_smem(profile_nbytes("viterbi", geo), smem_optin),
                                               geo.seqs, geo.defines)
-
