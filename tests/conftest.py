@@ -100,7 +100,8 @@ def run_segment_oracle(exe, hmm_path, fasta_path, segments, mode: str, tmp_path)
     ((Lr+1, X_CELLS)), fwd_mx ((Lr+1, Q, 3, 4): P7_OMX's dpf rows 0..Lr), bck_mx (rows 1..Lr);
     p7_Decoding's posteriors pp_rows, pp_mx (rows 0..Lr), and range (its eslERANGE);
     p7_OptimalAccuracy's oa_rows, oa_mx (rows 0..Lr) and oasc; p7_OATrace's trace ((n, 4): state,
-    node, residue, the posterior's float bits)."""
+    node, residue, the posterior's float bits); p7_Null2_ByExpectation's odds null2 (Kp), the logf
+    of each residue's n2sc (Lr) and their float sum domcorrection."""
     seg_file = tmp_path / "segments.txt"
     seg_file.write_text("".join(f"{a} {b}\n" for a, b in segments))
     out = subprocess.run([str(exe), str(hmm_path), str(fasta_path), str(seg_file), mode], capture_output=True,
@@ -111,8 +112,8 @@ def run_segment_oracle(exe, hmm_path, fasta_path, segments, mode: str, tmp_path)
 
     result = {}
     for line in out.splitlines():
-        model, _, Lr, fsc, bsc, frows, brows, fmx, bmx, prows, pmx, range_error, orows, omx, oasc, trace = \
-            line.split("\t")
+        (model, _, Lr, fsc, bsc, frows, brows, fmx, bmx, prows, pmx, range_error, orows, omx, oasc, trace, null2,
+         n2sc, domcorrection) = line.split("\t")
         steps = [step.split(",") for step in trace.split(";") if step]
         result.setdefault(model, []).append(dict(
             fwd=np.float32(float.fromhex(fsc)), bck=np.float32(float.fromhex(bsc)),
@@ -121,7 +122,8 @@ def run_segment_oracle(exe, hmm_path, fasta_path, segments, mode: str, tmp_path)
             pp_rows=floats(prows).reshape(-1, X_CELLS), pp_mx=floats(pmx).reshape(int(Lr) + 1, -1, 3, 4),
             range=int(range_error), oa_rows=floats(orows).reshape(-1, X_CELLS),
             oa_mx=floats(omx).reshape(int(Lr) + 1, -1, 3, 4), oasc=np.float32(float.fromhex(oasc)),
-            trace=np.array([(int(a), int(b), int(c), int(d, 16)) for a, b, c, d in steps], dtype=np.int64)))
+            trace=np.array([(int(a), int(b), int(c), int(d, 16)) for a, b, c, d in steps], dtype=np.int64),
+            null2=floats(null2), n2sc=floats(n2sc), domcorrection=np.float32(float.fromhex(domcorrection))))
     return result
 
 

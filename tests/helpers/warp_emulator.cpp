@@ -175,6 +175,13 @@ static inline float __fsub_rn(float a, float b) { return a - b; }
 static inline float __fmul_rn(float a, float b) { return a * b; }
 static inline float __fdiv_rn(float a, float b) { return a / b; }
 static inline float __double2float_rn(double x) { return (float)x; }
+static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __dsub_rn(double a, double b) { return a - b; }
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __ddiv_rn(double a, double b) { return a / b; }
+static inline unsigned __float_as_uint(float x) { unsigned u; memcpy(&u, &x, 4); return u; }
+static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
+static inline double __longlong_as_double(long long u) { double d; memcpy(&d, &u, 8); return d; }
 #include FWDBACK_CU
 EMU_SHARED int no_shared_memory[1];     // (the kernel has none; the section must exist)
 #elif defined(TRACEBACK_CU)
@@ -683,6 +690,25 @@ extern "C" int emulate_oa_trace(unsigned seed, const int* jobs, int n_jobs, int 
     g_kernel = [=] { oa_trace(jobs, offsets, order, segments, model_at, profiles, rows_at, pp_rows, oa_rows, matrix_at,
                               pp_mx, oa_mx, trace_at, trace_cap, st, k, i, pp, trace_n); };
     return run_blocks(seed, (most + 127) / 128, 128, n_jobs);
+}
+
+// null2_by_expectation: four threads a sequence, as the parsers
+extern "C" int emulate_null2_by_expectation(unsigned seed, const uint8_t* residues, const long long* offsets,
+                                            const int* order, const int* jobs, int n_jobs, int most,
+                                            const int* segments, const long long* model_at, const float* profiles,
+                                            const unsigned* degenerate, const long long* rows_at,
+                                            const float* pp_rows, const long long* matrix_at, const float* pp_mx,
+                                            float* null2, float* n2sc, float* domcorrection)
+{
+    g_kernel = [=] { null2_by_expectation(residues, offsets, order, jobs, segments, model_at, profiles, degenerate,
+                                          rows_at, pp_rows, matrix_at, pp_mx, null2, n2sc, domcorrection); };
+    return run_blocks(seed, (4 * most + 127) / 128, 128, n_jobs);
+}
+
+// fwdback.cu's port of glibc's logf, called directly (a device function, no kernel)
+extern "C" void emulate_glibc_logf(const float* x, float* y, long n)
+{
+    for (long j = 0; j < n; j++) y[j] = glibc_logf(x[j]);
 }
 
 // domain_regions: one thread a sequence

@@ -185,13 +185,16 @@ def test_gpu_segment_matrices_equal_hmmer(data_dir, proteome, fwdback_oracle, tm
     configured to the whole sequence's length (HMMER's envelope rescoring), keeping the whole
     matrices: every cell of p7_Forward's and p7_Backward's, bit for bit, then p7_Decoding's
     posteriors in place of the Backward's, p7_OptimalAccuracy's matrix and score and
-    p7_OATrace's alignment, on 60 proteome sequences and the model's consensus once and twice."""
+    p7_OATrace's alignment, then p7_Null2_ByExpectation's odds, each residue's logf of them
+    and the domain's correction, on 60 proteome sequences, the model's consensus once and
+    twice, and the consensus with degenerate codes."""
     import cupy as cp
     from conftest import X_CELLS, run_segment_oracle
 
     from gpu_search.gpu import load_functions
     from gpu_search.hmmer.gpu import FWDBACK_FILE, fwdback_params, job_table, pack_fwdback_profiles
-    from gpu_search.hmmer.gpu.packing import striped_q
+    from gpu_search.hmmer.gpu.packing import KP, degenerate_bits, striped_q
+    from gpu_search.seqdb import amino_degeneracy
 
     path = data_dir / "hmms" / "txt" / "Thioesterase.hmm"
     hmm = read_hmms(path)[0]
@@ -200,7 +203,8 @@ def test_gpu_segment_matrices_equal_hmmer(data_dir, proteome, fwdback_oracle, tm
     c = hmm.consensus.upper()
     fasta = tmp_path / "targets.faa"
     fasta.write_text("".join(f">{proteome.name(i)}\n{proteome.text(i)}\n" for i in picked)
-                     + f">cons\n{c}\n>twice\n{c}GGSGGSGGS{c}\n")
+                     + f">cons\n{c}\n>twice\n{c}GGSGGSGGS{c}\n"
+                     + ">degenerate\n" + "".join("BJZOUX"[j % 6] if j % 5 == 2 else a for j, a in enumerate(c)) + "\n")
     db = open_database(fasta)
     segments = [(1 + int(L) // 4, min(50, int(L) - int(L) // 4)) for L in db.lengths]
     oracle = run_segment_oracle(fwdback_oracle, path, fasta, segments, "uni", tmp_path)[hmm.name]
@@ -220,9 +224,9 @@ def test_gpu_segment_matrices_equal_hmmer(data_dir, proteome, fwdback_oracle, tm
     fwd_rows, bck_rows = cp.zeros(int(rows.sum()), cp.float32), cp.zeros(int(rows.sum()), cp.float32)
     fwd_mx, bck_mx = cp.zeros(int(cells.sum()), cp.float32), cp.zeros(int(cells.sum()), cp.float32)
     fwd_out, bck_out, own = cp.zeros(n, cp.float32), cp.zeros(n, cp.float32), cp.zeros(n, cp.int32)
-    forward, backward, decoding, accuracy, trace = load_functions(
+    forward, backward, decoding, accuracy, trace, null2_fn = load_functions(
         FWDBACK_FILE, (), ("forward_parser", "backward_parser", "posterior_decoding", "optimal_accuracy",
-                           "oa_trace"), 0)
+                           "oa_trace", "null2_by_expectation"), 0)
     common = (d["residues"], d["offsets"], d["order"], d["jobs"], d["model_at"], d["profiles"], d["seg"], d["rows_at"])
     grid = ((4 * n + 127) // 128, 1)
     forward(grid, (128,), (*common, fwd_rows, d["matrix_at"], fwd_mx, fwd_out))
@@ -241,6 +245,12 @@ def test_gpu_segment_matrices_equal_hmmer(data_dir, proteome, fwdback_oracle, tm
     trace(((n + 127) // 128, 1), (128,), (d["jobs"], d["offsets"], d["order"], d["seg"], d["model_at"], d["profiles"],
                                           d["rows_at"], bck_rows, oa_rows, d["matrix_at"], bck_mx, oa_mx,
                                           cp.asarray(trace_at), cp.asarray(cap), st, kk, ii, tpp, trace_n))
+    null2, n2sc, domcorrection = cp.zeros(n * KP, cp.float32), cp.zeros(int(rows.sum()) // X_CELLS, cp.float32), \
+        cp.zeros(n, cp.float32)
+    null2_fn(grid, (128,), (d["residues"], d["offsets"], d["order"], d["jobs"], d["seg"], d["model_at"],
+                            d["profiles"], cp.asarray(degenerate_bits(amino_degeneracy())), d["rows_at"], bck_rows,
+                            d["matrix_at"], bck_mx, null2, n2sc, domcorrection))
+    null2, n2sc, domcorrection = null2.get(), n2sc.get(), domcorrection.get()
     st, kk, ii, tpp, trace_n = (a.get() for a in (st, kk, ii, tpp, trace_n))
     oa_rows, oa_mx, oasc = oa_rows.get(), oa_mx.get(), oasc.get()
     pp_rows, pp_mx, range_error = bck_rows.get(), bck_mx.get(), range_error.get()
@@ -268,6 +278,10 @@ def test_gpu_segment_matrices_equal_hmmer(data_dir, proteome, fwdback_oracle, tm
         z = slice(trace_at[k], trace_at[k] + trace_n[k])
         got_trace = np.stack([st[z], kk[z], ii[z], tpp[z].view(np.int32).astype(np.int64) & 0xFFFFFFFF], axis=1)
         assert np.array_equal(got_trace, want["trace"]), f"{k}: trace"
+        assert np.array_equal(null2[k * KP:(k + 1) * KP].view(np.int32), want["null2"].view(np.int32)), f"{k}: null2"
+        at = rows_at[k] // X_CELLS
+        assert np.array_equal(n2sc[at + 1:at + 1 + Lr].view(np.int32), want["n2sc"].view(np.int32)), f"{k}: n2sc"
+        assert domcorrection[k].view(np.int32) == want["domcorrection"].view(np.int32), f"{k}: domcorrection"
 
 
 @pytest.mark.parametrize("M", [1, 2, 5, 16, 31, 33, 64, 65, 97, 129, 300, 385, 511, 700, 705, 1024, 1184, 1500,

@@ -23,10 +23,11 @@ import pytest
 from conftest import X_CELLS, run_filters_oracle, run_fwdback_oracle, run_segment_oracle
 
 from gpu_search.hmmer.gpu.kernels import FWDBACK_FILE
-from gpu_search.hmmer.gpu.packing import fwdback_params, job_table, pack_fwdback_profiles, striped_q
+from gpu_search.hmmer.gpu.packing import (KP, degenerate_bits, fwdback_params, job_table, pack_fwdback_profiles,
+                                          striped_q)
 from gpu_search.hmmer.models import read_hmms
 from gpu_search.hmmer.profile import FilterProfile
-from gpu_search.seqdb import open_database
+from gpu_search.seqdb import amino_degeneracy, open_database
 
 pytestmark = pytest.mark.skipif(emulator_build.CXX is None, reason="no C++ compiler")
 _P = ctypes.c_void_p
@@ -130,7 +131,9 @@ class EmulatedForwardParser:
         ((Lr+1, X_CELLS)), fwd_mx, bck_mx ((Lr+1, Q, 3, 4): P7_OMX's dpf rows, vectors of M, D,
         I, lane last), pp_rows, pp_mx (the posteriors, the same shapes), range (1 where the
         decoding's scale product overflowed), the optimal accuracy's oa_rows, oa_mx and oasc,
-        and its trace ((n, 4): state, node, residue, the posterior's float bits)."""
+        and its trace ((n, 4): state, node, residue, the posterior's float bits); then null2 by
+        expectation: null2 (the KP odds), n2sc (logf of the segment's residues') and
+        domcorrection (their sum)."""
         order, starts, counts, segs = [], [], [], []
         for idx, seg in zip(idxs, segments):
             idx = np.asarray(idx, dtype=np.int64)
@@ -191,6 +194,14 @@ class EmulatedForwardParser:
                                        _p(cap), _p(st), _p(kk), _p(ii), _p(tpp), _p(trace_n))
         assert rc == 0, self.lib.emulator_error().decode()
 
+        null2, n2sc = np.full(n * KP, -1.0, np.float32), np.full(rows.sum() // X_CELLS, -1.0, np.float32)
+        domcorrection = np.full(n, -1.0, np.float32)
+        degenerate = degenerate_bits(amino_degeneracy())
+        rc = self.lib.emulate_null2_by_expectation(ctypes.c_uint(seed + 5), *common[:6], _p(seg_all), _p(model_at),
+                                                   _p(profiles), _p(degenerate), _p(rows_at), _p(pp_rows),
+                                                   _p(matrix_at), _p(pp_mx), _p(null2), _p(n2sc), _p(domcorrection))
+        assert rc == 0, self.lib.emulator_error().decode()
+
         def trace(j):
             z = slice(trace_at[j], trace_at[j] + max(trace_n[j], 0))
             return np.stack([st[z], kk[z], ii[z], tpp[z].view(np.int32).astype(np.int64) & 0xFFFFFFFF], axis=1)
@@ -207,7 +218,10 @@ class EmulatedForwardParser:
                 pp_rows=pp_rows[rows_at[j]:rows_at[j] + rows[j]].reshape(-1, X_CELLS),
                 pp_mx=pp_mx[matrix_at[j]:matrix_at[j] + cells[j]].reshape(shape), range=int(range_error[j]),
                 oa_rows=oa_rows[rows_at[j]:rows_at[j] + rows[j]].reshape(-1, X_CELLS),
-                oa_mx=oa_mx[matrix_at[j]:matrix_at[j] + cells[j]].reshape(shape), oasc=oasc[j], trace=trace(j)))
+                oa_mx=oa_mx[matrix_at[j]:matrix_at[j] + cells[j]].reshape(shape), oasc=oasc[j], trace=trace(j),
+                null2=null2[j * KP:(j + 1) * KP],
+                n2sc=n2sc[rows_at[j] // X_CELLS + 1:rows_at[j] // X_CELLS + 1 + Lr[j]],
+                domcorrection=domcorrection[j]))
         got = []
         for idx, o, start in zip(idxs, order, starts):
             place = {int(s): start + j for j, s in enumerate(o)}
@@ -440,6 +454,8 @@ def test_segment_matrices_equal_hmmer(mode, data_dir, proteome, tmp_path, build_
             h.write(fh)
     hmms = read_hmms(hmm_path)
     targets = _targets(hmms, proteome, 6, np.random.default_rng(23))
+    cons = _consensus(hmms[0])          # degenerate codes through a scoring window: null2's averages
+    targets.append(("degenerate", "".join("BJZOUX"[j % 6] if j % 5 == 2 else c for j, c in enumerate(cons))))
     fasta = tmp_path / "targets.faa"
     fasta.write_text("".join(f">{n}\n{s}\n" for n, s in targets))
     db = open_database(fasta)
@@ -472,3 +488,47 @@ def test_segment_matrices_equal_hmmer(mode, data_dir, proteome, tmp_path, build_
                 assert first == -1, f"{what}: optimal accuracy rows differ from row {first}"
                 assert _same(have["oasc"], want["oasc"]), f"{what}: oasc {have['oasc']} against {want['oasc']}"
                 assert np.array_equal(have["trace"], want["trace"]), f"{what}: trace {have['trace']} {want['trace']}"
+            # null2 by expectation from the posteriors, each residue's logf of it, their sum
+            assert _same(have["null2"], want["null2"]), f"{what}: null2 {have['null2']} against {want['null2']}"
+            assert _same(have["n2sc"], want["n2sc"]), f"{what}: n2sc"
+            assert _same(have["domcorrection"], want["domcorrection"]), f"{what}: domcorrection"
+
+
+def _glibc_at_least(major: int, minor: int) -> bool:
+    import platform
+
+    name, version = platform.libc_ver()
+    parts = version.split(".")
+    return name == "glibc" and len(parts) >= 2 and (int(parts[0]), int(parts[1])) >= (major, minor)
+
+
+@pytest.mark.skipif(not _glibc_at_least(2, 27), reason="the C library's logf is not glibc's (2.27 or later)")
+def test_glibc_logf_port_equals_the_c_library(build_dir):
+    """fwdback.cu's logf (null2's n2sc) against the logf of this process's C library, the one
+    HMMER's null2 calls through pyhmmer: floats of every exponent, subnormals, the values next
+    to 1 and to each table entry's boundary, zero, infinity, NaN and negative numbers."""
+    import ctypes.util
+
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    libm.logf.restype, libm.logf.argtypes = ctypes.c_float, [ctypes.c_float]
+    rng = np.random.default_rng(5)
+    bits = [rng.integers(1, 0x7F800000, 150_000, dtype=np.uint32),        # every positive float
+            rng.integers(0x3F000000, 0x40000000, 50_000, dtype=np.uint32),   # 0.5 .. 2, where null2 lies
+            rng.integers(1, 0x00800000, 5_000, dtype=np.uint32),             # subnormals
+            np.arange(0x3F800000 - 2000, 0x3F800000 + 2000, dtype=np.uint32),
+            (0x3F330000 + (np.arange(-64, 64, dtype=np.int64)[:, None] + (np.arange(32) << 19)[None, :]))
+            .ravel().astype(np.uint32),                                       # the table's subinterval edges
+            np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xBF800000, 1, 0x007FFFFF, 0x00800000,
+                      0x7F7FFFFF], dtype=np.uint32)]
+    x = np.concatenate(bits).view(np.float32)
+    got = np.empty_like(x)
+    EmulatedForwardParser(build_dir).lib.emulate_glibc_logf(_p(x), _p(got), ctypes.c_long(len(x)))
+    want = np.array([libm.logf(float(v)) for v in x], dtype=np.float32)
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    differ = np.flatnonzero(got[~nan].view(np.uint32) != want[~nan].view(np.uint32))
+    assert len(differ) == 0, f"{len(differ)} floats, e.g. logf({x[~nan][differ[0]]!r})"
+    # and the port is not merely the correctly rounded log, which glibc's is not
+    with np.errstate(divide="ignore"):
+        rounded = np.log(x[~nan].astype(np.float64)).astype(np.float32)
+    assert (rounded.view(np.uint32) != got[~nan].view(np.uint32)).any()

@@ -887,3 +887,142 @@ oa_trace(const int *__restrict__ jobs, const long long *__restrict__ offsets, co
     }
     trace_n[out] = n;
 }
+
+/* glibc's logf (since glibc 2.27: sysdeps/ieee754/flt-32/e_logf.c, ARM's optimized-routines
+ * algorithm), which HMMER's null2 takes from the C library at run time: log(x) = k ln2 + log(c)
+ * + log1p(r), c from a 16-entry table by the mantissa's top bits, r = z/c - 1 through a
+ * tabulated 1/c, log1p(r) a polynomial of degree 4, all in double and rounded once to float.
+ * It is not correctly rounded (0.82 ulp), so neither CUDA's logf nor (float) log((double) x)
+ * gives its floats.  Products and sums unfused (glibc's FMA build gives the same floats).
+ * The table is __logf_data's: 1/c and log(c) for each entry, as the bits of the doubles. */
+__device__ const unsigned long long LOGF_TABLE[32] = {
+    0x3ff661ec79f8f3beULL, 0xbfd57bf7808caadeULL, 0x3ff571ed4aaf883dULL, 0xbfd2bef0a7c06ddbULL,
+    0x3ff49539f0f010b0ULL, 0xbfd01eae7f513a67ULL, 0x3ff3c995b0b80385ULL, 0xbfcb31d8a68224e9ULL,
+    0x3ff30d190c8864a5ULL, 0xbfc6574f0ac07758ULL, 0x3ff25e227b0b8ea0ULL, 0xbfc1aa2bc79c8100ULL,
+    0x3ff1bb4a4a1a343fULL, 0xbfba4e76ce8c0e5eULL, 0x3ff12358f08ae5baULL, 0xbfb1973c5a611cccULL,
+    0x3ff0953f419900a7ULL, 0xbfa252f438e10c1eULL, 0x3ff0000000000000ULL, 0x0000000000000000ULL,
+    0x3fee608cfd9a47acULL, 0x3faaa5aa5df25984ULL, 0x3feca4b31f026aa0ULL, 0x3fbc5e53aa362eb4ULL,
+    0x3feb2036576afce6ULL, 0x3fc526e57720db08ULL, 0x3fe9c2d163a1aa2dULL, 0x3fcbc2860d224770ULL,
+    0x3fe886e6037841edULL, 0x3fd1058bc8a07ee1ULL, 0x3fe767dcf5534862ULL, 0x3fd4043057b6ee09ULL};
+#define LOGF_LN2 0x3fe62e42fefa39efULL                 /* ln 2 */
+#define LOGF_A0 0xbfd00ea348b88334ULL                  /* the polynomial's r^4, r^3, r^2 terms */
+#define LOGF_A1 0x3fd5575b0be00b6aULL
+#define LOGF_A2 0xbfdffffef20a4123ULL
+
+__device__ __forceinline__ float glibc_logf(float x)
+{
+    unsigned ix = __float_as_uint(x);
+    if (ix == 0x3f800000u) return 0.0f;
+    if (ix - 0x00800000u >= 0x7f000000u) {                       /* zero, subnormal, inf, NaN or negative */
+        if (ix * 2u == 0u) return -__int_as_float(0x7f800000);
+        if (ix == 0x7f800000u) return x;
+        if ((ix & 0x80000000u) || ix * 2u >= 0xff000000u) return __int_as_float(0x7fc00000);
+        ix = __float_as_uint(__fmul_rn(x, 8388608.0f)) - (23u << 23);   /* a subnormal, normalised */
+    }
+    const unsigned tmp = ix - 0x3f330000u;                        /* the subinterval around 1/c */
+    const int i = (int)((tmp >> 19) % 16u);
+    const int k = (int)tmp >> 23;
+    const unsigned iz = ix - (tmp & (0x1ffu << 23));
+    const double invc = __longlong_as_double((long long)LOGF_TABLE[2 * i]);
+    const double logc = __longlong_as_double((long long)LOGF_TABLE[2 * i + 1]);
+    const double zd = (double)__uint_as_float(iz);
+    const double r = __dsub_rn(__dmul_rn(zd, invc), 1.0);
+    const double y0 = __dadd_rn(logc, __dmul_rn((double)k, __longlong_as_double((long long)LOGF_LN2)));
+    const double r2 = __dmul_rn(r, r);
+    double y = __dadd_rn(__dmul_rn(__longlong_as_double((long long)LOGF_A1), r),
+                         __longlong_as_double((long long)LOGF_A2));
+    y = __dadd_rn(__dmul_rn(__longlong_as_double((long long)LOGF_A0), r2), y);
+    y = __dadd_rn(__dmul_rn(y, r2), __dadd_rn(y0, r));
+    return __double2float_rn(y);
+}
+
+#ifndef K_RES
+#define K_RES 20                  /* the alphabet's canonical residues; codes K_RES+1 .. KP-3 degenerate */
+#endif
+
+/* HMMER's p7_Null2_ByExpectation and the domain's null2 correction, as its envelope rescoring
+ * (rescore_isolated_domain) computes them from an envelope's posteriors (posterior_decoding):
+ * the expected uses of each M and I state and of N, C, J over the segment (rows 1..Lr summed
+ * in order, times (float)(1.0 / Lr)); each residue's null2 odds the lanes' sums over q of M
+ * times the match odds plus I, the horizontal sum (v0 + v1) + (v2 + v3), plus (N + C) + J;
+ * a degenerate code the float mean of its residues' (degenerate[x]: bit y for residue y), gap,
+ * '*' and '~' 1.  Then n2sc[i] = logf(null2[dsq[i]]) for the segment's residues (glibc's logf)
+ * and their float sum in order, the domain's correction.  Four threads a pair; writes
+ * null2_all[out * KP + x] (if not null), n2sc at n2sc_all + rows_at[out] / X_CELLS (one
+ * float a row: [1..Lr]) and domcorrection_all[out].
+ */
+extern "C" __global__ void __launch_bounds__(128)
+null2_by_expectation(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
+                     const int *__restrict__ order_all, const int *__restrict__ jobs,
+                     const int *__restrict__ segments, const long long *__restrict__ model_at,
+                     const float *__restrict__ profiles, const unsigned *__restrict__ degenerate,
+                     const long long *__restrict__ rows_at, const float *__restrict__ pp_rows_all,
+                     const long long *__restrict__ matrix_at, const float *__restrict__ pp_mx_all,
+                     float *__restrict__ null2_all, float *__restrict__ n2sc_all,
+                     float *__restrict__ domcorrection_all)
+{
+    Pair p;
+    if (!take_pair(jobs, order_all, offsets, residues, segments, model_at, profiles, p)) return;
+    const int z = p.z, Q = p.Q, Lr = p.Lr;
+    const float *rfv = p.rfv;
+    const float *pp = pp_rows_all + rows_at[p.out];
+    const float *pmx = pp_mx_all + matrix_at[p.out];
+#define RF(x, q) rfv[((long long)(x) * Q + (q)) * 4 + z]
+#define PP(i, q, st) pmx[(((long long)(i) * Q + (q)) * 3 + (st)) * 4 + z]
+#define X(i, c) pp[(i) * X_CELLS + (c)]
+
+    float m0[QMAX], i0[QMAX];
+    for (int q = 0; q < Q; q++) {
+        m0[q] = PP(1, q, 0);
+        i0[q] = PP(1, q, 2);
+    }
+    float xN = X(1, X_N), xC = X(1, X_C), xJ = X(1, X_J);
+    for (int i = 2; i <= Lr; i++) {
+        for (int q = 0; q < Q; q++) {
+            m0[q] = __fadd_rn(PP(i, q, 0), m0[q]);
+            i0[q] = __fadd_rn(PP(i, q, 2), i0[q]);
+        }
+        xN = __fadd_rn(xN, X(i, X_N));
+        xC = __fadd_rn(xC, X(i, X_C));
+        xJ = __fadd_rn(xJ, X(i, X_J));
+    }
+    const float norm = __double2float_rn(__ddiv_rn(1.0, (double)(float)Lr));   /* HMMER's float norm = 1.0 / Ld */
+    for (int q = 0; q < Q; q++) {
+        m0[q] = __fmul_rn(m0[q], norm);
+        i0[q] = __fmul_rn(i0[q], norm);
+    }
+    const float xfactor = __fadd_rn(__fadd_rn(__fmul_rn(xN, norm), __fmul_rn(xC, norm)), __fmul_rn(xJ, norm));
+    float null2[KP];
+    for (int x = 0; x < K_RES; x++) {
+        float sv = 0.0f;
+        for (int q = 0; q < Q; q++) {
+            sv = __fadd_rn(sv, __fmul_rn(m0[q], RF(x, q)));
+            sv = __fadd_rn(sv, i0[q]);
+        }
+        null2[x] = __fadd_rn(lanes_sum(sv, p.mask), xfactor);
+    }
+#undef RF
+#undef PP
+#undef X
+    for (int x = K_RES + 1; x < KP - 2; x++) {                   /* esl_abc_FAvgScVec */
+        float sum = 0.0f;
+        int n = 0;
+        for (int y = 0; y < K_RES; y++)
+            if ((degenerate[x] >> y) & 1u) {
+                sum = __fadd_rn(sum, null2[y]);
+                n++;
+            }
+        null2[x] = __fdiv_rn(sum, (float)n);
+    }
+    null2[K_RES] = null2[KP - 2] = null2[KP - 1] = 1.0f;
+    if (z != 0) return;
+    if (null2_all)
+        for (int x = 0; x < KP; x++) null2_all[(long long)p.out * KP + x] = null2[x];
+    float *n2sc = n2sc_all + rows_at[p.out] / X_CELLS;
+    float domcorrection = 0.0f;
+    for (int i = 1; i <= Lr; i++) {
+        n2sc[i] = glibc_logf(null2[p.dsq[i]]);
+        domcorrection = __fadd_rn(domcorrection, n2sc[i]);
+    }
+    domcorrection_all[p.out] = domcorrection;
+}

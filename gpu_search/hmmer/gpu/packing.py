@@ -86,6 +86,13 @@ def pack_fwdback_profiles(profs):
     return np.array(at[:-1], dtype=np.int64), profiles.astype(np.float32, copy=False)
 
 
+def degenerate_bits(degeneracy: np.ndarray) -> np.ndarray:
+    """null2_by_expectation's degeneracy table: for each code x of Easel's (Kp, K) table
+    (:func:`gpu_search.seqdb.amino_degeneracy`), bit y set where x stands for residue y."""
+    deg = np.asarray(degeneracy, dtype=bool)
+    return (deg.astype(np.uint32) << np.arange(deg.shape[1], dtype=np.uint32)).sum(axis=1).astype(np.uint32)
+
+
 def fwdback_params(prof: FilterProfile, multihit: bool = True) -> tuple:
     """forward_parser's scalars of a model: M, nj, E->C, E->J (floats as their bits): as the
     search configures it (local multihit), or unihit as HMMER's domain definition rescores an

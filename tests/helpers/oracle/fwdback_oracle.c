@@ -20,11 +20,13 @@
  *          configured to the whole sequence's length in unihit or multihit mode, as
  *          p7_domaindef_ByPosteriorHeuristics runs them on an envelope or a region; per pair:
  *          model  seqname  Lr  fwd  bck  fwd_rows  bck_rows  fwd_matrix  bck_matrix  pp_rows  pp_matrix  range
- *          oa_rows  oa_matrix  oasc  trace
+ *          oa_rows  oa_matrix  oasc  trace  null2  n2sc  domcorrection
  *          (the matrices: P7_OMX's dpf rows, 0..Lr for the Forward, 1..Lr for the Backward);
  *          then p7_Decoding's posteriors in place of the Backward (rows and matrix 0..Lr) and
  *          whether it returned eslERANGE; then p7_OptimalAccuracy's rows, matrix (0..Lr, in
- *          place of the Forward) and score; then p7_OATrace's trace, "st,k,i,pp;" a step.
+ *          place of the Forward) and score; then p7_OATrace's trace, "st,k,i,pp;" a step;
+ *          then p7_Null2_ByExpectation's odds (Kp floats), logf of them for the segment's
+ *          residues, and their float sum (%a), as rescore_isolated_domain computes them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,7 +136,18 @@ int main(int argc, char **argv)
               memcpy(&bits, &tr->pp[z], 4);
               printf("%d,%d,%d,%08x;", tr->st[z], tr->k[z], tr->i[z], bits);
             }
-            putchar('\n');
+            /* null2 as rescore_isolated_domain takes it after the trace (row 0 of the
+               posteriors its workspace), each residue's logf of it, and their sum */
+            float null2[64], n2sc, domcorrection = 0.0f;
+            p7_Null2_ByExpectation(om, wb, null2);
+            print_floats(null2, abc->Kp);
+            putchar('\t');
+            for (int i = first; i < first + Lr; i++) {
+              n2sc = logf(null2[sq->dsq[i]]);
+              domcorrection += n2sc;
+              print_floats_raw(&n2sc, 1);
+            }
+            printf("\t%a\n", domcorrection);
             p7_trace_Destroy(tr);
             p7_oprofile_ReconfigMultihit(om, sq->n);
             esl_sq_Reuse(sq);
