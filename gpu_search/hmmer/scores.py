@@ -10,11 +10,14 @@ Contents:
     1. Filter scores in nats from the integer states.
     2. Null model (null1) scores.
     3. P-values (esl_gumbel_surv) and the pass/fail decision.
+    4. A sequence's and its domains' scores after domain definition (null2 corrected).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -112,3 +115,123 @@ THRESHOLD_SLACK = 1e-6
 
 def passes(p, threshold: float) -> np.ndarray:
     return np.asarray(p) <= threshold * (1.0 + THRESHOLD_SLACK)
+
+
+# --- 4. Scores after domain definition ------------------------------------------------------
+# p7_Pipeline's arithmetic once domain definition has run (p7_pipeline.c): C's float and double
+# as it evaluates them, the logs and exps from the C library (math.log, math.exp) on each
+# distinct value, no fused multiply-adds.
+
+OMEGA_LOG = math.log(float(np.float32(1.0 / 256.0)))      # log(bg->omega), the null2 prior, in double
+LOGSUM_SCALE = F32(1000.0)                                  # p7_LOGSUM_SCALE
+LOGSUM_FAR = F32(15.7)                                      # beyond it p7_FLogsum returns the larger
+
+
+@lru_cache(maxsize=1)
+def flogsum_table() -> np.ndarray:
+    """p7_FLogsumInit's table: (float) log(1 + exp(-i / 1000)) in double, i < 16,000."""
+    return np.array([math.log(1.0 + math.exp(-i / 1000.0)) for i in range(16000)], dtype=F32)
+
+
+def flogsum(a, b) -> np.ndarray:
+    """p7_FLogsum(a, b): log(e^a + e^b) in float through HMMER's table (the difference times
+    1000 truncated to an index)."""
+    a, b = np.asarray(a, F32), np.asarray(b, F32)
+    hi, lo = np.where(a > b, a, b), np.where(a < b, a, b)
+    with np.errstate(invalid="ignore"):
+        d = hi - lo
+        far = (lo == F32(-np.inf)) | ~(d < LOGSUM_FAR)
+        idx = np.where(far, F32(0), d * LOGSUM_SCALE).astype(np.int64)
+    return np.where(far, hi, hi + flogsum_table()[idx]).astype(F32)
+
+
+def exp_logsurv(x, tau: float, lam: float) -> np.ndarray:
+    """esl_exp_logsurv: log P(S > x) of the Forward score's exponential tail, in double."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.where(x < float(tau), 0.0, -float(lam) * (x - float(tau)))
+
+
+def _length_log(n) -> np.ndarray:
+    """log((float) n / (float) (n + 3)) in double, the length model's per-residue cost."""
+    n = np.asarray(n, dtype=np.int64)
+    uniq, inverse = np.unique(n, return_inverse=True)
+    logs = np.array([math.log(float(F32(v) / F32(v + 3))) for v in uniq], dtype=np.float64)
+    return logs[inverse].reshape(n.shape)
+
+
+def _bits(nats_difference) -> np.ndarray:
+    """(float) ((double) x / eslCONST_LOG2) of a float difference in nats."""
+    return (np.asarray(nats_difference, F32).astype(np.float64) / LOG2).astype(F32)
+
+
+@dataclass
+class HitScores:
+    """Each sequence's scores (bits) and log P-values, each domain's, as p7_Pipeline sets
+    P7_HIT and P7_DOMAIN: score, pre_score, sum_score, lnP, pre_lnP, sum_lnP a sequence;
+    bitscore, dombias (nats), lnP a domain; best_domain a sequence (its first highest
+    bitscore, an index among its domains)."""
+
+    score: np.ndarray
+    pre_score: np.ndarray
+    sum_score: np.ndarray
+    lnP: np.ndarray
+    pre_lnP: np.ndarray
+    sum_lnP: np.ndarray
+    best_domain: np.ndarray
+    dom_bitscore: np.ndarray
+    dom_bias: np.ndarray
+    dom_lnP: np.ndarray
+
+
+def hit_scores(fwdsc, lengths, null2_sum, dom_start, envsc, domcorrection, ienv, jenv, tau: float,
+               lam: float) -> HitScores:
+    """The null2-corrected scores of sequences after domain definition, one model's (tau and
+    lambda its Forward tail's), null2 on (HMMER's default).
+
+    fwdsc: each sequence's Forward score (nats); lengths: their lengths; null2_sum: the Kahan
+    sum of each whole sequence's n2sc; each sequence's domains are dom_start[s] ..
+    dom_start[s+1]-1 of envsc, domcorrection, ienv, jenv (nats, and the envelopes)."""
+    fwdsc, null2_sum = np.asarray(fwdsc, F32), np.asarray(null2_sum, F32)
+    n = np.asarray(lengths, dtype=np.int64)
+    dom_start = np.asarray(dom_start, dtype=np.int64)
+    envsc, domcorrection = np.asarray(envsc, F32), np.asarray(domcorrection, F32)
+    env_len = np.asarray(jenv, np.int64) - np.asarray(ienv, np.int64) + 1
+    nullsc = null_score(n)
+    length_log = _length_log(n)
+    seqbias = flogsum(F32(0.0), (OMEGA_LOG + null2_sum.astype(np.float64)).astype(F32))
+    pre_score = _bits(fwdsc - nullsc)
+    seq_score = _bits(fwdsc - (nullsc + seqbias))
+    # the reconstruction score: the domains whose envelope outscores their null2, in order
+    ndom = np.diff(dom_start)
+    sum_score = np.zeros(len(n), F32)
+    bias_sum = np.zeros(len(n), F32)
+    Ld = np.zeros(len(n), np.int64)
+    for d in range(int(ndom.max(initial=0))):
+        has = ndom > d
+        e = np.where(has, dom_start[:-1] + d, 0)
+        counted = has & ((envsc[e] - domcorrection[e]) > F32(0.0))
+        sum_score = np.where(counted, sum_score + envsc[e], sum_score).astype(F32)
+        bias_sum = np.where(counted, bias_sum + domcorrection[e], bias_sum).astype(F32)
+        Ld = np.where(counted, Ld + env_len[e], Ld)
+    bias_sum = flogsum(F32(0.0), (OMEGA_LOG + bias_sum.astype(np.float64)).astype(F32))
+    sum_score = (sum_score.astype(np.float64) + (n - Ld).astype(np.float64) * length_log).astype(F32)
+    pre2_score = _bits(sum_score - nullsc)
+    sum_score = _bits(sum_score - (nullsc + bias_sum))
+    better = (Ld > 0) & (sum_score > seq_score)
+    seq_score = np.where(better, sum_score, seq_score).astype(F32)
+    pre_score = np.where(better, pre2_score, pre_score).astype(F32)
+    # each domain: its envelope's score with the length model outside it, less its null2
+    owner = np.repeat(np.arange(len(n)), ndom)
+    bitscore = (envsc.astype(np.float64) + (n[owner] - env_len).astype(np.float64) * length_log[owner]).astype(F32)
+    dombias = flogsum(F32(0.0), (OMEGA_LOG + domcorrection.astype(np.float64)).astype(F32))
+    bitscore = _bits(bitscore - (nullsc[owner] + dombias))
+    best = np.zeros(len(n), np.int64)
+    for d in range(1, int(ndom.max(initial=0))):
+        has = ndom > d
+        e = np.where(has, dom_start[:-1] + d, 0)
+        b = np.where(has, dom_start[:-1] + best, 0)
+        best = np.where(has & (bitscore[e] > bitscore[b]), d, best)
+    return HitScores(score=seq_score, pre_score=pre_score, sum_score=sum_score,
+                     lnP=exp_logsurv(seq_score, tau, lam), pre_lnP=exp_logsurv(pre_score, tau, lam),
+                     sum_lnP=exp_logsurv(sum_score, tau, lam), best_domain=best, dom_bitscore=bitscore,
+                     dom_bias=dombias, dom_lnP=exp_logsurv(bitscore, tau, lam))

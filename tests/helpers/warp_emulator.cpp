@@ -705,6 +705,16 @@ extern "C" int emulate_null2_by_expectation(unsigned seed, const uint8_t* residu
     return run_blocks(seed, (4 * most + 127) / 128, 128, n_jobs);
 }
 
+// sequence_null2_sum: one thread a pair, a row of blocks
+extern "C" int emulate_sequence_null2_sum(unsigned seed, const long long* offsets, const int* seq_of_pair, int n_pairs,
+                                          const long long* env_start, const int* env_i, const int* env_j,
+                                          const long long* n2sc_start, const float* n2sc, float* sum_out)
+{
+    g_kernel = [=] { sequence_null2_sum(offsets, seq_of_pair, n_pairs, env_start, env_i, env_j, n2sc_start, n2sc,
+                                        sum_out); };
+    return run_blocks(seed, (n_pairs + 127) / 128, 128, 1);
+}
+
 // fwdback.cu's port of glibc's logf, called directly (a device function, no kernel)
 extern "C" void emulate_glibc_logf(const float* x, float* y, long n)
 {

@@ -1026,3 +1026,36 @@ null2_by_expectation(const uint8_t *__restrict__ residues, const long long *__re
     }
     domcorrection_all[p.out] = domcorrection;
 }
+
+/* The sequence's null2 bias before its log, as p7_Pipeline takes it: esl_vec_FSum over n2sc[0..L]
+ * of the whole sequence (each envelope's residues their n2sc, every other position 0), Easel's
+ * Kahan sum in float, in order.  One thread a pair: pair p's envelopes are env_start[p] ..
+ * env_start[p+1]-1, left to right, envelope e over residues env_i[e] .. env_j[e] with its
+ * n2sc at n2sc[n2sc_start[e]] on.
+ */
+extern "C" __global__ void __launch_bounds__(128)
+sequence_null2_sum(const long long *__restrict__ offsets, const int *__restrict__ seq_of_pair, int n_pairs,
+                   const long long *__restrict__ env_start, const int *__restrict__ env_i,
+                   const int *__restrict__ env_j, const long long *__restrict__ n2sc_start,
+                   const float *__restrict__ n2sc, float *__restrict__ sum_out)
+{
+    const int p = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (p >= n_pairs) return;
+    const int s = seq_of_pair[p];
+    const int L = (int)(offsets[s + 1] - offsets[s]);
+    long long e = env_start[p];
+    const long long e_end = env_start[p + 1];
+    float sum = 0.0f, c = 0.0f;
+    for (int pos = 0; pos <= L; pos++) {
+        float v = 0.0f;
+        if (e < e_end && pos >= env_i[e]) {
+            v = n2sc[n2sc_start[e] + (pos - env_i[e])];
+            if (pos == env_j[e]) e++;
+        }
+        const float y = __fsub_rn(v, c);
+        const float t = __fadd_rn(sum, y);
+        c = __fsub_rn(__fsub_rn(t, sum), y);
+        sum = t;
+    }
+    sum_out[p] = sum;
+}

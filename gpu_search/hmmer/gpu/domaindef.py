@@ -1,0 +1,309 @@
+"""HMMER's domain definition on the GPU (p7_domaindef.c), for the sequences that pass F3.
+
+For each (model, sequence) pair, as p7_Pipeline runs it after the Forward filter:
+
+1. the Forward and Backward parsers over the whole sequence, keeping the special states'
+   rows (``forward_parser``, ``backward_parser``), the model local multihit for the
+   sequence's length;
+2. the posteriors of p7_DomainDecoding and the regions of
+   p7_domaindef_ByPosteriorHeuristics, each flagged where HMMER would resolve it by
+   stochastic traces (``domain_regions``);
+3. for each region HMMER takes as one domain, its envelope rescored as
+   rescore_isolated_domain does, the model unihit: p7_Forward and p7_Backward over the
+   envelope (its score envsc), p7_Decoding's posteriors, p7_OptimalAccuracy (oasc) and
+   p7_OATrace (the alignment), p7_Null2_ByExpectation (each residue's n2sc and the
+   domain's correction) (``posterior_decoding``, ``optimal_accuracy``, ``oa_trace``,
+   ``null2_by_expectation``).
+
+The kernels are fwdback.cu's, exact to HMMER's float operations.  A pair is left to the CPU
+(``PairResults.simple`` False) where the GPU cannot give HMMER's answer: a region HMMER
+clusters from stochastic traces (not on the GPU yet), a score the kernels leave unsure (a
+double log near a float boundary, NaN), a model longer than the kernels' rows hold, an
+envelope whose trace would not fit its buffer.
+
+The launches go through a ``kernels`` object (:class:`CupyKernels` on a GPU; the tests
+give the same calls to the CPU emulator of the kernels), so that this module only lays out
+the work: which pairs and envelopes, where each one's rows and matrices lie.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..profile import FilterProfile
+from .packing import FWDBACK_QMAX, degenerate_bits, fwdback_params, job_table, pack_fwdback_profiles, striped_q
+
+X_CELLS = 6                        # fwdback.cu's special states a row: E N J B C SCALE
+
+# envelopes rescored together: their two whole matrices (floats) at most this many
+MAX_MATRIX_FLOATS = 1 << 28
+
+# the kernels, and how many threads each gives a pair
+THREADS_PER_PAIR = {"forward_parser": 4, "backward_parser": 4, "domain_regions": 1, "posterior_decoding": 4,
+                    "optimal_accuracy": 4, "oa_trace": 1, "null2_by_expectation": 4, "sequence_null2_sum": 1}
+
+
+class CupyKernels:
+    """fwdback.cu's kernels on one GPU (CuPy arrays in and out)."""
+
+    def __init__(self, device_id: int = 0):
+        from ...gpu import load_functions
+        from .kernels import FWDBACK_FILE
+
+        import cupy
+
+        self.cp = cupy
+        self.device_id = device_id
+        names = tuple(THREADS_PER_PAIR)
+        self.functions = dict(zip(names, load_functions(FWDBACK_FILE, (), names, device_id)))
+
+    def to_device(self, a: np.ndarray):
+        return self.cp.asarray(np.ascontiguousarray(a))
+
+    def zeros(self, n: int, dtype):
+        return self.cp.zeros(int(max(n, 1)), dtype=dtype)
+
+    def to_host(self, a) -> np.ndarray:
+        return self.cp.asnumpy(a)
+
+    def launch(self, name: str, n_jobs: int, most: int, args: tuple) -> None:
+        """Kernel ``name`` over n_jobs jobs of at most ``most`` pairs (a row of 128-thread
+        blocks a job)."""
+        threads = THREADS_PER_PAIR[name] * most
+        null = np.uint64(0)
+        self.functions[name](((threads + 127) // 128, n_jobs), (128,),
+                             tuple(null if a is None else a for a in args))
+
+
+@dataclass
+class PairResults:
+    """What the GPU found for each pair (model j, sequence s) asked for, in the order asked.
+
+    fwd: the Forward parser's score (nats; NaN where unsure); nexpected: HMMER's expected
+    number of domains; simple: whether every region was rescored here (else the pair is
+    left to the CPU); env_start: the pair's envelopes are env_start[p] .. env_start[p+1]
+    of :class:`EnvelopeResults`; null2_sum: the Kahan sum of the whole sequence's n2sc
+    (p7_Pipeline's seqbias before its log), for the simple pairs."""
+
+    model: np.ndarray
+    seq: np.ndarray
+    fwd: np.ndarray
+    nexpected: np.ndarray
+    nregions: np.ndarray
+    simple: np.ndarray
+    env_start: np.ndarray
+    null2_sum: np.ndarray
+
+
+@dataclass
+class EnvelopeResults:
+    """Each envelope of the simple pairs, in pair order then left to right.
+
+    i, j: the envelope in the sequence (1-based, inclusive); envsc: p7_Forward's score over
+    it (nats); decoded: False where p7_Decoding overflowed (HMMER drops the domain);
+    oasc: p7_OptimalAccuracy's score; domcorrection: the sum of its residues' n2sc;
+    n2sc: each residue's, at n2sc_start[e] .. + (j - i + 1); the trace (p7_OATrace's, in
+    the sequence's coordinates) at trace_start[e] .. trace_start[e+1]: state codes (P7_TRACE's),
+    nodes, residues, posteriors."""
+
+    i: np.ndarray
+    j: np.ndarray
+    envsc: np.ndarray
+    decoded: np.ndarray
+    oasc: np.ndarray
+    domcorrection: np.ndarray
+    n2sc: np.ndarray
+    n2sc_start: np.ndarray
+    trace_start: np.ndarray
+    st: np.ndarray
+    k: np.ndarray
+    ti: np.ndarray
+    pp: np.ndarray
+
+
+def _layout(seq_lengths: np.ndarray, models: np.ndarray, n_models: int):
+    """Pairs grouped by model (a job each), each job's longest first: the order of pairs in
+    the launches (``perm``: position -> pair), each job's start and count."""
+    perm = np.lexsort((-seq_lengths, models)).astype(np.int64)
+    counts = np.bincount(models, minlength=n_models).astype(np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    return perm, starts, counts
+
+
+def _at(sizes: np.ndarray) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if len(sizes) else np.zeros(0, np.int64)
+
+
+def define_domains(kernels, profs: list[FilterProfile], residues: np.ndarray, offsets: np.ndarray,
+                   models: np.ndarray, seqs: np.ndarray, degeneracy: np.ndarray,
+                   max_matrix_floats: int = MAX_MATRIX_FLOATS) -> tuple[PairResults, EnvelopeResults]:
+    """Domain definition of the pairs (profs[models[p]], sequence seqs[p]) on the GPU.
+
+    residues, offsets: the sequences (Easel's digital codes, sequence s at
+    residues[offsets[s]:offsets[s+1]]); degeneracy: Easel's (Kp, K) table."""
+    models = np.asarray(models, dtype=np.int64)
+    seqs = np.asarray(seqs, dtype=np.int64)
+    lengths = np.diff(np.asarray(offsets, dtype=np.int64))
+    n = len(models)
+    fits = np.array([p.M <= 4 * FWDBACK_QMAX for p in profs], dtype=bool)
+    asked = np.flatnonzero(fits[models]) if n else np.zeros(0, np.int64)
+    fwd = np.full(n, np.nan, np.float32)
+    nexpected = np.zeros(n, np.float32)
+    nregions = np.zeros(n, np.int32)
+    simple = np.zeros(n, bool)
+    regions_of: list = [np.zeros((0, 3), np.int32)] * n
+    model_at, profiles = pack_fwdback_profiles(profs)
+    d_residues = kernels.to_device(residues)
+    d_offsets = kernels.to_device(np.asarray(offsets, dtype=np.int64))
+    d_model_at, d_profiles = kernels.to_device(model_at), kernels.to_device(profiles)
+
+    # 1-2: both parsers over each whole sequence, then the regions
+    if len(asked):
+        perm, starts, counts = _layout(lengths[seqs[asked]], models[asked], len(profs))
+        pairs = asked[perm]
+        L = lengths[seqs[pairs]]
+        rows_at = _at((L + 1) * X_CELLS)
+        n_rows = int(((L + 1) * X_CELLS).sum())
+        jobs = kernels.to_device(job_table(starts, counts, starts, [fwdback_params(p) for p in profs]))
+        order = kernels.to_device(seqs[pairs].astype(np.int32))
+        d_rows_at = kernels.to_device(rows_at)
+        fwd_rows, bck_rows, post = (kernels.zeros(n_rows, np.float32) for _ in range(3))
+        regions = kernels.zeros(n_rows, np.int32)
+        f_out, b_out = kernels.zeros(len(pairs), np.float32), kernels.zeros(len(pairs), np.float32)
+        own, n_reg = kernels.zeros(len(pairs), np.int32), kernels.zeros(len(pairs), np.int32)
+        n_exp = kernels.zeros(len(pairs), np.float32)
+        most = int(counts.max())
+        common = (d_residues, d_offsets, order, jobs, d_model_at, d_profiles, None, d_rows_at)
+        kernels.launch("forward_parser", len(profs), most, (*common, fwd_rows, None, None, f_out))
+        kernels.launch("backward_parser", len(profs), most, (*common, fwd_rows, bck_rows, None, None, own, b_out))
+        kernels.launch("domain_regions", len(profs), most, (jobs, d_offsets, order, d_rows_at, fwd_rows, bck_rows,
+                                                            own, post, regions, n_reg, n_exp))
+        f_out, b_out, n_reg = kernels.to_host(f_out), kernels.to_host(b_out), kernels.to_host(n_reg)
+        regions_host = kernels.to_host(regions)
+        fwd[pairs] = f_out
+        nexpected[pairs] = kernels.to_host(n_exp)
+        nregions[pairs] = n_reg
+        for q, p in enumerate(pairs.tolist()):
+            r = regions_host[rows_at[q]:rows_at[q] + 3 * n_reg[q]].reshape(-1, 3)
+            regions_of[p] = r
+            simple[p] = not (np.isnan(f_out[q]) or np.isnan(b_out[q]) or r[:, 2].any())
+
+    # 3: each simple pair's regions as envelopes, rescored in batches of bounded matrices
+    env_counts = np.array([len(regions_of[p]) if simple[p] else 0 for p in range(n)], dtype=np.int64)
+    env_start = np.concatenate([[0], np.cumsum(env_counts)]).astype(np.int64)
+    n_env = int(env_start[-1])
+    env_pair = np.repeat(np.arange(n, dtype=np.int64), env_counts)
+    env = np.concatenate([regions_of[p] for p in range(n) if env_counts[p]]) if n_env else np.zeros((0, 3), np.int32)
+    ei, ej = env[:, 0].astype(np.int64), env[:, 1].astype(np.int64)
+    Lr = ej - ei + 1
+    Ms = np.array([p.M for p in profs], dtype=np.int64)
+    Qs = np.array([striped_q(p.M) for p in profs], dtype=np.int64)
+    cells = (Lr + 1) * Qs[models[env_pair]] * 12 if n_env else np.zeros(0, np.int64)
+    out = EnvelopeResults(i=ei.astype(np.int32), j=ej.astype(np.int32), envsc=np.full(n_env, np.nan, np.float32),
+                          decoded=np.zeros(n_env, bool), oasc=np.zeros(n_env, np.float32),
+                          domcorrection=np.zeros(n_env, np.float32), n2sc=np.zeros(int(Lr.sum()), np.float32),
+                          n2sc_start=_at(Lr), trace_start=np.zeros(n_env + 1, np.int64), st=None, k=None, ti=None,
+                          pp=None)
+    traces: list = [None] * n_env
+    degenerate = kernels.to_device(degenerate_bits(degeneracy))
+    unihit = [fwdback_params(p, multihit=False) for p in profs]
+    e0 = 0
+    while e0 < n_env:
+        e1 = e0 + 1                      # a batch: matrices within the budget (at least one envelope)
+        total = 2 * cells[e0]
+        while e1 < n_env and total + 2 * cells[e1] <= max_matrix_floats:
+            total += 2 * cells[e1]
+            e1 += 1
+        _rescore(kernels, out, traces, e0, e1, env_pair, models, seqs, Lr, cells, Ms, len(profs), unihit,
+                 d_residues, d_offsets, d_model_at, d_profiles, degenerate)
+        e0 = e1
+
+    # a pair with an envelope the kernels left unsure goes to the CPU whole
+    bad = np.zeros(n, bool)
+    for e in range(n_env):
+        if np.isnan(out.envsc[e]) or (out.decoded[e] and traces[e] is None):
+            bad[env_pair[e]] = True
+    simple &= ~bad
+    sizes = np.array([len(t[0]) if t is not None else 0 for t in traces], dtype=np.int64)
+    out.trace_start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    kept = [t for t in traces if t is not None]
+    out.st, out.k, out.ti, out.pp = (np.concatenate([t[c] for t in kept]) if kept else np.zeros(0, dt)
+                                     for c, dt in enumerate((np.int32, np.int32, np.int32, np.float32)))
+    null2_sum = np.full(n, np.nan, np.float32)
+    done = np.flatnonzero(simple)
+    if len(done):       # the sequences' null2 sums, over the envelopes' n2sc
+        firsts = env_start[done]
+        envs = np.concatenate([np.arange(env_start[p], env_start[p + 1]) for p in done])
+        local = np.concatenate([[0], np.cumsum(env_start[done + 1] - firsts)]).astype(np.int64)
+        sums = kernels.zeros(len(done), np.float32)
+        kernels.launch("sequence_null2_sum", 1, len(done), (
+            d_offsets, kernels.to_device(seqs[done].astype(np.int32)), np.int32(len(done)),
+            kernels.to_device(local), kernels.to_device(out.i[envs]), kernels.to_device(out.j[envs]),
+            kernels.to_device(out.n2sc_start[envs]), kernels.to_device(out.n2sc), sums))
+        null2_sum[done] = kernels.to_host(sums)[:len(done)]
+    pairs = PairResults(model=models, seq=seqs, fwd=fwd, nexpected=nexpected, nregions=nregions, simple=simple,
+                        env_start=env_start, null2_sum=null2_sum)
+    return pairs, out
+
+
+def _rescore(kernels, out: EnvelopeResults, traces: list, e0: int, e1: int, env_pair, models, seqs, Lr, cells,
+             Ms, n_models: int, unihit, d_residues, d_offsets, d_model_at, d_profiles, degenerate) -> None:
+    """rescore_isolated_domain for envelopes e0 .. e1-1: one launch of each stage, the
+    envelopes grouped by model (a job each), longest first."""
+    idx = np.arange(e0, e1)
+    m = models[env_pair[idx]]
+    perm, starts, counts = _layout(Lr[idx], m, n_models)
+    envs = idx[perm]
+    seg = np.stack([out.i[envs], Lr[envs]], axis=1).astype(np.int32)
+    lr = Lr[envs]
+    rows_at = _at((lr + 1) * X_CELLS)
+    n_rows = int(((lr + 1) * X_CELLS).sum())
+    matrix_at = _at(cells[envs])
+    n_cells = int(cells[envs].sum())
+    cap = (lr + Ms[m[perm]] + 8).astype(np.int32)          # a trace's states: at most Lr + M + 7
+    trace_at = _at(cap.astype(np.int64))
+    jobs = kernels.to_device(job_table(starts, counts, starts, unihit))
+    order = kernels.to_device(seqs[env_pair[envs]].astype(np.int32))
+    d_seg, d_rows_at, d_matrix_at = (kernels.to_device(a) for a in (seg.reshape(-1), rows_at, matrix_at))
+    fwd_rows, bck_rows = kernels.zeros(n_rows, np.float32), kernels.zeros(n_rows, np.float32)
+    fwd_mx, bck_mx = kernels.zeros(n_cells, np.float32), kernels.zeros(n_cells, np.float32)
+    k = len(envs)
+    envsc, bsc, own, range_error, oasc, domcorr = (kernels.zeros(k, dt) for dt in (np.float32, np.float32, np.int32,
+                                                                                   np.int32, np.float32, np.float32))
+    n2sc = kernels.zeros(n_rows // X_CELLS, np.float32)
+    st, kk, ii = (kernels.zeros(int(cap.sum()), np.int32) for _ in range(3))
+    tpp, trace_n = kernels.zeros(int(cap.sum()), np.float32), kernels.zeros(k, np.int32)
+    most = int(counts.max())
+    common = (d_residues, d_offsets, order, jobs, d_model_at, d_profiles, d_seg, d_rows_at)
+    kernels.launch("forward_parser", n_models, most, (*common, fwd_rows, d_matrix_at, fwd_mx, envsc))
+    kernels.launch("backward_parser", n_models, most, (*common, fwd_rows, bck_rows, d_matrix_at, bck_mx, own, bsc))
+    # the posteriors in place of the Backward's, the optimal accuracy in place of the Forward's
+    kernels.launch("posterior_decoding", n_models, most, (jobs, d_offsets, order, d_seg, d_rows_at, fwd_rows,
+                                                          bck_rows, d_matrix_at, fwd_mx, bck_mx, own, range_error))
+    kernels.launch("optimal_accuracy", n_models, most, (jobs, d_offsets, order, d_seg, d_model_at, d_profiles,
+                                                        d_rows_at, bck_rows, fwd_rows, d_matrix_at, bck_mx, fwd_mx,
+                                                        oasc))
+    kernels.launch("oa_trace", n_models, most, (jobs, d_offsets, order, d_seg, d_model_at, d_profiles, d_rows_at,
+                                                bck_rows, fwd_rows, d_matrix_at, bck_mx, fwd_mx,
+                                                kernels.to_device(trace_at), kernels.to_device(cap), st, kk, ii, tpp,
+                                                trace_n))
+    kernels.launch("null2_by_expectation", n_models, most, (d_residues, d_offsets, order, jobs, d_seg, d_model_at,
+                                                            d_profiles, degenerate, d_rows_at, bck_rows, d_matrix_at,
+                                                            bck_mx, None, n2sc, domcorr))
+    envsc, range_error, oasc, domcorr = (kernels.to_host(a) for a in (envsc, range_error, oasc, domcorr))
+    n2sc, trace_n = kernels.to_host(n2sc), kernels.to_host(trace_n)
+    st, kk, ii, tpp = (kernels.to_host(a) for a in (st, kk, ii, tpp))
+    out.envsc[envs] = envsc[:k]
+    out.decoded[envs] = range_error[:k] == 0
+    out.oasc[envs] = oasc[:k]
+    out.domcorrection[envs] = domcorr[:k]
+    for q, e in enumerate(envs.tolist()):
+        a = rows_at[q] // X_CELLS
+        out.n2sc[out.n2sc_start[e]:out.n2sc_start[e] + lr[q]] = n2sc[a + 1:a + 1 + lr[q]]
+        if trace_n[q] < 0:
+            continue
+        z = slice(trace_at[q], trace_at[q] + trace_n[q])
+        shift = np.where(ii[z] > 0, out.i[e] - 1, 0)      # the trace in the sequence's coordinates
+        traces[e] = (st[z].copy(), kk[z].copy(), (ii[z] + shift).astype(np.int32), tpp[z].copy())
