@@ -622,3 +622,31 @@ def test_viterbi_variants_equal_reference(M, seqs, block, cells, proteome, gpu_p
         assert np.array_equal(gO, rO), f"{g}: overflow flags differ"
         bad = np.flatnonzero(~rO & (gC != rC))
         assert len(bad) == 0, f"{g} block={block}: xC differs for {len(bad)} sequences"
+
+
+def test_gpu_domain_definition_equals_hmmer(data_dir, proteome):
+    """HMMER's domain definition on the GPU (hmmer/gpu/domaindef.py) for every sequence of the
+    proteome with five real models, each pair through it as HMMER with every filter open:
+    the envelopes, their scores, null2 corrections, alignments' ends, and the sequences' and
+    domains' scores (scores.hit_scores) equal to pyhmmer's hits, bit for bit."""
+    import pyhmmer
+    from domaindef_check import EVERY_SEQUENCE, check_against_hmmer
+    from pyhmmer.easel import SequenceFile
+
+    from gpu_search.hmmer.gpu.domaindef import CupyKernels, define_domains
+    from gpu_search.seqdb import amino_degeneracy
+
+    hmms = [read_hmms(data_dir / "hmms" / "txt" / f"{name}.hmm")[0] for name in PROTEIN_MODELS]
+    profs = [profile_of(h) for h in hmms]
+    with SequenceFile(str(data_dir / "seqs" / "938293.PRJEB85.HG003687.faa"), digital=True,
+                      alphabet=hmms[0].alphabet) as sf:
+        block = sf.read_block()
+    want = {h.name: {hit.name: hit for hit in hits} for h, hits in
+            zip(hmms, pyhmmer.hmmsearch(hmms, block, **EVERY_SEQUENCE))}
+    models = np.repeat(np.arange(len(hmms)), proteome.n_seqs)
+    seqs = np.tile(np.arange(proteome.n_seqs), len(hmms))
+    pairs, env = define_domains(CupyKernels(0), profs, proteome.residues, proteome.offsets, models, seqs,
+                                amino_degeneracy(), max_matrix_floats=1 << 26)
+    checked, domains = check_against_hmmer(pairs, env, proteome, hmms, profs, want)
+    assert checked >= 1000 and domains >= 1000 and pairs.simple.mean() > 0.9, (checked, domains,
+                                                                                 pairs.simple.mean())

@@ -1,0 +1,160 @@
+"""HMMER's domain definition on the GPU (hmmer/gpu/domaindef.py) against pyhmmer's finishing of
+the same (model, sequence) pairs on every core: time and exactness.
+
+The case is finish_cost.py's (single-sequence models of proteome proteins against the
+proteome and copies mutated to 90/70/50/35% identity); the pairs are those HMMER reports.
+pyhmmer finishes them with F1 = F2 = 1 (as gpu-search's CPU finishing does), one pipeline a
+thread over a share of the models; the GPU defines their domains and scores them
+(scores.hit_scores).  Every pair the GPU takes is compared with pyhmmer's hit: envelopes,
+envelope scores, null2 corrections, the sequence's and the domains' scores.
+
+Usage: python bench/probes/domaindef_gpu.py [--models N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from finish_cost import build  # noqa: E402
+
+from gpu_search.hmmer.gpu.domaindef import CupyKernels, define_domains  # noqa: E402
+from gpu_search.hmmer.profile import FilterProfile  # noqa: E402
+from gpu_search.hmmer.scores import hit_scores  # noqa: E402
+from gpu_search.seqdb import amino_degeneracy, open_database  # noqa: E402
+
+LOG2R = 1.44269504088896341
+
+
+class TimedKernels(CupyKernels):
+    """CupyKernels with each kernel's GPU time added up (an event pair a launch)."""
+
+    def __init__(self, device_id: int = 0):
+        super().__init__(device_id)
+        self.events = []
+
+    def launch(self, name, n_jobs, most, args):
+        start, stop = self.cp.cuda.Event(), self.cp.cuda.Event()
+        start.record()
+        super().launch(name, n_jobs, most, args)
+        stop.record()
+        self.events.append((name, start, stop))
+
+    def seconds(self) -> dict:
+        out = {}
+        for name, start, stop in self.events:
+            stop.synchronize()
+            out[name] = out.get(name, 0.0) + self.cp.cuda.get_elapsed_time(start, stop) / 1e3
+        return out
+
+
+def profile(hmm, bg):
+    from pyhmmer.plan7 import Profile
+
+    gm = Profile(hmm.M, hmm.alphabet)
+    gm.configure(hmm, bg, 100)
+    return FilterProfile.from_optimized(gm.to_optimized())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", type=int, default=200)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/domaindef_probe"))
+    args = ap.parse_args()
+    from pyhmmer.easel import DigitalSequenceBlock
+    from pyhmmer.plan7 import Pipeline
+
+    t0 = time.perf_counter()
+    abc, bg, db, hmms = build(args.models)
+    args.work.mkdir(parents=True, exist_ok=True)
+    fasta = args.work / "db.faa"
+    with open(fasta, "w") as fh:
+        for s in db:
+            fh.write(f">{s.name.decode() if isinstance(s.name, bytes) else s.name}\n{s.textize().sequence}\n")
+    ours = open_database(fasta)
+    index = {ours.name(i): i for i in range(ours.n_seqs)}
+    print(f"built {len(hmms)} models, {len(db)} sequences in {time.perf_counter() - t0:.1f} s", flush=True)
+    Z = len(db)
+    cores = os.cpu_count() or 1
+
+    def reported(ks):
+        p = Pipeline(abc, background=bg, Z=Z)
+        out = []
+        for k in ks:
+            out.append((k, [hit.name for hit in p.search_hmm(hmms[k], db) if hit.reported]))
+            p.clear()
+        return out
+
+    with ThreadPoolExecutor(cores) as pool:
+        found = dict(x for part in pool.map(reported, [list(range(i, len(hmms), cores)) for i in range(cores)])
+                     for x in part)
+    blocks = [DigitalSequenceBlock(abc, [db[index[n]] for n in found[k]]) for k in range(len(hmms))]
+    n_pairs = sum(len(b) for b in blocks)
+    print(f"{n_pairs} reported pairs", flush=True)
+
+    def finish(ks):
+        p = Pipeline(abc, background=bg, Z=Z, F1=1.0, F2=1.0)
+        out = []
+        for k in ks:
+            out.append((k, {hit.name: hit for hit in p.search_hmm(hmms[k], blocks[k])}))
+            p.clear()
+        return out
+
+    order = sorted(range(len(hmms)), key=lambda k: -len(blocks[k]))
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(cores) as pool:
+        want = dict(x for part in pool.map(finish, [order[i::cores] for i in range(cores)]) for x in part)
+    cpu_wall = time.perf_counter() - t0
+
+    profs = [profile(h, bg) for h in hmms]
+    models = np.concatenate([np.full(len(found[k]), k) for k in range(len(hmms))]).astype(np.int64)
+    seqs = np.array([index[n] for k in range(len(hmms)) for n in found[k]], dtype=np.int64)
+    kernels = TimedKernels(0)
+    define_domains(kernels, profs[:1], ours.residues, ours.offsets, models[:1] * 0, seqs[:1], amino_degeneracy())
+    kernels.events.clear()                           # (the kernels loaded and compiled before the clock)
+    t0 = time.perf_counter()
+    pairs, env = define_domains(kernels, profs, ours.residues, ours.offsets, models, seqs, amino_degeneracy())
+    t_define = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    checked = differ = 0
+    for k, prof in enumerate(profs):
+        sel = np.flatnonzero((pairs.model == k) & pairs.simple)
+        doms = [np.arange(pairs.env_start[p], pairs.env_start[p + 1]) for p in sel]
+        doms = [e[env.decoded[e]] for e in doms]
+        start = np.concatenate([[0], np.cumsum([len(d) for d in doms])]).astype(np.int64)
+        flat = np.concatenate(doms) if doms else np.zeros(0, np.int64)
+        got = hit_scores(pairs.fwd[sel], ours.lengths[pairs.seq[sel]], pairs.null2_sum[sel], start, env.envsc[flat],
+                         env.domcorrection[flat], env.i[flat], env.j[flat], prof.evparam[4], prof.evparam[5])
+        for q, p in enumerate(sel):
+            hit = want[k].get(ours.name(int(pairs.seq[p])))
+            ds = flat[start[q]:start[q + 1]]
+            ok = hit is not None and np.float32(hit.score) == got.score[q] and \
+                [(d.env_from, d.env_to, d.envelope_score) for d in hit.domains] == \
+                [(int(env.i[e]), int(env.j[e]), float(env.envsc[e]) * LOG2R) for e in ds]
+            checked += 1
+            differ += not ok
+    t_score = time.perf_counter() - t0
+    gpu = kernels.seconds()
+    print(f"\nhost: {cores} logical CPUs; {len(hmms)} models, {n_pairs} pairs, "
+          f"{int(pairs.simple.sum())} taken by the GPU ({pairs.simple.mean():.1%}), {len(env.i)} envelopes")
+    print(f"pairs compared with pyhmmer: {checked}, differing: {differ}")
+    print("| stage | seconds |")
+    print("| --- | ---: |")
+    print(f"| pyhmmer finishing, {cores} threads (wall) | {cpu_wall:.2f} |")
+    print(f"| GPU domain definition, define_domains (wall) | {t_define:.2f} |")
+    for name, s in sorted(gpu.items(), key=lambda x: -x[1]):
+        print(f"| - {name} (GPU time) | {s:.2f} |")
+    print(f"| scores and the comparison (host, wall) | {t_score:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
