@@ -282,14 +282,7 @@ class SequenceDB:
             self.name_blob, self.name_offsets, self.header_blob, self.header_offsets, self.residues, self.offsets))
         for i in idx:
             i = int(i)
-            a, b = int(no[i]), int(no[i + 1])
-            name = bytes(nb[a:b])
-            if self.description_offsets is None:
-                # Easel's description: the header after the name (as _description cuts it)
-                header = bytes(hb[int(ho[i]):int(ho[i + 1])]).lstrip()
-                description = header[b - a:].lstrip()
-            else:
-                description = self._description(i)
+            name, description = self._name_and_description(i, nb, no, hb, ho)
             block.append(DigitalSequence(
                 abc,
                 name=name.decode("utf-8", "replace"),
@@ -298,6 +291,23 @@ class SequenceDB:
                 sequence=res[int(off[i]):int(off[i + 1])],
             ))
         return block
+
+    def _name_and_description(self, i: int, nb, no, hb, ho) -> tuple[bytes, bytes]:
+        a, b = int(no[i]), int(no[i + 1])
+        name = bytes(nb[a:b])
+        if self.description_offsets is None:
+            # Easel's description: the header after the name (as _description cuts it)
+            header = bytes(hb[int(ho[i]):int(ho[i + 1])]).lstrip()
+            return name, header[b - a:].lstrip()
+        return name, self._description(i)
+
+    def easel_text(self, i: int) -> tuple[bytes, bytes, bytes]:
+        """Sequence i's name, accession and description as HMMER holds them (the bytes of
+        :meth:`digital_block`'s sequences: UTF-8, undecodable bytes replaced)."""
+        name, description = self._name_and_description(int(i), self.name_blob, self.name_offsets,
+                                                       self.header_blob, self.header_offsets)
+        return (name.decode("utf-8", "replace").encode(), self.accession(int(i)).encode(),
+                description.decode("utf-8", "replace").encode())
 
     # --- checks ----------------------------------------------------------------
     def check_for_hmmsearch(self, skip_long: bool = False, program: str = "hmmsearch") -> np.ndarray | None:

@@ -162,6 +162,18 @@ def assert_filter_equal(label: str, got, ref) -> None:
     assert len(bad) == 0, f"{label}: scores differ for {len(bad)} sequences: {g[bad[:5]]} vs {r[bad[:5]]}"
 
 
+def records(results) -> list[list[bytes]]:
+    """Each result's hits as HMMER serializes them (p7_hit_Serialize: every score, domain and
+    alignment display), in the hits' sorted order, the fields HMMER leaves unset masked."""
+    from domaindef_check import masked
+
+    out = []
+    for r in results:
+        state = r.hits.__getstate__()
+        out.append([masked(bytes(state["unsrt"][j])) for j in state["hit"]])
+    return out
+
+
 def tables(results) -> list[str]:
     """tblout, domtblout and pfamtblout rows of search results (no headers)."""
     import io

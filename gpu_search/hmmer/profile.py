@@ -102,6 +102,11 @@ class FilterProfile:
     fwd_trans: np.ndarray | None = None   # float32 (8, M) probabilities (tfv), rows as vit_trans
     fwd_e_move: np.float32 = np.float32(0.5)
     fwd_e_loop: np.float32 = np.float32(0.5)
+    # the annotation an alignment display shows (P7_OPROFILE's desc, consensus, rf, cs)
+    description: str | None = None
+    consensus: str = ""
+    reference: str | None = None
+    consensus_structure: str | None = None
 
     @property
     def Kp(self) -> int:
@@ -168,6 +173,10 @@ class FilterProfile:
             fwd_trans=rec["tfv"][:, :M].copy(),
             fwd_e_move=np.float32(rec["xf"][_XE, _MOVE]),
             fwd_e_loop=np.float32(rec["xf"][_XE, _LOOP]),
+            description=om.description,
+            consensus=om.consensus or "",
+            reference=om.reference,
+            consensus_structure=om.consensus_structure,
         )
 
     # --- 2. length-dependent costs ---------------------------------------

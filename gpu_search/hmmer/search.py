@@ -32,6 +32,7 @@ import numpy as np
 
 from ..seqdb import SequenceDB, amino_degeneracy
 from .cascade import LengthTables, Stopped, run_cascade_batch
+from .gpufinish import GpuFinishing, gpu_finishing_applies
 from .options import SearchOptions
 from .profile import FilterProfile
 
@@ -532,6 +533,14 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
     first_prof = FilterProfile.from_hmm(first, bg)
     tables = LengthTables(db, searched, first_prof)
     finish = Finisher(db, first.alphabet, bg, kwargs)
+    gpu_finish = None
+    if getattr(backend, "name", None) == "gpu" and gpu_finishing_applies(options):
+        from pyhmmer.easel import DigitalSequenceBlock
+
+        # the pipeline fields of the CPU's searches (thresholds, Z), for the GPU's hits to merge with them
+        template = finish.pipelines.once(first, DigitalSequenceBlock(first.alphabet)).__getstate__()["pipeline"]
+        template.update(dict.fromkeys([c for c in PIPELINE_COUNTERS if c not in ("nmodels", "nnodes")], 0))
+        gpu_finish = GpuFinishing(db, backend, template)
     running_z = running_z_applies(options, db)
     name_len = name_bytes(db) if running_z else None
     batch_key = getattr(backend, "batch_key", lambda M: None)
@@ -548,15 +557,23 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
                                         should_stop=stop.is_set)
             if stop.is_set():
                 raise Stopped()
-            return [(cascade, [finish_pool.submit(finish, hmm, piece)
-                               for piece in _chunks_by_cells(cascade.survivors, db.lengths, hmm.M,
-                                                             piece_cells, piece_seqs)])
-                    for hmm, cascade in zip(batch, results)]
+            # HMMER's finishing: on the GPU where it is exact there, the rest on the CPU threads
+            t = time.perf_counter()
+            if gpu_finish is not None:
+                finished = gpu_finish.finish(batch, profs, [cascade.survivors for cascade in results])
+            else:
+                finished = [(None, cascade.survivors) for cascade in results]
+            for cascade in results:
+                cascade.seconds["gpu_finish"] = (time.perf_counter() - t) / len(results)
+            return [(cascade, gpu_hits, [finish_pool.submit(finish, hmm, piece)
+                                         for piece in _chunks_by_cells(left, db.lengths, hmm.M, piece_cells,
+                                                                       piece_seqs)])
+                    for hmm, cascade, (gpu_hits, left) in zip(batch, results, finished)]
 
         def collect(hmm, fut, j):
-            cascade, pieces = fut.result()[j]
+            cascade, gpu_hits, pieces = fut.result()[j]
             parts = [f.result() for f in pieces]
-            hits = merge_pieces([h for h, _ in parts])
+            hits = merge_pieces(([gpu_hits] if gpu_hits is not None else []) + [h for h, _ in parts])
             if running_z:
                 hits = with_running_z_hit(hits, np.asarray(cascade.survivors), searched, name_len,
                                           finish.alone(hmm))
@@ -567,7 +584,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
         def finished(entry) -> bool:
             """Whether a model is through both stages (its cascade and every piece)."""
             _, fut, j = entry
-            return fut.done() and all(f.done() for f in fut.result()[j][1])
+            return fut.done() and all(f.done() for f in fut.result()[j][2])
 
         # Models in flight: the filters run up to `window` models ahead of the oldest one
         # not yet finished, so the finishing threads always have work queued; a model is
@@ -642,5 +659,5 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
                 if fut.cancel():
                     continue
                 if fut.done() and fut.exception() is None:
-                    for piece in fut.result()[j][1]:
+                    for piece in fut.result()[j][2]:
                         piece.cancel()

@@ -65,3 +65,56 @@ def check_against_hmmer(pairs, env, db, hmms, profs, want: dict) -> tuple[int, i
                 hit.best_domain.env_from == hd[int(got.best_domain[q])].env_from, f"{what}: best domain"
             checked += 1
     return checked, domains
+
+
+def _name(record) -> bytes:
+    record = bytes(record)
+    return record[109:record.index(b"\0", 109)]
+
+
+def masked(record: bytes) -> bytes:
+    """A serialized hit with the fields HMMER leaves unset in a protein search zeroed (the hit's
+    window_length, seqidx, subseq_start; each domain's iorf, jorf)."""
+    import struct
+
+    b = bytearray(record)
+    b[4:8] = bytes(4)
+    b[92:108] = bytes(16)
+    at = struct.unpack_from(">I", b, 0)[0]
+    for _ in range(struct.unpack_from(">i", b, 72)[0]):          # ndom
+        b[at + 36:at + 52] = bytes(16)
+        at += struct.unpack_from(">I", b, at)[0]                    # the domain record
+        at += struct.unpack_from(">I", b, at)[0]                    # its alignment display
+    assert at == len(b)
+    return bytes(b)
+
+
+def check_records(pairs, env, db, hmms, profs, want_hits: dict, options: dict) -> int:
+    """Each model's hit records built from the GPU's results (hitrecords.model_records, then a
+    TopHits as gpu_tophits makes it) byte for byte pyhmmer's records of the same sequences
+    (unset fields masked), after pyhmmer's thresholds; want_hits[model name]: pyhmmer's
+    TopHits of the search with ``options``.  Returns the records compared."""
+    from pyhmmer.easel import DigitalSequenceBlock
+    from pyhmmer.plan7 import Background, Pipeline
+
+    from gpu_search.hmmer.hitrecords import ModelText, gpu_tophits, model_records
+    from gpu_search.hmmer.search import PIPELINE_COUNTERS
+
+    compared = 0
+    for m, (hmm, prof) in enumerate(zip(hmms, profs)):
+        empty = Pipeline(hmm.alphabet, background=Background(hmm.alphabet), **options).search_hmm(
+            hmm, DigitalSequenceBlock(hmm.alphabet))
+        pipeline = empty.__getstate__()["pipeline"]
+        pipeline.update(dict.fromkeys([c for c in PIPELINE_COUNTERS if c not in ("nmodels", "nnodes")], 0))
+        sel = np.flatnonzero((pairs.model == m) & pairs.simple)
+        records, keys, names, ialis = model_records(ModelText.from_profile(prof), prof, pairs, env, sel,
+                                                    db.residues, db.offsets, db.lengths, db.easel_text, pipeline)
+        ours = gpu_tophits(hmm, pipeline, records, keys, names, ialis)
+        state = ours.__getstate__()
+        theirs = {_name(r): bytes(r) for r in want_hits[hmm.name].__getstate__()["unsrt"]}
+        assert len(state["unsrt"]) == len(records)
+        for r in state["unsrt"]:
+            r = bytes(r)
+            assert masked(r) == masked(theirs[_name(r)]), f"{hmm.name} x {_name(r)}: records differ"
+            compared += 1
+    return compared

@@ -28,6 +28,9 @@ class EmulatedKernels:
         self.seed = seed
         self.launched: list[str] = []
 
+    def matrix_floats(self) -> int:
+        return 1 << 22
+
     def to_device(self, a: np.ndarray) -> np.ndarray:
         return np.array(a, copy=True, order="C")
 

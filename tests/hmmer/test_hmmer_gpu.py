@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import PROTEIN_MODELS, TEST_DATA, assert_filter_equal, profile_of, run_filters_oracle, tables
+from conftest import (PROTEIN_MODELS, TEST_DATA, assert_filter_equal, profile_of, records, run_filters_oracle,
+                      tables)
 from edge_cases import edge_fasta, long_deletion_model, short_overflow_fasta
 
 from gpu_search.device import gpu_status
@@ -426,6 +427,7 @@ def test_gpu_search_of_many_models_equals_cpu(proteome):
         gpu = list(search.hmmsearch(hmms, proteome, options, device="gpu"))
         assert [r.hmm.name for r in gpu] == [h.name for h in hmms]
         assert tables(gpu) == tables(cpu)
+        assert records(gpu) == records(cpu)          # (domains finished on the GPU: alignments too)
         assert [(r.stats.n_past_msv, r.stats.n_past_bias, r.stats.n_past_vit, r.stats.n_past_fwd) for r in gpu] \
             == [(r.stats.n_past_msv, r.stats.n_past_bias, r.stats.n_past_vit, r.stats.n_past_fwd) for r in cpu]
 
@@ -479,6 +481,7 @@ def test_gpu_search_equals_cpu(opts, proteome):
     cpu = list(search.hmmsearch(hmms, proteome, options, device="cpu"))
     gpu = list(search.hmmsearch(hmms, proteome, options, device="gpu"))
     assert tables(gpu) == tables(cpu)
+    assert records(gpu) == records(cpu)
     assert [(r.stats.n_past_msv, r.stats.n_past_bias, r.stats.n_past_vit, r.stats.n_past_fwd) for r in gpu] == \
            [(r.stats.n_past_msv, r.stats.n_past_bias, r.stats.n_past_vit, r.stats.n_past_fwd) for r in cpu]
 
@@ -648,5 +651,6 @@ def test_gpu_domain_definition_equals_hmmer(data_dir, proteome):
     pairs, env = define_domains(CupyKernels(0), profs, proteome.residues, proteome.offsets, models, seqs,
                                 amino_degeneracy(), max_matrix_floats=1 << 26)
     checked, domains = check_against_hmmer(pairs, env, proteome, hmms, profs, want)
-    assert checked >= 1000 and domains >= 1000 and pairs.simple.mean() > 0.9, (checked, domains,
-                                                                                 pairs.simple.mean())
+    # (every model of the five has some multidomain regions: 84% of the pairs are simple)
+    assert checked >= 5000 and domains >= 5000 and pairs.simple.mean() > 0.75, (checked, domains,
+                                                                                  pairs.simple.mean())

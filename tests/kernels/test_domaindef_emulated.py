@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import profile_of
-from domaindef_check import EVERY_SEQUENCE, check_against_hmmer
+from domaindef_check import EVERY_SEQUENCE, check_against_hmmer, check_records
 from emulated_fwdback import EmulatedKernels
 
 import emulator_build
@@ -52,8 +52,8 @@ def test_domain_definition_and_scores_equal_hmmer(data_dir, proteome, tmp_path):
     profs = [profile_of(h) for h in hmms]
     with SequenceFile(str(fasta), digital=True, alphabet=hmms[0].alphabet) as sf:
         block = sf.read_block()
-    want = {h.name: {hit.name: hit for hit in hits} for h, hits in
-            zip(hmms, pyhmmer.hmmsearch(hmms, block, cpus=1, **EVERY_SEQUENCE))}
+    searched = dict(zip([h.name for h in hmms], pyhmmer.hmmsearch(hmms, block, cpus=1, **EVERY_SEQUENCE)))
+    want = {name: {hit.name: hit for hit in hits} for name, hits in searched.items()}
     models = np.repeat(np.arange(len(hmms)), db.n_seqs)
     seqs = np.tile(np.arange(db.n_seqs), len(hmms))
     kernels = EmulatedKernels(tmp_path)
@@ -61,5 +61,48 @@ def test_domain_definition_and_scores_equal_hmmer(data_dir, proteome, tmp_path):
                                 max_matrix_floats=1 << 20)      # (several batches of envelopes)
     assert "null2_by_expectation" in kernels.launched and kernels.launched.count("oa_trace") > 1
     checked, domains = check_against_hmmer(pairs, env, db, hmms, profs, want)
+    # the hit records HMMER keeps, serialized (alignment displays included), byte for byte
+    assert check_records(pairs, env, db, hmms, profs, searched, EVERY_SEQUENCE) == checked
     assert checked >= 40 and domains >= 50, (checked, domains)
     assert pairs.simple.mean() > 0.8
+
+
+def test_gpu_finishing_merged_with_the_cpus_equals_hmmer(data_dir, proteome, tmp_path):
+    """GpuFinishing (the GPU's part of HMMER's finishing, here on the kernels' CPU emulator)
+    merged with pyhmmer's finishing of the sequences it leaves, as the search merges them:
+    every hit record, flag and count equal to pyhmmer's search of all the sequences, with
+    HMMER's default thresholds (few reported: most of the hits unreported) and with E large."""
+    from conftest import records
+    from pyhmmer.easel import DigitalSequenceBlock
+    from pyhmmer.plan7 import Background, Pipeline
+
+    from gpu_search.hmmer.gpufinish import GpuFinishing
+    from gpu_search.hmmer.search import PIPELINE_COUNTERS, SearchResult
+
+    hmms = [read_hmms(data_dir / "hmms" / "txt" / f"{name}.hmm")[0] for name in ("Thioesterase", "RREFam")]
+    fasta = tmp_path / "targets.faa"
+    fasta.write_text("".join(f">{n} some description\n{s}\n" for n, s in _targets(hmms, proteome, 30)))
+    db = open_database(fasta)
+    profs = [profile_of(h) for h in hmms]
+    block = db.digital_block(None, hmms[0].alphabet)
+    for options, least in ((dict(F1=1.0, F2=1.0, F3=1.0, Z=1000.0), 8),
+                           (dict(F1=1.0, F2=1.0, F3=1.0, Z=1000.0, E=1e9), 50)):
+        cpu = Pipeline(hmms[0].alphabet, background=Background(hmms[0].alphabet), **options)
+        template = cpu.search_hmm(hmms[0], DigitalSequenceBlock(hmms[0].alphabet)).__getstate__()["pipeline"]
+        template.update(dict.fromkeys([c for c in PIPELINE_COUNTERS if c not in ("nmodels", "nnodes")], 0))
+        finishing = GpuFinishing(db, None, template, kernels=EmulatedKernels(tmp_path))
+        everything = [np.arange(db.n_seqs)] * len(hmms)
+        got, want = [], []
+        for hmm, (gpu_hits, left) in zip(hmms, finishing.finish(hmms, profs, everything)):
+            assert gpu_hits is not None and len(left) < db.n_seqs
+            parts = [cpu.search_hmm(hmm, db.digital_block(left, hmm.alphabet))]
+            cpu.clear()
+            got.append(SearchResult(hmm, gpu_hits.merge(*parts), None))
+            want.append(SearchResult(hmm, cpu.search_hmm(hmm, block), None))
+            cpu.clear()
+            assert got[-1].hits.__getstate__()["pipeline"]["n_past_fwd"] == \
+                want[-1].hits.__getstate__()["pipeline"]["n_past_fwd"]
+        assert records(got) == records(want) and sum(len(r) for r in records(want)) >= least
+        counts = [{k: r.hits.__getstate__()[k] for k in ("N", "nreported", "nincluded")} for r in got]
+        assert counts == [{k: r.hits.__getstate__()[k] for k in ("N", "nreported", "nincluded")} for r in want]
+    assert finishing.pairs_on_gpu > finishing.pairs_left > 0

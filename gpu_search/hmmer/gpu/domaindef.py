@@ -37,8 +37,6 @@ from .packing import FWDBACK_QMAX, degenerate_bits, fwdback_params, job_table, p
 
 X_CELLS = 6                        # fwdback.cu's special states a row: E N J B C SCALE
 
-# envelopes rescored together: their two whole matrices (floats) at most this many
-MAX_MATRIX_FLOATS = 1 << 28
 
 # the kernels, and how many threads each gives a pair
 THREADS_PER_PAIR = {"forward_parser": 4, "backward_parser": 4, "domain_regions": 1, "posterior_decoding": 4,
@@ -58,6 +56,10 @@ class CupyKernels:
         self.device_id = device_id
         names = tuple(THREADS_PER_PAIR)
         self.functions = dict(zip(names, load_functions(FWDBACK_FILE, (), names, device_id)))
+
+    def matrix_floats(self) -> int:
+        """Floats of whole matrices a batch of envelopes may take: a third of the free memory."""
+        return int(self.cp.cuda.Device(self.device_id).mem_info[0] // 12)
 
     def to_device(self, a: np.ndarray):
         return self.cp.asarray(np.ascontiguousarray(a))
@@ -138,11 +140,13 @@ def _at(sizes: np.ndarray) -> np.ndarray:
 
 def define_domains(kernels, profs: list[FilterProfile], residues: np.ndarray, offsets: np.ndarray,
                    models: np.ndarray, seqs: np.ndarray, degeneracy: np.ndarray,
-                   max_matrix_floats: int = MAX_MATRIX_FLOATS) -> tuple[PairResults, EnvelopeResults]:
+                   max_matrix_floats: int | None = None) -> tuple[PairResults, EnvelopeResults]:
     """Domain definition of the pairs (profs[models[p]], sequence seqs[p]) on the GPU.
 
     residues, offsets: the sequences (Easel's digital codes, sequence s at
-    residues[offsets[s]:offsets[s+1]]); degeneracy: Easel's (Kp, K) table."""
+    residues[offsets[s]:offsets[s+1]]); degeneracy: Easel's (Kp, K) table;
+    max_matrix_floats: the envelopes rescored together hold at most this many floats of
+    whole matrices (default: the kernels' ``matrix_floats()``)."""
     models = np.asarray(models, dtype=np.int64)
     seqs = np.asarray(seqs, dtype=np.int64)
     lengths = np.diff(np.asarray(offsets, dtype=np.int64))
@@ -209,16 +213,20 @@ def define_domains(kernels, profs: list[FilterProfile], residues: np.ndarray, of
     traces: list = [None] * n_env
     degenerate = kernels.to_device(degenerate_bits(degeneracy))
     unihit = [fwdback_params(p, multihit=False) for p in profs]
-    e0 = 0
-    while e0 < n_env:
-        e1 = e0 + 1                      # a batch: matrices within the budget (at least one envelope)
-        total = 2 * cells[e0]
-        while e1 < n_env and total + 2 * cells[e1] <= max_matrix_floats:
-            total += 2 * cells[e1]
-            e1 += 1
-        _rescore(kernels, out, traces, e0, e1, env_pair, models, seqs, Lr, cells, Ms, len(profs), unihit,
-                 d_residues, d_offsets, d_model_at, d_profiles, degenerate)
-        e0 = e1
+    # batches of envelopes of like sizes, largest first, their matrices within the budget: a
+    # launch lasts as long as its longest chain of rows
+    budget = kernels.matrix_floats() if max_matrix_floats is None else max_matrix_floats
+    by_size = np.argsort(-cells, kind="stable")
+    b0 = 0
+    while b0 < n_env:
+        b1 = b0 + 1                      # (at least one envelope)
+        total = 2 * cells[by_size[b0]]
+        while b1 < n_env and total + 2 * cells[by_size[b1]] <= budget:
+            total += 2 * cells[by_size[b1]]
+            b1 += 1
+        _rescore(kernels, out, traces, np.sort(by_size[b0:b1]), env_pair, models, seqs, Lr, cells, Ms, len(profs),
+                 unihit, d_residues, d_offsets, d_model_at, d_profiles, degenerate)
+        b0 = b1
 
     # a pair with an envelope the kernels left unsure goes to the CPU whole
     bad = np.zeros(n, bool)
@@ -248,11 +256,10 @@ def define_domains(kernels, profs: list[FilterProfile], residues: np.ndarray, of
     return pairs, out
 
 
-def _rescore(kernels, out: EnvelopeResults, traces: list, e0: int, e1: int, env_pair, models, seqs, Lr, cells,
+def _rescore(kernels, out: EnvelopeResults, traces: list, idx: np.ndarray, env_pair, models, seqs, Lr, cells,
              Ms, n_models: int, unihit, d_residues, d_offsets, d_model_at, d_profiles, degenerate) -> None:
-    """rescore_isolated_domain for envelopes e0 .. e1-1: one launch of each stage, the
+    """rescore_isolated_domain for the envelopes idx: one launch of each stage, the
     envelopes grouped by model (a job each), longest first."""
-    idx = np.arange(e0, e1)
     m = models[env_pair[idx]]
     perm, starts, counts = _layout(Lr[idx], m, n_models)
     envs = idx[perm]
