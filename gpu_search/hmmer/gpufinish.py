@@ -47,16 +47,68 @@ class GpuFinishing:
         self.degeneracy = amino_degeneracy()
         self._kernels = kernels           # (the tests give the kernels' CPU emulator, and no backend)
         self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._waiting: list = []
+        self._worker = None
+        self._closed = False
         self.pairs_on_gpu = 0           # for benchmarks: pairs finished here, and left to the CPU
         self.pairs_left = 0
 
     def kernels(self):
         from .gpu.domaindef import CupyKernels
 
+        if self._kernels is None:         # (the worker thread alone calls finish)
+            self._kernels = CupyKernels(self.device_id)
+        return self._kernels
+
+    # a GPU domain definition lasts about as long as its longest pair's chain of rows, however
+    # many pairs it holds: one batch of models' survivors fills a fraction of the GPU, so the
+    # worker takes every batch waiting, up to this many pairs, in one call
+    GATHER_PAIRS = 200_000
+    # pairs of more DP cells (length x M) are left to the CPU
+    MAX_GPU_CELLS = 250_000
+
+    def submit(self, hmms, profs, survivors: list, then) -> None:
+        """finish() on the GPU finishing thread, several batches waiting at once in one call;
+        then(results) is called there with this batch's results (or the exception)."""
         with self._lock:
-            if self._kernels is None:
-                self._kernels = CupyKernels(self.device_id)
-            return self._kernels
+            self._waiting.append((list(hmms), list(profs), list(survivors), then))
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._work, name="gpu-finish", daemon=True)
+                self._worker.start()
+            self._wake.notify()
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                while not self._waiting and not self._closed:
+                    self._wake.wait()
+                if not self._waiting:
+                    return
+                taken, n = [], 0
+                while self._waiting and (not taken or n + sum(map(len, self._waiting[0][2])) <= self.GATHER_PAIRS):
+                    taken.append(self._waiting.pop(0))
+                    n += sum(map(len, taken[-1][2]))
+            try:
+                results = self.finish([h for t in taken for h in t[0]], [p for t in taken for p in t[1]],
+                                      [x for t in taken for x in t[2]])
+            except BaseException as exc:          # (each batch's caller gets the error)
+                for t in taken:
+                    t[3](exc)
+                continue
+            first = 0
+            for t in taken:
+                t[3](results[first:first + len(t[0])])
+                first += len(t[0])
+
+    def close(self) -> None:
+        """Ends the worker, the batches still waiting dropped (their callers have stopped)."""
+        with self._lock:
+            self._closed = True
+            self._waiting.clear()
+            self._wake.notify()
+        if self._worker is not None:
+            self._worker.join()
 
     def _on_device(self):
         """The GPU and the calling thread's stream of the backend, as a context."""
@@ -69,14 +121,20 @@ class GpuFinishing:
         return stack
 
     def finish(self, hmms, profs, survivors: list) -> list:
-        """For each model of a batch: (its GPU hits as a ``TopHits`` or None, the survivors
-        left to the CPU).  On a GPU out-of-memory error every survivor is left to the CPU."""
+        """For each model of a batch: (a function making its GPU hits, a ``TopHits``, or
+        None; the survivors left to the CPU).  The functions build HMMER's records on the
+        host (the finishing threads call them).  On a GPU out-of-memory error every survivor
+        is left to the CPU."""
         from ..gpu import is_out_of_memory
         from .gpu.domaindef import define_domains
 
-        survivors = [np.asarray(s, dtype=np.int64) for s in survivors]
+        every = [np.asarray(s, dtype=np.int64) for s in survivors]
+        # the longest pairs stay on the CPU: a kernel's launch lasts as long as its longest
+        # pair's chain of rows (length x M / 4 steps a thread), which pyhmmer runs in a few ms
+        long = [self.db.lengths[s].astype(np.int64) * prof.M > self.MAX_GPU_CELLS for s, prof in zip(every, profs)]
+        survivors = [s[~x] for s, x in zip(every, long)]
         if not any(len(s) for s in survivors):
-            return [(None, s) for s in survivors]
+            return [(None, s) for s in every]
         # only the survivors' sequences go to the GPU
         uniq, local = np.unique(np.concatenate(survivors), return_inverse=True)
         lengths = self.db.lengths[uniq].astype(np.int64)
@@ -90,21 +148,28 @@ class GpuFinishing:
         except Exception as exc:
             if not is_out_of_memory(exc):
                 raise
-            return [(None, s) for s in survivors]
+            return [(None, s) for s in every]
         out = []
         first = 0
-        for m, (hmm, prof, s) in enumerate(zip(hmms, profs, survivors)):
+        for m, (hmm, prof, s, x, e) in enumerate(zip(hmms, profs, survivors, long, every)):
             rows = np.arange(first, first + len(s))
             first += len(s)
             simple = pairs.simple[rows]
+            left = np.sort(np.concatenate([s[~simple], e[x]]))
             self.pairs_on_gpu += int(simple.sum())
-            self.pairs_left += int((~simple).sum())
+            self.pairs_left += len(left)
             if not simple.any():
-                out.append((None, s))
+                out.append((None, left))
                 continue
-            pipeline = dict(self.pipeline, nnodes=prof.M, n_past_fwd=int(simple.sum()))
-            records, keys, names, ialis = model_records(
-                ModelText.from_profile(prof), prof, pairs, env, rows[simple], residues, offsets, lengths,
-                lambda j: self.db.easel_text(int(uniq[j])), pipeline)
-            out.append((gpu_tophits(hmm, pipeline, records, keys, names, ialis), s[~simple]))
+            out.append((self._hits_maker(hmm, prof, pairs, env, rows[simple], residues, offsets, lengths, uniq),
+                        left))
         return out
+
+    def _hits_maker(self, hmm, prof, pairs, env, rows, residues, offsets, lengths, uniq):
+        def make():
+            pipeline = dict(self.pipeline, nnodes=prof.M, n_past_fwd=len(rows))
+            records, keys, names, ialis = model_records(
+                ModelText.from_profile(prof), prof, pairs, env, rows, residues, offsets, lengths,
+                lambda j: self.db.easel_text(int(uniq[j])), pipeline)
+            return gpu_tophits(hmm, pipeline, records, keys, names, ialis)
+        return make

@@ -24,7 +24,7 @@ import os
 import threading
 import time
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
@@ -121,6 +121,7 @@ def hmmsearch(
     backend=None,
     callback: Callable[[object, int], None] | None = None,
     filter_threads: int | None = None,
+    gpu_finishing: bool = True,
 ) -> Iterator[SearchResult]:
     """Search every model of ``hmms`` against ``db``; yield results in model order.
 
@@ -138,6 +139,8 @@ def hmmsearch(
         callback: called as ``callback(hmm, n_done)`` after each model.
         filter_threads: threads running batches of models through the filter cascade at once
             (at most ``cpus``); by default as measured best (:func:`_filter_threads`).
+        gpu_finishing: on a GPU, finish the survivors there where it is exact
+            (:mod:`.gpufinish`), else all on the CPU threads (benchmarks compare the two).
 
     Yields:
         :class:`SearchResult` per model, in the order of ``hmms``.
@@ -158,7 +161,7 @@ def hmmsearch(
     else:
         backend = backend or make_backend(device, db, gpus)
         yield from _search_filtered(hmms, db, searched, options, kwargs, cpus, backend,
-                                    n_searched, nres, callback, filter_threads)
+                                    n_searched, nres, callback, filter_threads, gpu_finishing)
 
 
 def _search_pyhmmer(hmms, db, searched, options, kwargs, cpus, callback):
@@ -501,7 +504,7 @@ def _filter_threads(n_models_ahead: int) -> int:
 
 
 def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searched, nres, callback,
-                     filter_threads):
+                     filter_threads, gpu_finishing: bool = True):
     """Filter cascade on the backend, survivors finished by pyhmmer; models overlap.
 
     Two pools: a few threads run batches of models through the cascade (GPU
@@ -534,7 +537,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
     tables = LengthTables(db, searched, first_prof)
     finish = Finisher(db, first.alphabet, bg, kwargs)
     gpu_finish = None
-    if getattr(backend, "name", None) == "gpu" and gpu_finishing_applies(options):
+    if gpu_finishing and getattr(backend, "name", None) == "gpu" and gpu_finishing_applies(options):
         from pyhmmer.easel import DigitalSequenceBlock
 
         # the pipeline fields of the CPU's searches (thresholds, Z), for the GPU's hits to merge with them
@@ -557,23 +560,36 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
                                         should_stop=stop.is_set)
             if stop.is_set():
                 raise Stopped()
-            # HMMER's finishing: on the GPU where it is exact there, the rest on the CPU threads
-            t = time.perf_counter()
+            # HMMER's finishing: on the GPU where it is exact there (the GPU finishing thread,
+            # several batches a call), the rest on the CPU threads; each model's tasks there
+            # (the GPU's hits made into HMMER's records, pyhmmer on the rest) in its holder
+            holders = [Future() for _ in results]
+
+            def to_finishing_threads(finished) -> None:
+                """finished: per model (its GPU hits' maker or None, survivors left), or an error."""
+                for hmm, holder, item in zip(batch, holders, finished if isinstance(finished, list) else holders):
+                    if not isinstance(finished, list):
+                        holder.set_exception(finished)
+                        continue
+                    make, left = item
+                    try:
+                        holder.set_result(([finish_pool.submit(make)] if make else [],
+                                           [finish_pool.submit(finish, hmm, piece) for piece in
+                                            _chunks_by_cells(left, db.lengths, hmm.M, piece_cells, piece_seqs)]))
+                    except RuntimeError as exc:          # (the pool shut down: the search has stopped)
+                        holder.set_exception(exc)
+
             if gpu_finish is not None:
-                finished = gpu_finish.finish(batch, profs, [cascade.survivors for cascade in results])
+                gpu_finish.submit(batch, profs, [cascade.survivors for cascade in results], to_finishing_threads)
             else:
-                finished = [(None, cascade.survivors) for cascade in results]
-            for cascade in results:
-                cascade.seconds["gpu_finish"] = (time.perf_counter() - t) / len(results)
-            return [(cascade, gpu_hits, [finish_pool.submit(finish, hmm, piece)
-                                         for piece in _chunks_by_cells(left, db.lengths, hmm.M, piece_cells,
-                                                                       piece_seqs)])
-                    for hmm, cascade, (gpu_hits, left) in zip(batch, results, finished)]
+                to_finishing_threads([(None, cascade.survivors) for cascade in results])
+            return list(zip(results, holders))
 
         def collect(hmm, fut, j):
-            cascade, gpu_hits, pieces = fut.result()[j]
+            cascade, holder = fut.result()[j]
+            gpu_part, pieces = holder.result()
             parts = [f.result() for f in pieces]
-            hits = merge_pieces(([gpu_hits] if gpu_hits is not None else []) + [h for h, _ in parts])
+            hits = merge_pieces([f.result() for f in gpu_part] + [h for h, _ in parts])
             if running_z:
                 hits = with_running_z_hit(hits, np.asarray(cascade.survivors), searched, name_len,
                                           finish.alone(hmm))
@@ -584,7 +600,11 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
         def finished(entry) -> bool:
             """Whether a model is through both stages (its cascade and every piece)."""
             _, fut, j = entry
-            return fut.done() and all(f.done() for f in fut.result()[j][2])
+            if not fut.done():
+                return False
+            holder = fut.result()[j][1]
+            return holder.done() and (holder.exception() is not None or all(f.done() for part in holder.result()
+                                                                             for f in part))
 
         # Models in flight: the filters run up to `window` models ahead of the oldest one
         # not yet finished, so the finishing threads always have work queued; a model is
@@ -659,5 +679,9 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
                 if fut.cancel():
                     continue
                 if fut.done() and fut.exception() is None:
-                    for piece in fut.result()[j][2]:
-                        piece.cancel()
+                    holder = fut.result()[j][1]
+                    if holder.done() and holder.exception() is None:
+                        for piece in [f for part in holder.result() for f in part]:
+                            piece.cancel()
+            if gpu_finish is not None:
+                gpu_finish.close()

@@ -421,10 +421,10 @@ def test_gpu_search_of_many_models_equals_cpu(proteome):
     geometries, models started out of order to fill them) with HMMER's defaults and with the
     filters opened: hits, tables and pipeline counts equal to the CPU's, in model order."""
     hmms = proteome_models(proteome, 40, 0.05, 0.97)
-    for opts in ({}, {"F2": 1.0, "F3": 1.0, "E": 1e6}):
+    for opts, on_gpu in (({}, False), ({}, True), ({"F2": 1.0, "F3": 1.0, "E": 1e6}, True)):
         options = SearchOptions(**opts)
         cpu = list(search.hmmsearch(hmms, proteome, options, device="cpu"))
-        gpu = list(search.hmmsearch(hmms, proteome, options, device="gpu"))
+        gpu = list(search.hmmsearch(hmms, proteome, options, device="gpu", gpu_finishing=on_gpu))
         assert [r.hmm.name for r in gpu] == [h.name for h in hmms]
         assert tables(gpu) == tables(cpu)
         assert records(gpu) == records(cpu)          # (domains finished on the GPU: alignments too)
@@ -474,12 +474,16 @@ def test_kernels_compiled_ahead_of_time_need_no_nvrtc(proteome, tmp_path, monkey
     assert tables(gpu) == tables(cpu)
 
 
+@pytest.mark.parametrize("gpu_finishing", [False, True])
 @pytest.mark.parametrize("opts", [{}, {"F3": 1.0}, {"F2": 1.0, "F3": 1.0, "E": 1e6}, {"nobias": True, "F3": 1.0}])
-def test_gpu_search_equals_cpu(opts, proteome):
+def test_gpu_search_equals_cpu(opts, gpu_finishing, proteome):
+    """Four models, HMMER's defaults and filters opened, HMMER's finishing on the CPU threads
+    or on the GPU where exact: the reported hits' records (scores, domains, alignments),
+    tables and pipeline counts equal to the CPU's."""
     hmms = read_hmms(TEST_DATA / "four-models.hmm")
     options = SearchOptions(**opts)
     cpu = list(search.hmmsearch(hmms, proteome, options, device="cpu"))
-    gpu = list(search.hmmsearch(hmms, proteome, options, device="gpu"))
+    gpu = list(search.hmmsearch(hmms, proteome, options, device="gpu", gpu_finishing=gpu_finishing))
     assert tables(gpu) == tables(cpu)
     assert records(gpu) == records(cpu)
     assert [(r.stats.n_past_msv, r.stats.n_past_bias, r.stats.n_past_vit, r.stats.n_past_fwd) for r in gpu] == \

@@ -93,8 +93,9 @@ def test_gpu_finishing_merged_with_the_cpus_equals_hmmer(data_dir, proteome, tmp
         finishing = GpuFinishing(db, None, template, kernels=EmulatedKernels(tmp_path))
         everything = [np.arange(db.n_seqs)] * len(hmms)
         got, want = [], []
-        for hmm, (gpu_hits, left) in zip(hmms, finishing.finish(hmms, profs, everything)):
-            assert gpu_hits is not None and len(left) < db.n_seqs
+        for hmm, (make, left) in zip(hmms, finishing.finish(hmms, profs, everything)):
+            assert make is not None and len(left) < db.n_seqs
+            gpu_hits = make()
             parts = [cpu.search_hmm(hmm, db.digital_block(left, hmm.alphabet))]
             cpu.clear()
             got.append(SearchResult(hmm, gpu_hits.merge(*parts), None))
