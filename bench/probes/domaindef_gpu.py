@@ -25,12 +25,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from finish_cost import build  # noqa: E402
+from finish_cost import as_database, build  # noqa: E402
 
 from gpu_search.hmmer.gpu.domaindef import CupyKernels, define_domains  # noqa: E402
 from gpu_search.hmmer.profile import FilterProfile  # noqa: E402
 from gpu_search.hmmer.scores import hit_scores  # noqa: E402
-from gpu_search.seqdb import amino_degeneracy, open_database  # noqa: E402
+from gpu_search.seqdb import amino_degeneracy  # noqa: E402
 
 LOG2R = 1.44269504088896341
 
@@ -75,12 +75,7 @@ def main() -> None:
 
     t0 = time.perf_counter()
     abc, bg, db, hmms = build(args.models)
-    args.work.mkdir(parents=True, exist_ok=True)
-    fasta = args.work / "db.faa"
-    with open(fasta, "w") as fh:
-        for s in db:
-            fh.write(f">{s.name.decode() if isinstance(s.name, bytes) else s.name}\n{s.textize().sequence}\n")
-    ours = open_database(fasta)
+    ours = as_database(db, args.work)
     index = {ours.name(i): i for i in range(ours.n_seqs)}
     print(f"built {len(hmms)} models, {len(db)} sequences in {time.perf_counter() - t0:.1f} s", flush=True)
     Z = len(db)

@@ -49,6 +49,21 @@ def build(n_models: int):
     return abc, bg, block, hmms
 
 
+def as_database(block, folder):
+    """The case's sequences as our SequenceDB (through a FASTA file in ``folder``)."""
+    from pathlib import Path
+
+    from gpu_search.seqdb import open_database
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    fasta = folder / "db.faa"
+    with open(fasta, "w") as fh:
+        for s in block:
+            fh.write(f">{s.name}\n{s.textize().sequence}\n")
+    return open_database(fasta)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", type=int, default=40)

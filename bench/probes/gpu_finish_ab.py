@@ -19,12 +19,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from finish_cost import build  # noqa: E402
+from finish_cost import as_database, build  # noqa: E402
 
 from gpu_search.hmmer import search  # noqa: E402
 from gpu_search.hmmer.gpu import GpuBackend  # noqa: E402
 from gpu_search.hmmer.options import SearchOptions  # noqa: E402
-from gpu_search.seqdb import open_database  # noqa: E402
 
 
 def rows(results) -> list:
@@ -47,12 +46,7 @@ def main() -> None:
     import pyhmmer
 
     abc, bg, block, hmms = build(args.models)
-    args.work.mkdir(parents=True, exist_ok=True)
-    fasta = args.work / "db.faa"
-    with open(fasta, "w") as fh:
-        for s in block:
-            fh.write(f">{s.name}\n{s.textize().sequence}\n")
-    db = open_database(fasta)
+    db = as_database(block, args.work)
     cores = os.cpu_count() or 1
     options = SearchOptions(Z=float(db.n_seqs))
     t = time.perf_counter()
