@@ -1,7 +1,7 @@
 /* HMMER 3.4's Forward and Backward parsers (p7_ForwardParser, p7_BackwardParser,
- * impl_sse/fwdback.c) and the start of its domain definition (p7_DomainDecoding and the
- * regions of p7_domaindef_ByPosteriorHeuristics) as CUDA kernels, bit for bit: the first
- * stages of HMMER's finishing (Forward, Backward, domain definition) on the GPU.
+ * impl_sse/fwdback.c) and its domain definition (p7_DomainDecoding, the regions of
+ * p7_domaindef_ByPosteriorHeuristics, and rescore_isolated_domain's stages for an envelope)
+ * as CUDA kernels, bit for bit: HMMER's finishing on the GPU (launched by domaindef.py).
  *
  * What they compute
  *   forward_parser: for each (model, sequence) pair, the raw Forward score in nats (float32)
@@ -16,6 +16,9 @@
  *   posterior_decoding: p7_Decoding's posterior probabilities from a segment's two matrices.
  *   optimal_accuracy: p7_OptimalAccuracy's matrix and score from those posteriors;
  *   oa_trace: p7_OATrace's alignment from them.
+ *   null2_by_expectation: p7_Null2_ByExpectation's null2 odds from the posteriors, each
+ *   residue's logf of them (glibc's logf carried over) and the domain's correction;
+ *   sequence_null2_sum: a sequence's Kahan sum of those over its envelopes.
  *   domain_regions: from both parsers' rows, the posteriors of p7_DomainDecoding, the
  *   expected number of domains, and the regions HMMER then evaluates, each flagged where
  *   HMMER resolves it by stochastic traces (is_multidomain_region).
