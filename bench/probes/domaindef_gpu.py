@@ -29,7 +29,7 @@ from finish_cost import as_database, build  # noqa: E402
 
 from gpu_search.hmmer.gpu.domaindef import CupyKernels, define_domains  # noqa: E402
 from gpu_search.hmmer.profile import FilterProfile  # noqa: E402
-from gpu_search.hmmer.scores import hit_scores  # noqa: E402
+from gpu_search.hmmer.hitrecords import scored_domains  # noqa: E402
 from gpu_search.seqdb import amino_degeneracy  # noqa: E402
 
 LOG2R = 1.44269504088896341
@@ -123,12 +123,7 @@ def main() -> None:
     checked = differ = 0
     for k, prof in enumerate(profs):
         sel = np.flatnonzero((pairs.model == k) & pairs.simple)
-        doms = [np.arange(pairs.env_start[p], pairs.env_start[p + 1]) for p in sel]
-        doms = [e[env.decoded[e]] for e in doms]
-        start = np.concatenate([[0], np.cumsum([len(d) for d in doms])]).astype(np.int64)
-        flat = np.concatenate(doms) if doms else np.zeros(0, np.int64)
-        got = hit_scores(pairs.fwd[sel], ours.lengths[pairs.seq[sel]], pairs.null2_sum[sel], start, env.envsc[flat],
-                         env.domcorrection[flat], env.i[flat], env.j[flat], prof.evparam[4], prof.evparam[5])
+        start, flat, got = scored_domains(prof, pairs, env, sel, ours.lengths)
         for q, p in enumerate(sel):
             hit = want[k].get(ours.name(int(pairs.seq[p])))
             ds = flat[start[q]:start[q + 1]]

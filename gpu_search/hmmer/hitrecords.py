@@ -159,21 +159,32 @@ def gpu_tophits(query, pipeline: dict, records: list, sortkeys: list, names: lis
     return hits.merge()
 
 
-def model_records(model: ModelText, prof, pairs, env, sel: np.ndarray, residues: np.ndarray, offsets: np.ndarray,
-                  lengths: np.ndarray, seq_text, pipeline: dict):
-    """The hit records of one model's pairs ``sel`` (simple pairs of
-    :func:`gpu_search.hmmer.gpu.domaindef.define_domains`, whose sequences are residues /
-    offsets / lengths; seq_text(s): a sequence's (name, acc, desc) bytes), those p7_Pipeline
-    keeps (a domain at least, reportable): (records, sortkeys, names, first domains' starts)."""
+def scored_domains(prof, pairs, env, sel: np.ndarray, lengths: np.ndarray) -> tuple:
+    """The domains of one model's simple pairs ``sel`` of
+    :func:`gpu_search.hmmer.gpu.domaindef.define_domains` (each pair's envelopes that
+    decoded, in order) and p7_Pipeline's scores of the pairs and the domains
+    (:func:`gpu_search.hmmer.scores.hit_scores`; lengths: of the sequences pairs.seq
+    indexes).  Returns (dom_start: pair q's domains are dom_start[q] .. dom_start[q+1]-1 of
+    flat, flat: their envelopes, HitScores)."""
     from .scores import hit_scores
 
     doms = [np.arange(pairs.env_start[p], pairs.env_start[p + 1]) for p in sel]
     doms = [e[env.decoded[e]] for e in doms]
     start = np.concatenate([[0], np.cumsum([len(d) for d in doms])]).astype(np.int64)
     flat = np.concatenate(doms) if doms else np.zeros(0, np.int64)
+    sc = hit_scores(pairs.fwd[sel], lengths[pairs.seq[sel]], pairs.null2_sum[sel], start, env.envsc[flat],
+                    env.domcorrection[flat], env.i[flat], env.j[flat], prof.evparam[4], prof.evparam[5])
+    return start, flat, sc
+
+
+def model_records(model: ModelText, prof, pairs, env, sel: np.ndarray, residues: np.ndarray, offsets: np.ndarray,
+                  lengths: np.ndarray, seq_text, pipeline: dict):
+    """The hit records of one model's pairs ``sel`` (simple pairs of
+    :func:`gpu_search.hmmer.gpu.domaindef.define_domains`, whose sequences are residues /
+    offsets / lengths; seq_text(s): a sequence's (name, acc, desc) bytes), those p7_Pipeline
+    keeps (a domain at least, reportable): (records, sortkeys, names, first domains' starts)."""
+    start, flat, sc = scored_domains(prof, pairs, env, sel, lengths)
     L = lengths[pairs.seq[sel]]
-    sc = hit_scores(pairs.fwd[sel], L, pairs.null2_sum[sel], start, env.envsc[flat], env.domcorrection[flat],
-                    env.i[flat], env.j[flat], prof.evparam[4], prof.evparam[5])
     by_E = bool(pipeline["inc_by_E"])
     records, sortkeys, names, ialis = [], [], [], []
     for q, p in enumerate(sel.tolist()):

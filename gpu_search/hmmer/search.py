@@ -232,6 +232,8 @@ PIPELINE_INT = ("use_bit_cutoffs", "Z_setby", "domZ_setby", "B1", "B2", "B3", "n
 # its counters (64-bit in HMMER): a merge sums them; zero in an added hit's TopHits, so that
 # merging it sums the search's own
 PIPELINE_COUNTERS = tuple(name for name in PIPELINE_INT if name.startswith(("n", "pos_")))
+# those counting sequences (a merge sums them; it keeps its first part's nmodels and nnodes)
+SEQUENCE_COUNTERS = tuple(name for name in PIPELINE_COUNTERS if name not in ("nmodels", "nnodes"))
 
 
 def tophits_from_state(query, state: dict):
@@ -542,7 +544,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
 
         # the pipeline fields of the CPU's searches (thresholds, Z), for the GPU's hits to merge with them
         template = finish.pipelines.once(first, DigitalSequenceBlock(first.alphabet)).__getstate__()["pipeline"]
-        template.update(dict.fromkeys([c for c in PIPELINE_COUNTERS if c not in ("nmodels", "nnodes")], 0))
+        template.update(dict.fromkeys(SEQUENCE_COUNTERS, 0))
         gpu_finish = GpuFinishing(db, backend, template)
     running_z = running_z_applies(options, db)
     name_len = name_bytes(db) if running_z else None
@@ -567,11 +569,11 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
 
             def to_finishing_threads(finished) -> None:
                 """finished: per model (its GPU hits' maker or None, survivors left), or an error."""
-                for hmm, holder, item in zip(batch, holders, finished if isinstance(finished, list) else holders):
-                    if not isinstance(finished, list):
+                if isinstance(finished, BaseException):
+                    for holder in holders:
                         holder.set_exception(finished)
-                        continue
-                    make, left = item
+                    return
+                for hmm, holder, (make, left) in zip(batch, holders, finished):
                     try:
                         holder.set_result(([finish_pool.submit(make)] if make else [],
                                            [finish_pool.submit(finish, hmm, piece) for piece in

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from gpu_search.hmmer.scores import hit_scores
+from gpu_search.hmmer.hitrecords import scored_domains
 
 T_M, T_D, T_I = 1, 2, 3       # P7_TRACE's state codes
 LOG2R = 1.44269504088896341   # eslCONST_LOG2R
@@ -25,13 +25,7 @@ def check_against_hmmer(pairs, env, db, hmms, profs, want: dict) -> tuple[int, i
     checked = domains = 0
     for m, (hmm, prof) in enumerate(zip(hmms, profs)):
         sel = np.flatnonzero((pairs.model == m) & pairs.simple)
-        envs = [np.arange(pairs.env_start[p], pairs.env_start[p + 1]) for p in sel]
-        doms = [e[env.decoded[e]] for e in envs]
-        dom_start = np.concatenate([[0], np.cumsum([len(d) for d in doms])]).astype(np.int64)
-        flat = np.concatenate(doms) if doms else np.zeros(0, np.int64)
-        got = hit_scores(pairs.fwd[sel], db.lengths[pairs.seq[sel]], pairs.null2_sum[sel], dom_start,
-                         env.envsc[flat], env.domcorrection[flat], env.i[flat], env.j[flat],
-                         prof.evparam[4], prof.evparam[5])
+        dom_start, flat, got = scored_domains(prof, pairs, env, sel, db.lengths)
         for q, p in enumerate(sel):
             name = db.name(int(pairs.seq[p]))
             hit = want[hmm.name].get(name)
@@ -98,14 +92,14 @@ def check_records(pairs, env, db, hmms, profs, want_hits: dict, options: dict) -
     from pyhmmer.plan7 import Background, Pipeline
 
     from gpu_search.hmmer.hitrecords import ModelText, gpu_tophits, model_records
-    from gpu_search.hmmer.search import PIPELINE_COUNTERS
+    from gpu_search.hmmer.search import SEQUENCE_COUNTERS
 
     compared = 0
     for m, (hmm, prof) in enumerate(zip(hmms, profs)):
         empty = Pipeline(hmm.alphabet, background=Background(hmm.alphabet), **options).search_hmm(
             hmm, DigitalSequenceBlock(hmm.alphabet))
         pipeline = empty.__getstate__()["pipeline"]
-        pipeline.update(dict.fromkeys([c for c in PIPELINE_COUNTERS if c not in ("nmodels", "nnodes")], 0))
+        pipeline.update(dict.fromkeys(SEQUENCE_COUNTERS, 0))
         sel = np.flatnonzero((pairs.model == m) & pairs.simple)
         records, keys, names, ialis = model_records(ModelText.from_profile(prof), prof, pairs, env, sel,
                                                     db.residues, db.offsets, db.lengths, db.easel_text, pipeline)

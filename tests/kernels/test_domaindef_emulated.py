@@ -77,7 +77,7 @@ def test_gpu_finishing_merged_with_the_cpus_equals_hmmer(data_dir, proteome, tmp
     from pyhmmer.plan7 import Background, Pipeline
 
     from gpu_search.hmmer.gpufinish import GpuFinishing
-    from gpu_search.hmmer.search import PIPELINE_COUNTERS, SearchResult
+    from gpu_search.hmmer.search import SEQUENCE_COUNTERS, SearchResult
 
     hmms = [read_hmms(data_dir / "hmms" / "txt" / f"{name}.hmm")[0] for name in ("Thioesterase", "RREFam")]
     fasta = tmp_path / "targets.faa"
@@ -89,7 +89,7 @@ def test_gpu_finishing_merged_with_the_cpus_equals_hmmer(data_dir, proteome, tmp
                            (dict(F1=1.0, F2=1.0, F3=1.0, Z=1000.0, E=1e9), 50)):
         cpu = Pipeline(hmms[0].alphabet, background=Background(hmms[0].alphabet), **options)
         template = cpu.search_hmm(hmms[0], DigitalSequenceBlock(hmms[0].alphabet)).__getstate__()["pipeline"]
-        template.update(dict.fromkeys([c for c in PIPELINE_COUNTERS if c not in ("nmodels", "nnodes")], 0))
+        template.update(dict.fromkeys(SEQUENCE_COUNTERS, 0))
         finishing = GpuFinishing(db, None, template, kernels=EmulatedKernels(tmp_path))
         everything = [np.arange(db.n_seqs)] * len(hmms)
         got, want = [], []

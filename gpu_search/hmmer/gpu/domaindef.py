@@ -229,11 +229,8 @@ def define_domains(kernels, profs: list[FilterProfile], residues: np.ndarray, of
         b0 = b1
 
     # a pair with an envelope the kernels left unsure goes to the CPU whole
-    bad = np.zeros(n, bool)
-    for e in range(n_env):
-        if np.isnan(out.envsc[e]) or (out.decoded[e] and traces[e] is None):
-            bad[env_pair[e]] = True
-    simple &= ~bad
+    traced = np.array([t is not None for t in traces], dtype=bool)
+    simple[env_pair[np.isnan(out.envsc) | (out.decoded & ~traced)]] = False
     sizes = np.array([len(t[0]) if t is not None else 0 for t in traces], dtype=np.int64)
     out.trace_start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     kept = [t for t in traces if t is not None]
