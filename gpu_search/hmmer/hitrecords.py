@@ -7,7 +7,7 @@ and everything downstream (thresholds, E-values, every output format) is HMMER's
 
     p7_hit.c       p7_hit_Serialize             ->  encode_hit()
     p7_domain.c    p7_domain_Serialize          ->    _encode_domain()
-    p7_alidisplay.c p7_alidisplay_Create/_Serialize ->  alidisplay()
+    p7_alidisplay.c p7_alidisplay_Create/_Serialize ->  alidisplays()
     p7_pipeline.c  p7_pli_TargetReportable      ->  reportable()
     p7_tophits.c   p7_tophits_SortBySortkey     ->  gpu_tophits()
 
@@ -76,23 +76,28 @@ class ModelText:
                    rf=line(prof.reference), cs=line(prof.consensus_structure), odds=prof.fwd_emit)
 
 
-def alidisplay(model: ModelText, st, k, i, pp, residues: np.ndarray, L: int, seq_text: tuple) -> tuple:
-    """p7_alidisplay_Create's display of an optimal accuracy trace (st, k, i, pp in the
-    sequence's coordinates; residues: the sequence's digital codes, residue i at [i-1]),
-    serialized; with (iali, jali).  The display runs from the trace's first M to its last."""
-    st, k, i = np.asarray(st), np.asarray(k), np.asarray(i)
-    matches = np.flatnonzero(st == T_M)
-    z = slice(matches[0], matches[-1] + 1)
-    st, k, i, pp = st[z], k[z].astype(np.int64), i[z].astype(np.int64), np.asarray(pp, np.float32)[z]
+def alidisplays(model: ModelText, st, k, i, pp, bounds: np.ndarray, seq_at: np.ndarray, residues: np.ndarray,
+                L: np.ndarray, seq_texts: list) -> list:
+    """p7_alidisplay_Create's displays of optimal accuracy traces, serialized, with each
+    one's (iali, jali).  Trace d is st, k, i, pp [bounds[d], bounds[d+1]), in its sequence's
+    coordinates (residue i at residues[seq_at[d] + i - 1], the sequence L[d] long, named by
+    seq_texts[d]); its display runs from its first M to its last.  Each line is worked out for
+    all traces at once (a domain at a time, numpy's calls cost more than the lines)."""
+    st, k, i = np.asarray(st), np.asarray(k).astype(np.int64), np.asarray(i).astype(np.int64)
+    bounds = np.asarray(bounds, dtype=np.int64)
+    m_at = np.flatnonzero(st == T_M)
+    first = m_at[np.searchsorted(m_at, bounds[:-1])]
+    last = m_at[np.searchsorted(m_at, bounds[1:]) - 1]
+    owner = np.repeat(np.arange(len(bounds) - 1), np.diff(bounds))
     m, ins = st == T_M, st == T_I
     node = np.maximum(k - 1, 0)
-    x = np.where(i > 0, residues[np.maximum(i - 1, 0)], 0).astype(np.int64)
+    x = np.where(i > 0, residues[np.maximum(np.asarray(seq_at, np.int64)[owner] + i - 1, 0)], 0).astype(np.int64)
     cons = model.consensus[node]
     model_line = np.where(ins, DOT, cons)
     positive = np.where(x == model.consensus_code[node], cons, np.where(model.odds[x, node] > 1.0, PLUS, SPACE))
     mline = np.where(m, positive, SPACE)
     aseq = np.where(m, SYMBOLS[x], np.where(ins, LOWER[x], DASH))
-    post = pp.astype(np.float64) + 0.05                   # p7_alidisplay_EncodePostProb, in double
+    post = np.asarray(pp, np.float32).astype(np.float64) + 0.05      # p7_alidisplay_EncodePostProb, in double
     pline = np.where(post >= 1.0, STAR, (post * 10.0).astype(np.int64) + ord("0"))
     pline = np.where(m | ins, pline, DOT)
     lines, presence = [], AD_PP | AD_ASEQ
@@ -100,13 +105,18 @@ def alidisplay(model: ModelText, st, k, i, pp, residues: np.ndarray, L: int, seq
         if annotation is not None:
             lines.append(np.where(ins, DOT, annotation[node]))
             presence |= flag
-    lines += [model_line, mline, aseq, pline]
-    body = b"".join(a.astype(np.uint8).tobytes() + b"\0" for a in lines)
-    body += b"".join(s + b"\0" for s in (model.name, model.acc, model.desc, *seq_text))
-    n = len(st)
-    head = ALIDISPLAY_RECORD.pack(ALIDISPLAY_RECORD.size + len(body), n, int(k[0]), int(k[-1]), model.M, int(i[0]),
-                                  int(i[-1]), L, presence)
-    return head + body, int(i[0]), int(i[-1])
+    grid = np.stack([a.astype(np.uint8) for a in lines + [model_line, mline, aseq, pline]])
+    model_text = b"".join(s + b"\0" for s in (model.name, model.acc, model.desc))
+    out = []
+    for d, (f, t) in enumerate(zip(first.tolist(), last.tolist())):
+        n = t - f + 1
+        rows = np.zeros((len(grid), n + 1), np.uint8)          # each line and its NUL
+        rows[:, :n] = grid[:, f:t + 1]
+        body = rows.tobytes() + model_text + b"".join(s + b"\0" for s in seq_texts[d])
+        head = ALIDISPLAY_RECORD.pack(ALIDISPLAY_RECORD.size + len(body), n, int(k[f]), int(k[t]), model.M,
+                                      int(i[f]), int(i[t]), int(L[d]), presence)
+        out.append((head + body, int(i[f]), int(i[t])))
+    return out
 
 
 def encode_domain(ienv: int, jenv: int, iali: int, jali: int, envsc, domcorrection, dombias, oasc, bitscore,
@@ -184,24 +194,31 @@ def model_records(model: ModelText, prof, pairs, env, sel: np.ndarray, residues:
     offsets / lengths; seq_text(s): a sequence's (name, acc, desc) bytes), those p7_Pipeline
     keeps (a domain at least, reportable): (records, sortkeys, names, first domains' starts)."""
     start, flat, sc = scored_domains(prof, pairs, env, sel, lengths)
-    L = lengths[pairs.seq[sel]]
     by_E = bool(pipeline["inc_by_E"])
+    # the pairs kept: a domain at least (a region, an envelope decoded), reportable
+    kept = [q for q in range(len(sel)) if start[q] < start[q + 1] and reportable(pipeline, sc.score[q],
+                                                                                 float(sc.lnP[q]))]
+    texts = [seq_text(int(pairs.seq[sel[q]])) for q in kept]
+    n_doms = np.array([start[q + 1] - start[q] for q in kept], dtype=np.int64)
+    doms = np.concatenate([np.arange(start[q], start[q + 1]) for q in kept]) if kept else np.zeros(0, np.int64)
+    envs = flat[doms]
+    t0, t1 = env.trace_start[envs], env.trace_start[envs + 1]
+    bounds = np.concatenate([[0], np.cumsum(t1 - t0)]).astype(np.int64)
+    gather = np.repeat(t0 - bounds[:-1], t1 - t0) + np.arange(bounds[-1])      # the traces, end to end
+    dom_seq = np.repeat(np.array([pairs.seq[sel[q]] for q in kept], dtype=np.int64), n_doms)
+    displays = alidisplays(model, env.st[gather], env.k[gather], env.ti[gather], env.pp[gather], bounds,
+                           offsets[dom_seq], residues, lengths[dom_seq],
+                           [t for t, n in zip(texts, n_doms.tolist()) for _ in range(n)])
     records, sortkeys, names, ialis = [], [], [], []
-    for q, p in enumerate(sel.tolist()):
-        if start[q] == start[q + 1]:
-            continue                           # no region, or no envelope decoded: no hit
+    d = 0
+    for q, text in zip(kept, texts):
+        p = int(sel[q])
         lnP = float(sc.lnP[q])
-        if not reportable(pipeline, sc.score[q], lnP):
-            continue
-        s = int(pairs.seq[p])
-        text = seq_text(s)
-        seq = residues[offsets[s]:offsets[s + 1]]
-        domains, first = [], None
+        domains = []
         for b in range(start[q], start[q + 1]):
             e = int(flat[b])
-            t = slice(env.trace_start[e], env.trace_start[e + 1])
-            display, iali, jali = alidisplay(model, env.st[t], env.k[t], env.ti[t], env.pp[t], seq, int(L[q]), text)
-            first = iali if first is None else first
+            display, iali, jali = displays[d]
+            d += 1
             domains.append(encode_domain(int(env.i[e]), int(env.j[e]), iali, jali, env.envsc[e],
                                          env.domcorrection[e], sc.dom_bias[b], env.oasc[e], sc.dom_bitscore[b],
                                          float(sc.dom_lnP[b]), display))
@@ -211,5 +228,5 @@ def model_records(model: ModelText, prof, pairs, env, sel: np.ndarray, residues:
                                   int(pairs.nregions[p]), int(pairs.nregions[p]), int(sc.best_domain[q]), domains))
         sortkeys.append(sortkey)
         names.append(text[0])
-        ialis.append(first)
+        ialis.append(displays[d - len(domains)][1])
     return records, sortkeys, names, ialis

@@ -1,0 +1,158 @@
+"""Where the finishing of an hmmsearch with GPU finishing spends its CPU time, on the GPU host.
+
+    python bench/probes/finish_split.py [--models 2000] [--db proteome] [--homologs many]
+
+Runs the search in-process (inputs built by ``bench/hmmsearch_matrix.py``, cached under
+--work) with the GPU finishing on, and records which survivors the GPU left to pyhmmer and
+why: pairs of more than ``GpuFinishing.MAX_GPU_CELLS`` DP cells ("long"), and the others
+(regions HMMER resolves by stochastic traces, unsure scores: "not simple").  Then finishes
+each kind again with our CPU finisher on every core, timed apart, and times the building of
+the GPU's records (the makers) on one thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+BENCH = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(BENCH.parent), str(BENCH)]
+
+import hmmsearch_matrix as matrix  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", type=int, default=2000)
+    ap.add_argument("--db", default="proteome")
+    ap.add_argument("--homologs", default="many")
+    ap.add_argument("--cpus", type=int, default=os.cpu_count())
+    ap.add_argument("--work", type=Path, default=Path("/tmp/gsmatrix"))
+    ap.add_argument("--ab", action="store_true", help="the timeline with the GPU finishing on, then off; no more")
+    args = ap.parse_args()
+    args.copies, args.base_seqs, args.max_m = dict(matrix.DB_COPIES), 0, matrix.M_MAX
+    args.work.mkdir(parents=True, exist_ok=True)
+    import pyhmmer
+
+    from gpu_search.hmmer import gpufinish, search
+    from gpu_search.hmmer.gpu import GpuBackend
+    from gpu_search.seqdb import open_database
+
+    hmm_path, _ = matrix.build_models(args.models, args)
+    _, gsdb, _ = matrix.build_database(args.db, args.homologs, args)
+    db = open_database(str(gsdb))
+    with pyhmmer.plan7.HMMFile(str(hmm_path)) as fh:
+        hmms = list(fh)
+    backend = GpuBackend(db)
+    list(search.hmmsearch(hmms[:64], db, device="gpu", cpus=args.cpus, backend=backend))   # (kernels loaded)
+
+    recorded = []            # (hmm, prof, survivors, left, maker)
+    original = gpufinish.GpuFinishing.finish
+    gpu_seconds = []
+
+    def finish(self, hmms_, profs, survivors):
+        t = time.perf_counter()
+        out = original(self, hmms_, profs, survivors)
+        gpu_seconds.append(time.perf_counter() - t)
+        for h, p, s, (make, left) in zip(hmms_, profs, survivors, out):
+            recorded.append((h, p, np.asarray(s), left, make))
+        return out
+
+    gpufinish.GpuFinishing.finish = finish
+    # a timeline: (kind, start, end) of each filter batch, GPU finishing call, CPU piece, maker
+    spans = []
+
+    def timed(kind, fn):
+        def wrapped(*a, **k):
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                spans.append((kind, t0, time.perf_counter()))
+        return wrapped
+
+    cascade_batch, finisher_call, maker = search.run_cascade_batch, search.Finisher.__call__, \
+        gpufinish.GpuFinishing._hits_maker
+    search.run_cascade_batch = timed("filter batch", cascade_batch)
+    search.Finisher.__call__ = timed("cpu piece", finisher_call)
+    gpufinish.GpuFinishing._hits_maker = lambda *a: timed("records", maker(*a))
+    gpufinish.GpuFinishing.finish = timed("gpu finishing", finish)
+    for on in (("on", "off") if args.ab else ("on",)):
+        spans.clear()
+        for k in backend.kernel_seconds:
+            backend.kernel_seconds[k] = 0.0
+        results, wall = timeline(search, hmms, db, args, backend, spans, on)
+    search.run_cascade_batch, search.Finisher.__call__ = cascade_batch, finisher_call
+    gpufinish.GpuFinishing._hits_maker = maker
+    gpufinish.GpuFinishing.finish = original
+    if args.ab:
+        return
+    finish_cpu = sum((r.seconds or {}).get("finish", 0.0) for r in results)
+    n_surv = sum(len(s) for _, _, s, _, _ in recorded)
+    n_left = sum(len(x) for _, _, _, x, _ in recorded)
+    print(f"{args.models} models x {args.db}, {args.homologs} homologs: {wall:.2f} s, "
+          f"{sum(len(r.hits) for r in results)} hits; GPU finishing calls {len(gpu_seconds)}, "
+          f"{sum(gpu_seconds):.2f} s; CPU finishing summed {finish_cpu:.1f} s")
+    print(f"pairs through F3 {n_surv}, left to the CPU {n_left}")
+
+    long_sets, other_sets = [], []
+    for h, p, s, left, _ in recorded:
+        is_long = db.lengths[left].astype(np.int64) * p.M > gpufinish.GpuFinishing.MAX_GPU_CELLS
+        long_sets.append((h, left[is_long]))
+        other_sets.append((h, left[~is_long]))
+    from pyhmmer.plan7 import Background
+
+    finisher = search.Finisher(db, hmms[0].alphabet, Background(hmms[0].alphabet), {"Z": float(db.n_seqs)})
+    for name, sets in (("long", long_sets), ("not simple", other_sets)):
+        jobs = [(h, piece) for h, s in sets if len(s)
+                for piece in search._chunks_by_cells(s, db.lengths, h.M)]
+        n_pairs = sum(len(s) for _, s in sets)
+        cells = sum(float(db.lengths[s].sum()) * h.M for h, s in sets)
+        t = time.perf_counter()
+        with ThreadPoolExecutor(args.cpus) as pool:
+            summed = sum(sec for _, sec in pool.map(lambda j: finisher(*j), jobs))
+        print(f"  {name}: {n_pairs} pairs, {cells / 1e9:.2f} G cells; {args.cpus} threads {time.perf_counter() - t:.2f} s"
+              f" wall, {summed:.1f} thread-s")
+    makers = [m for *_, m in recorded if m is not None]
+    t = time.perf_counter()
+    for m in makers:
+        m()
+    print(f"  records of the GPU's pairs ({len(makers)} models), one thread: {time.perf_counter() - t:.2f} s")
+    simple_cells = sum(float(db.lengths[np.setdiff1d(s, left)].sum()) * p.M for _, p, s, left, _ in recorded)
+    print(f"  the GPU's pairs: {n_surv - n_left}, {simple_cells / 1e9:.2f} G cells")
+
+
+def timeline(search, hmms, db, args, backend, spans, on):
+    """One timed search, its timeline printed; (results, wall seconds)."""
+    t = time.perf_counter()
+    yielded = []
+    results = []
+    for r in search.hmmsearch(hmms, db, device="gpu", cpus=args.cpus, backend=backend,
+                              gpu_finishing=on == "on"):
+        results.append(r)
+        yielded.append(time.perf_counter())
+    wall = time.perf_counter() - t
+    print(f"GPU finishing {on}: {wall:.2f} s; kernel seconds "
+          + ", ".join(f"{k} {v:.2f}" for k, v in backend.kernel_seconds.items()))
+    print("timeline (s from the start): kind, calls, first start, last end, busy seconds; then busy per 2 s")
+    edges = np.arange(0.0, wall + 2.0, 2.0)
+    for kind in ("filter batch", "gpu finishing", "cpu piece", "records"):
+        mine = [(a - t, b - t) for k, a, b in spans if k == kind]
+        if not mine:
+            continue
+        busy = [sum(max(0.0, min(b, hi) - max(a, lo)) for a, b in mine) for lo, hi in zip(edges[:-1], edges[1:])]
+        print(f"  {kind:14s} {len(mine):6d} {min(a for a, _ in mine):6.2f} {max(b for _, b in mine):6.2f} "
+              f"{sum(b - a for a, b in mine):7.1f}  " + " ".join(f"{x / 2:.1f}" for x in busy))
+    marks = [yielded[int(q * (len(yielded) - 1))] - t for q in (0.0, 0.25, 0.5, 0.75, 1.0)]
+    print("  models handed on at 0/25/50/75/100%: " + " ".join(f"{x:.2f}" for x in marks))
+    return results, wall
+
+
+if __name__ == "__main__":
+    main()
