@@ -35,6 +35,8 @@ def main():
     ap.add_argument("--cpus", type=int, default=os.cpu_count())
     ap.add_argument("--work", type=Path, default=Path("/tmp/gsmatrix"))
     ap.add_argument("--ab", action="store_true", help="the timeline with the GPU finishing on, then off; no more")
+    ap.add_argument("--switch-intervals", type=lambda v: [float(x) for x in v.split(",")], default=[],
+                    help="the timeline again with each of these sys.setswitchinterval seconds")
     args = ap.parse_args()
     args.copies, args.base_seqs, args.max_m = dict(matrix.DB_COPIES), 0, matrix.M_MAX
     args.work.mkdir(parents=True, exist_ok=True)
@@ -83,7 +85,11 @@ def main():
     search.Finisher.__call__ = timed("cpu piece", finisher_call)
     gpufinish.GpuFinishing._hits_maker = lambda *a: timed("records", maker(*a))
     gpufinish.GpuFinishing.finish = timed("gpu finishing", finish)
-    for on in (("on", "off") if args.ab else ("on",)):
+    for on, interval in [(on, None) for on in (("on", "off") if args.ab else ("on",))] + \
+            [("on", x) for x in args.switch_intervals]:
+        if interval is not None:
+            print(f"switch interval {interval * 1e3:g} ms")
+            sys.setswitchinterval(interval)
         spans.clear()
         for k in backend.kernel_seconds:
             backend.kernel_seconds[k] = 0.0
@@ -117,8 +123,8 @@ def main():
         t = time.perf_counter()
         with ThreadPoolExecutor(args.cpus) as pool:
             summed = sum(sec for _, sec in pool.map(lambda j: finisher(*j), jobs))
-        print(f"  {name}: {n_pairs} pairs, {cells / 1e9:.2f} G cells; {args.cpus} threads {time.perf_counter() - t:.2f} s"
-              f" wall, {summed:.1f} thread-s")
+        print(f"  {name}: {n_pairs} pairs, {cells / 1e9:.2f} G cells; {args.cpus} threads "
+              f"{time.perf_counter() - t:.2f} s wall, {summed:.1f} thread-s")
     makers = [m for *_, m in recorded if m is not None]
     t = time.perf_counter()
     for m in makers:

@@ -126,7 +126,7 @@ class GpuFinishing:
         host (the finishing threads call them).  On a GPU out-of-memory error every survivor
         is left to the CPU."""
         from ..gpu import is_out_of_memory
-        from .gpu.domaindef import define_domains
+        from .gpu.domaindef import define_domains, index_ranges
 
         every = [np.asarray(s, dtype=np.int64) for s in survivors]
         # the longest pairs stay on the CPU: a kernel's launch lasts as long as its longest
@@ -139,7 +139,8 @@ class GpuFinishing:
         uniq, local = np.unique(np.concatenate(survivors), return_inverse=True)
         lengths = self.db.lengths[uniq].astype(np.int64)
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        residues = np.concatenate([self.db.sequence(int(s)) for s in uniq]).astype(np.uint8)
+        starts = np.asarray(self.db.offsets)[uniq]
+        residues = np.asarray(self.db.residues)[index_ranges(starts, lengths)].astype(np.uint8)
         models = np.repeat(np.arange(len(survivors)), [len(s) for s in survivors])
         kernels = self.kernels()
         try:

@@ -138,6 +138,12 @@ def _at(sizes: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if len(sizes) else np.zeros(0, np.int64)
 
 
+def index_ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The indices starts[r] .. starts[r] + sizes[r] - 1 of every range r, one after the other."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    return np.repeat(np.asarray(starts, dtype=np.int64) - _at(sizes), sizes) + np.arange(int(sizes.sum()))
+
+
 def define_domains(kernels, profs: list[FilterProfile], residues: np.ndarray, offsets: np.ndarray,
                    models: np.ndarray, seqs: np.ndarray, degeneracy: np.ndarray,
                    max_matrix_floats: int | None = None) -> tuple[PairResults, EnvelopeResults]:
@@ -157,7 +163,8 @@ def define_domains(kernels, profs: list[FilterProfile], residues: np.ndarray, of
     nexpected = np.zeros(n, np.float32)
     nregions = np.zeros(n, np.int32)
     simple = np.zeros(n, bool)
-    regions_of: list = [np.zeros((0, 3), np.int32)] * n
+    regions = np.zeros((0, 3), np.int32)            # every pair's regions (i, j, unsure), and whose
+    region_pair = np.zeros(0, np.int64)
     model_at, profiles = pack_fwdback_profiles(profs)
     d_residues = kernels.to_device(residues)
     d_offsets = kernels.to_device(np.asarray(offsets, dtype=np.int64))
@@ -174,7 +181,7 @@ def define_domains(kernels, profs: list[FilterProfile], residues: np.ndarray, of
         order = kernels.to_device(seqs[pairs].astype(np.int32))
         d_rows_at = kernels.to_device(rows_at)
         fwd_rows, bck_rows, post = (kernels.zeros(n_rows, np.float32) for _ in range(3))
-        regions = kernels.zeros(n_rows, np.int32)
+        d_regions = kernels.zeros(n_rows, np.int32)
         f_out, b_out = kernels.zeros(len(pairs), np.float32), kernels.zeros(len(pairs), np.float32)
         own, n_reg = kernels.zeros(len(pairs), np.int32), kernels.zeros(len(pairs), np.int32)
         n_exp = kernels.zeros(len(pairs), np.float32)
@@ -183,23 +190,26 @@ def define_domains(kernels, profs: list[FilterProfile], residues: np.ndarray, of
         kernels.launch("forward_parser", len(profs), most, (*common, fwd_rows, None, None, f_out))
         kernels.launch("backward_parser", len(profs), most, (*common, fwd_rows, bck_rows, None, None, own, b_out))
         kernels.launch("domain_regions", len(profs), most, (jobs, d_offsets, order, d_rows_at, fwd_rows, bck_rows,
-                                                            own, post, regions, n_reg, n_exp))
-        f_out, b_out, n_reg = kernels.to_host(f_out), kernels.to_host(b_out), kernels.to_host(n_reg)
-        regions_host = kernels.to_host(regions)
+                                                            own, post, d_regions, n_reg, n_exp))
+        k = len(pairs)
+        f_out, b_out = kernels.to_host(f_out)[:k], kernels.to_host(b_out)[:k]
+        n_reg = kernels.to_host(n_reg)[:k].astype(np.int64)
+        regions = kernels.to_host(d_regions)[index_ranges(rows_at, 3 * n_reg)].reshape(-1, 3)
+        region_q = np.repeat(np.arange(k), n_reg)
+        region_pair = pairs[region_q]
         fwd[pairs] = f_out
-        nexpected[pairs] = kernels.to_host(n_exp)
+        nexpected[pairs] = kernels.to_host(n_exp)[:k]
         nregions[pairs] = n_reg
-        for q, p in enumerate(pairs.tolist()):
-            r = regions_host[rows_at[q]:rows_at[q] + 3 * n_reg[q]].reshape(-1, 3)
-            regions_of[p] = r
-            simple[p] = not (np.isnan(f_out[q]) or np.isnan(b_out[q]) or r[:, 2].any())
+        unsure = np.bincount(region_q, weights=regions[:, 2] != 0, minlength=k) > 0
+        simple[pairs] = ~(np.isnan(f_out) | np.isnan(b_out) | unsure)
 
-    # 3: each simple pair's regions as envelopes, rescored in batches of bounded matrices
-    env_counts = np.array([len(regions_of[p]) if simple[p] else 0 for p in range(n)], dtype=np.int64)
-    env_start = np.concatenate([[0], np.cumsum(env_counts)]).astype(np.int64)
-    n_env = int(env_start[-1])
-    env_pair = np.repeat(np.arange(n, dtype=np.int64), env_counts)
-    env = np.concatenate([regions_of[p] for p in range(n) if env_counts[p]]) if n_env else np.zeros((0, 3), np.int32)
+    # 3: each simple pair's regions as envelopes (in pair order, each pair's left to right),
+    # rescored in batches of bounded matrices
+    kept = np.flatnonzero(simple[region_pair])
+    kept = kept[np.argsort(region_pair[kept], kind="stable")]
+    env, env_pair = regions[kept], region_pair[kept]
+    env_start = np.concatenate([[0], np.cumsum(np.bincount(env_pair, minlength=n))]).astype(np.int64)
+    n_env = len(env)
     ei, ej = env[:, 0].astype(np.int64), env[:, 1].astype(np.int64)
     Lr = ej - ei + 1
     Ms = np.array([p.M for p in profs], dtype=np.int64)
@@ -210,7 +220,7 @@ def define_domains(kernels, profs: list[FilterProfile], residues: np.ndarray, of
                           domcorrection=np.zeros(n_env, np.float32), n2sc=np.zeros(int(Lr.sum()), np.float32),
                           n2sc_start=_at(Lr), trace_start=np.zeros(n_env + 1, np.int64), st=None, k=None, ti=None,
                           pp=None)
-    traces: list = [None] * n_env
+    traces: list = []                   # each batch's traces (_rescore)
     degenerate = kernels.to_device(degenerate_bits(degeneracy))
     unihit = [fwdback_params(p, multihit=False) for p in profs]
     # batches of envelopes of like sizes, largest first, their matrices within the budget: a
@@ -228,19 +238,29 @@ def define_domains(kernels, profs: list[FilterProfile], residues: np.ndarray, of
                  unihit, d_residues, d_offsets, d_model_at, d_profiles, degenerate)
         b0 = b1
 
-    # a pair with an envelope the kernels left unsure goes to the CPU whole
-    traced = np.array([t is not None for t in traces], dtype=bool)
+    # the traces in envelope order; a pair with an envelope the kernels left unsure goes to
+    # the CPU whole
+    trace_n = np.full(n_env, -1, np.int64)      # (-1: no trace: it did not fit its buffer)
+    source = np.zeros(n_env, np.int64)
+    base = 0
+    for envs, trace_at, n_traced, st, _, _, _ in traces:
+        trace_n[envs] = n_traced
+        source[envs] = trace_at + base
+        base += len(st)
+    traced = trace_n >= 0
     simple[env_pair[np.isnan(out.envsc) | (out.decoded & ~traced)]] = False
-    sizes = np.array([len(t[0]) if t is not None else 0 for t in traces], dtype=np.int64)
+    sizes = np.maximum(trace_n, 0)
     out.trace_start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    kept = [t for t in traces if t is not None]
-    out.st, out.k, out.ti, out.pp = (np.concatenate([t[c] for t in kept]) if kept else np.zeros(0, dt)
-                                     for c, dt in enumerate((np.int32, np.int32, np.int32, np.float32)))
+    take = index_ranges(source, sizes)
+    out.st, out.k, ii, out.pp = (np.concatenate([t[c] for t in traces])[take] if traces else np.zeros(0, dt)
+                                 for c, dt in zip(range(3, 7), (np.int32, np.int32, np.int32, np.float32)))
+    shift = np.repeat(out.i.astype(np.int32) - 1, sizes)       # the traces in the sequences' coordinates
+    out.ti = np.where(ii > 0, ii + shift, ii).astype(np.int32)
     null2_sum = np.full(n, np.nan, np.float32)
     done = np.flatnonzero(simple)
     if len(done):       # the sequences' null2 sums, over the envelopes' n2sc
         firsts = env_start[done]
-        envs = np.concatenate([np.arange(env_start[p], env_start[p + 1]) for p in done])
+        envs = index_ranges(firsts, env_start[done + 1] - firsts)
         local = np.concatenate([[0], np.cumsum(env_start[done + 1] - firsts)]).astype(np.int64)
         sums = kernels.zeros(len(done), np.float32)
         kernels.launch("sequence_null2_sum", 1, len(done), (
@@ -303,11 +323,6 @@ def _rescore(kernels, out: EnvelopeResults, traces: list, idx: np.ndarray, env_p
     out.decoded[envs] = range_error[:k] == 0
     out.oasc[envs] = oasc[:k]
     out.domcorrection[envs] = domcorr[:k]
-    for q, e in enumerate(envs.tolist()):
-        a = rows_at[q] // X_CELLS
-        out.n2sc[out.n2sc_start[e]:out.n2sc_start[e] + lr[q]] = n2sc[a + 1:a + 1 + lr[q]]
-        if trace_n[q] < 0:
-            continue
-        z = slice(trace_at[q], trace_at[q] + trace_n[q])
-        shift = np.where(ii[z] > 0, out.i[e] - 1, 0)      # the trace in the sequence's coordinates
-        traces[e] = (st[z].copy(), kk[z].copy(), (ii[z] + shift).astype(np.int32), tpp[z].copy())
+    out.n2sc[index_ranges(out.n2sc_start[envs], lr)] = n2sc[index_ranges(rows_at // X_CELLS + 1, lr)]
+    # the traces as the kernel left them (in the envelopes' coordinates), for define_domains
+    traces.append((envs, trace_at, trace_n[:k].astype(np.int64), st, kk, ii, tpp))
