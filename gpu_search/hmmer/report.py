@@ -37,10 +37,9 @@ descriptions.
 
 Two values HMMER prints have no pyhmmer property: a hit's expected number
 of domains (``exp``) and a domain's mean posterior probability (``acc``).
-They are read from pyhmmer's pickle state of the hit and the domain, which
-is HMMER's own serialization (``p7_hit_Serialize``, ``p7_domain_Serialize``:
-fixed fields in network byte order), see :func:`_expected_domains` and
-:func:`_domain_accuracy`.
+They are read from pyhmmer's pickle state of the hits, which is HMMER's own
+serialization (``p7_hit_Serialize``, ``p7_domain_Serialize``: fixed fields in
+network byte order), once for all the hits of a query: see :func:`_hidden_fields`.
 """
 
 from __future__ import annotations
@@ -383,9 +382,10 @@ def write_query(fh, result, options: SearchOptions, timing: Timing | None = None
             fh.write("Accession:   %s\n" % hmm.accession)
         if hmm.description is not None:
             fh.write("Description: %s\n" % hmm.description)
-    _write_targets(fh, result.hits, textw, options.acc)
+    hidden = _hidden_fields(result.hits)
+    _write_targets(fh, result.hits, textw, options.acc, hidden=hidden)
     fh.write("\n\n")
-    _write_domains(fh, hmm, result.hits, textw, options.acc, not options.noali)
+    _write_domains(fh, hmm, result.hits, textw, options.acc, not options.noali, hidden=hidden)
     fh.write("\n\n")
     _write_statistics(fh, result.stats, timing or Timing())
     fh.write("//\n")
@@ -520,18 +520,31 @@ _DOMAIN_PREFIX = struct.Struct(">iqqqqqqffff")
 #   size, ienv, jenv, iali, jali, iorf, jorf, envsc, domcorrection, dombias, oasc
 
 
-def _expected_domains(hit) -> float:
-    """``hit->nexpected``: the expected number of domains (the 'exp' column)."""
-    return _HIT_PREFIX.unpack_from(bytes(hit.__getstate__()))[9]
+_HIT_NDOM = struct.Struct(">i")        # (a hit record's ndom, at _HIT_NDOM_AT; a record's size, at 0)
+_HIT_NDOM_AT = struct.calcsize(">Iid3f3dfiiii")     # (size .. nenvelopes: HMMER's P7_HIT record)
 
 
-def _domain_accuracy(domain) -> float:
-    """The 'acc' column: the domain's mean posterior probability per envelope residue.
-
-    ``oasc / (1 + |jenv - ienv|)`` as in p7_tophits_Domains().
-    """
-    oasc = _DOMAIN_PREFIX.unpack_from(bytes(domain.__getstate__()))[10]
-    return oasc / (1.0 + abs(float(domain.env_to - domain.env_from)))
+def _hidden_fields(hits) -> list:
+    """For each hit, in the order the hits iterate: its expected number of domains
+    (``hit->nexpected``, the 'exp' column) and each of its domains' 'acc' column (the mean
+    posterior probability per envelope residue, ``oasc / (1 + |jenv - ienv|)`` as in
+    p7_tophits_Domains()), from one serialization of all the hits (their records one after
+    the other: a hit's fixed fields and strings, then each domain's fixed fields and its
+    alignment display, each starting with its size)."""
+    state = hits.__getstate__()
+    out = []
+    for h in state["hit"]:
+        record = bytes(state["unsrt"][h])
+        nexpected = _HIT_PREFIX.unpack_from(record)[9]
+        at = _HIT_NDOM.unpack_from(record)[0]
+        accs = []
+        for _ in range(_HIT_NDOM.unpack_from(record, _HIT_NDOM_AT)[0]):
+            fields = _DOMAIN_PREFIX.unpack_from(record, at)
+            accs.append(fields[10] / (1.0 + abs(float(fields[2] - fields[1]))))
+            at += fields[0]
+            at += _HIT_NDOM.unpack_from(record, at)[0]             # (the alignment display)
+        out.append((nexpected, accs))
+    return out
 
 
 @dataclass(frozen=True)
@@ -574,7 +587,7 @@ def _alidisplay_extras(ali) -> AlidisplayExtras:
     return AlidisplayExtras(rfline, mmline, csline, hmmacc, sqacc)
 
 
-def _write_targets(fh, hits, textw: int, show_accessions: bool, scan: bool = False) -> None:
+def _write_targets(fh, hits, textw: int, show_accessions: bool, scan: bool = False, hidden=None) -> None:
     """The per-sequence hit list (p7_tophits_Targets, search mode; with ``scan``, hmmscan's
     per-model list).
 
@@ -582,6 +595,7 @@ def _write_targets(fh, hits, textw: int, show_accessions: bool, scan: bool = Fal
     list, reported or not (p7_tophits_GetMaxNameLength), at least 8.
     """
     all_hits = list(hits)
+    hidden = _hidden_fields(hits) if hidden is None else hidden
     if show_accessions:
         namew = max([8] + [len(_shown_name(h.name, h.accession, True)) for h in all_hits])
     else:
@@ -600,7 +614,7 @@ def _write_targets(fh, hits, textw: int, show_accessions: bool, scan: bool = Fal
 
     printed_threshold = False
     nreported = 0
-    for hit in all_hits:
+    for hit, (nexpected, _) in zip(all_hits, hidden):
         if not hit.reported:
             continue
         nreported += 1
@@ -614,7 +628,7 @@ def _write_targets(fh, hits, textw: int, show_accessions: bool, scan: bool = Fal
             newness,
             hit.evalue, hit.score, hit.bias,
             best.i_evalue, best.score, best.bias,
-            _expected_domains(hit), ndom_reported,
+            nexpected, ndom_reported,
             namew, _shown_name(hit.name, hit.accession, show_accessions)))
         fh.write(" %s\n" % _clip(hit.description, descw))
 
@@ -623,14 +637,14 @@ def _write_targets(fh, hits, textw: int, show_accessions: bool, scan: bool = Fal
 
 
 def _write_domains(fh, hmm, hits, textw: int, show_accessions: bool,
-                   show_alignments: bool, scan: bool = False) -> None:
+                   show_alignments: bool, scan: bool = False, hidden=None) -> None:
     """Domain table and alignments of every reported hit (p7_tophits_Domains, search mode;
     with ``scan``, hmmscan's: every hit a model, ``hmm`` unused)."""
     fh.write("Domain annotation for each %s%s:\n" % ("model" if scan else "sequence",
                                                    " (and alignments)" if show_alignments else ""))
 
     nreported = 0
-    for hit in hits:
+    for hit, (_, accs) in zip(hits, _hidden_fields(hits) if hidden is None else hidden):
         if not hit.reported:
             continue
         nreported += 1
@@ -641,7 +655,7 @@ def _write_domains(fh, hmm, hits, textw: int, show_accessions: bool,
         else:
             fh.write(">> %s  %s\n" % (showname, hit.description or ""))
 
-        domains = [d for d in hit.domains if d.reported]
+        domains = [(d, acc) for d, acc in zip(hit.domains, accs) if d.reported]
         if not domains:
             fh.write("   [No individual domains that satisfy reporting thresholds (although complete target did)]\n\n")
             continue
@@ -653,7 +667,7 @@ def _write_domains(fh, hmm, hits, textw: int, show_accessions: bool,
         fh.write(" %3s   %6s %5s %9s %9s %7s %7s %2s %7s %7s %2s %7s %7s %2s %4s\n" % (
             "---", "------", "-----", "---------", "---------", "-------", "-------", "  ",
             "-------", "-------", "  ", "-------", "-------", "  ", "----"))
-        for n, dom in enumerate(domains, start=1):
+        for n, (dom, acc) in enumerate(domains, start=1):
             ali = dom.alignment
             fh.write(" %3d %c %6.1f %5.1f %9.2g %9.2g %7d %7d %c%c %7d %7d %c%c %7d %7d %c%c %4.2f\n" % (
                 n, "!" if dom.included else "?",
@@ -664,11 +678,11 @@ def _write_domains(fh, hmm, hits, textw: int, show_accessions: bool,
                 "[" if ali.target_from == 1 else ".", "]" if ali.target_to == ali.target_length else ".",
                 dom.env_from, dom.env_to,
                 "[" if dom.env_from == 1 else ".", "]" if dom.env_to == ali.target_length else ".",
-                _domain_accuracy(dom)))
+                acc))
 
         if show_alignments:
             fh.write("\n  Alignments for each domain:\n")
-            for n, dom in enumerate(domains, start=1):
+            for n, (dom, _) in enumerate(domains, start=1):
                 fh.write("  == domain %d  score: %.1f bits;  conditional E-value: %.2g\n" % (
                     n, dom.score, dom.c_evalue))
                 _write_alignment(fh, hmm, hit, dom.alignment, textw, show_accessions, scan)
