@@ -83,7 +83,7 @@ def main():
         gpufinish.GpuFinishing._hits_maker
     search.run_cascade_batch = timed("filter batch", cascade_batch)
     search.Finisher.__call__ = timed("cpu piece", finisher_call)
-    gpufinish.GpuFinishing._hits_maker = lambda *a: timed("records", maker(*a))
+    gpufinish.GpuFinishing._hits_maker = lambda *a, **k: timed("records", maker(*a, **k))
     gpufinish.GpuFinishing.finish = timed("gpu finishing", finish)
     for on, interval in [(on, None) for on in (("on", "off") if args.ab else ("on",))] + \
             [("on", x) for x in args.switch_intervals]:

@@ -162,15 +162,17 @@ class GpuFinishing:
             if not simple.any():
                 out.append((None, left))
                 continue
-            out.append((self._hits_maker(hmm, prof, pairs, env, rows[simple], residues, offsets, lengths, uniq),
-                        left))
+            out.append((self._hits_maker(hmm, prof, pairs, env, rows[simple], residues, offsets, lengths, uniq,
+                                         alone=not len(left)), left))
         return out
 
-    def _hits_maker(self, hmm, prof, pairs, env, rows, residues, offsets, lengths, uniq):
+    def _hits_maker(self, hmm, prof, pairs, env, rows, residues, offsets, lengths, uniq, alone: bool):
+        """The function making the model's GPU hits (thresholded where ``alone``: no CPU hits
+        of the model to be merged with them, a merge that thresholds them all)."""
         def make():
             pipeline = dict(self.pipeline, nnodes=prof.M, n_past_fwd=len(rows))
             records, keys, names, ialis = model_records(
                 ModelText.from_profile(prof), prof, pairs, env, rows, residues, offsets, lengths,
                 lambda j: self.db.easel_text(int(uniq[j])), pipeline)
-            return gpu_tophits(hmm, pipeline, records, keys, names, ialis)
+            return gpu_tophits(hmm, pipeline, records, keys, names, ialis, thresholded=alone)
         return make

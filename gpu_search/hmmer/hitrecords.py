@@ -151,10 +151,13 @@ def reportable(pipeline: dict, score: float, lnP: float) -> bool:
     return float(score) >= float(pipeline["T"])
 
 
-def gpu_tophits(query, pipeline: dict, records: list, sortkeys: list, names: list, ialis: list):
+def gpu_tophits(query, pipeline: dict, records: list, sortkeys: list, names: list, ialis: list,
+                thresholded: bool = True):
     """A pyhmmer ``TopHits`` of ``query`` holding these hit records, sorted as
     p7_tophits_SortBySortkey sorts (sortkey down, then name, then the first domain's start)
-    and thresholded by pyhmmer (``TopHits.merge``, as it thresholds merged searches).
+    and thresholded by pyhmmer (``TopHits.merge``, as it thresholds merged searches); not
+    thresholded where ``thresholded`` is False (for a merge with other hits of the model,
+    which thresholds them all).
 
     pipeline: the P7_PIPELINE fields of a pyhmmer search configured as the others of this
     model (its thresholds, Z and domZ), with the counters this TopHits adds to a merge."""
@@ -166,7 +169,7 @@ def gpu_tophits(query, pipeline: dict, records: list, sortkeys: list, names: lis
     hits.__setstate__({"_empty": False, "unsrt": [VectorU8(bytearray(r)) for r in records], "hit": order,
                        "Nalloc": max(1, len(records)), "N": len(records), "nreported": 0, "nincluded": 0,
                        "is_sorted_by_sortkey": True, "is_sorted_by_seqidx": False, "pipeline": dict(pipeline)})
-    return hits.merge()
+    return hits.merge() if thresholded else hits
 
 
 def scored_domains(prof, pairs, env, sel: np.ndarray, lengths: np.ndarray) -> tuple:
