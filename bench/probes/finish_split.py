@@ -91,6 +91,8 @@ def main():
             print(f"switch interval {interval * 1e3:g} ms")
             sys.setswitchinterval(interval)
         spans.clear()
+        recorded.clear()            # (what follows is the last run's)
+        gpu_seconds.clear()
         for k in backend.kernel_seconds:
             backend.kernel_seconds[k] = 0.0
         results, wall = timeline(search, hmms, db, args, backend, spans, on)
