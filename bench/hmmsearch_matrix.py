@@ -325,6 +325,32 @@ def build_database(db: str, homologs: str, args) -> tuple[Path, Path, dict]:
     return fasta, gsdb, info
 
 
+def add_cell_arguments(ap, homologs: str) -> None:
+    """A probe's options naming its cell: --models (2,000), --db, --homologs, --cpus, --work."""
+    ap.add_argument("--models", type=int, default=2000)
+    ap.add_argument("--db", default="proteome")
+    ap.add_argument("--homologs", default=homologs)
+    ap.add_argument("--cpus", type=int, default=os.cpu_count())
+    ap.add_argument("--work", type=Path, default=Path("/tmp/gsmatrix"))
+
+
+def probe_cell(args) -> tuple:
+    """A probe's cell (args.models models x args.db, args.homologs homologs; the matrix's
+    copies, every base protein, its longest model), built once under args.work: (the models,
+    read; the database, open; the HMM file; the .gsdb file)."""
+    import pyhmmer
+
+    from gpu_search.seqdb import open_database
+
+    args.copies, args.base_seqs, args.max_m = dict(DB_COPIES), 0, M_MAX
+    args.work.mkdir(parents=True, exist_ok=True)
+    hmm_path, _ = build_models(args.models, args)
+    _, gsdb, _ = build_database(args.db, args.homologs, args)
+    with pyhmmer.plan7.HMMFile(str(hmm_path)) as fh:
+        hmms = list(fh)
+    return hmms, open_database(str(gsdb)), hmm_path, gsdb
+
+
 # --------------------------------------------------------------------------------------------
 # running the tools
 

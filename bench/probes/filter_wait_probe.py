@@ -16,7 +16,6 @@ means the thread waited for the lock (or, in the backend's calls, for the GPU).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import threading
 import time
@@ -51,29 +50,16 @@ def timed(owner, attr, label):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--models", type=int, default=2000)
-    ap.add_argument("--db", default="proteome")
-    ap.add_argument("--homologs", default="few")
-    ap.add_argument("--cpus", type=int, default=os.cpu_count())
-    ap.add_argument("--work", type=Path, default=Path("/tmp/gsmatrix"))
+    matrix.add_cell_arguments(ap, homologs="few")
     ap.add_argument("--switch", default="0.005,0.0005", help="switch intervals to time (seconds)")
     ap.add_argument("--filter-threads", default="4", help="numbers of filter threads to time")
     args = ap.parse_args()
-    args.copies, args.base_seqs, args.max_m = dict(matrix.DB_COPIES), 0, matrix.M_MAX
-    args.work.mkdir(parents=True, exist_ok=True)
-    hmm_path, _ = matrix.build_models(args.models, args)
-    _, gsdb, _ = matrix.build_database(args.db, args.homologs, args)
-
-    import pyhmmer
+    hmms, db, _, _ = matrix.probe_cell(args)
 
     from gpu_search.hmmer import cascade, search
     from gpu_search.hmmer.gpu import GpuBackend
     from gpu_search.hmmer.profile import FilterProfile
-    from gpu_search.seqdb import open_database
 
-    db = open_database(str(gsdb))
-    with pyhmmer.plan7.HMMFile(str(hmm_path)) as fh:
-        hmms = list(fh)
     backend = GpuBackend(db)
     list(search.hmmsearch(hmms, db, device="gpu", cpus=args.cpus, backend=backend))   # warm-up
     for name in ("msv_batch", "bias_batch", "viterbi_batch", "forward_exact_batch"):

@@ -18,7 +18,6 @@ Times, on the same database and models (built by ``bench/hmmsearch_matrix.py``):
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -43,28 +42,16 @@ def finish_all(finish, hmms, survivors, lengths, cpus, chunks):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--models", type=int, default=2000)
-    ap.add_argument("--db", default="proteome")
-    ap.add_argument("--homologs", default="many")
-    ap.add_argument("--cpus", type=int, default=os.cpu_count())
-    ap.add_argument("--work", type=Path, default=Path("/tmp/gsmatrix"))
+    matrix.add_cell_arguments(ap, homologs="many")
     ap.add_argument("--no-gpu", action="store_true", help="leave out the GPU cascade (a)")
     args = ap.parse_args()
-    args.copies, args.base_seqs, args.max_m = dict(matrix.DB_COPIES), 0, matrix.M_MAX
-    args.work.mkdir(parents=True, exist_ok=True)
-    hmm_path, _ = matrix.build_models(args.models, args)
-    _, gsdb, _ = matrix.build_database(args.db, args.homologs, args)
-
+    hmms, db, _, _ = matrix.probe_cell(args)
     import pyhmmer
     from pyhmmer.plan7 import Background
 
     from gpu_search.hmmer import search
     from gpu_search.hmmer.options import SearchOptions
-    from gpu_search.seqdb import open_database
 
-    db = open_database(str(gsdb))
-    with pyhmmer.plan7.HMMFile(str(hmm_path)) as fh:
-        hmms = list(fh)
     abc = hmms[0].alphabet
     block = db.digital_block(None, abc)
     Z = float(db.n_seqs)

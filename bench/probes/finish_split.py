@@ -13,7 +13,6 @@ the GPU's records (the makers) on one thread.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -29,28 +28,15 @@ import hmmsearch_matrix as matrix  # noqa: E402
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--models", type=int, default=2000)
-    ap.add_argument("--db", default="proteome")
-    ap.add_argument("--homologs", default="many")
-    ap.add_argument("--cpus", type=int, default=os.cpu_count())
-    ap.add_argument("--work", type=Path, default=Path("/tmp/gsmatrix"))
+    matrix.add_cell_arguments(ap, homologs="many")
     ap.add_argument("--ab", action="store_true", help="the timeline with the GPU finishing on, then off; no more")
     ap.add_argument("--switch-intervals", type=lambda v: [float(x) for x in v.split(",")], default=[],
                     help="the timeline again with each of these sys.setswitchinterval seconds")
     args = ap.parse_args()
-    args.copies, args.base_seqs, args.max_m = dict(matrix.DB_COPIES), 0, matrix.M_MAX
-    args.work.mkdir(parents=True, exist_ok=True)
-    import pyhmmer
-
     from gpu_search.hmmer import gpufinish, search
     from gpu_search.hmmer.gpu import GpuBackend
-    from gpu_search.seqdb import open_database
 
-    hmm_path, _ = matrix.build_models(args.models, args)
-    _, gsdb, _ = matrix.build_database(args.db, args.homologs, args)
-    db = open_database(str(gsdb))
-    with pyhmmer.plan7.HMMFile(str(hmm_path)) as fh:
-        hmms = list(fh)
+    hmms, db, _, _ = matrix.probe_cell(args)
     backend = GpuBackend(db)
     list(search.hmmsearch(hmms[:64], db, device="gpu", cpus=args.cpus, backend=backend))   # (kernels loaded)
 
