@@ -105,6 +105,8 @@ for mod, *attr in [("gpu_search.device", "start_cuda"), ("gpu_search.device", "w
                   ("gpu_search.hmmer.search", "make_backend"), ("gpu_search.hmmer.search", "hmmsearch"),
                   ("gpu_search.hmmer.search", "LengthTables.__init__"),
                   ("gpu_search.hmmer.search", "Finisher.__call__"),
+                  ("gpu_search.hmmer.gpufinish", "GpuFinishing.finish"),
+                  ("gpu_search.hmmer.search", "pipeline_stats"), ("gpu_search.hmmer.report", "write_query"),
                   ("gpu_search.gpu.loader", "_compiled"),
                   ("gpu_search.hmmer.search", "run_cascade_batch"),
                   ("gpu_search.hmmer.cascade", "_bias_filter_cpu", "bias_filter (numba)"),
