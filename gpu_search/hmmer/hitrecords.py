@@ -196,25 +196,27 @@ def model_records(model: ModelText, prof, pairs, env, sel: np.ndarray, residues:
     :func:`gpu_search.hmmer.gpu.domaindef.define_domains`, whose sequences are residues /
     offsets / lengths; seq_text(s): a sequence's (name, acc, desc) bytes), those p7_Pipeline
     keeps (a domain at least, reportable): (records, sortkeys, names, first domains' starts)."""
+    from .gpu.domaindef import index_ranges
+
     start, flat, sc = scored_domains(prof, pairs, env, sel, lengths)
     by_E = bool(pipeline["inc_by_E"])
     # the pairs kept: a domain at least (a region, an envelope decoded), reportable
     kept = [q for q in range(len(sel)) if start[q] < start[q + 1] and reportable(pipeline, sc.score[q],
                                                                                  float(sc.lnP[q]))]
     texts = [seq_text(int(pairs.seq[sel[q]])) for q in kept]
-    n_doms = np.array([start[q + 1] - start[q] for q in kept], dtype=np.int64)
-    doms = np.concatenate([np.arange(start[q], start[q + 1]) for q in kept]) if kept else np.zeros(0, np.int64)
-    envs = flat[doms]
+    kept = np.array(kept, dtype=np.int64)
+    n_doms = start[kept + 1] - start[kept]
+    envs = flat[index_ranges(start[kept], n_doms)]
     t0, t1 = env.trace_start[envs], env.trace_start[envs + 1]
     bounds = np.concatenate([[0], np.cumsum(t1 - t0)]).astype(np.int64)
-    gather = np.repeat(t0 - bounds[:-1], t1 - t0) + np.arange(bounds[-1])      # the traces, end to end
+    gather = index_ranges(t0, t1 - t0)                # the traces, end to end
     dom_seq = np.repeat(np.array([pairs.seq[sel[q]] for q in kept], dtype=np.int64), n_doms)
     displays = alidisplays(model, env.st[gather], env.k[gather], env.ti[gather], env.pp[gather], bounds,
                            offsets[dom_seq], residues, lengths[dom_seq],
                            [t for t, n in zip(texts, n_doms.tolist()) for _ in range(n)])
     records, sortkeys, names, ialis = [], [], [], []
     d = 0
-    for q, text in zip(kept, texts):
+    for q, text in zip(kept.tolist(), texts):
         p = int(sel[q])
         lnP = float(sc.lnP[q])
         domains = []

@@ -383,9 +383,9 @@ def write_query(fh, result, options: SearchOptions, timing: Timing | None = None
         if hmm.description is not None:
             fh.write("Description: %s\n" % hmm.description)
     hidden = _hidden_fields(result.hits)
-    _write_targets(fh, result.hits, textw, options.acc, hidden=hidden)
+    _write_targets(fh, result.hits, hidden, textw, options.acc)
     fh.write("\n\n")
-    _write_domains(fh, hmm, result.hits, textw, options.acc, not options.noali, hidden=hidden)
+    _write_domains(fh, hmm, result.hits, hidden, textw, options.acc, not options.noali)
     fh.write("\n\n")
     _write_statistics(fh, result.stats, timing or Timing())
     fh.write("//\n")
@@ -404,9 +404,10 @@ def write_scan_query(fh, result, options: SearchOptions, timing: Timing | None =
     textw = 0 if options.notextw else options.textw
     query = result.query
     _write_query_sequence(fh, query)
-    _write_targets(fh, result.hits, textw, options.acc, scan=True)
+    hidden = _hidden_fields(result.hits)
+    _write_targets(fh, result.hits, hidden, textw, options.acc, scan=True)
     fh.write("\n\n")
-    _write_domains(fh, None, result.hits, textw, options.acc, not options.noali, scan=True)
+    _write_domains(fh, None, result.hits, hidden, textw, options.acc, not options.noali, scan=True)
     fh.write("\n\n")
     _write_statistics(fh, result.stats, timing or Timing(), scan=True)
     fh.write("//\n")
@@ -437,9 +438,10 @@ def write_iterative_query(fh, result, options: SearchOptions, alignment_path: st
                 rnd.prv_msa_nseq, rnd.prv_msa_nseq - 1, rnd.prv_ntargets))
             fh.write("@@ Model size:             %d positions\n" % rnd.hmm.M)
             fh.write("@@\n\n")
-        _write_targets(fh, rnd.hits, textw, options.acc)
+        hidden = _hidden_fields(rnd.hits)
+        _write_targets(fh, rnd.hits, hidden, textw, options.acc)
         fh.write("\n\n")
-        _write_domains(fh, rnd.hmm, rnd.hits, textw, options.acc, not options.noali)
+        _write_domains(fh, rnd.hmm, rnd.hits, hidden, textw, options.acc, not options.noali)
         fh.write("\n\n")
         _write_statistics(fh, rnd.stats, rnd.timing or Timing())
         fh.write("\n")
@@ -520,7 +522,7 @@ _DOMAIN_PREFIX = struct.Struct(">iqqqqqqffff")
 #   size, ienv, jenv, iali, jali, iorf, jorf, envsc, domcorrection, dombias, oasc
 
 
-_HIT_NDOM = struct.Struct(">i")        # (a hit record's ndom, at _HIT_NDOM_AT; a record's size, at 0)
+_INT32 = struct.Struct(">i")        # a record's size (at 0), a hit record's ndom (at _HIT_NDOM_AT)
 _HIT_NDOM_AT = struct.calcsize(">Iid3f3dfiiii")     # (size .. nenvelopes: HMMER's P7_HIT record)
 
 
@@ -536,13 +538,13 @@ def _hidden_fields(hits) -> list:
     for h in state["hit"]:
         record = bytes(state["unsrt"][h])
         nexpected = _HIT_PREFIX.unpack_from(record)[9]
-        at = _HIT_NDOM.unpack_from(record)[0]
+        at = _INT32.unpack_from(record)[0]
         accs = []
-        for _ in range(_HIT_NDOM.unpack_from(record, _HIT_NDOM_AT)[0]):
+        for _ in range(_INT32.unpack_from(record, _HIT_NDOM_AT)[0]):
             fields = _DOMAIN_PREFIX.unpack_from(record, at)
             accs.append(fields[10] / (1.0 + abs(float(fields[2] - fields[1]))))
             at += fields[0]
-            at += _HIT_NDOM.unpack_from(record, at)[0]             # (the alignment display)
+            at += _INT32.unpack_from(record, at)[0]             # (the alignment display)
         out.append((nexpected, accs))
     return out
 
@@ -587,15 +589,15 @@ def _alidisplay_extras(ali) -> AlidisplayExtras:
     return AlidisplayExtras(rfline, mmline, csline, hmmacc, sqacc)
 
 
-def _write_targets(fh, hits, textw: int, show_accessions: bool, scan: bool = False, hidden=None) -> None:
+def _write_targets(fh, hits, hidden: list, textw: int, show_accessions: bool, scan: bool = False) -> None:
     """The per-sequence hit list (p7_tophits_Targets, search mode; with ``scan``, hmmscan's
     per-model list).
 
     The name column is as wide as the longest name of *all* hits in the
-    list, reported or not (p7_tophits_GetMaxNameLength), at least 8.
+    list, reported or not (p7_tophits_GetMaxNameLength), at least 8.  ``hidden``: the hits'
+    :func:`_hidden_fields`.
     """
     all_hits = list(hits)
-    hidden = _hidden_fields(hits) if hidden is None else hidden
     if show_accessions:
         namew = max([8] + [len(_shown_name(h.name, h.accession, True)) for h in all_hits])
     else:
@@ -636,15 +638,16 @@ def _write_targets(fh, hits, textw: int, show_accessions: bool, scan: bool = Fal
         fh.write("\n   [No hits detected that satisfy reporting thresholds]\n")
 
 
-def _write_domains(fh, hmm, hits, textw: int, show_accessions: bool,
-                   show_alignments: bool, scan: bool = False, hidden=None) -> None:
+def _write_domains(fh, hmm, hits, hidden: list, textw: int, show_accessions: bool,
+                   show_alignments: bool, scan: bool = False) -> None:
     """Domain table and alignments of every reported hit (p7_tophits_Domains, search mode;
-    with ``scan``, hmmscan's: every hit a model, ``hmm`` unused)."""
+    with ``scan``, hmmscan's: every hit a model, ``hmm`` unused; ``hidden``: the hits'
+    :func:`_hidden_fields`)."""
     fh.write("Domain annotation for each %s%s:\n" % ("model" if scan else "sequence",
                                                    " (and alignments)" if show_alignments else ""))
 
     nreported = 0
-    for hit, (_, accs) in zip(hits, _hidden_fields(hits) if hidden is None else hidden):
+    for hit, (_, accs) in zip(hits, hidden):
         if not hit.reported:
             continue
         nreported += 1
