@@ -1,6 +1,7 @@
 """Where the finishing of an hmmsearch with GPU finishing spends its CPU time, on the GPU host.
 
     python bench/probes/finish_split.py [--models 2000] [--db proteome] [--homologs many]
+    python bench/probes/finish_split.py --ab [--backlog-seconds 0.5,2]
 
 Runs the search in-process (inputs built by ``bench/hmmsearch_matrix.py``, cached under
 --work) with the GPU finishing on, and records which survivors the GPU left to pyhmmer and
@@ -29,7 +30,10 @@ import hmmsearch_matrix as matrix  # noqa: E402
 def main():
     ap = argparse.ArgumentParser()
     matrix.add_cell_arguments(ap, homologs="many")
-    ap.add_argument("--ab", action="store_true", help="the timeline with the GPU finishing on, then off; no more")
+    ap.add_argument("--ab", action="store_true",
+                    help="the timeline with the GPU finishing on, off and auto (search.BACKLOG_SECONDS); no more")
+    ap.add_argument("--backlog-seconds", type=lambda v: [float(x) for x in v.split(",")], default=[],
+                    help="with --ab: auto again with each of these search.BACKLOG_SECONDS")
     ap.add_argument("--switch-intervals", type=lambda v: [float(x) for x in v.split(",")], default=[],
                     help="the timeline again with each of these sys.setswitchinterval seconds")
     args = ap.parse_args()
@@ -71,9 +75,13 @@ def main():
     search.Finisher.__call__ = timed("cpu piece", finisher_call)
     gpufinish.GpuFinishing._hits_maker = lambda *a, **k: timed("records", maker(*a, **k))
     gpufinish.GpuFinishing.finish = timed("gpu finishing", finish)
-    for on, interval in [(on, None) for on in (("on", "off") if args.ab else ("on",))] + \
-            [("on", x) for x in args.switch_intervals]:
-        if interval is not None:
+    runs = [(on, None) for on in (("on", "off", "auto") if args.ab else ("on",))]
+    runs += [("auto", x) for x in args.backlog_seconds] if args.ab else [("on", x) for x in args.switch_intervals]
+    for on, interval in runs:
+        if interval is not None and on == "auto":
+            print(f"BACKLOG_SECONDS {interval:g}")
+            search.BACKLOG_SECONDS = interval
+        elif interval is not None:
             print(f"switch interval {interval * 1e3:g} ms")
             sys.setswitchinterval(interval)
         spans.clear()
@@ -82,6 +90,7 @@ def main():
         for k in backend.kernel_seconds:
             backend.kernel_seconds[k] = 0.0
         results, wall = timeline(search, hmms, db, args, backend, spans, on)
+        print(f"  models finished on the GPU {len(recorded)}, pairs {sum(len(x[2]) for x in recorded)}")
     search.run_cascade_batch, search.Finisher.__call__ = cascade_batch, finisher_call
     gpufinish.GpuFinishing._hits_maker = maker
     gpufinish.GpuFinishing.finish = original
@@ -128,12 +137,17 @@ def timeline(search, hmms, db, args, backend, spans, on):
     yielded = []
     results = []
     for r in search.hmmsearch(hmms, db, device="gpu", cpus=args.cpus, backend=backend,
-                              gpu_finishing=on == "on"):
+                              gpu_finishing={"on": True, "off": False, "auto": "auto"}[on]):
         results.append(r)
         yielded.append(time.perf_counter())
     wall = time.perf_counter() - t
+    stages = {}
+    for r in results:
+        for k, v in (r.seconds or {}).items():
+            stages[k] = stages.get(k, 0.0) + v
     print(f"GPU finishing {on}: {wall:.2f} s; kernel seconds "
-          + ", ".join(f"{k} {v:.2f}" for k, v in backend.kernel_seconds.items()))
+          + ", ".join(f"{k} {v:.2f}" for k, v in backend.kernel_seconds.items())
+          + "; stages summed over threads " + ", ".join(f"{k} {v:.2f}" for k, v in stages.items()))
     print("timeline (s from the start): kind, calls, first start, last end, busy seconds; then busy per 2 s")
     edges = np.arange(0.0, wall + 2.0, 2.0)
     for kind in ("filter batch", "gpu finishing", "cpu piece", "records"):

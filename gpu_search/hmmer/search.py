@@ -121,7 +121,7 @@ def hmmsearch(
     backend=None,
     callback: Callable[[object, int], None] | None = None,
     filter_threads: int | None = None,
-    gpu_finishing: bool = True,
+    gpu_finishing: bool | str = "auto",
 ) -> Iterator[SearchResult]:
     """Search every model of ``hmms`` against ``db``; yield results in model order.
 
@@ -139,13 +139,18 @@ def hmmsearch(
         callback: called as ``callback(hmm, n_done)`` after each model.
         filter_threads: threads running batches of models through the filter cascade at once
             (at most ``cpus``); by default as measured best (:func:`_filter_threads`).
-        gpu_finishing: on a GPU, finish the survivors there where it is exact
-            (:mod:`.gpufinish`), else all on the CPU threads (benchmarks compare the two).
+        gpu_finishing: on a GPU, where HMMER's finishing of the survivors is done: "auto"
+            (the GPU takes a batch's survivors, where exact (:mod:`.gpufinish`), only while
+            the CPU threads have more than BACKLOG_SECONDS of finishing queued), True (the
+            GPU takes every batch's) or False (the CPU threads finish all); the hits are
+            the same (tests and benchmarks compare them).
 
     Yields:
         :class:`SearchResult` per model, in the order of ``hmms``.
     """
     options = options or SearchOptions()
+    if gpu_finishing not in (True, False, "auto"):
+        raise ValueError(f"gpu_finishing must be True, False or 'auto', not {gpu_finishing!r}")
     cpus = cpus or os.cpu_count() or 1
     skipped = db.check_for_hmmsearch(skip_long)
     searched = np.arange(db.n_seqs)
@@ -466,6 +471,37 @@ class Finisher:
         return hits, time.perf_counter() - t
 
 
+class FinishingBacklog:
+    """The finishing work handed to the CPU threads and not yet done, in DP cells, and in
+    seconds of all the threads at the rate their finished pieces have shown so far."""
+
+    def __init__(self, threads: int):
+        self.threads = max(1, threads)
+        self._lock = threading.Lock()
+        self._cells = 0.0               # handed on, not done
+        self._done_cells = 0.0          # done, and the thread-seconds they took
+        self._done_seconds = 0.0
+
+    def add(self, cells: float) -> None:
+        with self._lock:
+            self._cells += cells
+
+    def done(self, cells: float, seconds: float | None) -> None:
+        """A piece of ``cells`` is through (seconds None where it failed or was cancelled)."""
+        with self._lock:
+            self._cells -= cells
+            if seconds is not None:
+                self._done_cells += cells
+                self._done_seconds += seconds
+
+    def seconds(self) -> float:
+        """The backlog's seconds on all threads (0 before any piece has finished: no rate yet)."""
+        with self._lock:
+            if self._done_cells <= 0.0:
+                return 0.0
+            return self._cells * self._done_seconds / self._done_cells / self.threads
+
+
 # Finishing pieces: about FINISH_CELLS DP cells (survivors x length x M) and at least
 # FINISH_MIN_SEQS sequences each; in a search of at most LOOKAHEAD_MODELS models, pieces of
 # SMALL_RUN_CELLS and SMALL_RUN_MIN_SEQS, so that the last models' survivors are finished on
@@ -490,6 +526,15 @@ def _chunks_by_cells(survivors: np.ndarray, lengths: np.ndarray, M: int,
 # database is bound by latency, not by work.
 BATCH_MODELS = 32
 LOOKAHEAD_MODELS = 512
+# With gpu_finishing="auto", a batch's survivors go to the GPU only while the CPU threads have
+# more than this many seconds of finishing queued.  Where the CPU threads keep up, the GPU's
+# finishing saves no time and slows the filters, the search's critical path then: its host
+# work holds the interpreter's lock the filter threads need, and its kernels share the GPU.
+# 2,000 models x 6.8 M residues on an H200 host with 16 cores, in one process
+# (bench/probes/finish_split.py --ab), seconds with every batch on the GPU / none / "auto":
+# few homologs 7.5 / 4.7 / 4.8; many homologs, three runs, 12.7-15.1 / 14.9-16.6 / 12.0-13.7
+# (another host: 0.3 s as fast as every batch on the GPU, 3 s as slow as none).
+BACKLOG_SECONDS = 1.0
 
 
 def _filter_threads(n_models_ahead: int) -> int:
@@ -506,7 +551,7 @@ def _filter_threads(n_models_ahead: int) -> int:
 
 
 def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searched, nres, callback,
-                     filter_threads, gpu_finishing: bool = True):
+                     filter_threads, gpu_finishing: bool | str = "auto"):
     """Filter cascade on the backend, survivors finished by pyhmmer; models overlap.
 
     Two pools: a few threads run batches of models through the cascade (GPU
@@ -546,6 +591,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
         template = finish.pipelines.once(first, DigitalSequenceBlock(first.alphabet)).__getstate__()["pipeline"]
         template.update(dict.fromkeys(SEQUENCE_COUNTERS, 0))
         gpu_finish = GpuFinishing(db, backend, template)
+    backlog = FinishingBacklog(cpus)
     running_z = running_z_applies(options, db)
     name_len = name_bytes(db) if running_z else None
     batch_key = getattr(backend, "batch_key", lambda M: None)
@@ -581,12 +627,24 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
                 for hmm, holder, (make, left) in zip(batch, holders, finished):
                     try:
                         holder.set_result(([records_pool.submit(make)] if make else [],
-                                           [finish_pool.submit(finish, hmm, piece) for piece in
+                                           [to_cpu(hmm, piece) for piece in
                                             _chunks_by_cells(left, db.lengths, hmm.M, piece_cells, piece_seqs)]))
                     except RuntimeError as exc:          # (the pool shut down: the search has stopped)
                         holder.set_exception(exc)
 
-            if gpu_finish is not None:
+            def to_cpu(hmm, piece) -> Future:
+                cells = float(db.lengths[piece].sum()) * hmm.M
+                backlog.add(cells)
+                try:
+                    future = finish_pool.submit(finish, hmm, piece)
+                except BaseException:
+                    backlog.done(cells, None)
+                    raise
+                future.add_done_callback(lambda f: backlog.done(
+                    cells, None if f.cancelled() or f.exception() is not None else f.result()[1]))
+                return future
+
+            if gpu_finish is not None and (gpu_finishing is True or backlog.seconds() > BACKLOG_SECONDS):
                 gpu_finish.submit(batch, profs, [cascade.survivors for cascade in results], to_finishing_threads)
             else:
                 to_finishing_threads([(None, cascade.survivors) for cascade in results])

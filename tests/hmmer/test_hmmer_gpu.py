@@ -416,12 +416,16 @@ def test_gpu_batches_of_models_equal_reference(data_dir, proteome, gpu_proteome)
         assert np.array_equal(got, gpu_proteome.bias(*f, idx))
 
 
-def test_gpu_search_of_many_models_equals_cpu(proteome):
+def test_gpu_search_of_many_models_equals_cpu(proteome, monkeypatch):
     """Forty single-sequence models of the proteome (M 40 to 900: batches of several kernel
     geometries, models started out of order to fill them) with HMMER's defaults and with the
-    filters opened: hits, tables and pipeline counts equal to the CPU's, in model order."""
+    filters opened, finished on the CPU threads, on the GPU, and by "auto" with any backlog
+    sending a batch to the GPU: hits, tables and pipeline counts equal
+    to the CPU's, in model order."""
     hmms = proteome_models(proteome, 40, 0.05, 0.97)
-    for opts, on_gpu in (({}, False), ({}, True), ({"F2": 1.0, "F3": 1.0, "E": 1e6}, True)):
+    monkeypatch.setattr(search, "BACKLOG_SECONDS", 0.0)
+    for opts, on_gpu in (({}, False), ({}, True), ({}, "auto"), ({"F2": 1.0, "F3": 1.0, "E": 1e6}, True),
+                         ({"F2": 1.0, "F3": 1.0, "E": 1e6}, "auto")):
         options = SearchOptions(**opts)
         cpu = list(search.hmmsearch(hmms, proteome, options, device="cpu"))
         gpu = list(search.hmmsearch(hmms, proteome, options, device="gpu", gpu_finishing=on_gpu))

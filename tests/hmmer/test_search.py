@@ -397,3 +397,49 @@ def test_few_cpus_and_batches_of_one_geometry_keep_every_model(data_dir, proteom
     assert [r.hmm.name for r in got] == [h.name for h in hmms]
     cpu = list(search.hmmsearch(hmms[:3], db, device="cpu", cpus=2))
     assert tables(got[:3]) == tables(cpu)
+
+
+def test_finishing_backlog_in_seconds_at_the_measured_rate():
+    """The backlog is the cells handed on and not done, at the rate of the pieces done so far
+    over all threads; none is known before a piece is done; a failed piece leaves the backlog
+    and not the rate."""
+    backlog = search.FinishingBacklog(threads=4)
+    backlog.add(1e6)
+    assert backlog.seconds() == 0.0                     # (no rate yet)
+    backlog.add(3e6)
+    backlog.done(1e6, 2.0)                              # 1e6 cells in 2 thread-seconds
+    assert backlog.seconds() == pytest.approx(3e6 * 2.0 / 1e6 / 4)
+    backlog.add(5e5)
+    backlog.done(5e5, None)                             # failed: out of the backlog, not in the rate
+    assert backlog.seconds() == pytest.approx(1.5)
+    backlog.done(3e6, 2.0)
+    assert backlog.seconds() == 0.0
+
+
+def test_every_finishing_piece_leaves_the_backlog(data_dir, proteome, monkeypatch):
+    """Each piece handed to the CPU threads is counted into the backlog and out again when
+    done: after a search none is left, and every cell counted in was done."""
+    made = []
+
+    class Recorded(search.FinishingBacklog):
+        def __init__(self, threads):
+            super().__init__(threads)
+            self.added = []
+            made.append(self)
+
+        def add(self, cells):
+            self.added.append(cells)
+            super().add(cells)
+
+    monkeypatch.setattr(search, "FinishingBacklog", Recorded)
+    hmms = read_hmms(data_dir / "hmms" / "txt" / "Thioesterase.hmm") * 3
+    list(search.hmmsearch(hmms, proteome, SearchOptions(F3=1.0), device="reference", cpus=2))
+    backlog, = made
+    assert len(backlog.added) >= 3 and backlog._cells == 0.0
+    assert backlog._done_cells == sum(backlog.added) > 0.0 and backlog._done_seconds > 0.0
+
+
+def test_gpu_finishing_takes_true_false_or_auto(proteome, data_dir):
+    hmms = read_hmms(data_dir / "hmms" / "txt" / "Thioesterase.hmm")
+    with pytest.raises(ValueError, match="gpu_finishing"):
+        list(search.hmmsearch(hmms, proteome, device="reference", gpu_finishing="yes"))
