@@ -533,7 +533,7 @@ LOOKAHEAD_MODELS = 512
 # 2,000 models x 6.8 M residues on an H200 host with 16 cores, in one process
 # (bench/probes/finish_split.py --ab), seconds with every batch on the GPU / none / "auto":
 # few homologs 7.5 / 4.7 / 4.8; many homologs, three runs, 12.7-15.1 / 14.9-16.6 / 12.0-13.7
-# (another host: 0.3 s as fast as every batch on the GPU, 3 s as slow as none).
+# (another host: a backlog of 0.3 s as fast as every batch on the GPU, 3 s as slow as none).
 BACKLOG_SECONDS = 1.0
 
 
