@@ -159,6 +159,8 @@ def main():
     ap.add_argument("--ab", type=Path, help="a folder holding another gpu_search: unwrapped runs of "
                                             "both, alternated, --ab-runs each")
     ap.add_argument("--ab-runs", type=int, default=3)
+    ap.add_argument("--cold", action="store_true", help="every run with CuPy's, numba's and CUDA's caches a new "
+                                                        "empty folder (a first run on a fresh host)")
     args = ap.parse_args()
     args.copies, args.base_seqs, args.max_m = dict(matrix.DB_COPIES), 0, matrix.M_MAX
     args.work.mkdir(parents=True, exist_ok=True)
@@ -173,8 +175,20 @@ def main():
         hmm, _ = matrix.build_models(args.models, args)
         cmd = matrix.ours_command(args, args.device, hmm, gsdb, os.devnull, os.devnull)
     argv = cmd[cmd.index(args.program):]
-    print(f"== {args.program}: {args.models} models x {args.db}, {args.homologs} homologs, --device {args.device}")
+    print(f"== {args.program}: {args.models} models x {args.db}, {args.homologs} homologs, --device {args.device}"
+          + (", cold" if args.cold else ""))
+    if args.cold:
+        import shutil
+        import tempfile
+
+        def fresh() -> dict:           # an empty cache folder a run
+            folder = Path(tempfile.mkdtemp(prefix="cold-cache-", dir=args.work))
+            return matrix.cache_env(folder)
+    else:
+        def fresh() -> dict:
+            return env
     for run in range(args.runs):
+        env = fresh()
         t = time.perf_counter()
         p = subprocess.run([sys.executable, "-c", CHILD, *argv], env=env, capture_output=True, text=True)
         wall = time.perf_counter() - t
@@ -188,9 +202,14 @@ def main():
         spans = [line.split("\t")[1:] for line in p.stderr.splitlines() if line.startswith("SPAN\t")]
         busy(spans, args.bin)
     for run in range(2):
+        env = fresh()
         t = time.perf_counter()
         subprocess.run(cmd, env=env, check=True, capture_output=True)
         print(f"-- unwrapped run {run + 1}: {time.perf_counter() - t:.2f} s")
+    if args.cold:
+        for folder in args.work.glob("cold-cache-*"):
+            shutil.rmtree(folder, ignore_errors=True)
+        env = matrix.cache_env(args.work / "cache")
     if args.ab:
         other = dict(env, PYTHONPATH=str(args.ab.resolve()) + os.pathsep + env["PYTHONPATH"])
         times = {"this": [], "other": []}

@@ -480,6 +480,10 @@ def _scan_filtered(queries: SequenceDB, db: ModelDB, options: SearchOptions, thr
     filter_threads = max(1, min(filter_threads, threads))
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="hmmscan-finish") as finish_pool, \
             ThreadPoolExecutor(max_workers=filter_threads, thread_name_prefix="hmmscan-filter") as filter_pool:
+        if hasattr(backend, "prepare_kernels"):
+            # the batches' kernel shapes compiled side by side, in the batches' order, where
+            # this host has none of them yet
+            backend.prepare_kernels([profiles[m].M for batch in batches for m in batch])
         under_way = [filter_pool.submit(cascade_task, batch) for batch in batches]
         try:
             pieces, filtered = [], 0
@@ -497,6 +501,8 @@ def _scan_filtered(queries: SequenceDB, db: ModelDB, options: SearchOptions, thr
             for fut in under_way:
                 fut.cancel()
             finish_pool.shutdown(wait=False, cancel_futures=True)
+            if hasattr(backend, "stop_preparing"):
+                backend.stop_preparing()
 
     running_z = running_z_applies(options, queries)
     name_len = np.array([len(om.name.encode()) for om in profiles]) if running_z else None

@@ -149,7 +149,7 @@ def hmmsearch(
         :class:`SearchResult` per model, in the order of ``hmms``.
     """
     options = options or SearchOptions()
-    if gpu_finishing not in (True, False, "auto"):
+    if not (gpu_finishing is True or gpu_finishing is False or gpu_finishing == "auto"):
         raise ValueError(f"gpu_finishing must be True, False or 'auto', not {gpu_finishing!r}")
     cpus = cpus or os.cpu_count() or 1
     skipped = db.check_for_hmmsearch(skip_long)
@@ -605,6 +605,20 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="records") as records_pool, \
             ThreadPoolExecutor(max_workers=filter_threads, thread_name_prefix="filter") as filter_pool:
 
+        def to_cpu(hmm, piece) -> Future:
+            """A piece of a model's survivors to the finishing threads, counted in the backlog
+            until done."""
+            cells = float(db.lengths[piece].sum()) * hmm.M
+            backlog.add(cells)
+            try:
+                future = finish_pool.submit(finish, hmm, piece)
+            except BaseException:
+                backlog.done(cells, None)
+                raise
+            future.add_done_callback(lambda f: backlog.done(
+                cells, None if f.cancelled() or f.exception() is not None else f.result()[1]))
+            return future
+
         def cascade_task(batch):
             profs = [FilterProfile.from_hmm(hmm, bg) for hmm in batch]
             results = run_cascade_batch(profs, db, backend, F1=options.F1, F2=options.F2, F3=options.F3,
@@ -631,18 +645,6 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
                                             _chunks_by_cells(left, db.lengths, hmm.M, piece_cells, piece_seqs)]))
                     except RuntimeError as exc:          # (the pool shut down: the search has stopped)
                         holder.set_exception(exc)
-
-            def to_cpu(hmm, piece) -> Future:
-                cells = float(db.lengths[piece].sum()) * hmm.M
-                backlog.add(cells)
-                try:
-                    future = finish_pool.submit(finish, hmm, piece)
-                except BaseException:
-                    backlog.done(cells, None)
-                    raise
-                future.add_done_callback(lambda f: backlog.done(
-                    cells, None if f.cancelled() or f.exception() is not None else f.result()[1]))
-                return future
 
             if gpu_finish is not None and (gpu_finishing is True or backlog.seconds() > BACKLOG_SECONDS):
                 gpu_finish.submit(batch, profs, [cascade.survivors for cascade in results], to_finishing_threads)
@@ -690,14 +692,21 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
         handed = 0
         models = itertools.chain(head, hmms)
 
+        prepare_kernels = getattr(backend, "prepare_kernels", None)
+
         def fill() -> None:
             nonlocal read
+            first = len(ahead)
             while len(ahead) < LOOKAHEAD_MODELS:
                 hmm = next(models, None)
                 if hmm is None:
-                    return
+                    break
                 ahead.append((read, hmm))
                 read += 1
+            if prepare_kernels is not None and len(ahead) > first:
+                # the kernel shapes of the models read, compiled side by side before their
+                # batches ask for them, where this host has none of them yet
+                prepare_kernels([hmm.M for _, hmm in itertools.islice(ahead, first, None)])
 
         def start_batch() -> None:
             """The oldest model not started and up to BATCH_MODELS - 1 of its geometry from
@@ -750,3 +759,5 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
                             piece.cancel()
             if gpu_finish is not None:
                 gpu_finish.close()
+            if prepare_kernels is not None:
+                backend.stop_preparing()

@@ -290,3 +290,77 @@ def test_no_writable_folder_for_kernels_is_the_runs_error(monkeypatch):
             device.gpu_status()
     finally:
         device.gpu_status.cache_clear()
+
+
+def test_shapes_prepared_ahead_are_compiled_once_and_waited_for(tmp_path, monkeypatch):
+    """prepare() compiles the shapes a search is about to launch on a pool of threads: a launch
+    of a shape being compiled there waits for it (NVRTC called once for it), a shape still
+    queued is taken off the queue and compiled by the launching thread at once, a shape with a
+    cubin already on disk is not queued, and no temporary file is left."""
+    import threading
+
+    calls, loaded = [], []
+    release = threading.Event()
+
+    class RawModule:
+        def __init__(self, code=None, options=(), path=None):
+            loaded.append(Path(path).read_bytes() if path is not None else code)
+
+        def get_function(self, name):
+            return name
+
+    class Device:
+        compute_capability = "90"
+
+        def __init__(self, device_id):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            pass
+
+    def compile_cubin(source, flags, folder, arch, name):
+        calls.append((source.partition("#line")[0], threading.current_thread().name))
+        if "X 1" in source:
+            assert release.wait(10)
+        return b"cubin of " + source.partition("#line")[0].encode()
+
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(RawModule=RawModule,
+                                                                   cuda=types.SimpleNamespace(Device=Device)))
+    monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path / "kernel_cache"))
+    monkeypatch.setattr(gpu.compiled, "FOLDER", tmp_path / "none")
+    monkeypatch.setattr(gpu.compiled, "compile_cubin", compile_cubin)
+    monkeypatch.setattr(gpu.loader, "_nvrtc_version", lambda: (12, 4))
+    monkeypatch.setattr(gpu.loader, "_pool", None)
+    kernel = tmp_path / "k.cu"
+    kernel.write_text('extern "C" __global__ void a() {}\n')
+    one, two = (kernel, ("-DX=1",)), (kernel, ("-DX=2",))
+    gpu.loader.clear_cache()
+    try:
+        queued = gpu.loader.prepare([one, two, one], 0, threads=1)
+        assert len(queued) == 2                   # (the same shape twice: once)
+        while not calls:                          # the pool's one thread is compiling X=1, X=2 waits
+            release.wait(0.01)
+        assert gpu.load_functions(kernel, two[1], ("a",), 0) == ("a",)
+        assert calls[1] == ("#define X 2\n", "MainThread") and queued[1].cancelled()
+        waiter = threading.Thread(target=gpu.load_functions, args=(kernel, one[1], ("a",), 0))
+        waiter.start()
+        waiter.join(0.2)
+        assert waiter.is_alive()                  # waits for the pool's compilation of X=1
+        release.set()
+        waiter.join(10)
+        assert not waiter.is_alive() and queued[0].result() is None
+        assert [c[0] for c in calls] == ["#define X 1\n", "#define X 2\n"]
+        assert calls[0][1].startswith("nvrtc") and loaded[-1] == b"cubin of #define X 1\n"
+        gpu.loader.clear_cache()
+        assert gpu.loader.prepare([one, two], 0) == []     # both on disk now: nothing to compile
+        assert len(calls) == 2
+        left = sorted(p.name for p in (tmp_path / "kernel_cache" / "gpu-search").iterdir())
+        assert len(left) == 2 and all(name.endswith(".sm_90.nvrtc12.4.cubin") for name in left)
+    finally:
+        release.set()
+        if gpu.loader._pool is not None:
+            gpu.loader._pool.shutdown(wait=True)
+        gpu.loader.clear_cache()

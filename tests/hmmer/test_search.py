@@ -183,6 +183,39 @@ def test_batches_are_the_same_whatever_the_timing(data_dir, proteome, monkeypatc
     assert len(short) <= len({h.M % 2 for h in hmms}), [len(b) for b in first]
 
 
+def test_kernel_shapes_are_prepared_before_their_batches(data_dir, proteome, monkeypatch):
+    """A backend that compiles kernel shapes ahead (prepare_kernels: the GPU's, on a fresh host)
+    is given every model's size as the search reads it, before the model's batch is filtered,
+    each model once, and is told to stop once the search ends, also where it stops early."""
+    from gpu_search.hmmer import cascade, reference
+
+    hmms = [h for m in ("Thioesterase", "PF02826", "RREFam") for h in read_hmms(data_dir / "hmms" / "txt" / f"{m}.hmm")]
+    hmms = hmms * 250                    # (past the models read ahead at the start)
+    db = proteome.subset(range(0, 50))
+    prepared, events = [], []
+
+    class Preparing(reference.ReferenceBackend):
+        def prepare_kernels(self, Ms):
+            prepared.extend(Ms)
+
+        def stop_preparing(self):
+            events.append("stop")
+
+    def stand_in(profs, db, backend, **kwargs):
+        events.append(all(p.M in prepared for p in profs))
+        return [cascade.CascadeResult(np.zeros(0, dtype=np.int64), 0, 0, 0) for _ in profs]
+
+    monkeypatch.setattr(search, "run_cascade_batch", stand_in)
+    got = list(search.hmmsearch(hmms, db, device="reference", cpus=2, backend=Preparing(db)))
+    assert len(got) == len(hmms) and prepared == [h.M for h in hmms]
+    assert events[-1] == "stop" and events[:-1] == [True] * (len(events) - 1) and len(events) > 2
+    events.clear()
+    results = search.hmmsearch(hmms, db, device="reference", cpus=2, backend=Preparing(db))
+    next(results)
+    results.close()                      # a caller that stops early
+    assert events.count("stop") == 1
+
+
 def test_launch_groups_hold_every_model():
     """launch_groups: every model once, in a group whose geometry holds it, at most GROUP_SLACK
     times the nodes of the group's smallest model's own geometry."""
@@ -441,5 +474,6 @@ def test_every_finishing_piece_leaves_the_backlog(data_dir, proteome, monkeypatc
 
 def test_gpu_finishing_takes_true_false_or_auto(proteome, data_dir):
     hmms = read_hmms(data_dir / "hmms" / "txt" / "Thioesterase.hmm")
-    with pytest.raises(ValueError, match="gpu_finishing"):
-        list(search.hmmsearch(hmms, proteome, device="reference", gpu_finishing="yes"))
+    for wrong in ("yes", 1, 0, None):
+        with pytest.raises(ValueError, match="gpu_finishing"):
+            list(search.hmmsearch(hmms, proteome, device="reference", gpu_finishing=wrong))

@@ -31,7 +31,7 @@ from ...gpu import (DeviceDatabase, allow_smem, blocks_per_sm, check_gpus, devic
                     longest_first, pinned_empty, to_gpu_async)
 from ..profile import FilterProfile
 from .geometry import BLOCK, Geometry, launch_groups, msv_geometry, viterbi_block, viterbi_geometry
-from .kernels import in_smem, load_bias_kernel, load_forward_parser, load_kernel
+from .kernels import FIXED_SHAPES, in_smem, load_bias_kernel, load_forward_parser, load_kernel, model_shapes
 from .packing import (FWDBACK_QMAX, bias_params, fwdback_params, job_table, length_table,
                       msv_params, msv_states, pack_fwdback_profiles, pack_msv_profile,
                       pack_viterbi_profile, viterbi16_again, viterbi16_bounds, viterbi_params, viterbi_states)
@@ -111,6 +111,8 @@ class GpuBackend:
         self._local = threading.local()   # each calling thread's streams, one per GPU
         self._lock = threading.Lock()     # kernel_seconds, added to by every calling thread
         self._rebuild = threading.Lock()  # one thread at a time cuts the parts again after an OOM
+        self._prepared: set = set()        # (GPU, kernel shape) prepared (prepare_kernels), and the futures
+        self._preparing: list = []
         if max_resident_residues is None:
             free = min(cp.cuda.Device(d).mem_info[0] for d in gpus)
             max_resident_residues = int(free * 0.5 / 1.1)   # residues + offsets + work space
@@ -122,6 +124,29 @@ class GpuBackend:
         """Models of equal keys make full batches (hmmsearch's filter tasks): those of one MSV
         group size G, which launch_groups then puts into one or two launches."""
         return msv_geometry(M).G
+
+    def prepare_kernels(self, Ms) -> None:
+        """Have the kernel shapes of models of these sizes, and the shapes every model uses,
+        compiled ahead of their first launch, side by side, where this host has no cubin of
+        them yet (:func:`gpu_search.gpu.loader.prepare`): a search calls it with the models
+        it reads, in their order.  The int32 Viterbi filter's shapes are left to their
+        launches: most searches never launch them."""
+        from ...gpu.loader import prepare
+
+        for d in dict.fromkeys(self.gpus):
+            optin = device_props(d).smem_optin
+            wanted = [*FIXED_SHAPES, *(shape for M in Ms for shape in model_shapes(int(M), optin, int32=False))]
+            new = [shape for shape in dict.fromkeys(wanted) if (d, shape) not in self._prepared]
+            if new:
+                self._prepared.update((d, shape) for shape in new)
+                self._preparing += prepare(new, d)
+
+    def stop_preparing(self) -> None:
+        """The kernel shapes prepare_kernels queued and not yet started are dropped (a
+        search's end: its launches are done)."""
+        for future in self._preparing:
+            future.cancel()
+        self._preparing = []
 
     def _build_parts(self) -> None:
         """Cut the database into per-GPU parts within the memory budget (retrying on OOM): a

@@ -73,15 +73,26 @@ def kernel_shapes(max_M: int = MAX_M_AHEAD, smem_optin: int = SM90_SMEM_OPTIN):
     each model size's MSV, Viterbi filter (16-bit, and int32 for rescoring and models with no
     16-bit offset) geometry, the bias filter and the Forward parser.  A batch's launch
     takes the geometry of one of its models (launch_groups), so no other shape occurs."""
+    yield from FIXED_SHAPES
+    for M in range(1, max_M + 1):
+        yield from model_shapes(M, smem_optin)
+
+
+# the shapes every model uses: the bias filter, and the Forward parser (with HMMER's
+# domain definition: fwdback.cu compiled once for all its kernels)
+FIXED_SHAPES = ((BIAS_FILE, ()), (FWDBACK_FILE, ()))
+
+
+def model_shapes(M: int, smem_optin: int, int32: bool = True):
+    """(file, options) of the filter kernels a model of M nodes is launched with: MSV, the
+    16-bit Viterbi filter, and (int32) the int32 one, which only models without a 16-bit
+    offset and the sequences the 16-bit filter hands back need."""
     from .geometry import msv_geometry, viterbi_geometry
     from .packing import profile_nbytes
 
-    yield BIAS_FILE, ()
-    yield FWDBACK_FILE, ()
-    for M in range(1, max_M + 1):
-        geo = msv_geometry(M)
-        yield KERNEL_FILE, filter_options("msv_filter", geo.G, geo.W, in_smem(profile_nbytes("msv", geo), smem_optin))
-        for geo in (viterbi_geometry(M), viterbi_geometry(M, cells=1)):
-            name = "viterbi_filter16" if geo.cells_per_word == 2 else "viterbi_filter"
-            yield KERNEL_FILE, filter_options(name, geo.G, geo.W, in_smem(profile_nbytes("viterbi", geo), smem_optin),
-                                              geo.seqs, geo.defines)
+    geo = msv_geometry(M)
+    yield KERNEL_FILE, filter_options("msv_filter", geo.G, geo.W, in_smem(profile_nbytes("msv", geo), smem_optin))
+    for geo in (viterbi_geometry(M), viterbi_geometry(M, cells=1)) if int32 else (viterbi_geometry(M),):
+        name = "viterbi_filter16" if geo.cells_per_word == 2 else "viterbi_filter"
+        yield KERNEL_FILE, filter_options(name, geo.G, geo.W, in_smem(profile_nbytes("viterbi", geo), smem_optin),
+                                          geo.seqs, geo.defines)
