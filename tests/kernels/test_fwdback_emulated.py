@@ -15,6 +15,7 @@ tests/hmmer/test_hmmer_gpu.py.
 from __future__ import annotations
 
 import ctypes
+import re
 from pathlib import Path
 
 import emulator_build
@@ -532,3 +533,17 @@ def test_glibc_logf_port_equals_the_c_library(build_dir):
     with np.errstate(divide="ignore"):
         rounded = np.log(x[~nan].astype(np.float64)).astype(np.float32)
     assert (rounded.view(np.uint32) != got[~nan].view(np.uint32)).any()
+
+
+def test_forward_parser_alone_is_the_whole_files_forward_parser():
+    """With FORWARD_PARSER_ONLY (the filter cascade's Forward stage) fwdback.cu holds
+    forward_parser, as the whole file has it (tested above), and no other kernel: the guard
+    opens after it, before every other kernel and helper, and closes at the file's end."""
+    text = FWDBACK_FILE.read_text()
+    guard = text.index("#ifndef FORWARD_PARSER_ONLY")
+    kernels = [m.start() for m in re.finditer(r'extern "C" __global__', text)]
+    names = re.findall(r'extern "C" __global__ void __launch_bounds__\(\d+\)\s+(\w+)', text)
+    assert len(names) == len(kernels) == 8 and names[0] == "forward_parser"
+    assert kernels[0] < guard < kernels[1]
+    assert text.count("#ifndef FORWARD_PARSER_ONLY") == 1
+    assert text.rstrip().endswith("#endif /* FORWARD_PARSER_ONLY */")

@@ -44,6 +44,10 @@
  *   rotated as HMMER stores them), then Q vectors of DD; rfv[KP][Q][4] match odds ratios.
  *   Exactly HMMER's P7_OPROFILE tfv and rfv, lane z at [..][z].
  *
+ * FORWARD_PARSER_ONLY: the file holds forward_parser alone (the filter cascade's Forward
+ *   stage, which launches nothing else: compiled in a fraction of the whole file's time, the
+ *   first model's wait on a host with no cubin yet).
+ *
  * Design: several models a launch, a row of blocks each (jobs.cuh; scalars M, nj, E->C,
  *   E->J); a pair's row lives in its threads' local memory (QMAX vectors of M, D and I a
  *   lane); a model's sequences come longest first, so that a warp's eight pairs share a
@@ -285,6 +289,7 @@ forward_parser(const uint8_t *__restrict__ residues, const long long *__restrict
     out_all[p.out] = (unsure || range_error) ? __int_as_float(0x7fc00000) : score;
 }
 
+#ifndef FORWARD_PARSER_ONLY
 /* HMMER's left shift (_mm_move_ss to 0, then a rotation): lane z takes lane z+1's value, lane 3
    a zero */
 __device__ __forceinline__ float left_shift(float v, unsigned mask, int z)
@@ -1062,3 +1067,4 @@ sequence_null2_sum(const long long *__restrict__ offsets, const int *__restrict_
     }
     sum_out[p] = sum;
 }
+#endif /* FORWARD_PARSER_ONLY */

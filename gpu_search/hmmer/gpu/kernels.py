@@ -49,10 +49,14 @@ def load_bias_kernel(device_id: int):
     return load_functions(BIAS_FILE, (), ("bias_filter",), device_id)[0]
 
 
+# fwdback.cu compiled with forward_parser alone, as the filter cascade's Forward stage takes it
+FORWARD_PARSER_OPTIONS = ("-DFORWARD_PARSER_ONLY",)
+
+
 def load_forward_parser(device_id: int):
     """fwdback.cu's forward_parser (HMMER's exact Forward score) on one device (one shape for
-    every model)."""
-    return load_functions(FWDBACK_FILE, (), ("forward_parser",), device_id)[0]
+    every model), compiled alone."""
+    return load_functions(FWDBACK_FILE, FORWARD_PARSER_OPTIONS, ("forward_parser",), device_id)[0]
 
 
 # the shared memory a block may opt in to, by compute capability (CUDA's
@@ -78,9 +82,9 @@ def kernel_shapes(max_M: int = MAX_M_AHEAD, smem_optin: int = SM90_SMEM_OPTIN):
         yield from model_shapes(M, smem_optin)
 
 
-# the shapes every model uses: the bias filter, and the Forward parser (with HMMER's
-# domain definition: fwdback.cu compiled once for all its kernels)
-FIXED_SHAPES = ((BIAS_FILE, ()), (FWDBACK_FILE, ()))
+# the shapes every model uses: the bias filter, the Forward parser, and HMMER's domain
+# definition (fwdback.cu whole, the GPU's finishing: gpu_search.hmmer.gpu.domaindef)
+FIXED_SHAPES = ((BIAS_FILE, ()), (FWDBACK_FILE, FORWARD_PARSER_OPTIONS), (FWDBACK_FILE, ()))
 
 
 def model_shapes(M: int, smem_optin: int, int32: bool = True):
