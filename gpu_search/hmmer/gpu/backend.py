@@ -129,13 +129,15 @@ class GpuBackend:
         """Have the kernel shapes of models of these sizes, and the shapes every model uses,
         compiled ahead of their first launch, side by side, where this host has no cubin of
         them yet (:func:`gpu_search.gpu.loader.prepare`): a search calls it with the models
-        it reads, in their order.  The int32 Viterbi filter's shapes are left to their
-        launches: most searches never launch them."""
+        it reads, in their order, the int32 Viterbi filter's shapes after the others: only
+        models without a 16-bit offset, and the strong hits viterbi_filter16 hands back, are
+        launched with them (a search with many homologs waited for them on a fresh host)."""
         from ...gpu.loader import prepare
 
         for d in dict.fromkeys(self.gpus):
             optin = device_props(d).smem_optin
-            wanted = [*FIXED_SHAPES, *(shape for M in Ms for shape in model_shapes(int(M), optin, int32=False))]
+            first = [shape for M in Ms for shape in model_shapes(int(M), optin, int32=False)]
+            wanted = [*FIXED_SHAPES, *first, *(shape for M in Ms for shape in model_shapes(int(M), optin))]
             new = [shape for shape in dict.fromkeys(wanted) if (d, shape) not in self._prepared]
             if new:
                 self._prepared.update((d, shape) for shape in new)

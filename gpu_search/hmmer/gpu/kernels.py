@@ -9,6 +9,7 @@ geometry's switches (REDUX, TRANS_REGS: :attr:`.geometry.Geometry.defines`).
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 from ...gpu import load_functions
@@ -87,7 +88,8 @@ def kernel_shapes(max_M: int = MAX_M_AHEAD, smem_optin: int = SM90_SMEM_OPTIN):
 FIXED_SHAPES = ((BIAS_FILE, ()), (FWDBACK_FILE, FORWARD_PARSER_OPTIONS), (FWDBACK_FILE, ()))
 
 
-def model_shapes(M: int, smem_optin: int, int32: bool = True):
+@lru_cache(maxsize=None)
+def model_shapes(M: int, smem_optin: int, int32: bool = True) -> tuple:
     """(file, options) of the filter kernels a model of M nodes is launched with: MSV, the
     16-bit Viterbi filter, and (int32) the int32 one, which only models without a 16-bit
     offset and the sequences the 16-bit filter hands back need."""
@@ -95,8 +97,11 @@ def model_shapes(M: int, smem_optin: int, int32: bool = True):
     from .packing import profile_nbytes
 
     geo = msv_geometry(M)
-    yield KERNEL_FILE, filter_options("msv_filter", geo.G, geo.W, in_smem(profile_nbytes("msv", geo), smem_optin))
+    shapes = [(KERNEL_FILE, filter_options("msv_filter", geo.G, geo.W,
+                                           in_smem(profile_nbytes("msv", geo), smem_optin)))]
     for geo in (viterbi_geometry(M), viterbi_geometry(M, cells=1)) if int32 else (viterbi_geometry(M),):
         name = "viterbi_filter16" if geo.cells_per_word == 2 else "viterbi_filter"
-        yield KERNEL_FILE, filter_options(name, geo.G, geo.W, in_smem(profile_nbytes("viterbi", geo), smem_optin),
-                                          geo.seqs, geo.defines)
+        shapes.append((KERNEL_FILE, filter_options(name, geo.G, geo.W,
+                                                   in_smem(profile_nbytes("viterbi", geo), smem_optin),
+                                                   geo.seqs, geo.defines)))
+    return tuple(shapes)
