@@ -162,6 +162,9 @@ def main():
     ap.add_argument("--cold", action="store_true", help="every run with CuPy's, numba's and CUDA's caches a new "
                                                         "empty folder (a first run on a fresh host)")
     args = ap.parse_args()
+    # every command runs in --work: `python -m` and `-c` put the working folder first on the
+    # path, so in the repository's root the checkout's gpu_search would shadow --ab's
+    args.work = args.work.resolve()
     args.copies, args.base_seqs, args.max_m = dict(matrix.DB_COPIES), 0, matrix.M_MAX
     args.work.mkdir(parents=True, exist_ok=True)
     _, gsdb, _ = matrix.build_database(args.db, args.homologs, args)
@@ -190,7 +193,7 @@ def main():
     for run in range(args.runs):
         env = fresh()
         t = time.perf_counter()
-        p = subprocess.run([sys.executable, "-c", CHILD, *argv], env=env, capture_output=True, text=True)
+        p = subprocess.run([sys.executable, "-c", CHILD, *argv], env=env, capture_output=True, text=True, cwd=args.work)
         wall = time.perf_counter() - t
         print(f"-- wrapped run {run + 1}: {wall:.2f} s (rc {p.returncode})")
         rows = [line.split("\t")[1:] for line in p.stderr.splitlines() if line.startswith("STEP\t")]
@@ -204,24 +207,27 @@ def main():
     for run in range(2):
         env = fresh()
         t = time.perf_counter()
-        subprocess.run(cmd, env=env, check=True, capture_output=True)
+        subprocess.run(cmd, env=env, check=True, capture_output=True, cwd=args.work)
         print(f"-- unwrapped run {run + 1}: {time.perf_counter() - t:.2f} s")
-    if args.cold:
-        for folder in args.work.glob("cold-cache-*"):
-            shutil.rmtree(folder, ignore_errors=True)
-        env = matrix.cache_env(args.work / "cache")
-    if args.ab:
-        other = dict(env, PYTHONPATH=str(args.ab.resolve()) + os.pathsep + env["PYTHONPATH"])
+    if args.ab:               # (with --cold, every run on a new empty cache folder)
         times = {"this": [], "other": []}
         for run in range(args.ab_runs):
-            for which, e in (("other", other), ("this", env)):
+            for which in ("other", "this"):
+                e = fresh()
+                if which == "other":
+                    e = dict(e, PYTHONPATH=str(args.ab.resolve()) + os.pathsep + e["PYTHONPATH"])
                 t = time.perf_counter()
-                subprocess.run(cmd, env=e, check=True, capture_output=True)
+                subprocess.run(cmd, env=e, check=True, capture_output=True, cwd=args.work)
                 times[which].append(time.perf_counter() - t)
         print("-- A/B, unwrapped, alternated: " + "; ".join(
             f"{k} {sorted(v)[len(v) // 2]:.2f} s (median of {' '.join(f'{x:.2f}' for x in v)})"
             for k, v in times.items()))
-    p = subprocess.run([sys.executable, "-X", "importtime", *cmd[1:]], env=env, capture_output=True, text=True)
+    if args.cold:
+        for folder in args.work.glob("cold-cache-*"):
+            shutil.rmtree(folder, ignore_errors=True)
+        env = matrix.cache_env(args.work / "cache")
+    p = subprocess.run([sys.executable, "-X", "importtime", *cmd[1:]], env=env, capture_output=True, text=True,
+                       cwd=args.work)
     rows = []
     for line in p.stderr.splitlines():
         if line.startswith("import time:") and "|" in line:
