@@ -35,6 +35,10 @@ _ALPH_NAMES = {name.lower().encode() for name in EASEL_ALPHABETS.values()}
 _TEXT_FILE = re.compile(rb"(?:[ \t\r]*(?:#[^\n]*)?\n)*[ \t\r]*HMMER")
 _NOT_BLANK = re.compile(rb"\S")
 _LENG_LINE = re.compile(rb"^LENG[ \t]+(\d+)", re.MULTILINE)
+# the same after the first line: a literal first character lets the regex engine skip ahead
+# (ten times faster over a 176 MB file than ^ at every position)
+_LENG_AFTER_FIRST_LINE = re.compile(rb"\nLENG[ \t]+(\d+)")
+_FASTA_START = re.compile(rb"\s*>")
 
 
 # how each program's messages name its HMM argument and what it searches
@@ -107,7 +111,9 @@ class HMMStream:
     @property
     def nodes(self) -> int:
         """The models' M summed (their LENG lines)."""
-        return sum(int(m.group(1)) for m in _LENG_LINE.finditer(self.data))
+        first = _LENG_LINE.match(self.data)
+        return (int(first.group(1)) if first else 0) + sum(
+            int(m.group(1)) for m in _LENG_AFTER_FIRST_LINE.finditer(self.data))
 
     def __iter__(self):
         if self._read:
@@ -156,15 +162,17 @@ def _read_file(path, program: str) -> tuple[Path, bytes, int | None]:
     path = Path(path)
     check_readable(path)
     data = read_bytes(path)
-    if not data.strip():
+    # (tests that copy nothing: strip() copied a Pfam-sized file, 2.4 s of 1.8 GB)
+    if not data or data.isspace():
         raise EmptyInputError(f"{printable(path)}: file is empty")
-    if data.lstrip().startswith(b">"):
+    if _FASTA_START.match(data):
         raise FormatError(f"{printable(path)}: this is a FASTA file, not a profile HMM file "
                           f"({_ARGUMENT_ORDER[program]})")
     return path, data, _check_before_parsing(path, data)
 
 
-def _parse_whole(data: bytes) -> list:
+def _parse_whole(data) -> list:
+    """The models of a file's bytes (or a view of a piece of them)."""
     from pyhmmer.plan7 import HMMFile
 
     with HMMFile(io.BytesIO(data)) as hf:
@@ -333,8 +341,9 @@ def _pieces(data: bytes, threads: int) -> list | None:
             break
         cuts.append(end + 4)
     cuts.append(len(data))
-    # (blank pieces found without copying them)
-    return [data[a:b] for a, b in zip(cuts[:-1], cuts[1:]) if _NOT_BLANK.search(data, a, b)]
+    # (views, not copies: each piece is copied by the thread that parses it; blank ones left out)
+    view = memoryview(data)
+    return [view[a:b] for a, b in zip(cuts[:-1], cuts[1:]) if _NOT_BLANK.search(data, a, b)]
 
 
 def _parse_in_pieces(data: bytes, threads: int) -> list | None:

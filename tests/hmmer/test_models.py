@@ -359,3 +359,19 @@ def test_command_refuses_a_fault_found_while_streaming(streamed_file_and_db):
     assert proc.returncode == whole.value.exit_code, proc.stderr
     assert proc.stderr == f"gpu-search: error: {str(whole.value).replace(str(folder / 'bad.hmm'), 'bad.hmm')}\n"
     assert not (folder / "out.txt").exists() and not (folder / "out.tbl").exists()
+
+
+@pytest.mark.parametrize("text, error, words", [
+    (b"", "EmptyInputError", "file is empty"),
+    (b" \r\n\t\x0b\x0c\n", "EmptyInputError", "file is empty"),
+    (b">seq\nACDE\n", "FormatError", "this is a FASTA file"),
+    (b"\n \t\r\n>seq\nACDE\n", "FormatError", "this is a FASTA file"),
+    (b"\n x>seq\n", "FormatError", "not a valid HMMER profile file"),
+])
+def test_blank_and_fasta_files_are_refused_before_parsing(text, error, words, tmp_path):
+    from gpu_search import errors
+
+    path = tmp_path / "x.hmm"
+    path.write_bytes(text)
+    with pytest.raises(getattr(errors, error), match=words):
+        models.read_hmms(path)
