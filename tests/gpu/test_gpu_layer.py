@@ -163,16 +163,12 @@ def test_loader_compiles_once_per_device(tmp_path, monkeypatch):
     assert loaded == [(str(cubin), 0)] and compiled[-1][0].startswith("#define X 4\n")
 
 
-def test_loader_keeps_what_nvrtc_made_for_later_runs(tmp_path, monkeypatch):
-    """A shape without an ahead-of-time cubin is compiled by NVRTC to a cubin once a host, saved
-    in CuPy's cache folder under a name holding NVRTC's version, and loaded from there by later
-    runs (a fresh process: the loader's memory cleared) without NVRTC; a newer NVRTC compiles
-    it again; where NVRTC fails, CuPy's own compile path runs (and reports the error)."""
-    nvrtc_calls, loaded, cupy_compiled = [], [], []
-
+def stand_in_cupy(loaded: list, compiled_by_cupy: list):
+    """A CuPy of one device of compute capability 9.0 whose modules note what they load: a
+    cubin's bytes in ``loaded``, source given to CuPy's own compile path in ``compiled_by_cupy``."""
     class RawModule:
         def __init__(self, code=None, options=(), path=None):
-            (loaded.append(Path(path).read_bytes()) if path is not None else cupy_compiled.append(code))
+            (loaded.append(Path(path).read_bytes()) if path is not None else compiled_by_cupy.append(code))
 
         def get_function(self, name):
             return name
@@ -189,14 +185,23 @@ def test_loader_keeps_what_nvrtc_made_for_later_runs(tmp_path, monkeypatch):
         def __exit__(self, *exc):
             pass
 
+    return types.SimpleNamespace(RawModule=RawModule, cuda=types.SimpleNamespace(Device=Device))
+
+
+def test_loader_keeps_what_nvrtc_made_for_later_runs(tmp_path, monkeypatch):
+    """A shape without an ahead-of-time cubin is compiled by NVRTC to a cubin once a host, saved
+    in CuPy's cache folder under a name holding NVRTC's version, and loaded from there by later
+    runs (a fresh process: the loader's memory cleared) without NVRTC; a newer NVRTC compiles
+    it again; where NVRTC fails, CuPy's own compile path runs (and reports the error)."""
+    nvrtc_calls, loaded, cupy_compiled = [], [], []
+
     def compile_cubin(source, flags, folder, arch, name):
         nvrtc_calls.append((source, arch))
         if "broken" in source:
             raise RuntimeError("NVRTC: error")
         return b"cubin of " + source.encode()
 
-    cupy = types.SimpleNamespace(RawModule=RawModule, cuda=types.SimpleNamespace(Device=Device))
-    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "cupy", stand_in_cupy(loaded, cupy_compiled))
     monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path / "kernel_cache"))
     monkeypatch.setattr(gpu.compiled, "FOLDER", tmp_path / "none")
     monkeypatch.setattr(gpu.compiled, "compile_cubin", compile_cubin)
@@ -302,33 +307,13 @@ def test_shapes_prepared_ahead_are_compiled_once_and_waited_for(tmp_path, monkey
     calls, loaded = [], []
     release = threading.Event()
 
-    class RawModule:
-        def __init__(self, code=None, options=(), path=None):
-            loaded.append(Path(path).read_bytes() if path is not None else code)
-
-        def get_function(self, name):
-            return name
-
-    class Device:
-        compute_capability = "90"
-
-        def __init__(self, device_id):
-            pass
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            pass
-
     def compile_cubin(source, flags, folder, arch, name):
         calls.append((source.partition("#line")[0], threading.current_thread().name))
         if "X 1" in source:
             assert release.wait(10)
         return b"cubin of " + source.partition("#line")[0].encode()
 
-    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(RawModule=RawModule,
-                                                                   cuda=types.SimpleNamespace(Device=Device)))
+    monkeypatch.setitem(sys.modules, "cupy", stand_in_cupy(loaded, loaded))
     monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path / "kernel_cache"))
     monkeypatch.setattr(gpu.compiled, "FOLDER", tmp_path / "none")
     monkeypatch.setattr(gpu.compiled, "compile_cubin", compile_cubin)
