@@ -36,6 +36,9 @@ for cu in $(git ls-files '*.cu'); do
         gpu_search/blast/gpu/gapped.cu)
             # BAND: DP ring cells per row; the shape blastp runs with (gapped.py's kernel_options)
             variants=("-DBAND=256" "-DBAND=16" "-DBAND=256 -DCELL_BUDGET=262144 -DWARPS=4") ;;
+        gpu_search/hmmer/gpu/fwdback.cu)
+            # whole (the GPU's finishing), and the Forward parser alone (the filter cascade's Forward stage)
+            variants=("" "-DFORWARD_PARSER_ONLY") ;;
         *) variants=("") ;;
     esac
     for v in "${variants[@]}"; do
