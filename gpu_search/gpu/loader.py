@@ -161,7 +161,8 @@ def _wait_if_prepared(here: Path) -> None:
 
 
 def prepare(shapes, device_id: int, threads: int | None = None) -> list[Future]:
-    """Compile, on a pool of ``threads`` threads (by default every core), the kernel shapes
+    """Compile, on a pool of ``threads`` threads (by default the cores this process may run
+    on; the pool is made by the first call, once a process), the kernel shapes
     ``shapes`` ((.cu file, options) as :func:`load_functions` takes them) that have no cubin
     yet for the device's architecture, into this host's cache, in the order given: a search's
     launches then find them compiled, or wait for the one being compiled.  Returns the
@@ -175,8 +176,7 @@ def prepare(shapes, device_id: int, threads: int | None = None) -> list[Future]:
     queued = []
     with _building_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=max(1, threads or os.cpu_count() or 1),
-                                       thread_name_prefix="nvrtc")
+            _pool = ThreadPoolExecutor(max_workers=max(1, threads or _usable_cores()), thread_name_prefix="nvrtc")
         for path, options in shapes:
             path = Path(path)
             source, flags = source_with_defines(path.read_text(), tuple(options), path.name)
@@ -190,6 +190,14 @@ def prepare(shapes, device_id: int, threads: int | None = None) -> list[Future]:
             future.add_done_callback(lambda f, here=here: _forget(here, f))
             queued.append(future)
     return queued
+
+
+def _usable_cores() -> int:
+    """The cores this process may run on (a batch job's share of a node), else all of them."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _compile_ahead(source: str, flags: tuple, path: Path, arch: str, here: Path) -> None:

@@ -483,7 +483,7 @@ def _scan_filtered(queries: SequenceDB, db: ModelDB, options: SearchOptions, thr
         if hasattr(backend, "prepare_kernels"):
             # the batches' kernel shapes compiled side by side, in the batches' order, where
             # this host has none of them yet
-            backend.prepare_kernels([profiles[m].M for batch in batches for m in batch])
+            backend.prepare_kernels([profiles[m].M for batch in batches for m in batch], threads)
         under_way = [filter_pool.submit(cascade_task, batch) for batch in batches]
         try:
             pieces, filtered = [], 0

@@ -195,7 +195,8 @@ def test_kernel_shapes_are_prepared_before_their_batches(data_dir, proteome, mon
     prepared, events = [], []
 
     class Preparing(reference.ReferenceBackend):
-        def prepare_kernels(self, Ms):
+        def prepare_kernels(self, Ms, threads):
+            assert threads == 2              # (the search's CPU threads compile)
             prepared.extend(Ms)
 
         def stop_preparing(self):

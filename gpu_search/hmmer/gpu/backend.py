@@ -125,13 +125,14 @@ class GpuBackend:
         group size G, which launch_groups then puts into one or two launches."""
         return msv_geometry(M).G
 
-    def prepare_kernels(self, Ms) -> None:
+    def prepare_kernels(self, Ms, threads: int | None = None) -> None:
         """Have the kernel shapes of models of these sizes, and the shapes every model uses,
         compiled ahead of their first launch, side by side, where this host has no cubin of
         them yet (:func:`gpu_search.gpu.loader.prepare`): a search calls it with the models
         it reads, in their order, the int32 Viterbi filter's shapes after the others: only
         models without a 16-bit offset, and the strong hits viterbi_filter16 hands back, are
-        launched with them (a search with many homologs waited for them on a fresh host)."""
+        launched with them (a search with many homologs waited for them on a fresh host).
+        threads: the compiling threads (the search's CPU threads)."""
         from ...gpu.loader import prepare
 
         for d in dict.fromkeys(self.gpus):
@@ -141,7 +142,7 @@ class GpuBackend:
             new = [shape for shape in dict.fromkeys(wanted) if (d, shape) not in self._prepared]
             if new:
                 self._prepared.update((d, shape) for shape in new)
-                self._preparing += prepare(new, d)
+                self._preparing += prepare(new, d, threads)
 
     def stop_preparing(self) -> None:
         """The kernel shapes prepare_kernels queued and not yet started are dropped (a
