@@ -241,6 +241,44 @@ def test_gpu_scan_of_many_models_equals_cpu(proteome, tmp_path, opts):
     assert sum(len(hits) for _, hits, _ in cpu) >= 30
 
 
+def test_kernel_shapes_are_prepared_before_the_filters(data_dir, proteome, tmp_path):
+    """A backend that compiles kernel shapes ahead (the GPU's, on a fresh host) is given every
+    model's size, in the order of the batches, before any batch is filtered, on the scan's
+    threads, and is told to stop when the scan ends; the hits are the plain backend's."""
+    import numpy as np
+
+    from gpu_search.hmmer import reference
+    from gpu_search.hmmer.hmmscan import hmmscan, open_hmmdb
+
+    names = ["Thioesterase", "PF02826", "LuxC", "KR", "RREFam"]
+    (tmp_path / "models.hmm").write_bytes(b"".join((data_dir / "hmms" / "txt" / f"{n}.hmm").read_bytes()
+                                                   for n in names))
+    db = open_hmmdb(tmp_path / "models.hmm")
+    queries = proteome.subset(np.arange(0, proteome.n_seqs, 50))
+    events = []
+
+    class Preparing(reference.ReferenceBackend):
+        def prepare_kernels(self, Ms, threads):
+            events.append(("prepare", list(Ms), threads))
+
+        def stop_preparing(self):
+            events.append(("stop",))
+
+        def msv_batch(self, profs, idx):
+            events.append(("filter",))
+            return super().msv_batch(profs, idx)
+
+    def hits(results):
+        return [(r.query.name, [(h.name, h.score, h.evalue) for h in r.hits]) for r in results]
+
+    got = hits(hmmscan(queries, db, device="reference", cpus=2, backend=Preparing(queries)))
+    assert got == hits(hmmscan(queries, db, device="reference", cpus=2))
+    kind, Ms, threads = events[0]
+    assert kind == "prepare" and threads == 2 and sorted(Ms) == sorted(om.M for om in db.profiles)
+    assert len(set(Ms)) > 2               # (models of several sizes)
+    assert events[-1] == ("stop",) and events.count(("stop",)) == 1 and ("filter",) in events
+
+
 @pytest.mark.parametrize("device", ["cpu", "reference", "cpu --cpu 8"])
 @pytest.mark.parametrize("flag", ["--cut_ga", "--cut_nc", "--cut_tc"])
 def test_model_cutoffs_identical_to_hmmer(oracle, data_dir, queries, tmp_path, flag, device):
