@@ -8,12 +8,15 @@ thread over a share of the models; the GPU defines their domains and scores them
 (scores.hit_scores).  Every pair the GPU takes is compared with pyhmmer's hit: envelopes,
 envelope scores, null2 corrections, the sequence's and the domains' scores.
 
-Usage: python bench/probes/domaindef_gpu.py [--models N]
+Usage: python bench/probes/domaindef_gpu.py [--models N] [--gpu-only]
+(--gpu-only: the GPU's domain definition alone, no pyhmmer finishing or comparison, for a
+profiler; the pairs HMMER reports are kept in --work after the first run)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -69,6 +72,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", type=int, default=200)
     ap.add_argument("--work", type=Path, default=Path("/tmp/domaindef_probe"))
+    ap.add_argument("--gpu-only", action="store_true", help="the GPU's domain definition alone (a profiler's run)")
     args = ap.parse_args()
     from pyhmmer.easel import DigitalSequenceBlock
     from pyhmmer.plan7 import Pipeline
@@ -89,9 +93,14 @@ def main() -> None:
             p.clear()
         return out
 
-    with ThreadPoolExecutor(cores) as pool:
-        found = dict(x for part in pool.map(reported, [list(range(i, len(hmms), cores)) for i in range(cores)])
-                     for x in part)
+    kept = args.work / f"reported_{args.models}.json"
+    if kept.exists():
+        found = {int(k): v for k, v in json.loads(kept.read_text()).items()}
+    else:
+        with ThreadPoolExecutor(cores) as pool:
+            found = dict(x for part in pool.map(reported, [list(range(i, len(hmms), cores)) for i in range(cores)])
+                         for x in part)
+        kept.write_text(json.dumps(found))
     blocks = [DigitalSequenceBlock(abc, [db[index[n]] for n in found[k]]) for k in range(len(hmms))]
     n_pairs = sum(len(b) for b in blocks)
     print(f"{n_pairs} reported pairs", flush=True)
@@ -106,9 +115,11 @@ def main() -> None:
 
     order = sorted(range(len(hmms)), key=lambda k: -len(blocks[k]))
     t0 = time.perf_counter()
-    with ThreadPoolExecutor(cores) as pool:
-        want = dict(x for part in pool.map(finish, [order[i::cores] for i in range(cores)]) for x in part)
-    cpu_wall = time.perf_counter() - t0
+    want, cpu_wall = {}, float("nan")
+    if not args.gpu_only:
+        with ThreadPoolExecutor(cores) as pool:
+            want = dict(x for part in pool.map(finish, [order[i::cores] for i in range(cores)]) for x in part)
+        cpu_wall = time.perf_counter() - t0
 
     profs = [profile(h, bg) for h in hmms]
     models = np.concatenate([np.full(len(found[k]), k) for k in range(len(hmms))]).astype(np.int64)
@@ -121,7 +132,7 @@ def main() -> None:
     t_define = time.perf_counter() - t0
     t0 = time.perf_counter()
     checked = differ = 0
-    for k, prof in enumerate(profs):
+    for k, prof in enumerate([] if args.gpu_only else profs):
         sel = np.flatnonzero((pairs.model == k) & pairs.simple)
         start, flat, got = scored_domains(prof, pairs, env, sel, ours.lengths)
         for q, p in enumerate(sel):
