@@ -36,6 +36,9 @@ def main():
                     help="with --ab: auto again with each of these search.BACKLOG_SECONDS")
     ap.add_argument("--switch-intervals", type=lambda v: [float(x) for x in v.split(",")], default=[],
                     help="the timeline again with each of these sys.setswitchinterval seconds")
+    ap.add_argument("--max-gpu-cells", type=lambda v: [int(float(x)) for x in v.split(",")], default=[],
+                    help="with --ab: auto again with each of these GpuFinishing.MAX_GPU_CELLS (pairs of more "
+                         "cells are left to the CPU)")
     args = ap.parse_args()
     from gpu_search.hmmer import gpufinish, search
     from gpu_search.hmmer.gpu import GpuBackend
@@ -77,8 +80,13 @@ def main():
     gpufinish.GpuFinishing.finish = timed("gpu finishing", finish)
     runs = [(on, None) for on in (("on", "off", "auto") if args.ab else ("on",))]
     runs += [("auto", x) for x in args.backlog_seconds] if args.ab else [("on", x) for x in args.switch_intervals]
+    runs += [("auto", ("cells", x)) for x in args.max_gpu_cells] if args.ab else []
+    max_cells = gpufinish.GpuFinishing.MAX_GPU_CELLS
     for on, interval in runs:
-        if interval is not None and on == "auto":
+        if isinstance(interval, tuple):
+            print(f"MAX_GPU_CELLS {interval[1]:,} (BACKLOG_SECONDS {search.BACKLOG_SECONDS:g})")
+            gpufinish.GpuFinishing.MAX_GPU_CELLS = interval[1]
+        elif interval is not None and on == "auto":
             print(f"BACKLOG_SECONDS {interval:g}")
             search.BACKLOG_SECONDS = interval
         elif interval is not None:
@@ -92,6 +100,7 @@ def main():
         results, wall = timeline(search, hmms, db, args, backend, spans, on)
         print(f"  models finished on the GPU {len(recorded)}, pairs {sum(len(x[2]) for x in recorded)}")
     search.run_cascade_batch, search.Finisher.__call__ = cascade_batch, finisher_call
+    gpufinish.GpuFinishing.MAX_GPU_CELLS = max_cells
     gpufinish.GpuFinishing._hits_maker = maker
     gpufinish.GpuFinishing.finish = original
     if args.ab:
