@@ -160,20 +160,21 @@ def _wait_if_prepared(here: Path) -> None:
             pass
 
 
-def prepare(shapes, device_id: int, threads: int | None = None) -> list[Future]:
+def prepare(shapes, device_id: int, threads: int | None = None) -> list[Future | None]:
     """Compile, on a pool of ``threads`` threads (by default the cores this process may run
-    on; the pool is made by the first call, once a process), the kernel shapes
-    ``shapes`` ((.cu file, options) as :func:`load_functions` takes them) that have no cubin
-    yet for the device's architecture, into this host's cache, in the order given: a search's
-    launches then find them compiled, or wait for the one being compiled.  Returns the
-    futures of the shapes queued; the caller cancels those still queued when its search ends
-    (its last launches are done)."""
+    on; the pool is made by the first call, once a process), the kernel shapes ``shapes``
+    ((.cu file, options) as :func:`load_functions` takes them) that have no cubin yet for the
+    device's architecture, into this host's cache, in the order given: a search's launches
+    then find them compiled, or wait for the one being compiled.  Returns, for each shape,
+    the future of its compilation, or None where none was queued (a cubin on disk, a
+    compilation already queued or under way); the caller cancels those still queued when
+    its search ends (its last launches are done)."""
     import cupy as cp
 
     global _pool
     use_writable_kernel_cache()
     arch = cp.cuda.Device(device_id).compute_capability
-    queued = []
+    out, queued = [], []
     with _building_lock:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=max(1, threads or _usable_cores()), thread_name_prefix="nvrtc")
@@ -184,12 +185,16 @@ def prepare(shapes, device_id: int, threads: int | None = None) -> list[Future]:
             ahead = compiled.cubin_path(source, flags, path.parent, arch) if compiled.FOLDER.is_dir() else None
             here = _host_cubin(source, flags, path.parent, arch)
             if here is None or here in _building or here.exists() or (ahead is not None and ahead.exists()):
+                out.append(None)
                 continue
             future = _pool.submit(_compile_ahead, source, flags, path, arch, here)
             _building[here] = future
-            future.add_done_callback(lambda f, here=here: _forget(here, f))
-            queued.append(future)
-    return queued
+            queued.append((here, future))
+            out.append(future)
+    # (outside the lock: a future done already runs its callback here, and _forget takes the lock)
+    for here, future in queued:
+        future.add_done_callback(lambda f, here=here: _forget(here, f))
+    return out
 
 
 def _usable_cores() -> int:

@@ -480,12 +480,13 @@ def _scan_filtered(queries: SequenceDB, db: ModelDB, options: SearchOptions, thr
     filter_threads = max(1, min(filter_threads, threads))
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="hmmscan-finish") as finish_pool, \
             ThreadPoolExecutor(max_workers=filter_threads, thread_name_prefix="hmmscan-filter") as filter_pool:
-        if hasattr(backend, "prepare_kernels"):
-            # the batches' kernel shapes compiled side by side, in the batches' order, where
-            # this host has none of them yet
-            backend.prepare_kernels([profiles[m].M for batch in batches for m in batch], threads)
-        under_way = [filter_pool.submit(cascade_task, batch) for batch in batches]
+        under_way = []
         try:
+            if hasattr(backend, "prepare_kernels"):
+                # the batches' kernel shapes compiled side by side, in the batches' order, where
+                # this host has none of them yet
+                backend.prepare_kernels([profiles[m].M for batch in batches for m in batch], threads)
+            under_way = [filter_pool.submit(cascade_task, batch) for batch in batches]
             pieces, filtered = [], 0
             for batch, fut in zip(batches, under_way):
                 pieces.extend(fut.result())

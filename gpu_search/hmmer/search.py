@@ -706,7 +706,8 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
             if prepare_kernels is not None and len(ahead) > first:
                 # the kernel shapes of the models read, compiled side by side before their
                 # batches ask for them, where this host has none of them yet
-                prepare_kernels([hmm.M for _, hmm in itertools.islice(ahead, first, None)], cpus)
+                prepare_kernels([hmm.M for _, hmm in itertools.islice(ahead, first, None)], cpus,
+                                finishing=gpu_finish is not None)
 
         def start_batch() -> None:
             """The oldest model not started and up to BATCH_MODELS - 1 of its geometry from

@@ -325,7 +325,8 @@ def test_shapes_prepared_ahead_are_compiled_once_and_waited_for(tmp_path, monkey
     gpu.loader.clear_cache()
     try:
         queued = gpu.loader.prepare([one, two, one], 0, threads=1)
-        assert len(queued) == 2                   # (the same shape twice: once)
+        assert queued[2] is None                  # (the same shape twice: once)
+        queued = queued[:2]
         while not calls:                          # the pool's one thread is compiling X=1, X=2 waits
             release.wait(0.01)
         assert gpu.load_functions(kernel, two[1], ("a",), 0) == ("a",)
@@ -340,7 +341,7 @@ def test_shapes_prepared_ahead_are_compiled_once_and_waited_for(tmp_path, monkey
         assert [c[0] for c in calls] == ["#define X 1\n", "#define X 2\n"]
         assert calls[0][1].startswith("nvrtc") and loaded[-1] == b"cubin of #define X 1\n"
         gpu.loader.clear_cache()
-        assert gpu.loader.prepare([one, two], 0) == []     # both on disk now: nothing to compile
+        assert gpu.loader.prepare([one, two], 0) == [None, None]     # both on disk now: nothing to compile
         assert len(calls) == 2
         left = sorted(p.name for p in (tmp_path / "kernel_cache" / "gpu-search").iterdir())
         assert len(left) == 2 and all(name.endswith(".sm_90.nvrtc12.4.cubin") for name in left)
@@ -348,4 +349,45 @@ def test_shapes_prepared_ahead_are_compiled_once_and_waited_for(tmp_path, monkey
         release.set()
         if gpu.loader._pool is not None:
             gpu.loader._pool.shutdown(wait=True)
+        gpu.loader.clear_cache()
+
+
+def test_shapes_compiled_at_once_by_the_pool_do_not_hang_prepare(tmp_path, monkeypatch):
+    """A shape whose compilation is done before prepare() has queued the rest (a failed NVRTC
+    call, a cubin another run has just written) runs its done callback in the calling thread:
+    prepare() must not then wait for its own lock."""
+    import threading
+    from concurrent.futures import Future
+
+    class AtOnce:                     # a pool that has each shape done before submit returns
+        def submit(self, fn, *args):
+            future = Future()
+            try:
+                future.set_result(fn(*args))
+            except Exception as exc:
+                future.set_exception(exc)
+            return future
+
+    def compile_cubin(source, flags, folder, arch, name):
+        raise RuntimeError("NVRTC: error")
+
+    monkeypatch.setitem(sys.modules, "cupy", stand_in_cupy([], []))
+    monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path / "kernel_cache"))
+    monkeypatch.setattr(gpu.compiled, "FOLDER", tmp_path / "none")
+    monkeypatch.setattr(gpu.compiled, "compile_cubin", compile_cubin)
+    monkeypatch.setattr(gpu.loader, "_nvrtc_version", lambda: (12, 4))
+    monkeypatch.setattr(gpu.loader, "_pool", AtOnce())
+    kernel = tmp_path / "k.cu"
+    kernel.write_text('extern "C" __global__ void a() {}\n')
+    got = []
+    gpu.loader.clear_cache()
+    try:
+        caller = threading.Thread(target=lambda: got.append(gpu.loader.prepare(
+            [(kernel, (f"-DX={x}",)) for x in range(3)], 0)), daemon=True)
+        caller.start()
+        caller.join(10)
+        assert not caller.is_alive(), "prepare() hangs on a shape done at once"
+        assert [f.exception() is not None for f in got[0]] == [True] * 3
+        assert gpu.loader._building == {}             # (each forgotten once done)
+    finally:
         gpu.loader.clear_cache()

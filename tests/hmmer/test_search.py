@@ -195,8 +195,8 @@ def test_kernel_shapes_are_prepared_before_their_batches(data_dir, proteome, mon
     prepared, events = [], []
 
     class Preparing(reference.ReferenceBackend):
-        def prepare_kernels(self, Ms, threads):
-            assert threads == 2              # (the search's CPU threads compile)
+        def prepare_kernels(self, Ms, threads, finishing):
+            assert threads == 2 and finishing is False    # (the search's CPU threads; no GPU finishing here)
             prepared.extend(Ms)
 
         def stop_preparing(self):
@@ -215,6 +215,46 @@ def test_kernel_shapes_are_prepared_before_their_batches(data_dir, proteome, mon
     next(results)
     results.close()                      # a caller that stops early
     assert events.count("stop") == 1
+
+
+def test_backend_prepares_each_shape_once_and_again_after_a_stop(monkeypatch):
+    """GpuBackend.prepare_kernels (no GPU needed: the loader's prepare stood in for) asks for
+    the filters' fixed shapes and each model size's shapes once, the domain definition's only
+    for a search that finishes on the GPU, the int32 Viterbi shapes after the rest; a shape
+    whose compilation a stopped search dropped is asked for again by the next search."""
+    import threading
+    import types
+    from concurrent.futures import Future
+
+    import gpu_search.gpu.loader as loader
+    from gpu_search.hmmer.gpu import backend as gpu_backend
+    from gpu_search.hmmer.gpu.kernels import FILTER_SHAPES, FINISHING_SHAPES, model_shapes
+
+    asked = []
+
+    def prepare(shapes, device_id, threads=None):
+        asked.append(list(shapes))
+        return [Future() for _ in shapes]          # (queued, never started)
+
+    monkeypatch.setattr(loader, "prepare", prepare)
+    monkeypatch.setattr(gpu_backend, "device_props", lambda d: types.SimpleNamespace(smem_optin=232_448))
+    fake = types.SimpleNamespace(gpus=[0], _prepared=set(), _preparing=[], _preparing_lock=threading.Lock())
+    prepare_kernels = gpu_backend.GpuBackend.prepare_kernels.__get__(fake)
+    stop_preparing = gpu_backend.GpuBackend.stop_preparing.__get__(fake)
+    prepare_kernels([100, 300, 100], 2)
+    first = asked[-1]
+    assert first[:len(FILTER_SHAPES)] == list(FILTER_SHAPES) and not set(FINISHING_SHAPES) & set(first)
+    sixteen = {*model_shapes(100, 232_448, int32=False), *model_shapes(300, 232_448, int32=False)}
+    int32 = [first.index(shape) for shape in first if shape not in sixteen and shape not in FILTER_SHAPES]
+    assert len(first) == len(set(first)) and int32 and min(int32) > max(first.index(x) for x in sixteen)
+    assert set(first) == {*FILTER_SHAPES, *model_shapes(100, 232_448), *model_shapes(300, 232_448)}
+    prepare_kernels([300], 2)                      # nothing new
+    assert len(asked) == 1
+    prepare_kernels([300], 2, finishing=True)      # the domain definition's shape, alone
+    assert asked[-1] == list(FINISHING_SHAPES)
+    stop_preparing()                               # every queued shape dropped: asked for again
+    prepare_kernels([100], 2)
+    assert set(asked[-1]) == {*FILTER_SHAPES, *model_shapes(100, 232_448)}
 
 
 def test_launch_groups_hold_every_model():

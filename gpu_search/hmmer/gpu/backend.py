@@ -31,7 +31,7 @@ from ...gpu import (DeviceDatabase, allow_smem, blocks_per_sm, check_gpus, devic
                     longest_first, pinned_empty, to_gpu_async)
 from ..profile import FilterProfile
 from .geometry import BLOCK, Geometry, launch_groups, msv_geometry, viterbi_block, viterbi_geometry
-from .kernels import FIXED_SHAPES, in_smem, load_bias_kernel, load_forward_parser, load_kernel, model_shapes
+from .kernels import FILTER_SHAPES, FINISHING_SHAPES, in_smem, load_bias_kernel, load_forward_parser, load_kernel, model_shapes
 from .packing import (FWDBACK_QMAX, bias_params, fwdback_params, job_table, length_table,
                       msv_params, msv_states, pack_fwdback_profiles, pack_msv_profile,
                       pack_viterbi_profile, viterbi16_again, viterbi16_bounds, viterbi_params, viterbi_states)
@@ -113,6 +113,7 @@ class GpuBackend:
         self._rebuild = threading.Lock()  # one thread at a time cuts the parts again after an OOM
         self._prepared: set = set()        # (GPU, kernel shape) prepared (prepare_kernels), and the futures
         self._preparing: list = []
+        self._preparing_lock = threading.Lock()
         if max_resident_residues is None:
             free = min(cp.cuda.Device(d).mem_info[0] for d in gpus)
             max_resident_residues = int(free * 0.5 / 1.1)   # residues + offsets + work space
@@ -125,31 +126,38 @@ class GpuBackend:
         group size G, which launch_groups then puts into one or two launches."""
         return msv_geometry(M).G
 
-    def prepare_kernels(self, Ms, threads: int | None = None) -> None:
-        """Have the kernel shapes of models of these sizes, and the shapes every model uses,
-        compiled ahead of their first launch, side by side, where this host has no cubin of
-        them yet (:func:`gpu_search.gpu.loader.prepare`): a search calls it with the models
-        it reads, in their order, the int32 Viterbi filter's shapes after the others: only
+    def prepare_kernels(self, Ms, threads: int | None = None, finishing: bool = False) -> None:
+        """Have the kernel shapes of models of these sizes, and the shapes every model uses
+        (with ``finishing``, HMMER's domain definition on the GPU too: about 4 s of NVRTC,
+        for nothing where the search does not finish on the GPU), compiled ahead of their
+        first launch, side by side, where this host has no cubin of them yet
+        (:func:`gpu_search.gpu.loader.prepare`): a search calls it with the models it
+        reads, in their order, the int32 Viterbi filter's shapes after the others: only
         models without a 16-bit offset, and the strong hits viterbi_filter16 hands back, are
         launched with them (a search with many homologs waited for them on a fresh host).
         threads: the compiling threads (the search's CPU threads)."""
         from ...gpu.loader import prepare
 
-        for d in dict.fromkeys(self.gpus):
-            optin = device_props(d).smem_optin
-            first = [shape for M in Ms for shape in model_shapes(int(M), optin, int32=False)]
-            wanted = [*FIXED_SHAPES, *first, *(shape for M in Ms for shape in model_shapes(int(M), optin))]
-            new = [shape for shape in dict.fromkeys(wanted) if (d, shape) not in self._prepared]
-            if new:
-                self._prepared.update((d, shape) for shape in new)
-                self._preparing += prepare(new, d, threads)
+        with self._preparing_lock:
+            for d in dict.fromkeys(self.gpus):
+                optin = device_props(d).smem_optin
+                first = [shape for M in Ms for shape in model_shapes(int(M), optin, int32=False)]
+                wanted = [*FILTER_SHAPES, *(FINISHING_SHAPES if finishing else ()), *first,
+                          *(shape for M in Ms for shape in model_shapes(int(M), optin))]
+                new = [shape for shape in dict.fromkeys(wanted) if (d, shape) not in self._prepared]
+                if new:
+                    self._prepared.update((d, shape) for shape in new)
+                    self._preparing += [((d, shape), future) for shape, future in zip(new, prepare(new, d, threads))
+                                        if future is not None]
 
     def stop_preparing(self) -> None:
         """The kernel shapes prepare_kernels queued and not yet started are dropped (a
-        search's end: its launches are done)."""
-        for future in self._preparing:
-            future.cancel()
-        self._preparing = []
+        search's end: its launches are done); a later search queues them again."""
+        with self._preparing_lock:
+            for key, future in self._preparing:
+                if future.cancel():
+                    self._prepared.discard(key)
+            self._preparing = []
 
     def _build_parts(self) -> None:
         """Cut the database into per-GPU parts within the memory budget (retrying on OOM): a

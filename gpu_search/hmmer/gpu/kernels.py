@@ -78,14 +78,16 @@ def kernel_shapes(max_M: int = MAX_M_AHEAD, smem_optin: int = SM90_SMEM_OPTIN):
     each model size's MSV, Viterbi filter (16-bit, and int32 for rescoring and models with no
     16-bit offset) geometry, the bias filter and the Forward parser.  A batch's launch
     takes the geometry of one of its models (launch_groups), so no other shape occurs."""
-    yield from FIXED_SHAPES
+    yield from FILTER_SHAPES
+    yield from FINISHING_SHAPES
     for M in range(1, max_M + 1):
         yield from model_shapes(M, smem_optin)
 
 
-# the shapes every model uses: the bias filter, the Forward parser, and HMMER's domain
-# definition (fwdback.cu whole, the GPU's finishing: gpu_search.hmmer.gpu.domaindef)
-FIXED_SHAPES = ((BIAS_FILE, ()), (FWDBACK_FILE, FORWARD_PARSER_OPTIONS), (FWDBACK_FILE, ()))
+# the shapes every model's filters use: the bias filter and the Forward parser
+FILTER_SHAPES = ((BIAS_FILE, ()), (FWDBACK_FILE, FORWARD_PARSER_OPTIONS))
+# HMMER's domain definition on the GPU (fwdback.cu whole: gpu_search.hmmer.gpu.domaindef)
+FINISHING_SHAPES = ((FWDBACK_FILE, ()),)
 
 
 @lru_cache(maxsize=None)
