@@ -22,6 +22,7 @@ if [ "$what" != times ]; then
             --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats \
             --section MemoryWorkloadAnalysis_Tables \
             python3 bench/probes/domaindef_gpu.py $args --gpu-only 2>&1 | grep -v '^==PROF==' \
-            | grep -E 'Duration|Throughput|Occupancy|Registers|Local|Stall|Warp Cycles|Active Warps|Eligible|Issued|Block Size|Grid Size|L1|L2' | head -40
+            | grep -E 'Duration|Throughput|Occupancy|Registers|Local|Stall|Warp Cycles|Active Warps|Eligible|Issued' \
+            | head -40
     done
 fi

@@ -31,7 +31,8 @@ from ...gpu import (DeviceDatabase, allow_smem, blocks_per_sm, check_gpus, devic
                     longest_first, pinned_empty, to_gpu_async)
 from ..profile import FilterProfile
 from .geometry import BLOCK, Geometry, launch_groups, msv_geometry, viterbi_block, viterbi_geometry
-from .kernels import FILTER_SHAPES, FINISHING_SHAPES, in_smem, load_bias_kernel, load_forward_parser, load_kernel, model_shapes
+from .kernels import (FILTER_SHAPES, FINISHING_SHAPES, in_smem, load_bias_kernel, load_forward_parser, load_kernel,
+                      model_shapes)
 from .packing import (FWDBACK_QMAX, bias_params, fwdback_params, job_table, length_table,
                       msv_params, msv_states, pack_fwdback_profiles, pack_msv_profile,
                       pack_viterbi_profile, viterbi16_again, viterbi16_bounds, viterbi_params, viterbi_states)
