@@ -103,14 +103,11 @@ def source_with_defines(text: str, options: tuple, filename: str) -> tuple[str, 
 def _compiled(path: Path, options: tuple, names: tuple, device_id: int) -> tuple:
     import cupy as cp
 
-    source, flags = source_with_defines(path.read_text(), options, path.name)
-    flags = (compiled.STD, *flags)
     with cp.cuda.Device(device_id):
         arch = cp.cuda.Device(device_id).compute_capability
         # compiled ahead of time for this architecture (a container image's build), or by an
         # earlier run on this host: no NVRTC
-        ahead = compiled.cubin_path(source, flags, path.parent, arch) if compiled.FOLDER.is_dir() else None
-        here = _host_cubin(source, flags, path.parent, arch)
+        source, flags, ahead, here = _cubins(path, options, arch)
         if here is not None and not here.exists():
             _wait_if_prepared(here)
         for cubin in (ahead, here):
@@ -123,7 +120,7 @@ def _compiled(path: Path, options: tuple, names: tuple, device_id: int) -> tuple
         module = None
         if here is not None:
             try:
-                _save_cubin(here, compiled.compile_cubin(source, flags, path.parent, arch, path.name))
+                _compile_to(here, source, flags, path, arch)
                 module = cp.RawModule(path=str(here))
             except Exception:
                 module = None       # NVRTC's error, or no room to save: CuPy compiles it and says why
@@ -132,11 +129,23 @@ def _compiled(path: Path, options: tuple, names: tuple, device_id: int) -> tuple
         return tuple(module.get_function(name) for name in names)
 
 
-def _save_cubin(here: Path, data: bytes) -> None:
+def _cubins(path: Path, options: tuple, arch: str) -> tuple:
+    """(source, NVRTC's flags, the ahead-of-time cubin or None, this host's cubin or None) of
+    a kernel shape for an architecture."""
+    source, flags = source_with_defines(path.read_text(), tuple(options), path.name)
+    flags = (compiled.STD, *flags)
+    ahead = compiled.cubin_path(source, flags, path.parent, arch) if compiled.FOLDER.is_dir() else None
+    return source, flags, ahead, _host_cubin(source, flags, path.parent, arch)
+
+
+def _compile_to(here: Path, source: str, flags: tuple, path: Path, arch: str) -> None:
+    """NVRTC's cubin of a shape saved as ``here``, whole or not at all (other threads and runs
+    read it)."""
+    data = compiled.compile_cubin(source, flags, path.parent, arch, path.name)
     tmp = here.with_name(f"{here.name}.tmp{os.getpid()}.{threading.get_ident()}")
     try:
         tmp.write_bytes(data)
-        os.replace(tmp, here)       # whole or not at all (other threads and runs read it)
+        os.replace(tmp, here)
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -180,10 +189,7 @@ def prepare(shapes, device_id: int, threads: int | None = None) -> list[Future |
             _pool = ThreadPoolExecutor(max_workers=max(1, threads or _usable_cores()), thread_name_prefix="nvrtc")
         for path, options in shapes:
             path = Path(path)
-            source, flags = source_with_defines(path.read_text(), tuple(options), path.name)
-            flags = (compiled.STD, *flags)
-            ahead = compiled.cubin_path(source, flags, path.parent, arch) if compiled.FOLDER.is_dir() else None
-            here = _host_cubin(source, flags, path.parent, arch)
+            source, flags, ahead, here = _cubins(path, options, arch)
             if here is None or here in _building or here.exists() or (ahead is not None and ahead.exists()):
                 out.append(None)
                 continue
@@ -207,7 +213,7 @@ def _usable_cores() -> int:
 
 def _compile_ahead(source: str, flags: tuple, path: Path, arch: str, here: Path) -> None:
     if not here.exists():          # (compiled meanwhile by another run on this host)
-        _save_cubin(here, compiled.compile_cubin(source, flags, path.parent, arch, path.name))
+        _compile_to(here, source, flags, path, arch)
 
 
 def _forget(here: Path, future: Future) -> None:

@@ -297,6 +297,21 @@ def test_no_writable_folder_for_kernels_is_the_runs_error(monkeypatch):
         device.gpu_status.cache_clear()
 
 
+def stand_in_loader(tmp_path, monkeypatch, compile_cubin, loaded: list, pool) -> Path:
+    """The loader with the stand-in CuPy (what it loads noted in ``loaded``), ``compile_cubin``
+    as NVRTC (12.4), no cubins built ahead, a cache folder under tmp_path and ``pool`` as
+    prepare()'s pool (None: made by prepare); returns a kernel file to load."""
+    monkeypatch.setitem(sys.modules, "cupy", stand_in_cupy(loaded, loaded))
+    monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path / "kernel_cache"))
+    monkeypatch.setattr(gpu.compiled, "FOLDER", tmp_path / "none")
+    monkeypatch.setattr(gpu.compiled, "compile_cubin", compile_cubin)
+    monkeypatch.setattr(gpu.loader, "_nvrtc_version", lambda: (12, 4))
+    monkeypatch.setattr(gpu.loader, "_pool", pool)
+    kernel = tmp_path / "k.cu"
+    kernel.write_text('extern "C" __global__ void a() {}\n')
+    return kernel
+
+
 def test_shapes_prepared_ahead_are_compiled_once_and_waited_for(tmp_path, monkeypatch):
     """prepare() compiles the shapes a search is about to launch on a pool of threads: a launch
     of a shape being compiled there waits for it (NVRTC called once for it), a shape still
@@ -313,14 +328,7 @@ def test_shapes_prepared_ahead_are_compiled_once_and_waited_for(tmp_path, monkey
             assert release.wait(10)
         return b"cubin of " + source.partition("#line")[0].encode()
 
-    monkeypatch.setitem(sys.modules, "cupy", stand_in_cupy(loaded, loaded))
-    monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path / "kernel_cache"))
-    monkeypatch.setattr(gpu.compiled, "FOLDER", tmp_path / "none")
-    monkeypatch.setattr(gpu.compiled, "compile_cubin", compile_cubin)
-    monkeypatch.setattr(gpu.loader, "_nvrtc_version", lambda: (12, 4))
-    monkeypatch.setattr(gpu.loader, "_pool", None)
-    kernel = tmp_path / "k.cu"
-    kernel.write_text('extern "C" __global__ void a() {}\n')
+    kernel = stand_in_loader(tmp_path, monkeypatch, compile_cubin, loaded, pool=None)
     one, two = (kernel, ("-DX=1",)), (kernel, ("-DX=2",))
     gpu.loader.clear_cache()
     try:
@@ -371,14 +379,7 @@ def test_shapes_compiled_at_once_by_the_pool_do_not_hang_prepare(tmp_path, monke
     def compile_cubin(source, flags, folder, arch, name):
         raise RuntimeError("NVRTC: error")
 
-    monkeypatch.setitem(sys.modules, "cupy", stand_in_cupy([], []))
-    monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path / "kernel_cache"))
-    monkeypatch.setattr(gpu.compiled, "FOLDER", tmp_path / "none")
-    monkeypatch.setattr(gpu.compiled, "compile_cubin", compile_cubin)
-    monkeypatch.setattr(gpu.loader, "_nvrtc_version", lambda: (12, 4))
-    monkeypatch.setattr(gpu.loader, "_pool", AtOnce())
-    kernel = tmp_path / "k.cu"
-    kernel.write_text('extern "C" __global__ void a() {}\n')
+    kernel = stand_in_loader(tmp_path, monkeypatch, compile_cubin, [], pool=AtOnce())
     got = []
     gpu.loader.clear_cache()
     try:

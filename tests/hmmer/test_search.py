@@ -245,7 +245,7 @@ def test_backend_prepares_each_shape_once_and_again_after_a_stop(monkeypatch):
     prepare_kernels([100, 300, 100], 2)
     first = asked[-1]
     assert first[:len(FILTER_SHAPES)] == list(FILTER_SHAPES) and not set(FINISHING_SHAPES) & set(first)
-    sixteen = {*model_shapes(100, 232_448, int32=False), *model_shapes(300, 232_448, int32=False)}
+    sixteen = {*model_shapes(100, 232_448)[:2], *model_shapes(300, 232_448)[:2]}     # (MSV, 16-bit Viterbi)
     int32 = [first.index(shape) for shape in first if shape not in sixteen and shape not in FILTER_SHAPES]
     assert len(first) == len(set(first)) and int32 and min(int32) > max(first.index(x) for x in sixteen)
     assert set(first) == {*FILTER_SHAPES, *model_shapes(100, 232_448), *model_shapes(300, 232_448)}

@@ -141,10 +141,9 @@ class GpuBackend:
 
         with self._preparing_lock:
             for d in dict.fromkeys(self.gpus):
-                optin = device_props(d).smem_optin
-                first = [shape for M in Ms for shape in model_shapes(int(M), optin, int32=False)]
-                wanted = [*FILTER_SHAPES, *(FINISHING_SHAPES if finishing else ()), *first,
-                          *(shape for M in Ms for shape in model_shapes(int(M), optin))]
+                each = [model_shapes(int(M), device_props(d).smem_optin) for M in Ms]    # (MSV, 16-bit, int32)
+                wanted = [*FILTER_SHAPES, *(FINISHING_SHAPES if finishing else ()),
+                          *(shape for shapes in each for shape in shapes[:2]), *(shapes[2] for shapes in each)]
                 new = [shape for shape in dict.fromkeys(wanted) if (d, shape) not in self._prepared]
                 if new:
                     self._prepared.update((d, shape) for shape in new)

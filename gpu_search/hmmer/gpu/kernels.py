@@ -91,17 +91,17 @@ FINISHING_SHAPES = ((FWDBACK_FILE, ()),)
 
 
 @lru_cache(maxsize=None)
-def model_shapes(M: int, smem_optin: int, int32: bool = True) -> tuple:
-    """(file, options) of the filter kernels a model of M nodes is launched with: MSV, the
-    16-bit Viterbi filter, and (int32) the int32 one, which only models without a 16-bit
-    offset and the sequences the 16-bit filter hands back need."""
+def model_shapes(M: int, smem_optin: int) -> tuple:
+    """(file, options) of the filter kernels a model of M nodes is launched with, in this
+    order: MSV, the 16-bit Viterbi filter, and the int32 one, which only models without a
+    16-bit offset and the sequences the 16-bit filter hands back need."""
     from .geometry import msv_geometry, viterbi_geometry
     from .packing import profile_nbytes
 
     geo = msv_geometry(M)
     shapes = [(KERNEL_FILE, filter_options("msv_filter", geo.G, geo.W,
                                            in_smem(profile_nbytes("msv", geo), smem_optin)))]
-    for geo in (viterbi_geometry(M), viterbi_geometry(M, cells=1)) if int32 else (viterbi_geometry(M),):
+    for geo in (viterbi_geometry(M), viterbi_geometry(M, cells=1)):
         name = "viterbi_filter16" if geo.cells_per_word == 2 else "viterbi_filter"
         shapes.append((KERNEL_FILE, filter_options(name, geo.G, geo.W,
                                                    in_smem(profile_nbytes("viterbi", geo), smem_optin),
