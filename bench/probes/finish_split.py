@@ -6,7 +6,7 @@
 Runs the search in-process (inputs built by ``bench/hmmsearch_matrix.py``, cached under
 --work) with the GPU finishing on, and records which survivors the GPU left to pyhmmer and
 why: pairs of more than ``GpuFinishing.MAX_GPU_CELLS`` DP cells ("long"), and the others
-(regions HMMER resolves by stochastic traces, unsure scores: "not simple").  Then finishes
+(unsure scores, regions whose sampled domains overflowed: "not simple").  Then finishes
 each kind again with our CPU finisher on every core, timed apart, and times the building of
 the GPU's records (the makers) on one thread.
 """

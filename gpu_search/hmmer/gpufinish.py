@@ -4,8 +4,8 @@ After the filter cascade, each model's survivors (the sequences through F3) go t
 HMMER's domain definition and scoring.  :class:`GpuFinishing` runs that on the GPU for a
 whole batch of models at once (:func:`gpu_search.hmmer.gpu.domaindef.define_domains`), then
 builds each model's hits as HMMER stores them (:mod:`.hitrecords`), for every sequence the
-GPU can give HMMER's answer for; the others (regions HMMER resolves by stochastic traces,
-scores the kernels leave unsure) are returned to be finished by pyhmmer as before.  Both
+GPU can give HMMER's answer for; the others (scores the kernels leave unsure, the longest
+pairs) are returned to be finished by pyhmmer as before.  Both
 parts of a model meet in ``TopHits.merge``, which sorts and thresholds them as HMMER does.
 
 Used where HMMER's default scoring applies: null2 on, E-value or bit-score thresholds (not

@@ -128,10 +128,10 @@ def encode_domain(ienv: int, jenv: int, iali: int, jali: int, envsc, domcorrecti
 
 
 def encode_hit(seq_text: tuple, sortkey: float, score, pre_score, sum_score, lnP: float, pre_lnP: float,
-               sum_lnP: float, nexpected, nregions: int, nenvelopes: int, best_domain: int, domains: list) -> bytes:
+               sum_lnP: float, nexpected, nregions: int, nclustered: int, noverlaps: int, nenvelopes: int,
+               best_domain: int, domains: list) -> bytes:
     """A P7_HIT as p7_hit_Serialize writes it: of a sequence (name, acc, desc; acc and desc
-    stored only where not empty) whose regions were all rescored as single domains (no
-    clustering, no overlaps), its domains' records after it."""
+    stored only where not empty), its domain definition's counts, its domains' records after it."""
     name, acc, desc = seq_text
     tail, presence = name + b"\0", 0
     if acc:
@@ -139,8 +139,8 @@ def encode_hit(seq_text: tuple, sortkey: float, score, pre_score, sum_score, lnP
     if desc:
         tail, presence = tail + desc + b"\0", presence | HIT_HAS_DESC
     head = HIT_RECORD.pack(HIT_RECORD.size + len(tail), 0, sortkey, score, pre_score, sum_score, lnP, pre_lnP,
-                           sum_lnP, nexpected, nregions, 0, 0, nenvelopes, len(domains), 0, 0, 0, best_domain, 0, 0,
-                           presence)
+                           sum_lnP, nexpected, nregions, nclustered, noverlaps, nenvelopes, len(domains), 0, 0, 0,
+                           best_domain, 0, 0, presence)
     return head + tail + b"".join(domains)
 
 
@@ -230,7 +230,8 @@ def model_records(model: ModelText, prof, pairs, env, sel: np.ndarray, residues:
         sortkey = -lnP if by_E else float(sc.score[q])
         records.append(encode_hit(text, sortkey, sc.score[q], sc.pre_score[q], sc.sum_score[q], lnP,
                                   float(sc.pre_lnP[q]), float(sc.sum_lnP[q]), pairs.nexpected[p],
-                                  int(pairs.nregions[p]), int(pairs.nregions[p]), int(sc.best_domain[q]), domains))
+                                  int(pairs.nregions[p]), int(pairs.nclustered[p]), int(pairs.noverlaps[p]),
+                                  int(pairs.nenvelopes[p]), int(sc.best_domain[q]), domains))
         sortkeys.append(sortkey)
         names.append(text[0])
         ialis.append(displays[d - len(domains)][1])

@@ -15,7 +15,7 @@ from gpu_search.hmmer.gpu.kernels import FWDBACK_FILE
 
 # where each kernel's emulator entry takes (n_jobs, most): after the kernel's jobs argument
 _JOBS_AT = {"forward_parser": 4, "backward_parser": 4, "null2_by_expectation": 4, "domain_regions": 1,
-            "posterior_decoding": 1, "optimal_accuracy": 1, "oa_trace": 1}
+            "posterior_decoding": 1, "optimal_accuracy": 1, "oa_trace": 1, "region_traces": 4}
 
 
 class EmulatedKernels:
@@ -52,7 +52,7 @@ class EmulatedKernels:
     def launch(self, name: str, n_jobs: int, most: int, args: tuple) -> None:
         self.seed += 1
         args = [self._c(a) for a in args]
-        if name == "sequence_null2_sum":
+        if name in ("sequence_null2_sum", "trace_clusters"):
             rc = getattr(self.lib, "emulate_" + name)(ctypes.c_uint(self.seed), *args)
         else:
             at = _JOBS_AT[name]

@@ -715,6 +715,31 @@ extern "C" int emulate_sequence_null2_sum(unsigned seed, const long long* offset
     return run_blocks(seed, (n_pairs + 127) / 128, 128, 1);
 }
 
+// region_traces: four threads a region, as the parsers
+extern "C" int emulate_region_traces(unsigned seed, const uint8_t* residues, const long long* offsets,
+                                     const int* order, const int* jobs, int n_jobs, int most,
+                                     const long long* model_at, const float* profiles, const int* segments,
+                                     const unsigned* degenerate, const long long* rows_at, const float* fwd_rows,
+                                     const long long* matrix_at, const float* fwd_mx, const long long* samples_at,
+                                     const int* sample_cap, int* samples, int* n_samples, float* n2sc, int* status)
+{
+    g_kernel = [=] { region_traces(residues, offsets, order, jobs, model_at, profiles, segments, degenerate, rows_at,
+                                   fwd_rows, matrix_at, fwd_mx, samples_at, sample_cap, samples, n_samples, n2sc,
+                                   status); };
+    return run_blocks(seed, (4 * most + 127) / 128, 128, n_jobs);
+}
+
+// trace_clusters: one thread a region, a row of blocks
+extern "C" int emulate_trace_clusters(unsigned seed, int n_regions, const long long* samples_at, const int* n_samples,
+                                      const int* samples, const long long* work_at, int* work,
+                                      const long long* clusters_at, const int* cluster_cap, int* clusters,
+                                      int* n_clusters)
+{
+    g_kernel = [=] { trace_clusters(n_regions, samples_at, n_samples, samples, work_at, work, clusters_at, cluster_cap,
+                                    clusters, n_clusters); };
+    return run_blocks(seed, (n_regions + 127) / 128, 128, 1);
+}
+
 // fwdback.cu's port of glibc's logf, called directly (a device function, no kernel)
 extern "C" void emulate_glibc_logf(const float* x, float* y, long n)
 {

@@ -3,7 +3,7 @@ kernels, here on the CPU through tests/helpers/warp_emulator.cpp), and the score
 then gives each sequence and domain (``hmmer/scores.hit_scores``), against HMMER itself:
 pyhmmer's hmmsearch with every filter open (each sequence goes through domain definition),
 its hits' envelopes, envelope scores, null2 corrections, alignments' ends and scores, bit
-for bit, for every pair the GPU takes (no region HMMER clusters from stochastic traces).
+for bit, for every pair the GPU takes (regions HMMER clusters from stochastic traces included).
 """
 
 from __future__ import annotations
@@ -65,6 +65,11 @@ def test_domain_definition_and_scores_equal_hmmer(data_dir, proteome, tmp_path):
     assert check_records(pairs, env, db, hmms, profs, searched, EVERY_SEQUENCE) == checked
     assert checked >= 40 and domains >= 50, (checked, domains)
     assert pairs.simple.mean() > 0.8
+    # regions HMMER resolves by stochastic traces among them (the two copies of each consensus),
+    # some split into several envelopes, some of those overlapping
+    clustered = pairs.simple & (pairs.nclustered > 0)
+    assert clustered.sum() >= 10 and (pairs.nenvelopes[clustered] > pairs.nregions[clustered]).any() and \
+        pairs.noverlaps[clustered].any(), (clustered.sum(), pairs.nenvelopes[clustered], pairs.noverlaps[clustered])
 
 
 def test_gpu_finishing_merged_with_the_cpus_equals_hmmer(data_dir, proteome, tmp_path):
@@ -91,6 +96,7 @@ def test_gpu_finishing_merged_with_the_cpus_equals_hmmer(data_dir, proteome, tmp
         template = cpu.search_hmm(hmms[0], DigitalSequenceBlock(hmms[0].alphabet)).__getstate__()["pipeline"]
         template.update(dict.fromkeys(SEQUENCE_COUNTERS, 0))
         finishing = GpuFinishing(db, None, template, kernels=EmulatedKernels(tmp_path))
+        finishing.MAX_GPU_CELLS = 40_000             # (the longer pairs left to pyhmmer, to be merged)
         everything = [np.arange(db.n_seqs)] * len(hmms)
         got, want = [], []
         for hmm, (make, left) in zip(hmms, finishing.finish(hmms, profs, everything)):

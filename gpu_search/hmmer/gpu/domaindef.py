@@ -6,20 +6,24 @@ For each (model, sequence) pair, as p7_Pipeline runs it after the Forward filter
    rows (``forward_parser``, ``backward_parser``), the model local multihit for the
    sequence's length;
 2. the posteriors of p7_DomainDecoding and the regions of
-   p7_domaindef_ByPosteriorHeuristics, each flagged where HMMER would resolve it by
-   stochastic traces (``domain_regions``);
-3. for each region HMMER takes as one domain, its envelope rescored as
+   p7_domaindef_ByPosteriorHeuristics, each flagged where HMMER resolves it by stochastic
+   traces (``domain_regions``);
+3. for each region so flagged, region_trace_ensemble: p7_Forward over the region, the model
+   multihit, 200 stochastic traces from it with their null2 (each residue's n2sc), and the
+   clusters of their domains, HMMER's envelopes of the region (``forward_parser``,
+   ``region_traces``, ``trace_clusters``);
+4. for each envelope (a region HMMER takes as one domain, or a cluster's), rescored as
    rescore_isolated_domain does, the model unihit: p7_Forward and p7_Backward over the
    envelope (its score envsc), p7_Decoding's posteriors, p7_OptimalAccuracy (oasc) and
    p7_OATrace (the alignment), p7_Null2_ByExpectation (each residue's n2sc and the
-   domain's correction) (``posterior_decoding``, ``optimal_accuracy``, ``oa_trace``,
-   ``null2_by_expectation``).
+   domain's correction; a cluster's correction the sum of the region's n2sc instead)
+   (``posterior_decoding``, ``optimal_accuracy``, ``oa_trace``, ``null2_by_expectation``).
 
 The kernels are fwdback.cu's, exact to HMMER's float operations.  A pair is left to the CPU
-(``PairResults.simple`` False) where the GPU cannot give HMMER's answer: a region HMMER
-clusters from stochastic traces (not on the GPU yet), a score the kernels leave unsure (a
-double log near a float boundary, NaN), a model longer than the kernels' rows hold, an
-envelope whose trace would not fit its buffer.
+(``PairResults.simple`` False) where the GPU cannot give HMMER's answer: a score the kernels
+leave unsure (a double log near a float boundary, NaN), a model longer than the kernels' rows
+hold, an envelope whose trace would not fit its buffer, a region whose sampled domains
+would not fit theirs.
 
 The launches go through a ``kernels`` object (:class:`CupyKernels` on a GPU; the tests
 give the same calls to the CPU emulator of the kernels), so that this module only lays out
@@ -28,6 +32,7 @@ the work: which pairs and envelopes, where each one's rows and matrices lie.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,7 +45,12 @@ X_CELLS = 6                        # fwdback.cu's special states a row: E N J B 
 
 # the kernels, and how many threads each gives a pair
 THREADS_PER_PAIR = {"forward_parser": 4, "backward_parser": 4, "domain_regions": 1, "posterior_decoding": 4,
-                    "optimal_accuracy": 4, "oa_trace": 1, "null2_by_expectation": 4, "sequence_null2_sum": 1}
+                    "optimal_accuracy": 4, "oa_trace": 1, "null2_by_expectation": 4, "sequence_null2_sum": 1,
+                    "region_traces": 4, "trace_clusters": 1}
+
+N_TRACES = 200                     # fwdback.cu's: HMMER's stochastic traces a region
+SAMPLE_INTS = 5                    # a sampled domain: trace, i, j, k, m
+CLUSTER_INTS = 7                   # trace_clusters' workspace per cluster
 
 
 class CupyKernels:
@@ -68,6 +78,11 @@ class CupyKernels:
         return self.cp.zeros(int(max(n, 1)), dtype=dtype)
 
     def to_host(self, a) -> np.ndarray:
+        # the kernels before it waited for without the interpreter's lock (a region's traces can
+        # run for a second, and the filter threads need the lock meanwhile), then the copy
+        done = self.cp.cuda.get_current_stream().record()
+        while not done.done:
+            time.sleep(0.0005)
         return self.cp.asnumpy(a)
 
     def launch(self, name: str, n_jobs: int, most: int, args: tuple) -> None:
@@ -84,10 +99,13 @@ class PairResults:
     """What the GPU found for each pair (model j, sequence s) asked for, in the order asked.
 
     fwd: the Forward parser's score (nats; NaN where unsure); nexpected: HMMER's expected
-    number of domains; simple: whether every region was rescored here (else the pair is
-    left to the CPU); env_start: the pair's envelopes are env_start[p] .. env_start[p+1]
-    of :class:`EnvelopeResults`; null2_sum: the Kahan sum of the whole sequence's n2sc
-    (p7_Pipeline's seqbias before its log), for the simple pairs."""
+    number of domains; nregions, nclustered, noverlaps, nenvelopes: P7_DOMAINDEF's counts
+    (regions, those resolved by stochastic traces, envelopes starting within the one
+    rescored before them in such a region, envelopes); simple: whether every region was
+    resolved here (else the pair is left to the CPU); env_start: the pair's envelopes are
+    env_start[p] .. env_start[p+1] of :class:`EnvelopeResults`; null2_sum: the Kahan sum
+    of the whole sequence's n2sc (p7_Pipeline's seqbias before its log), for the simple
+    pairs."""
 
     model: np.ndarray
     seq: np.ndarray
@@ -97,6 +115,9 @@ class PairResults:
     simple: np.ndarray
     env_start: np.ndarray
     null2_sum: np.ndarray
+    nclustered: np.ndarray
+    noverlaps: np.ndarray
+    nenvelopes: np.ndarray
 
 
 @dataclass
@@ -200,20 +221,40 @@ def define_domains(kernels, profs: list[FilterProfile], residues: np.ndarray, of
         fwd[pairs] = f_out
         nexpected[pairs] = kernels.to_host(n_exp)[:k]
         nregions[pairs] = n_reg
-        unsure = np.bincount(region_q, weights=regions[:, 2] != 0, minlength=k) > 0
-        simple[pairs] = ~(np.isnan(f_out) | np.isnan(b_out) | unsure)
+        simple[pairs] = ~(np.isnan(f_out) | np.isnan(b_out))
 
-    # 3: each simple pair's regions as envelopes (in pair order, each pair's left to right),
-    # rescored in batches of bounded matrices
-    kept = np.flatnonzero(simple[region_pair])
-    kept = kept[np.argsort(region_pair[kept], kind="stable")]
-    env, env_pair = regions[kept], region_pair[kept]
-    env_start = np.concatenate([[0], np.cumsum(np.bincount(env_pair, minlength=n))]).astype(np.int64)
-    n_env = len(env)
-    ei, ej = env[:, 0].astype(np.int64), env[:, 1].astype(np.int64)
-    Lr = ej - ei + 1
     Ms = np.array([p.M for p in profs], dtype=np.int64)
     Qs = np.array([striped_q(p.M) for p in profs], dtype=np.int64)
+    budget = kernels.matrix_floats() if max_matrix_floats is None else max_matrix_floats
+    degenerate = kernels.to_device(degenerate_bits(degeneracy))
+    # 3: the regions HMMER resolves by stochastic traces, their clusters its envelopes
+    multi = np.flatnonzero((regions[:, 2] != 0) & simple[region_pair])
+    ens = _trace_ensembles(kernels, regions[multi], region_pair[multi], models, seqs, profs, Ms, Qs, budget,
+                           d_residues, d_offsets, d_model_at, d_profiles, degenerate)
+    simple[region_pair[multi[~ens.ok]]] = False
+    in_multi = np.full(len(regions), -1, np.int64)
+    in_multi[multi] = np.arange(len(multi))
+
+    # 4: each simple pair's envelopes (in pair order, each pair's regions left to right, a
+    # resolved region's clusters in HMMER's order), rescored in batches of bounded matrices
+    kept = np.flatnonzero(simple[region_pair])
+    kept = kept[np.argsort(region_pair[kept], kind="stable")]
+    kept_multi = in_multi[kept]
+    per_region = np.where(kept_multi >= 0, ens.count[np.maximum(kept_multi, 0)] if len(multi) else 0, 1)
+    env_region = np.repeat(kept, per_region)             # (the region each envelope comes from)
+    env_pair = region_pair[env_region]
+    given = in_multi[env_region] >= 0                    # (a cluster's: its null2 from the traces)
+    ei = regions[env_region, 0].astype(np.int64)
+    ej = regions[env_region, 1].astype(np.int64)
+    if given.any():
+        first_env = _at(per_region)[kept_multi >= 0]
+        cl = kept_multi[kept_multi >= 0]
+        at = index_ranges(first_env, ens.count[cl])
+        src = index_ranges(ens.first[cl], ens.count[cl])
+        ei[at], ej[at] = ens.i[src], ens.j[src]
+    env_start = np.concatenate([[0], np.cumsum(np.bincount(env_pair, minlength=n))]).astype(np.int64)
+    n_env = len(env_region)
+    Lr = ej - ei + 1
     cells = (Lr + 1) * Qs[models[env_pair]] * 12 if n_env else np.zeros(0, np.int64)
     out = EnvelopeResults(i=ei.astype(np.int32), j=ej.astype(np.int32), envsc=np.full(n_env, np.nan, np.float32),
                           decoded=np.zeros(n_env, bool), oasc=np.zeros(n_env, np.float32),
@@ -221,11 +262,9 @@ def define_domains(kernels, profs: list[FilterProfile], residues: np.ndarray, of
                           n2sc_start=_at(Lr), trace_start=np.zeros(n_env + 1, np.int64), st=None, k=None, ti=None,
                           pp=None)
     traces: list = []                   # each batch's traces (_rescore)
-    degenerate = kernels.to_device(degenerate_bits(degeneracy))
     unihit = [fwdback_params(p, multihit=False) for p in profs]
     # batches of envelopes of like sizes, largest first, their matrices within the budget: a
     # launch lasts as long as its longest chain of rows
-    budget = kernels.matrix_floats() if max_matrix_floats is None else max_matrix_floats
     by_size = np.argsort(-cells, kind="stable")
     b0 = 0
     while b0 < n_env:
@@ -256,21 +295,139 @@ def define_domains(kernels, profs: list[FilterProfile], residues: np.ndarray, of
                                  for c, dt in zip(range(3, 7), (np.int32, np.int32, np.int32, np.float32)))
     shift = np.repeat(out.i.astype(np.int32) - 1, sizes)       # the traces in the sequences' coordinates
     out.ti = np.where(ii > 0, ii + shift, ii).astype(np.int32)
+    # a cluster's n2sc is the region's, its correction their float sum in order (HMMER's null2
+    # by traces in place of the envelope's own)
+    for e in np.flatnonzero(given):
+        r = in_multi[env_region[e]]
+        at = ens.n2sc_start[r] + (ei[e] - regions[env_region[e], 0])
+        values = ens.n2sc[at:at + Lr[e]]
+        out.n2sc[out.n2sc_start[e]:out.n2sc_start[e] + Lr[e]] = values
+        out.domcorrection[e] = np.cumsum(values, dtype=np.float32)[-1]
+
+    # P7_DOMAINDEF's counts: envelopes, regions clustered, and within those an envelope starting
+    # at or before the end of the last one rescored (decoded) before it
+    nenvelopes = np.bincount(env_pair, minlength=n).astype(np.int32)
+    nclustered = np.bincount(region_pair[kept[kept_multi >= 0]], minlength=n).astype(np.int32)
+    noverlaps = np.zeros(n, np.int32)
+    last_j, last_region = 0, -1
+    for e in np.flatnonzero(given):
+        if env_region[e] != last_region:
+            last_j, last_region = 0, env_region[e]
+        if ei[e] <= last_j:
+            noverlaps[env_pair[e]] += 1
+        if out.decoded[e]:
+            last_j = ej[e]
+
     null2_sum = np.full(n, np.nan, np.float32)
     done = np.flatnonzero(simple)
-    if len(done):       # the sequences' null2 sums, over the envelopes' n2sc
-        firsts = env_start[done]
-        envs = index_ranges(firsts, env_start[done + 1] - firsts)
-        local = np.concatenate([[0], np.cumsum(env_start[done + 1] - firsts)]).astype(np.int64)
+    if len(done):       # the sequences' null2 sums: each region's n2sc (its envelope's, or its traces')
+        sel = np.isin(region_pair[kept], done)
+        seg_of, seg_multi = kept[sel], kept_multi[sel]
+        seg_env = _at(per_region)[sel]                     # (a simple region's one envelope)
+        n2sc_at = np.where(seg_multi >= 0, len(out.n2sc) + ens.n2sc_start[np.maximum(seg_multi, 0)]
+                           if len(multi) else 0, out.n2sc_start[np.minimum(seg_env, max(n_env - 1, 0))]
+                           if n_env else 0)
+        local = np.concatenate([[0], np.cumsum(np.bincount(region_pair[seg_of], minlength=n)[done])]).astype(np.int64)
         sums = kernels.zeros(len(done), np.float32)
         kernels.launch("sequence_null2_sum", 1, len(done), (
             d_offsets, kernels.to_device(seqs[done].astype(np.int32)), np.int32(len(done)),
-            kernels.to_device(local), kernels.to_device(out.i[envs]), kernels.to_device(out.j[envs]),
-            kernels.to_device(out.n2sc_start[envs]), kernels.to_device(out.n2sc), sums))
+            kernels.to_device(local), kernels.to_device(regions[seg_of, 0].astype(np.int32)),
+            kernels.to_device(regions[seg_of, 1].astype(np.int32)), kernels.to_device(n2sc_at.astype(np.int64)),
+            kernels.to_device(np.concatenate([out.n2sc, ens.n2sc]).astype(np.float32)), sums))
         null2_sum[done] = kernels.to_host(sums)[:len(done)]
     pairs = PairResults(model=models, seq=seqs, fwd=fwd, nexpected=nexpected, nregions=nregions, simple=simple,
-                        env_start=env_start, null2_sum=null2_sum)
+                        env_start=env_start, null2_sum=null2_sum, nclustered=nclustered, noverlaps=noverlaps,
+                        nenvelopes=nenvelopes)
     return pairs, out
+
+
+@dataclass
+class Ensembles:
+    """region_trace_ensemble's results for some regions: ok (False where the GPU could not
+    give HMMER's: the pair goes to the CPU); region r's envelopes (its clusters, in HMMER's
+    order) are i[first[r]:first[r]+count[r]], j[...]; its residues' n2sc are
+    n2sc[n2sc_start[r]:] (the region's length)."""
+
+    ok: np.ndarray
+    first: np.ndarray
+    count: np.ndarray
+    i: np.ndarray
+    j: np.ndarray
+    n2sc: np.ndarray
+    n2sc_start: np.ndarray
+
+
+def _trace_ensembles(kernels, reg: np.ndarray, reg_pair: np.ndarray, models, seqs, profs, Ms, Qs, budget: int,
+                     d_residues, d_offsets, d_model_at, d_profiles, degenerate) -> Ensembles:
+    """region_trace_ensemble for the regions reg ((i, j, flag) rows) of pairs reg_pair, in
+    batches whose Forward matrices fit the budget: p7_Forward over each region (the model
+    multihit for the whole sequence's length), ``region_traces`` and ``trace_clusters``."""
+    n = len(reg)
+    Lr = (reg[:, 1] - reg[:, 0] + 1).astype(np.int64) if n else np.zeros(0, np.int64)
+    m = models[reg_pair]
+    cells = (Lr + 1) * Qs[m] * 12
+    # sampled domains a region may hold: 200 traces of up to 4 domains, more in longer regions
+    cap = N_TRACES * np.maximum(4, (Lr + 24) // 25)
+    ok = np.zeros(n, bool)
+    count = np.zeros(n, np.int64)
+    found: list = [None] * n
+    n2sc_start = _at(Lr)
+    n2sc = np.zeros(int(Lr.sum()), np.float32)
+    multihit = [fwdback_params(p) for p in profs]
+    size = cells + SAMPLE_INTS * cap
+    by_size = np.argsort(-size, kind="stable")
+    b0 = 0
+    while b0 < n:
+        b1, total = b0 + 1, size[by_size[b0]]
+        while b1 < n and total + size[by_size[b1]] <= budget:
+            total += size[by_size[b1]]
+            b1 += 1
+        idx = np.sort(by_size[b0:b1])
+        b0 = b1
+        perm, starts, counts = _layout(Lr[idx], m[idx], len(profs))
+        rs = idx[perm]
+        k = len(rs)
+        rows_at = _at((Lr[rs] + 1) * X_CELLS)
+        n_rows = int(((Lr[rs] + 1) * X_CELLS).sum())
+        jobs = kernels.to_device(job_table(starts, counts, starts, multihit))
+        order = kernels.to_device(seqs[reg_pair[rs]].astype(np.int32))
+        d_seg = kernels.to_device(np.stack([reg[rs, 0], Lr[rs]], axis=1).astype(np.int32).reshape(-1))
+        d_rows_at, d_matrix_at = kernels.to_device(rows_at), kernels.to_device(_at(cells[rs]))
+        fwd_rows, fwd_mx = kernels.zeros(n_rows, np.float32), kernels.zeros(int(cells[rs].sum()), np.float32)
+        most = int(counts.max())
+        common = (d_residues, d_offsets, order, jobs, d_model_at, d_profiles, d_seg, d_rows_at)
+        kernels.launch("forward_parser", len(profs), most, (*common, fwd_rows, d_matrix_at, fwd_mx,
+                                                            kernels.zeros(k, np.float32)))
+        samples_at = kernels.to_device(_at(cap[rs]))
+        samples = kernels.zeros(SAMPLE_INTS * int(cap[rs].sum()), np.int32)
+        n_samples, status = kernels.zeros(k, np.int32), kernels.zeros(k, np.int32)
+        d_n2sc = kernels.zeros(n_rows // X_CELLS, np.float32)
+        kernels.launch("region_traces", len(profs), most, (
+            d_residues, d_offsets, order, jobs, d_model_at, d_profiles, d_seg, degenerate, d_rows_at, fwd_rows,
+            d_matrix_at, fwd_mx, samples_at, kernels.to_device(cap[rs].astype(np.int32)), samples, n_samples,
+            d_n2sc, status))
+        ns = kernels.to_host(n_samples)[:k].astype(np.int64)
+        # a significant cluster holds samples of 50 traces at least
+        cluster_cap = ns // 50 + 1
+        work = (3 + CLUSTER_INTS) * ns + np.maximum(Lr[rs], Ms[m[rs]]) + 1
+        clusters_at = _at(cluster_cap)
+        clusters, n_clusters = kernels.zeros(2 * int(cluster_cap.sum()), np.int32), kernels.zeros(k, np.int32)
+        kernels.launch("trace_clusters", 1, k, (
+            np.int32(k), samples_at, n_samples, samples, kernels.to_device(_at(work)),
+            kernels.zeros(int(work.sum()), np.int32), kernels.to_device(clusters_at),
+            kernels.to_device(cluster_cap.astype(np.int32)), clusters, n_clusters))
+        nc = kernels.to_host(n_clusters)[:k].astype(np.int64)
+        ok[rs] = (kernels.to_host(status)[:k] == 0) & (nc >= 0)
+        count[rs] = np.maximum(nc, 0)
+        cl = kernels.to_host(clusters)
+        for q, r in enumerate(rs.tolist()):
+            found[r] = cl[2 * clusters_at[q]:2 * (clusters_at[q] + count[r])].reshape(-1, 2)
+        n2sc[index_ranges(n2sc_start[rs], Lr[rs])] = kernels.to_host(d_n2sc)[index_ranges(rows_at // X_CELLS + 1,
+                                                                                            Lr[rs])]
+    count[~ok] = 0
+    first = _at(count)
+    every = np.concatenate([f[:c] for f, c in zip(found, count)] + [np.zeros((0, 2), np.int32)]).astype(np.int64)
+    return Ensembles(ok=ok, first=first, count=count, i=every[:, 0], j=every[:, 1], n2sc=n2sc, n2sc_start=n2sc_start)
 
 
 def _rescore(kernels, out: EnvelopeResults, traces: list, idx: np.ndarray, env_pair, models, seqs, Lr, cells,

@@ -22,6 +22,9 @@
  *   domain_regions: from both parsers' rows, the posteriors of p7_DomainDecoding, the
  *   expected number of domains, and the regions HMMER then evaluates, each flagged where
  *   HMMER resolves it by stochastic traces (is_multidomain_region).
+ *   region_traces, trace_clusters: such a region's 200 stochastic traces from its Forward
+ *   matrix (p7_StochasticTrace with Easel's generator), their null2 (p7_Null2_ByTrace) and
+ *   the clusters of their domains (p7_spensemble_Cluster), HMMER's envelopes of the region.
  *
  * Why they are exact
  *   HMMER's striped SSE code is transcribed with one thread per SSE lane: a group of four
@@ -152,7 +155,7 @@ __device__ __forceinline__ float lanes_sum(float v, unsigned mask)
    float), and the rows: the whole sequence, or a segment of it (first residue, length) as
    HMMER's domain definition runs the DP over a region or an envelope. */
 struct Pair {
-    int item, out, z, M, Q, L, Lr;
+    int item, out, z, M, Q, L, Lr, first;    /* first: the segment's first residue in the sequence (1 if whole) */
     unsigned mask;                    /* the group's lanes */
     float nj, e_move, e_loop, pmove, ploop;
     const float *tfv, *rfv;           /* the model's profile (packing.pack_fwdback_profiles) */
@@ -182,6 +185,7 @@ __device__ __forceinline__ bool take_pair(const int *jobs, const int *order_all,
     p.L = (int)(offsets[s + 1] - start);
     const int *seg = segments ? segments + 2 * (job[JOB_ORDER] + p.item) : nullptr;
     p.Lr = seg ? seg[1] : p.L;
+    p.first = seg ? seg[0] : 1;
     p.dsq = residues ? residues + start - 1 + (seg ? seg[0] - 1 : 0) : nullptr;
     p.pmove = __fdiv_rn(__fadd_rn(2.0f, p.nj), __fadd_rn(__fadd_rn((float)p.L, 2.0f), p.nj));
     p.ploop = __fsub_rn(1.0f, p.pmove);
@@ -948,6 +952,24 @@ __device__ __forceinline__ float glibc_logf(float x)
 #define K_RES 20                  /* the alphabet's canonical residues; codes K_RES+1 .. KP-3 degenerate */
 #endif
 
+/* null2's odds of the codes past the canonical residues, as HMMER ends its null2 functions:
+   esl_abc_FAvgScVec (a degenerate code the float mean of its residues': degenerate[x], bit y
+   for residue y), then gap, '*' and '~' 1 */
+__device__ __forceinline__ void null2_other_codes(float *null2, const unsigned *degenerate)
+{
+    for (int x = K_RES + 1; x < KP - 2; x++) {
+        float sum = 0.0f;
+        int n = 0;
+        for (int y = 0; y < K_RES; y++)
+            if ((degenerate[x] >> y) & 1u) {
+                sum = __fadd_rn(sum, null2[y]);
+                n++;
+            }
+        null2[x] = __fdiv_rn(sum, (float)n);
+    }
+    null2[K_RES] = null2[KP - 2] = null2[KP - 1] = 1.0f;
+}
+
 /* HMMER's p7_Null2_ByExpectation and the domain's null2 correction, as its envelope rescoring
  * (rescore_isolated_domain) computes them from an envelope's posteriors (posterior_decoding):
  * the expected uses of each M and I state and of N, C, J over the segment (rows 1..Lr summed
@@ -1012,17 +1034,7 @@ null2_by_expectation(const uint8_t *__restrict__ residues, const long long *__re
 #undef RF
 #undef PP
 #undef X
-    for (int x = K_RES + 1; x < KP - 2; x++) {                   /* esl_abc_FAvgScVec */
-        float sum = 0.0f;
-        int n = 0;
-        for (int y = 0; y < K_RES; y++)
-            if ((degenerate[x] >> y) & 1u) {
-                sum = __fadd_rn(sum, null2[y]);
-                n++;
-            }
-        null2[x] = __fdiv_rn(sum, (float)n);
-    }
-    null2[K_RES] = null2[KP - 2] = null2[KP - 1] = 1.0f;
+    null2_other_codes(null2, degenerate);
     if (z != 0) return;
     if (null2_all)
         for (int x = 0; x < KP; x++) null2_all[(long long)p.out * KP + x] = null2[x];
@@ -1066,5 +1078,390 @@ sequence_null2_sum(const long long *__restrict__ offsets, const int *__restrict_
         sum = t;
     }
     sum_out[p] = sum;
+}
+/* ---- Regions HMMER resolves by stochastic traces (region_trace_ensemble, p7_domaindef.c) ---- */
+
+#define N_TRACES 200                  /* P7_DOMAINDEF's nsamples */
+#define SAMPLE_INTS 5                 /* a sampled domain: trace, i, j (sequence), k, m (model) */
+/* Easel's fast generator as p7_domaindef_Create seeds it (42) and region_trace_ensemble reseeds
+   it at every region: x = 69069 x + 1 on 32 bits from esl_mix3(42, 87654321, 12345678), each
+   draw x / 2^32 in double */
+#define TRACE_SEED 1265258399u
+
+__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+__device__ __forceinline__ int imax(int a, int b) { return a > b ? a : b; }
+
+__device__ __forceinline__ double esl_draw(unsigned &x)
+{
+    x = x * 69069u + 1u;
+    return __ddiv_rn((double)x, 4294967296.0);
+}
+
+/* esl_vec_FNorm (Easel's float Kahan sum; a zero sum gives 1/n each) then esl_rnd_FChoose (the
+   roll against the running sum over the double total, in double): which of n paths */
+__device__ __forceinline__ int esl_choose(unsigned &x, float *path, int n)
+{
+    float sum = 0.0f, c = 0.0f;
+    for (int a = 0; a < n; a++) {
+        const float y = __fsub_rn(path[a], c);
+        const float t = __fadd_rn(sum, y);
+        c = __fsub_rn(__fsub_rn(t, sum), y);
+        sum = t;
+    }
+    for (int a = 0; a < n; a++) path[a] = sum != 0.0f ? __fdiv_rn(path[a], sum) : __fdiv_rn(1.0f, (float)n);
+    const double roll = esl_draw(x);
+    double norm = 0.0, acc = 0.0;
+    for (int a = 0; a < n; a++) norm = __dadd_rn(norm, (double)path[a]);
+    for (int a = 0; a < n; a++) {
+        acc = __dadd_rn(acc, (double)path[a]);
+        if (roll < __ddiv_rn(acc, norm)) return a;
+    }
+    return n - 1;                     /* (not reached: the last ratio is 1) */
+}
+
+/* HMMER's p7_StochasticTrace (impl_sse/stotrace.c) from a region's Forward matrix, 200 times,
+ * with what region_trace_ensemble takes from each trace: its domains (p7_trace_Index: from the
+ * first to the last M after each B), each domain's null2 odds by p7_Null2_ByTrace (the M and I
+ * states' uses counted at their node, times (float)(1 / Ld); each residue's odds the lanes' sums
+ * over q of count times match odds, (v0 + v1) + (v2 + v3)), and each residue's sum over the
+ * traces: the domain's null2 odds for a residue of a domain after its first, 1.0 for the first
+ * and for every residue outside domains (the float adds in trace order).  Then the region's
+ * n2sc = logf(sum / 200) (glibc's logf).
+ *
+ * A trace step draws once (N none): M, D, I, C, J and B from their paths (float products of the
+ * matrix and the model's transitions, in HMMER's order) by esl_choose; E from the row's M and D
+ * cells of each q times (float)(1 / E), summed in double, restarting at q = 0 without resetting
+ * the sum.  The Forward matrix and rows: forward_parser's over the region (segments), the model
+ * multihit for the whole sequence's length.
+ *
+ * Four threads a region (its lanes, as the parsers): all four walk each trace alike, each counts
+ * the nodes of its lane and owns the residues pos = z (mod 4).  Writes the sampled domains
+ * (SAMPLE_INTS each, trace by trace, each trace's left to right, in the sequence's coordinates)
+ * at samples_at[out] (at most sample_cap[out]) and their number, n2sc at rows_at[out] / X_CELLS
+ * ([1..Lr]), and status[out]: 0, or 1 where the domains overflowed their buffer, 2 where a trace
+ * failed (HMMER would stop with an error): the host leaves those pairs to the CPU.
+ */
+extern "C" __global__ void __launch_bounds__(128)
+region_traces(const uint8_t *__restrict__ residues, const long long *__restrict__ offsets,
+              const int *__restrict__ order_all, const int *__restrict__ jobs,
+              const long long *__restrict__ model_at, const float *__restrict__ profiles,
+              const int *__restrict__ segments, const unsigned *__restrict__ degenerate,
+              const long long *__restrict__ rows_at, const float *__restrict__ fwd_rows_all,
+              const long long *__restrict__ matrix_at, const float *__restrict__ fwd_mx_all,
+              const long long *__restrict__ samples_at, const int *__restrict__ sample_cap,
+              int *__restrict__ samples_all, int *__restrict__ n_samples_all, float *__restrict__ n2sc_all,
+              int *__restrict__ status_all)
+{
+    Pair p;
+    if (!take_pair(jobs, order_all, offsets, residues, segments, model_at, profiles, p)) return;
+    const int z = p.z, Q = p.Q, Lr = p.Lr;
+    const float *tfv = p.tfv, *rfv = p.rfv;
+    const uint8_t *dsq = p.dsq;
+    const float *xmx = fwd_rows_all + rows_at[p.out];
+    const float *mx = fwd_mx_all + matrix_at[p.out];
+    int *samples = samples_all + (long long)SAMPLE_INTS * samples_at[p.out];
+    const int cap = sample_cap[p.out];
+    float *n2sc = n2sc_all + rows_at[p.out] / X_CELLS;
+#define CELL(i, q, st, r) mx[(((long long)(i) * Q + (q)) * 3 + (st)) * 4 + (r)]
+#define XM(i, c) xmx[(i) * X_CELLS + (c)]
+#define TFV(q, t, r) tfv[((q) * 7 + (t)) * 4 + (r)]
+#define TDDV(q, r) tfv[(7 * Q + (q)) * 4 + (r)]
+#define RF(x, q) rfv[((long long)(x) * Q + (q)) * 4 + z]
+
+    for (int pos = 1; pos <= Lr; pos++)
+        if ((pos & 3) == z) n2sc[pos] = 0.0f;
+    float count[QMAX];                       /* this lane's nodes' uses in the domain being traced */
+    for (int q = 0; q < Q; q++) count[q] = 0.0f;
+    unsigned x = TRACE_SEED;
+    int n = 0, status = 0;
+    for (int t = 0; t < N_TRACES && status == 0; t++) {
+        const int trace_first = n;
+        int i = Lr, k = 0, s0 = T_ST_C;
+        int sqfrom = 0, sqto = 0, hmmfrom = 0, hmmto = 0, Ld = 0;
+        while (s0 != T_ST_S) {
+            int s1 = -1;
+            if ((s0 == T_ST_M || s0 == T_ST_I || s0 == T_ST_C || s0 == T_ST_J) && i < 1) break;   /* (no path) */
+            if (s0 == T_ST_M) {             /* M(i,k) from B(i-1), M, I, D(i-1,k-1) */
+                const int q = (k - 1) % Q, r = (k - 1) / Q;
+                const int qp = q > 0 ? q - 1 : Q - 1, rp = q > 0 ? r : r - 1;
+                const bool none = rp < 0;    /* (node 1: the right shift's zero) */
+                float path[4] = {__fmul_rn(XM(i - 1, X_B), TFV(q, T_BM, r)),
+                                 __fmul_rn(none ? 0.0f : CELL(i - 1, qp, 0, rp), TFV(q, T_MM, r)),
+                                 __fmul_rn(none ? 0.0f : CELL(i - 1, qp, 2, rp), TFV(q, T_IM, r)),
+                                 __fmul_rn(none ? 0.0f : CELL(i - 1, qp, 1, rp), TFV(q, T_DM, r))};
+                const int states[4] = {T_ST_B, T_ST_M, T_ST_I, T_ST_D};
+                s1 = states[esl_choose(x, path, 4)];
+                k--;
+                i--;
+            } else if (s0 == T_ST_D) {      /* D(i,k) from M, D(i,k-1) */
+                const int q = (k - 1) % Q, r = (k - 1) / Q;
+                const int qp = q > 0 ? q - 1 : Q - 1, rp = q > 0 ? r : r - 1;
+                const bool none = rp < 0;
+                float path[2] = {none ? 0.0f : __fmul_rn(CELL(i, qp, 0, rp), TFV(qp, T_MD, rp)),
+                                 none ? 0.0f : __fmul_rn(CELL(i, qp, 1, rp), TDDV(qp, rp))};
+                s1 = esl_choose(x, path, 2) == 0 ? T_ST_M : T_ST_D;
+                k--;
+            } else if (s0 == T_ST_I) {      /* I(i,k) from M, I(i-1,k) */
+                const int q = (k - 1) % Q, r = (k - 1) / Q;
+                float path[2] = {__fmul_rn(CELL(i - 1, q, 0, r), TFV(q, T_MI, r)),
+                                 __fmul_rn(CELL(i - 1, q, 2, r), TFV(q, T_II, r))};
+                s1 = esl_choose(x, path, 2) == 0 ? T_ST_M : T_ST_I;
+                i--;
+            } else if (s0 == T_ST_N) {
+                s1 = i == 0 ? T_ST_S : T_ST_N;
+            } else if (s0 == T_ST_C || s0 == T_ST_J) {   /* C(i), J(i) from themselves at i-1, or E(i) */
+                const int c = s0 == T_ST_C ? X_C : X_J;
+                float path[2] = {__fmul_rn(XM(i - 1, c), p.ploop),
+                                 __fmul_rn(__fmul_rn(XM(i, X_E), s0 == T_ST_C ? p.e_move : p.e_loop),
+                                           XM(i, X_SCALE))};
+                s1 = esl_choose(x, path, 2) == 0 ? s0 : T_ST_E;
+            } else if (s0 == T_ST_E) {      /* E(i) from M(i,k) or D(i,k): the row scanned in order */
+                const double roll = esl_draw(x);
+                const float norm = __fdiv_rn(1.0f, XM(i, X_E));
+                double sum = 0.0;
+                for (int pass = 0; pass < 3 && s1 < 0; pass++) {
+                    for (int q = 0; q < Q && s1 < 0; q++)
+                        for (int st = 0; st < 2 && s1 < 0; st++)
+                            for (int r = 0; r < 4; r++) {
+                                sum = __dadd_rn(sum, (double)__fmul_rn(CELL(i, q, st, r), norm));
+                                if (roll < sum) {
+                                    k = r * Q + q + 1;
+                                    s1 = st == 0 ? T_ST_M : T_ST_D;
+                                    break;
+                                }
+                            }
+                    if (s1 < 0 && sum < 0.99) break;           /* (HMMER: not normalized, an error) */
+                }
+                sqto = 0;                   /* a domain, traced from its end */
+                Ld = 0;
+            } else if (s0 == T_ST_B) {      /* B(i) from N(i) or J(i) */
+                float path[2] = {__fmul_rn(XM(i, X_N), p.pmove), __fmul_rn(XM(i, X_J), p.pmove)};
+                s1 = esl_choose(x, path, 2) == 0 ? T_ST_N : T_ST_J;
+            }
+            if (s1 < 0) break;
+
+            /* what the state appended as (s1, k, i) adds to region_trace_ensemble's tallies */
+            if (s1 == T_ST_M || s1 == T_ST_I) {         /* p7_Null2_ByTrace's use of node k */
+                Ld++;
+                if ((k - 1) / Q == z) count[(k - 1) % Q] = __fadd_rn(count[(k - 1) % Q], 1.0f);
+            }
+            if (s1 == T_ST_M) {
+                if (sqto == 0) {
+                    sqto = i;
+                    hmmto = k;
+                }
+                sqfrom = i;
+                hmmfrom = k;
+            }
+            if (s1 == T_ST_B) {             /* the domain is whole: its null2, its residues' sums */
+                const float norm = __fdiv_rn(1.0f, (float)Ld);
+                float null2[KP];
+                for (int y = 0; y < K_RES; y++) {
+                    float sv = 0.0f;
+                    for (int q = 0; q < Q; q++) sv = __fadd_rn(sv, __fmul_rn(__fmul_rn(count[q], norm), RF(y, q)));
+                    null2[y] = lanes_sum(sv, p.mask);   /* (+ the I and N, C, J terms: all zero here) */
+                }
+                null2_other_codes(null2, degenerate);
+                for (int q = 0; q < Q; q++) count[q] = 0.0f;
+                for (int pos = sqfrom; pos <= sqto; pos++)
+                    if ((pos & 3) == z) n2sc[pos] = __fadd_rn(n2sc[pos], pos == sqfrom ? 1.0f : null2[dsq[pos]]);
+                if (n >= cap) {
+                    status = 1;
+                    break;
+                }
+                if (z == 0) {
+                    int *h = samples + SAMPLE_INTS * n;
+                    h[0] = t;
+                    h[1] = sqfrom + p.first - 1;
+                    h[2] = sqto + p.first - 1;
+                    h[3] = hmmfrom;
+                    h[4] = hmmto;
+                }
+                n++;
+            }
+            if ((s1 == T_ST_N || s1 == T_ST_J || s1 == T_ST_C) && s1 == s0) {   /* a residue outside domains */
+                if ((i & 3) == z) n2sc[i] = __fadd_rn(n2sc[i], 1.0f);
+                i--;
+            }
+            s0 = s1;
+        }
+        if (status == 0 && s0 != T_ST_S) status = 2;
+        if (z == 0)                         /* the trace's domains, traced right to left, put left to right */
+            for (int a = trace_first, b = n - 1; a < b; a++, b--)
+                for (int c = 0; c < SAMPLE_INTS; c++) {
+                    const int keep = samples[SAMPLE_INTS * a + c];
+                    samples[SAMPLE_INTS * a + c] = samples[SAMPLE_INTS * b + c];
+                    samples[SAMPLE_INTS * b + c] = keep;
+                }
+    }
+#undef CELL
+#undef XM
+#undef TFV
+#undef TDDV
+#undef RF
+    for (int pos = 1; pos <= Lr; pos++)
+        if ((pos & 3) == z) n2sc[pos] = glibc_logf(__fdiv_rn(n2sc[pos], (float)N_TRACES));
+    if (z != 0) return;
+    n_samples_all[p.out] = n;
+    status_all[p.out] = status;
+}
+
+/* link_spsamples with P7_DOMAINDEF's defaults: two sampled domains link where they overlap by
+   0.8 of the shorter in the sequence and in the model (the model's overlap without HMMER's +1),
+   and their start or end diagonals differ by at most 4 */
+__device__ __forceinline__ bool samples_linked(const int *h1, const int *h2)
+{
+    int nov = imin(h1[2], h2[2]) - imax(h1[1], h2[1]) + 1;
+    int n = imin(h1[2] - h1[1] + 1, h2[2] - h2[1] + 1);
+    if (__fdiv_rn((float)nov, (float)n) < 0.8f) return false;
+    nov = imin(h1[4], h2[4]) - imax(h1[3], h2[3]);
+    n = imin(h1[4] - h1[3] + 1, h2[4] - h2[3] + 1);
+    if (__fdiv_rn((float)nov, (float)n) < 0.8f) return false;
+    if (abs((h1[1] - h1[3]) - (h2[1] - h2[3])) <= 4) return true;
+    return abs((h1[2] - h1[4]) - (h2[2] - h2[4])) <= 4;
+}
+
+/* esl_vec_IArgMax: the first index of the largest */
+__device__ __forceinline__ int first_argmax(const int *v, int n)
+{
+    int best = 0;
+    for (int a = 1; a < n; a++)
+        if (v[a] > v[best]) best = a;
+    return best;
+}
+
+#define CLUSTER_INTS 7                /* i, j, k, m, cluster, probability's bits, dominated */
+
+/* The end of region_trace_ensemble: p7_spensemble_Cluster of a region's sampled domains
+ * (region_traces) with P7_DOMAINDEF's defaults, then the dominated clusters dropped.
+ *   - Easel's single linkage (esl_cluster_SingleLinkage: its two stacks, vertices taken from
+ *     the end of the unlinked one, deleted by swapping in its last), clusters numbered as found;
+ *   - a cluster counts where the traces holding one of its samples (counted as HMMER does, a
+ *     trace again only after another's sample) are at least 0.25 of the 200; its ends the
+ *     leftmost start and rightmost end that at least ceilf(0.02 x those traces) samples share
+ *     (the most shared if none), each coordinate apart; dropped if they cross;
+ *   - the clusters sorted by start (stably, as glibc's qsort merges), then for each pair whose
+ *     sequence overlap is 0.8 of the shorter the less probable marked dominated (the earlier on
+ *     a tie), the pass over later clusters stopping at an overlap of exactly 0.
+ * One thread a region.  work: 3 n + CLUSTER_INTS n + width ints at work_at[g] (n: the region's
+ * samples, width: its length or its model's, the larger, plus 1).  Writes the clusters kept,
+ * (i, j) each in the sequence's coordinates, at clusters_at[g] and their number (-1 where more
+ * than cluster_cap[g]).
+ */
+extern "C" __global__ void __launch_bounds__(128)
+trace_clusters(int n_regions, const long long *__restrict__ samples_at, const int *__restrict__ n_samples_all,
+               const int *__restrict__ samples_all, const long long *__restrict__ work_at, int *__restrict__ work_all,
+               const long long *__restrict__ clusters_at, const int *__restrict__ cluster_cap,
+               int *__restrict__ clusters_all, int *__restrict__ n_clusters_all)
+{
+    const int g = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (g >= n_regions) return;
+    const int n = n_samples_all[g];
+    const int *sp = samples_all + (long long)SAMPLE_INTS * samples_at[g];
+    int *a = work_all + work_at[g], *b = a + n, *c = b + n, *sig = c + n, *epc = sig + CLUSTER_INTS * n;
+#define H(h) (sp + SAMPLE_INTS * (h))
+
+    /* esl_cluster_SingleLinkage */
+    for (int v = 0; v < n; v++) a[v] = n - v - 1;
+    int na = n, nb = 0, nc = 0;
+    while (na > 0) {
+        b[nb++] = a[--na];
+        while (nb > 0) {
+            const int v = b[--nb];
+            c[v] = nc;
+            for (int u = na - 1; u >= 0; u--)
+                if (samples_linked(H(v), H(a[u]))) {
+                    const int w = a[u];
+                    a[u] = a[--na];
+                    b[nb++] = w;
+                }
+        }
+        nc++;
+    }
+    /* each cluster's traces (a, b reused: the trace last counted, the count) */
+    int *last = a, *ninc = b;
+    for (int cl = 0; cl < nc; cl++) {
+        last[cl] = -1;
+        ninc[cl] = 0;
+    }
+    for (int h = 0; h < n; h++) {
+        if (H(h)[0] != last[c[h]]) ninc[c[h]]++;
+        last[c[h]] = H(h)[0];
+    }
+    int nsig = 0;
+    for (int cl = 0; cl < nc; cl++) {
+        if (__fdiv_rn((float)ninc[cl], (float)N_TRACES) < 0.25f) continue;
+        int lo[4], hi[4], best[4];
+        bool first = true;
+        for (int h = 0; h < n; h++)
+            if (c[h] == cl)
+                for (int d = 0; d < 4; d++) {
+                    const int v = H(h)[1 + (d == 0 ? 0 : d == 1 ? 2 : d == 2 ? 1 : 3)];   /* i, k, j, m */
+                    lo[d] = first || v < lo[d] ? v : lo[d];
+                    hi[d] = first || v > hi[d] ? v : hi[d];
+                    if (d == 3) first = false;
+                }
+        const int threshold = (int)ceilf(__fmul_rn((float)ninc[cl], 0.02f));
+        for (int d = 0; d < 4; d++) {        /* i and k leftmost, j and m rightmost */
+            const int field = 1 + (d == 0 ? 0 : d == 1 ? 2 : d == 2 ? 1 : 3), width = hi[d] - lo[d] + 1;
+            for (int w = 0; w < width; w++) epc[w] = 0;
+            for (int h = 0; h < n; h++)
+                if (c[h] == cl) epc[H(h)[field] - lo[d]]++;
+            int e;
+            if (d < 2) {
+                for (e = lo[d]; e <= hi[d]; e++)
+                    if (epc[e - lo[d]] >= threshold) break;
+                if (e > hi[d]) e = lo[d] + first_argmax(epc, width);
+            } else {
+                for (e = hi[d]; e >= lo[d]; e--)
+                    if (epc[e - lo[d]] >= threshold) break;
+                if (e < lo[d]) e = lo[d] + first_argmax(epc, width);
+            }
+            best[d] = e;
+        }
+        if (best[0] > best[2] || best[1] > best[3]) continue;   /* (i > j or k > m) */
+        int *s = sig + CLUSTER_INTS * nsig;
+        s[0] = best[0];
+        s[1] = best[2];
+        s[2] = best[1];
+        s[3] = best[3];
+        s[4] = cl;
+        s[5] = (int)__float_as_uint(__fdiv_rn((float)ninc[cl], (float)N_TRACES));
+        s[6] = 0;
+        nsig++;
+    }
+#undef H
+    for (int d = 1; d < nsig; d++)          /* by start, stably */
+        for (int e = d; e > 0 && sig[CLUSTER_INTS * (e - 1)] > sig[CLUSTER_INTS * e]; e--)
+            for (int f = 0; f < CLUSTER_INTS; f++) {
+                const int keep = sig[CLUSTER_INTS * e + f];
+                sig[CLUSTER_INTS * e + f] = sig[CLUSTER_INTS * (e - 1) + f];
+                sig[CLUSTER_INTS * (e - 1) + f] = keep;
+            }
+    for (int d = 0; d < nsig; d++) {         /* who dominates whom */
+        int *s = sig + CLUSTER_INTS * d;
+        for (int d2 = d + 1; d2 < nsig; d2++) {
+            int *s2 = sig + CLUSTER_INTS * d2;
+            const int nov = imin(s[1], s2[1]) - imax(s[0], s2[0]) + 1;
+            if (nov == 0) break;
+            const int len = imin(s[1] - s[0] + 1, s2[1] - s2[0] + 1);
+            if (__fdiv_rn((float)nov, (float)len) >= 0.8f) {
+                if (__uint_as_float((unsigned)s[5]) > __uint_as_float((unsigned)s2[5])) s2[6] = 1;
+                else s[6] = 1;
+            }
+        }
+    }
+    int kept = 0;
+    int *out = clusters_all + 2 * clusters_at[g];
+    for (int d = 0; d < nsig; d++) {
+        const int *s = sig + CLUSTER_INTS * d;
+        if (s[6]) continue;
+        if (kept < cluster_cap[g]) {
+            out[2 * kept] = s[0];
+            out[2 * kept + 1] = s[1];
+        }
+        kept++;
+    }
+    n_clusters_all[g] = kept <= cluster_cap[g] ? kept : -1;
 }
 #endif /* FORWARD_PARSER_ONLY */
