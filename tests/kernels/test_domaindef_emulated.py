@@ -72,6 +72,56 @@ def test_domain_definition_and_scores_equal_hmmer(data_dir, proteome, tmp_path):
         pairs.noverlaps[clustered].any(), (clustered.sum(), pairs.nenvelopes[clustered], pairs.noverlaps[clustered])
 
 
+def test_regions_resolved_by_stochastic_traces_equal_hmmer(data_dir, tmp_path):
+    """Repeats of each model's consensus, as HMMER's domain definition meets them in real
+    proteins: tandem copies with linkers of 0 to 30 residues, mutated copies, a truncated copy
+    before a whole one, a copy inside another's flanks.  Nearly every pair has a region HMMER
+    resolves by 200 stochastic traces and clustering; each pair's envelopes, scores, counts and
+    the records HMMER keeps equal pyhmmer's, bit for bit."""
+    import pyhmmer
+    from pyhmmer.easel import SequenceFile
+
+    hmms = [read_hmms(data_dir / "hmms" / "txt" / f"{name}.hmm")[0]
+            for name in ("Thioesterase", "RREFam", "KR", "LuxC", "PF02826")]
+    rng = np.random.default_rng(7)
+    letters = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
+
+    def mutate(text: str, rate: float) -> str:
+        return "".join(rng.choice(letters) if rng.random() < rate else c for c in text)
+
+    def filler(n: int) -> str:
+        return "".join(rng.choice(letters, n))
+
+    targets = []
+    for j, hmm in enumerate(hmms):
+        cons = hmm.consensus.upper()
+        half = cons[:len(cons) // 2]
+        for gap in (0, 2, 5, 10, 30):
+            targets.append((f"tandem{j}_{gap}", filler(12) + cons + filler(gap) + mutate(cons, 0.1) + filler(12)))
+        targets += [(f"three{j}", cons + "GSGSG" + mutate(cons, 0.15) + "GSGSG" + mutate(cons, 0.3)),
+                    (f"mutated{j}", filler(20) + mutate(cons, 0.25) + filler(8) + mutate(cons, 0.25)),
+                    (f"truncated{j}", half + filler(5) + cons),
+                    (f"nested{j}", cons[:30] + mutate(cons, 0.2) + cons[-30:] + filler(15) + cons)]
+    fasta = tmp_path / "repeats.faa"
+    fasta.write_text("".join(f">{n}\n{t}\n" for n, t in targets))
+    db = open_database(fasta)
+    profs = [profile_of(h) for h in hmms]
+    with SequenceFile(str(fasta), digital=True, alphabet=hmms[0].alphabet) as sf:
+        block = sf.read_block()
+    searched = dict(zip([h.name for h in hmms], pyhmmer.hmmsearch(hmms, block, cpus=1, **EVERY_SEQUENCE)))
+    want = {name: {hit.name: hit for hit in hits} for name, hits in searched.items()}
+    models = np.repeat(np.arange(len(hmms)), db.n_seqs)
+    seqs = np.tile(np.arange(db.n_seqs), len(hmms))
+    pairs, env = define_domains(EmulatedKernels(tmp_path), profs, db.residues, db.offsets, models, seqs,
+                                amino_degeneracy(), max_matrix_floats=1 << 21)     # (several batches of regions)
+    checked, domains = check_against_hmmer(pairs, env, db, hmms, profs, want)
+    assert check_records(pairs, env, db, hmms, profs, searched, EVERY_SEQUENCE) == checked
+    clustered = pairs.simple & (pairs.nclustered > 0)
+    assert pairs.simple.all() and clustered.sum() >= 30 and (pairs.nenvelopes > pairs.nregions).sum() >= 15, \
+        (pairs.simple.sum(), clustered.sum(), (pairs.nenvelopes > pairs.nregions).sum())
+    assert checked >= 40 and domains >= 100, (checked, domains)
+
+
 def test_gpu_finishing_merged_with_the_cpus_equals_hmmer(data_dir, proteome, tmp_path):
     """GpuFinishing (the GPU's part of HMMER's finishing, here on the kernels' CPU emulator)
     merged with pyhmmer's finishing of the sequences it leaves, as the search merges them:
