@@ -297,26 +297,21 @@ def define_domains(kernels, profs: list[FilterProfile], residues: np.ndarray, of
     out.ti = np.where(ii > 0, ii + shift, ii).astype(np.int32)
     # a cluster's n2sc is the region's, its correction their float sum in order (HMMER's null2
     # by traces in place of the envelope's own)
-    for e in np.flatnonzero(given):
-        r = in_multi[env_region[e]]
-        at = ens.n2sc_start[r] + (ei[e] - regions[env_region[e], 0])
-        values = ens.n2sc[at:at + Lr[e]]
-        out.n2sc[out.n2sc_start[e]:out.n2sc_start[e] + Lr[e]] = values
-        out.domcorrection[e] = np.cumsum(values, dtype=np.float32)[-1]
+    g = np.flatnonzero(given)
+    from_region = ens.n2sc_start[in_multi[env_region[g]]] + (ei[g] - regions[env_region[g], 0])
+    out.n2sc[index_ranges(out.n2sc_start[g], Lr[g])] = ens.n2sc[index_ranges(from_region, Lr[g])]
+    out.domcorrection[g] = _sums_in_order(out.n2sc, out.n2sc_start[g], Lr[g])
 
     # P7_DOMAINDEF's counts: envelopes, regions clustered, and within those an envelope starting
-    # at or before the end of the last one rescored (decoded) before it
+    # at or before the end of the last one of its region rescored (decoded) before it
     nenvelopes = np.bincount(env_pair, minlength=n).astype(np.int32)
     nclustered = np.bincount(region_pair[kept[kept_multi >= 0]], minlength=n).astype(np.int32)
-    noverlaps = np.zeros(n, np.int32)
-    last_j, last_region = 0, -1
-    for e in np.flatnonzero(given):
-        if env_region[e] != last_region:
-            last_j, last_region = 0, env_region[e]
-        if ei[e] <= last_j:
-            noverlaps[env_pair[e]] += 1
-        if out.decoded[e]:
-            last_j = ej[e]
+    pos = np.arange(len(g))
+    group_first = np.maximum.accumulate(np.where(np.r_[True, env_region[g][1:] != env_region[g][:-1]], pos, 0)) \
+        if len(g) else pos
+    last = np.r_[-1, np.maximum.accumulate(np.where(out.decoded[g], pos, -1))[:-1]] if len(g) else pos
+    last_j = np.where(last >= group_first, ej[g][np.maximum(last, 0)] if len(g) else 0, 0)
+    noverlaps = np.bincount(env_pair[g][ei[g] <= last_j], minlength=n).astype(np.int32)
 
     null2_sum = np.full(n, np.nan, np.float32)
     done = np.flatnonzero(simple)
@@ -339,6 +334,19 @@ def define_domains(kernels, profs: list[FilterProfile], residues: np.ndarray, of
                         env_start=env_start, null2_sum=null2_sum, nclustered=nclustered, noverlaps=noverlaps,
                         nenvelopes=nenvelopes)
     return pairs, out
+
+
+def _sums_in_order(values: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """float32 sums of values[starts[r]:starts[r]+sizes[r]], each added left to right as C's
+    float loop adds (numpy's sum pairs terms): a cumulative sum along the rows of each size's
+    block."""
+    out = np.zeros(len(starts), np.float32)
+    for size in np.unique(sizes):
+        rows = np.flatnonzero(sizes == size)
+        if size > 0:
+            block = values[starts[rows][:, None] + np.arange(size)]
+            out[rows] = np.cumsum(block, axis=1, dtype=np.float32)[:, -1]
+    return out
 
 
 @dataclass
@@ -370,7 +378,9 @@ def _trace_ensembles(kernels, reg: np.ndarray, reg_pair: np.ndarray, models, seq
     cap = N_TRACES * np.maximum(4, (Lr + 24) // 25)
     ok = np.zeros(n, bool)
     count = np.zeros(n, np.int64)
-    found: list = [None] * n
+    found: list = []                   # each batch's clusters: (its regions, their clusters end to end)
+    found_at = np.zeros(n, np.int64)   # (where a region's clusters start in found's, all batches end to end)
+    found_n = 0
     n2sc_start = _at(Lr)
     n2sc = np.zeros(int(Lr.sum()), np.float32)
     multihit = [fwdback_params(p) for p in profs]
@@ -419,14 +429,15 @@ def _trace_ensembles(kernels, reg: np.ndarray, reg_pair: np.ndarray, models, seq
         nc = kernels.to_host(n_clusters)[:k].astype(np.int64)
         ok[rs] = (kernels.to_host(status)[:k] == 0) & (nc >= 0)
         count[rs] = np.maximum(nc, 0)
-        cl = kernels.to_host(clusters)
-        for q, r in enumerate(rs.tolist()):
-            found[r] = cl[2 * clusters_at[q]:2 * (clusters_at[q] + count[r])].reshape(-1, 2)
+        cl = kernels.to_host(clusters).reshape(-1, 2)[index_ranges(clusters_at, count[rs])]
+        found_at[rs] = found_n + _at(count[rs])
+        found_n += len(cl)
+        found.append(cl)
         n2sc[index_ranges(n2sc_start[rs], Lr[rs])] = kernels.to_host(d_n2sc)[index_ranges(rows_at // X_CELLS + 1,
                                                                                             Lr[rs])]
     count[~ok] = 0
     first = _at(count)
-    every = np.concatenate([f[:c] for f, c in zip(found, count)] + [np.zeros((0, 2), np.int32)]).astype(np.int64)
+    every = np.concatenate(found + [np.zeros((0, 2), np.int32)]).astype(np.int64)[index_ranges(found_at, count)]
     return Ensembles(ok=ok, first=first, count=count, i=every[:, 0], j=every[:, 1], n2sc=n2sc, n2sc_start=n2sc_start)
 
 
