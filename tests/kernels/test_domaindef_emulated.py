@@ -40,12 +40,15 @@ def _targets(hmms, proteome, n_proteome: int) -> list[tuple[str, str]]:
     return out
 
 
-def test_domain_definition_and_scores_equal_hmmer(data_dir, proteome, tmp_path):
+def _define_and_check(hmms, targets, tmp_path, max_matrix_floats: int):
+    """Every model against every target: pyhmmer's hmmsearch with every filter open, and the
+    GPU's domain definition on the kernels' emulator (its batches of matrices within
+    max_matrix_floats); every pair the GPU takes checked against pyhmmer's hit, the records
+    HMMER keeps (alignment displays included) byte for byte.  (pairs, kernels, checked,
+    domains)."""
     import pyhmmer
     from pyhmmer.easel import SequenceFile
 
-    hmms = [read_hmms(data_dir / "hmms" / "txt" / f"{name}.hmm")[0] for name in ("Thioesterase", "RREFam")]
-    targets = _targets(hmms, proteome, 40)
     fasta = tmp_path / "targets.faa"
     fasta.write_text("".join(f">{n}\n{s}\n" for n, s in targets))
     db = open_database(fasta)
@@ -58,11 +61,17 @@ def test_domain_definition_and_scores_equal_hmmer(data_dir, proteome, tmp_path):
     seqs = np.tile(np.arange(db.n_seqs), len(hmms))
     kernels = EmulatedKernels(tmp_path)
     pairs, env = define_domains(kernels, profs, db.residues, db.offsets, models, seqs, amino_degeneracy(),
-                                max_matrix_floats=1 << 20)      # (several batches of envelopes)
-    assert "null2_by_expectation" in kernels.launched and kernels.launched.count("oa_trace") > 1
+                                max_matrix_floats=max_matrix_floats)
     checked, domains = check_against_hmmer(pairs, env, db, hmms, profs, want)
-    # the hit records HMMER keeps, serialized (alignment displays included), byte for byte
     assert check_records(pairs, env, db, hmms, profs, searched, EVERY_SEQUENCE) == checked
+    return pairs, kernels, checked, domains
+
+
+def test_domain_definition_and_scores_equal_hmmer(data_dir, proteome, tmp_path):
+    hmms = [read_hmms(data_dir / "hmms" / "txt" / f"{name}.hmm")[0] for name in ("Thioesterase", "RREFam")]
+    pairs, kernels, checked, domains = _define_and_check(hmms, _targets(hmms, proteome, 40), tmp_path,
+                                                         1 << 20)     # (several batches of envelopes)
+    assert "null2_by_expectation" in kernels.launched and kernels.launched.count("oa_trace") > 1
     assert checked >= 40 and domains >= 50, (checked, domains)
     assert pairs.simple.mean() > 0.8
     # regions HMMER resolves by stochastic traces among them (the two copies of each consensus),
@@ -78,9 +87,6 @@ def test_regions_resolved_by_stochastic_traces_equal_hmmer(data_dir, tmp_path):
     before a whole one, a copy inside another's flanks.  Nearly every pair has a region HMMER
     resolves by 200 stochastic traces and clustering; each pair's envelopes, scores, counts and
     the records HMMER keeps equal pyhmmer's, bit for bit."""
-    import pyhmmer
-    from pyhmmer.easel import SequenceFile
-
     hmms = [read_hmms(data_dir / "hmms" / "txt" / f"{name}.hmm")[0]
             for name in ("Thioesterase", "RREFam", "KR", "LuxC", "PF02826")]
     rng = np.random.default_rng(7)
@@ -102,20 +108,7 @@ def test_regions_resolved_by_stochastic_traces_equal_hmmer(data_dir, tmp_path):
                     (f"mutated{j}", filler(20) + mutate(cons, 0.25) + filler(8) + mutate(cons, 0.25)),
                     (f"truncated{j}", half + filler(5) + cons),
                     (f"nested{j}", cons[:30] + mutate(cons, 0.2) + cons[-30:] + filler(15) + cons)]
-    fasta = tmp_path / "repeats.faa"
-    fasta.write_text("".join(f">{n}\n{t}\n" for n, t in targets))
-    db = open_database(fasta)
-    profs = [profile_of(h) for h in hmms]
-    with SequenceFile(str(fasta), digital=True, alphabet=hmms[0].alphabet) as sf:
-        block = sf.read_block()
-    searched = dict(zip([h.name for h in hmms], pyhmmer.hmmsearch(hmms, block, cpus=1, **EVERY_SEQUENCE)))
-    want = {name: {hit.name: hit for hit in hits} for name, hits in searched.items()}
-    models = np.repeat(np.arange(len(hmms)), db.n_seqs)
-    seqs = np.tile(np.arange(db.n_seqs), len(hmms))
-    pairs, env = define_domains(EmulatedKernels(tmp_path), profs, db.residues, db.offsets, models, seqs,
-                                amino_degeneracy(), max_matrix_floats=1 << 21)     # (several batches of regions)
-    checked, domains = check_against_hmmer(pairs, env, db, hmms, profs, want)
-    assert check_records(pairs, env, db, hmms, profs, searched, EVERY_SEQUENCE) == checked
+    pairs, _, checked, domains = _define_and_check(hmms, targets, tmp_path, 1 << 21)   # (several batches of regions)
     clustered = pairs.simple & (pairs.nclustered > 0)
     assert pairs.simple.all() and clustered.sum() >= 30 and (pairs.nenvelopes > pairs.nregions).sum() >= 15, \
         (pairs.simple.sum(), clustered.sum(), (pairs.nenvelopes > pairs.nregions).sum())

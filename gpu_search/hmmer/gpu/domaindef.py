@@ -265,17 +265,9 @@ def define_domains(kernels, profs: list[FilterProfile], residues: np.ndarray, of
     unihit = [fwdback_params(p, multihit=False) for p in profs]
     # batches of envelopes of like sizes, largest first, their matrices within the budget: a
     # launch lasts as long as its longest chain of rows
-    by_size = np.argsort(-cells, kind="stable")
-    b0 = 0
-    while b0 < n_env:
-        b1 = b0 + 1                      # (at least one envelope)
-        total = 2 * cells[by_size[b0]]
-        while b1 < n_env and total + 2 * cells[by_size[b1]] <= budget:
-            total += 2 * cells[by_size[b1]]
-            b1 += 1
-        _rescore(kernels, out, traces, np.sort(by_size[b0:b1]), env_pair, models, seqs, Lr, cells, Ms, len(profs),
+    for idx in _batches(2 * cells, budget):           # (a Forward and a Backward matrix each)
+        _rescore(kernels, out, traces, idx, env_pair, models, seqs, Lr, cells, Ms, len(profs),
                  unihit, d_residues, d_offsets, d_model_at, d_profiles, degenerate)
-        b0 = b1
 
     # the traces in envelope order; a pair with an envelope the kernels left unsure goes to
     # the CPU whole
@@ -336,6 +328,20 @@ def define_domains(kernels, profs: list[FilterProfile], residues: np.ndarray, of
     return pairs, out
 
 
+def _batches(sizes: np.ndarray, budget: int):
+    """Index arrays (each sorted) of items of like sizes, largest first, each batch's sizes
+    within the budget (one item at least): a launch lasts as long as its longest chain of rows."""
+    by_size = np.argsort(-sizes, kind="stable")
+    b0 = 0
+    while b0 < len(sizes):
+        b1, total = b0 + 1, sizes[by_size[b0]]
+        while b1 < len(sizes) and total + sizes[by_size[b1]] <= budget:
+            total += sizes[by_size[b1]]
+            b1 += 1
+        yield np.sort(by_size[b0:b1])
+        b0 = b1
+
+
 def _sums_in_order(values: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """float32 sums of values[starts[r]:starts[r]+sizes[r]], each added left to right as C's
     float loop adds (numpy's sum pairs terms): a cumulative sum along the rows of each size's
@@ -385,15 +391,7 @@ def _trace_ensembles(kernels, reg: np.ndarray, reg_pair: np.ndarray, models, seq
     n2sc = np.zeros(int(Lr.sum()), np.float32)
     multihit = [fwdback_params(p) for p in profs]
     size = cells + SAMPLE_INTS * cap
-    by_size = np.argsort(-size, kind="stable")
-    b0 = 0
-    while b0 < n:
-        b1, total = b0 + 1, size[by_size[b0]]
-        while b1 < n and total + size[by_size[b1]] <= budget:
-            total += size[by_size[b1]]
-            b1 += 1
-        idx = np.sort(by_size[b0:b1])
-        b0 = b1
+    for idx in _batches(size, budget):
         perm, starts, counts = _layout(Lr[idx], m[idx], len(profs))
         rs = idx[perm]
         k = len(rs)

@@ -1391,22 +1391,23 @@ trace_clusters(int n_regions, const long long *__restrict__ samples_at, const in
     int nsig = 0;
     for (int cl = 0; cl < nc; cl++) {
         if (__fdiv_rn((float)ninc[cl], (float)N_TRACES) < 0.25f) continue;
+        const int field[4] = {1, 3, 2, 4};  /* a sample's i, k, j, m */
         int lo[4], hi[4], best[4];
         bool first = true;
         for (int h = 0; h < n; h++)
             if (c[h] == cl)
                 for (int d = 0; d < 4; d++) {
-                    const int v = H(h)[1 + (d == 0 ? 0 : d == 1 ? 2 : d == 2 ? 1 : 3)];   /* i, k, j, m */
+                    const int v = H(h)[field[d]];
                     lo[d] = first || v < lo[d] ? v : lo[d];
                     hi[d] = first || v > hi[d] ? v : hi[d];
                     if (d == 3) first = false;
                 }
         const int threshold = (int)ceilf(__fmul_rn((float)ninc[cl], 0.02f));
         for (int d = 0; d < 4; d++) {        /* i and k leftmost, j and m rightmost */
-            const int field = 1 + (d == 0 ? 0 : d == 1 ? 2 : d == 2 ? 1 : 3), width = hi[d] - lo[d] + 1;
+            const int width = hi[d] - lo[d] + 1;
             for (int w = 0; w < width; w++) epc[w] = 0;
             for (int h = 0; h < n; h++)
-                if (c[h] == cl) epc[H(h)[field] - lo[d]]++;
+                if (c[h] == cl) epc[H(h)[field[d]] - lo[d]]++;
             int e;
             if (d < 2) {
                 for (e = lo[d]; e <= hi[d]; e++)
