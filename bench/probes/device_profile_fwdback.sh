@@ -22,7 +22,7 @@ if [ "$what" != times ]; then
             --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats \
             --section MemoryWorkloadAnalysis_Tables \
             python3 bench/probes/domaindef_gpu.py $args --gpu-only 2>&1 | grep -v '^==PROF==' \
-            | grep -E 'Duration|Throughput|Occupancy|Registers|Local|Stall|Warp Cycles|Active Warps|Eligible|Issued' \
+            | grep -E 'Duration|Throughput|Occupancy|Registers|Local|Stall|Warp Cycles|Active Warps|Eligible|Issued|ERROR|Error' \
             | head -40
     done
 fi

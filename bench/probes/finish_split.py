@@ -1,7 +1,7 @@
 """Where the finishing of an hmmsearch with GPU finishing spends its CPU time, on the GPU host.
 
     python bench/probes/finish_split.py [--models 2000] [--db proteome] [--homologs many]
-    python bench/probes/finish_split.py --ab [--backlog-seconds 0.5,2]
+    python bench/probes/finish_split.py --ab [--backlog-seconds 0.5,2] [--workers 1,3]
 
 Runs the search in-process (inputs built by ``bench/hmmsearch_matrix.py``, cached under
 --work) with the GPU finishing on, and records which survivors the GPU left to pyhmmer and
@@ -39,8 +39,11 @@ def main():
     ap.add_argument("--max-gpu-cells", type=lambda v: [int(float(x)) for x in v.split(",")], default=[],
                     help="with --ab: auto again with each of these GpuFinishing.MAX_GPU_CELLS (pairs of more "
                          "cells are left to the CPU)")
+    ap.add_argument("--workers", type=lambda v: [int(x) for x in v.split(",")], default=[],
+                    help="with --ab: on and auto again with each of these GpuFinishing.WORKERS (calls at once)")
     args = ap.parse_args()
     from gpu_search.hmmer import gpufinish, search
+    from gpu_search.hmmer.gpu import domaindef
     from gpu_search.hmmer.gpu import GpuBackend
 
     hmms, db, _, _ = matrix.probe_cell(args)
@@ -78,12 +81,29 @@ def main():
     search.Finisher.__call__ = timed("cpu piece", finisher_call)
     gpufinish.GpuFinishing._hits_maker = lambda *a, **k: timed("records", maker(*a, **k))
     gpufinish.GpuFinishing.finish = timed("gpu finishing", finish)
+    # each finishing kernel's GPU time (an event pair a launch, on the worker's stream)
+    launches = []
+    launch = domaindef.CupyKernels.launch
+
+    def timed_launch(self, name, *a):
+        start, stop = self.cp.cuda.Event(), self.cp.cuda.Event()
+        start.record()
+        launch(self, name, *a)
+        stop.record()
+        launches.append((name, start, stop))
+
+    domaindef.CupyKernels.launch = timed_launch
     runs = [(on, None) for on in (("on", "off", "auto") if args.ab else ("on",))]
     runs += [("auto", x) for x in args.backlog_seconds] if args.ab else [("on", x) for x in args.switch_intervals]
     runs += [("auto", ("cells", x)) for x in args.max_gpu_cells] if args.ab else []
-    max_cells = gpufinish.GpuFinishing.MAX_GPU_CELLS
+    runs += [(on, ("workers", x)) for x in args.workers for on in ("on", "auto")] if args.ab else []
+    max_cells, workers = gpufinish.GpuFinishing.MAX_GPU_CELLS, gpufinish.GpuFinishing.WORKERS
     for on, interval in runs:
-        if isinstance(interval, tuple):
+        gpufinish.GpuFinishing.WORKERS = workers
+        if isinstance(interval, tuple) and interval[0] == "workers":
+            print(f"WORKERS {interval[1]}")
+            gpufinish.GpuFinishing.WORKERS = interval[1]
+        elif isinstance(interval, tuple):
             print(f"MAX_GPU_CELLS {interval[1]:,} (BACKLOG_SECONDS {search.BACKLOG_SECONDS:g})")
             gpufinish.GpuFinishing.MAX_GPU_CELLS = interval[1]
         elif interval is not None and on == "auto":
@@ -97,10 +117,19 @@ def main():
         gpu_seconds.clear()
         for k in backend.kernel_seconds:
             backend.kernel_seconds[k] = 0.0
+        launches.clear()
         results, wall = timeline(search, hmms, db, args, backend, spans, on)
+        kernel_gpu = {}
+        for name, start, stop in launches:
+            stop.synchronize()
+            kernel_gpu[name] = kernel_gpu.get(name, 0.0) + backend_cp().cuda.get_elapsed_time(start, stop) / 1e3
+        if kernel_gpu:
+            print("  finishing kernels, GPU seconds (summed over the workers' streams): "
+                  + ", ".join(f"{k} {v:.2f}" for k, v in sorted(kernel_gpu.items(), key=lambda kv: -kv[1])))
         print(f"  models finished on the GPU {len(recorded)}, pairs {sum(len(x[2]) for x in recorded)}")
     search.run_cascade_batch, search.Finisher.__call__ = cascade_batch, finisher_call
-    gpufinish.GpuFinishing.MAX_GPU_CELLS = max_cells
+    gpufinish.GpuFinishing.MAX_GPU_CELLS, gpufinish.GpuFinishing.WORKERS = max_cells, workers
+    domaindef.CupyKernels.launch = launch
     gpufinish.GpuFinishing._hits_maker = maker
     gpufinish.GpuFinishing.finish = original
     if args.ab:
@@ -138,6 +167,12 @@ def main():
     print(f"  records of the GPU's pairs ({len(makers)} models), one thread: {time.perf_counter() - t:.2f} s")
     simple_cells = sum(float(db.lengths[np.setdiff1d(s, left)].sum()) * p.M for _, p, s, left, _ in recorded)
     print(f"  the GPU's pairs: {n_surv - n_left}, {simple_cells / 1e9:.2f} G cells")
+
+
+def backend_cp():
+    import cupy
+
+    return cupy
 
 
 def timeline(search, hmms, db, args, backend, spans, on):

@@ -47,9 +47,10 @@ class GpuFinishing:
         self.degeneracy = amino_degeneracy()
         self._kernels = kernels           # (the tests give the kernels' CPU emulator, and no backend)
         self._lock = threading.Lock()
+        self._kernels_lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._waiting: list = []
-        self._worker = None
+        self._workers: list = []
         self._closed = False
         self.pairs_on_gpu = 0           # for benchmarks: pairs finished here, and left to the CPU
         self.pairs_left = 0
@@ -57,25 +58,33 @@ class GpuFinishing:
     def kernels(self):
         from .gpu.domaindef import CupyKernels
 
-        if self._kernels is None:         # (the worker thread alone calls finish)
-            self._kernels = CupyKernels(self.device_id)
-        return self._kernels
+        with self._kernels_lock:          # (the first call of each worker: loaded once)
+            if self._kernels is None:
+                self._kernels = CupyKernels(self.device_id)
+            return self._kernels
 
     # a GPU domain definition lasts about as long as its longest pair's chain of rows, however
-    # many pairs it holds: one batch of models' survivors fills a fraction of the GPU, so the
+    # many pairs it holds: one batch of models' survivors fills a fraction of the GPU, so a
     # worker takes every batch waiting, up to this many pairs, in one call
     GATHER_PAIRS = 200_000
+    # calls under way at once, each on its worker thread's own stream: a call's last launches
+    # (its longest regions' stochastic traces, its longest envelopes) run a few threads on a
+    # GPU otherwise idle, and its host work between launches leaves the GPU idle too; the
+    # other workers' calls fill both
+    WORKERS = 3
     # pairs of more DP cells (length x M) are left to the CPU
     MAX_GPU_CELLS = 250_000
 
     def submit(self, hmms, profs, survivors: list, then) -> None:
-        """finish() on the GPU finishing thread, several batches waiting at once in one call;
+        """finish() on a GPU finishing thread, several batches waiting at once in one call;
         then(results) is called there with this batch's results (or the exception)."""
         with self._lock:
             self._waiting.append((list(hmms), list(profs), list(survivors), then))
-            if self._worker is None:
-                self._worker = threading.Thread(target=self._work, name="gpu-finish", daemon=True)
-                self._worker.start()
+            if not self._workers:
+                self._workers = [threading.Thread(target=self._work, name=f"gpu-finish-{w}", daemon=True)
+                                 for w in range(max(1, self.WORKERS))]
+                for worker in self._workers:
+                    worker.start()
             self._wake.notify()
 
     def _work(self) -> None:
@@ -102,16 +111,17 @@ class GpuFinishing:
                 first += len(t[0])
 
     def close(self) -> None:
-        """Ends the worker, the batches still waiting dropped (their callers have stopped)."""
+        """Ends the workers (after their calls under way), the batches still waiting dropped
+        (their callers have stopped)."""
         with self._lock:
             self._closed = True
             self._waiting.clear()
-            self._wake.notify()
-        if self._worker is not None:
-            self._worker.join()
+            self._wake.notify_all()
+        for worker in self._workers:
+            worker.join()
 
     def _on_device(self):
-        """The GPU and the calling thread's stream of the backend, as a context."""
+        """The GPU and the calling worker's own stream of the backend, as a context."""
         stack = contextlib.ExitStack()
         if self.backend is not None:
             import cupy as cp
@@ -145,25 +155,31 @@ class GpuFinishing:
         kernels = self.kernels()
         try:
             with self._on_device():
-                pairs, env = define_domains(kernels, profs, residues, offsets, models, local, self.degeneracy)
+                # (the workers' calls share the matrices' third of the free memory)
+                pairs, env = define_domains(kernels, profs, residues, offsets, models, local, self.degeneracy,
+                                            kernels.matrix_floats() // max(1, self.WORKERS))
         except Exception as exc:
             if not is_out_of_memory(exc):
                 raise
             return [(None, s) for s in every]
         out = []
         first = 0
+        on_gpu = n_left = 0
         for m, (hmm, prof, s, x, e) in enumerate(zip(hmms, profs, survivors, long, every)):
             rows = np.arange(first, first + len(s))
             first += len(s)
             simple = pairs.simple[rows]
             left = np.sort(np.concatenate([s[~simple], e[x]]))
-            self.pairs_on_gpu += int(simple.sum())
-            self.pairs_left += len(left)
+            on_gpu += int(simple.sum())
+            n_left += len(left)
             if not simple.any():
                 out.append((None, left))
                 continue
             out.append((self._hits_maker(hmm, prof, pairs, env, rows[simple], residues, offsets, lengths, uniq,
                                          alone=not len(left)), left))
+        with self._lock:
+            self.pairs_on_gpu += on_gpu
+            self.pairs_left += n_left
         return out
 
     def _hits_maker(self, hmm, prof, pairs, env, rows, residues, offsets, lengths, uniq, alone: bool):

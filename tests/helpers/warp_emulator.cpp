@@ -108,6 +108,7 @@ static inline void __syncwarp(unsigned mask = 0xffffffffu, int site = __builtin_
 #define __syncthreads() meet(K_SYNCTHREADS, __LINE__, 0xffffffffu, 0, 0, 32)
 static inline int __ffs(unsigned x) { return x ? __builtin_ctz(x) + 1 : 0; }
 static inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
+static inline int __popc(unsigned x) { return __builtin_popcount(x); }
 static inline float __int_as_float(int x) { float f; memcpy(&f, &x, 4); return f; }
 // (real atomics, so that ThreadSanitizer tells them from plain read-modify-writes)
 static inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
@@ -729,7 +730,7 @@ extern "C" int emulate_region_traces(unsigned seed, const uint8_t* residues, con
     return run_blocks(seed, (4 * most + 127) / 128, 128, n_jobs);
 }
 
-// trace_clusters: one thread a region, a row of blocks
+// trace_clusters: a warp a region, a row of blocks
 extern "C" int emulate_trace_clusters(unsigned seed, int n_regions, const long long* samples_at, const int* n_samples,
                                       const int* samples, const long long* work_at, int* work,
                                       const long long* clusters_at, const int* cluster_cap, int* clusters,
@@ -737,7 +738,7 @@ extern "C" int emulate_trace_clusters(unsigned seed, int n_regions, const long l
 {
     g_kernel = [=] { trace_clusters(n_regions, samples_at, n_samples, samples, work_at, work, clusters_at, cluster_cap,
                                     clusters, n_clusters); };
-    return run_blocks(seed, (n_regions + 127) / 128, 128, 1);
+    return run_blocks(seed, (32 * n_regions + 127) / 128, 128, 1);
 }
 
 // fwdback.cu's port of glibc's logf, called directly (a device function, no kernel)

@@ -491,6 +491,53 @@ def test_finishing_backlog_in_seconds_at_the_measured_rate():
     assert backlog.seconds() == 0.0
 
 
+def test_gpu_finishing_workers_run_calls_side_by_side_each_batch_its_own_results(monkeypatch):
+    """GpuFinishing's workers (a stand-in finish(), no GPU): WORKERS calls under way at once,
+    each batch's callback given its own models' results in order, or the error of its call
+    alone; close() ends every worker."""
+    import threading
+
+    from gpu_search.hmmer.gpufinish import GpuFinishing
+
+    finishing = GpuFinishing(None, None, {})
+    finishing.GATHER_PAIRS = 1                       # (a batch a call)
+    together = threading.Barrier(finishing.WORKERS, timeout=20)
+    calls = []
+    lock = threading.Lock()
+
+    def finish(hmms, profs, survivors):
+        with lock:
+            calls.append(threading.current_thread().name)
+            first_calls = len(calls) <= finishing.WORKERS
+        if first_calls:
+            together.wait()                          # (broken unless WORKERS calls run at once)
+        if any(-1 in s for s in survivors):
+            raise ValueError("this batch's error")
+        return [(h, list(s)) for h, s in zip(hmms, survivors)]
+
+    monkeypatch.setattr(finishing, "finish", finish)
+    got = {}
+    done = threading.Semaphore(0)
+
+    def then_for(b):
+        def then(results):
+            got[b] = results
+            done.release()
+        return then
+
+    batches = {b: ([f"m{b}a", f"m{b}b"], [None, None], [[b, 100 + b], [-1 if b == 7 else 200 + b]])
+               for b in range(12)}
+    for b, (hmms, profs, surv) in batches.items():
+        finishing.submit(hmms, profs, surv, then_for(b))
+    for _ in batches:
+        assert done.acquire(timeout=30)
+    finishing.close()
+    assert not any(w.is_alive() for w in finishing._workers)
+    assert len(set(calls[:finishing.WORKERS])) == finishing.WORKERS > 1
+    assert isinstance(got.pop(7), ValueError)
+    assert got == {b: [(h, list(s)) for h, s in zip(hmms, surv)] for b, (hmms, _, surv) in batches.items() if b != 7}
+
+
 def test_every_finishing_piece_leaves_the_backlog(data_dir, proteome, monkeypatch):
     """Each piece handed to the CPU threads is counted into the backlog and out again when
     done: after a search none is left, and every cell counted in was done."""

@@ -1091,14 +1091,22 @@ sequence_null2_sum(const long long *__restrict__ offsets, const int *__restrict_
 __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
 __device__ __forceinline__ int imax(int a, int b) { return a > b ? a : b; }
 
+/* (x / 2^32 in double: the product by 2^-32 is the same number, exactly, without a division) */
 __device__ __forceinline__ double esl_draw(unsigned &x)
 {
     x = x * 69069u + 1u;
-    return __ddiv_rn((double)x, 4294967296.0);
+    return __dmul_rn((double)x, 2.3283064365386962890625e-10);
 }
 
+/* 2^-50: a product within this of the roll decides nothing, the division then does */
+#define CHOOSE_MARGIN 8.8817841970012523e-16
+
 /* esl_vec_FNorm (Easel's float Kahan sum; a zero sum gives 1/n each) then esl_rnd_FChoose (the
-   roll against the running sum over the double total, in double): which of n paths */
+   roll against the running sum over the double total, in double): which of n paths.
+   roll < RN(acc / norm) is decided without the division where acc is more than 2^-50 (relative)
+   away from roll x norm: above it the quotient is past roll's next double, below it at most
+   roll (three roundings of 2^-53 each cannot bridge 2^-50); within it (about once in 10^14
+   draws), and for NaN or infinite sums, by the division as Easel makes it */
 __device__ __forceinline__ int esl_choose(unsigned &x, float *path, int n)
 {
     float sum = 0.0f, c = 0.0f;
@@ -1112,9 +1120,12 @@ __device__ __forceinline__ int esl_choose(unsigned &x, float *path, int n)
     const double roll = esl_draw(x);
     double norm = 0.0, acc = 0.0;
     for (int a = 0; a < n; a++) norm = __dadd_rn(norm, (double)path[a]);
+    const double at = __dmul_rn(roll, norm);
+    const double above = __dmul_rn(at, 1.0 + CHOOSE_MARGIN), below = __dmul_rn(at, 1.0 - CHOOSE_MARGIN);
     for (int a = 0; a < n; a++) {
         acc = __dadd_rn(acc, (double)path[a]);
-        if (roll < __ddiv_rn(acc, norm)) return a;
+        if (acc > above) return a;
+        if (acc >= below && roll < __ddiv_rn(acc, norm)) return a;
     }
     return n - 1;                     /* (not reached: the last ratio is 1) */
 }
@@ -1172,6 +1183,22 @@ region_traces(const uint8_t *__restrict__ residues, const long long *__restrict_
         if ((pos & 3) == z) n2sc[pos] = 0.0f;
     float count[QMAX];                       /* this lane's nodes' uses in the domain being traced */
     for (int q = 0; q < Q; q++) count[q] = 0.0f;
+    /* an M step's operands, node k = r * Q + q + 1 at row i: B(i-1), M, I, D(i-1,k-1) (zero at
+       node 1: the right shift's), then the transitions B->M, M->M, I->M, D->M into node k */
+#define M_OPERANDS(o, ii, qq, rr) do {                                                            \
+        const int qp_ = (qq) > 0 ? (qq) - 1 : Q - 1, rp_ = (qq) > 0 ? (rr) : (rr) - 1;            \
+        const bool none_ = rp_ < 0;                                                               \
+        o[0] = XM((ii) - 1, X_B);                                                                 \
+        o[1] = none_ ? 0.0f : CELL((ii) - 1, qp_, 0, rp_);                                        \
+        o[2] = none_ ? 0.0f : CELL((ii) - 1, qp_, 2, rp_);                                        \
+        o[3] = none_ ? 0.0f : CELL((ii) - 1, qp_, 1, rp_);                                        \
+        o[4] = TFV(qq, T_BM, rr);                                                                 \
+        o[5] = TFV(qq, T_MM, rr);                                                                 \
+        o[6] = TFV(qq, T_IM, rr);                                                                 \
+        o[7] = TFV(qq, T_DM, rr);                                                                 \
+    } while (0)
+    float ahead[8];                          /* M(ahead_i, ahead_k)'s operands, loaded a step early */
+    int ahead_i = -1, ahead_k = -1;
     unsigned x = TRACE_SEED;
     int n = 0, status = 0;
     for (int t = 0; t < N_TRACES && status == 0; t++) {
@@ -1182,13 +1209,21 @@ region_traces(const uint8_t *__restrict__ residues, const long long *__restrict_
             int s1 = -1;
             if ((s0 == T_ST_M || s0 == T_ST_I || s0 == T_ST_C || s0 == T_ST_J) && i < 1) break;   /* (no path) */
             if (s0 == T_ST_M) {             /* M(i,k) from B(i-1), M, I, D(i-1,k-1) */
-                const int q = (k - 1) % Q, r = (k - 1) / Q;
-                const int qp = q > 0 ? q - 1 : Q - 1, rp = q > 0 ? r : r - 1;
-                const bool none = rp < 0;    /* (node 1: the right shift's zero) */
-                float path[4] = {__fmul_rn(XM(i - 1, X_B), TFV(q, T_BM, r)),
-                                 __fmul_rn(none ? 0.0f : CELL(i - 1, qp, 0, rp), TFV(q, T_MM, r)),
-                                 __fmul_rn(none ? 0.0f : CELL(i - 1, qp, 2, rp), TFV(q, T_IM, r)),
-                                 __fmul_rn(none ? 0.0f : CELL(i - 1, qp, 1, rp), TFV(q, T_DM, r))};
+                float op[8];
+                if (ahead_i == i && ahead_k == k) {
+                    for (int c = 0; c < 8; c++) op[c] = ahead[c];
+                } else {
+                    M_OPERANDS(op, i, (k - 1) % Q, (k - 1) / Q);
+                }
+                /* the likeliest next step is M(i-1,k-1) (a walk mostly follows the diagonal): its
+                   operands loaded now, in flight while this step's draw is made */
+                if (i >= 2 && k >= 2) {
+                    M_OPERANDS(ahead, i - 1, (k - 2) % Q, (k - 2) / Q);
+                    ahead_i = i - 1;
+                    ahead_k = k - 1;
+                }
+                float path[4] = {__fmul_rn(op[0], op[4]), __fmul_rn(op[1], op[5]), __fmul_rn(op[2], op[6]),
+                                 __fmul_rn(op[3], op[7])};
                 const int states[4] = {T_ST_B, T_ST_M, T_ST_I, T_ST_D};
                 s1 = states[esl_choose(x, path, 4)];
                 k--;
@@ -1219,17 +1254,24 @@ region_traces(const uint8_t *__restrict__ residues, const long long *__restrict_
                 const double roll = esl_draw(x);
                 const float norm = __fdiv_rn(1.0f, XM(i, X_E));
                 double sum = 0.0;
+                const float *row = &CELL(i, 0, 0, 0);    /* q's M then D cells, lanes 0..3: row[12 q ..] */
                 for (int pass = 0; pass < 3 && s1 < 0; pass++) {
-                    for (int q = 0; q < Q && s1 < 0; q++)
-                        for (int st = 0; st < 2 && s1 < 0; st++)
-                            for (int r = 0; r < 4; r++) {
-                                sum = __dadd_rn(sum, (double)__fmul_rn(CELL(i, q, st, r), norm));
-                                if (roll < sum) {
-                                    k = r * Q + q + 1;
-                                    s1 = st == 0 ? T_ST_M : T_ST_D;
-                                    break;
-                                }
+                    float next[8];                       /* (the next q's cells loaded while q's are added) */
+                    for (int c = 0; c < 8; c++) next[c] = row[c];
+                    for (int q = 0; q < Q && s1 < 0; q++) {
+                        float cur[8];
+                        for (int c = 0; c < 8; c++) cur[c] = next[c];
+                        if (q + 1 < Q)
+                            for (int c = 0; c < 8; c++) next[c] = row[12 * (q + 1) + c];
+                        for (int c = 0; c < 8; c++) {
+                            sum = __dadd_rn(sum, (double)__fmul_rn(cur[c], norm));
+                            if (roll < sum) {
+                                k = (c & 3) * Q + q + 1;
+                                s1 = c < 4 ? T_ST_M : T_ST_D;
+                                break;
                             }
+                        }
+                    }
                     if (s1 < 0 && sum < 0.99) break;           /* (HMMER: not normalized, an error) */
                 }
                 sqto = 0;                   /* a domain, traced from its end */
@@ -1294,6 +1336,7 @@ region_traces(const uint8_t *__restrict__ residues, const long long *__restrict_
                     samples[SAMPLE_INTS * b + c] = keep;
                 }
     }
+#undef M_OPERANDS
 #undef CELL
 #undef XM
 #undef TFV
@@ -1332,6 +1375,18 @@ __device__ __forceinline__ int first_argmax(const int *v, int n)
 
 #define CLUSTER_INTS 7                /* i, j, k, m, cluster, probability's bits, dominated */
 
+__device__ __forceinline__ int warp_min(int v)
+{
+    for (int d = 16; d > 0; d >>= 1) v = imin(v, __shfl_xor_sync(0xffffffffu, v, d));
+    return v;
+}
+
+__device__ __forceinline__ int warp_max(int v)
+{
+    for (int d = 16; d > 0; d >>= 1) v = imax(v, __shfl_xor_sync(0xffffffffu, v, d));
+    return v;
+}
+
 /* The end of region_trace_ensemble: p7_spensemble_Cluster of a region's sampled domains
  * (region_traces) with P7_DOMAINDEF's defaults, then the dominated clusters dropped.
  *   - Easel's single linkage (esl_cluster_SingleLinkage: its two stacks, vertices taken from
@@ -1343,10 +1398,13 @@ __device__ __forceinline__ int first_argmax(const int *v, int n)
  *   - the clusters sorted by start (stably, as glibc's qsort merges), then for each pair whose
  *     sequence overlap is 0.8 of the shorter the less probable marked dominated (the earlier on
  *     a tie), the pass over later clusters stopping at an overlap of exactly 0.
- * One thread a region.  work: 3 n + CLUSTER_INTS n + width ints at work_at[g] (n: the region's
- * samples, width: its length or its model's, the larger, plus 1).  Writes the clusters kept,
- * (i, j) each in the sequence's coordinates, at clusters_at[g] and their number (-1 where more
- * than cluster_cap[g]).
+ * A warp a region: the links of a vertex to 32 unlinked ones tested at once, the deletions then
+ * made by lane 0 in the stack's order (a test reads no slot a deletion before it writes: those
+ * lie above it), so the stacks and numbers are Easel's; the counts and ends over the samples
+ * by all lanes; the sort and the dominance (a few clusters) by lane 0.  work: 3 n +
+ * CLUSTER_INTS n + width ints at work_at[g] (n: the region's samples, width: its length or its
+ * model's, the larger, plus 1).  Writes the clusters kept, (i, j) each in the sequence's
+ * coordinates, at clusters_at[g] and their number (-1 where more than cluster_cap[g]).
  */
 extern "C" __global__ void __launch_bounds__(128)
 trace_clusters(int n_regions, const long long *__restrict__ samples_at, const int *__restrict__ n_samples_all,
@@ -1354,84 +1412,106 @@ trace_clusters(int n_regions, const long long *__restrict__ samples_at, const in
                const long long *__restrict__ clusters_at, const int *__restrict__ cluster_cap,
                int *__restrict__ clusters_all, int *__restrict__ n_clusters_all)
 {
-    const int g = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-    if (g >= n_regions) return;
+    const int g = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5);
+    const int lane = (int)(threadIdx.x & 31);
+    if (g >= n_regions) return;               /* (a whole warp: blocks of whole warps) */
     const int n = n_samples_all[g];
     const int *sp = samples_all + (long long)SAMPLE_INTS * samples_at[g];
     int *a = work_all + work_at[g], *b = a + n, *c = b + n, *sig = c + n, *epc = sig + CLUSTER_INTS * n;
 #define H(h) (sp + SAMPLE_INTS * (h))
 
     /* esl_cluster_SingleLinkage */
-    for (int v = 0; v < n; v++) a[v] = n - v - 1;
-    int na = n, nb = 0, nc = 0;
+    for (int v = lane; v < n; v += 32) a[v] = n - v - 1;
+    __syncwarp();
+    int na = n, nb = 0, nc = 0;               /* (every lane keeps the stacks' sizes) */
     while (na > 0) {
-        b[nb++] = a[--na];
+        if (lane == 0) b[nb] = a[na - 1];
+        nb++;
+        na--;
+        __syncwarp();
         while (nb > 0) {
             const int v = b[--nb];
-            c[v] = nc;
-            for (int u = na - 1; u >= 0; u--)
-                if (samples_linked(H(v), H(a[u]))) {
-                    const int w = a[u];
-                    a[u] = a[--na];
-                    b[nb++] = w;
+            if (lane == 0) c[v] = nc;
+            for (int top = na - 1; top >= 0; top -= 32) {     /* a[top], a[top - 1], ... as Easel scans */
+                const int u = top - lane;
+                const bool linked = u >= 0 && samples_linked(H(v), H(a[u]));
+                const unsigned found = __ballot_sync(0xffffffffu, linked);
+                if (lane == 0) {
+                    int m = na, o = nb;
+                    for (unsigned f = found; f; f &= f - 1) {     /* (lane order: u downwards) */
+                        const int at = top - (__ffs(f) - 1);
+                        const int w = a[at];
+                        a[at] = a[--m];
+                        b[o++] = w;
+                    }
                 }
+                na -= __popc(found);
+                nb += __popc(found);
+                __syncwarp();
+            }
         }
         nc++;
     }
-    /* each cluster's traces (a, b reused: the trace last counted, the count) */
-    int *last = a, *ninc = b;
-    for (int cl = 0; cl < nc; cl++) {
-        last[cl] = -1;
-        ninc[cl] = 0;
+    /* each cluster's traces: a sample counts unless one before it of its trace is in its cluster
+       (the samples come trace by trace) */
+    int *ninc = a;                            /* (a reused) */
+    for (int cl = lane; cl < nc; cl += 32) ninc[cl] = 0;
+    __syncwarp();
+    for (int h = lane; h < n; h += 32) {
+        bool counts = true;
+        for (int e = h - 1; e >= 0 && H(e)[0] == H(h)[0] && counts; e--) counts = c[e] != c[h];
+        if (counts) atomicAdd(&ninc[c[h]], 1);
     }
-    for (int h = 0; h < n; h++) {
-        if (H(h)[0] != last[c[h]]) ninc[c[h]]++;
-        last[c[h]] = H(h)[0];
-    }
+    __syncwarp();
     int nsig = 0;
     for (int cl = 0; cl < nc; cl++) {
         if (__fdiv_rn((float)ninc[cl], (float)N_TRACES) < 0.25f) continue;
         const int field[4] = {1, 3, 2, 4};  /* a sample's i, k, j, m */
-        int lo[4], hi[4], best[4];
-        bool first = true;
-        for (int h = 0; h < n; h++)
-            if (c[h] == cl)
-                for (int d = 0; d < 4; d++) {
-                    const int v = H(h)[field[d]];
-                    lo[d] = first || v < lo[d] ? v : lo[d];
-                    hi[d] = first || v > hi[d] ? v : hi[d];
-                    if (d == 3) first = false;
-                }
         const int threshold = (int)ceilf(__fmul_rn((float)ninc[cl], 0.02f));
+        int best[4];
         for (int d = 0; d < 4; d++) {        /* i and k leftmost, j and m rightmost */
-            const int width = hi[d] - lo[d] + 1;
-            for (int w = 0; w < width; w++) epc[w] = 0;
-            for (int h = 0; h < n; h++)
-                if (c[h] == cl) epc[H(h)[field[d]] - lo[d]]++;
+            int lo = 0x7fffffff, hi = -0x7fffffff;
+            for (int h = lane; h < n; h += 32)
+                if (c[h] == cl) {
+                    lo = imin(lo, H(h)[field[d]]);
+                    hi = imax(hi, H(h)[field[d]]);
+                }
+            lo = warp_min(lo);
+            hi = warp_max(hi);
+            const int width = hi - lo + 1;
+            for (int w = lane; w < width; w += 32) epc[w] = 0;
+            __syncwarp();
+            for (int h = lane; h < n; h += 32)
+                if (c[h] == cl) atomicAdd(&epc[H(h)[field[d]] - lo], 1);
+            __syncwarp();
             int e;
             if (d < 2) {
-                for (e = lo[d]; e <= hi[d]; e++)
-                    if (epc[e - lo[d]] >= threshold) break;
-                if (e > hi[d]) e = lo[d] + first_argmax(epc, width);
+                for (e = lo; e <= hi; e++)
+                    if (epc[e - lo] >= threshold) break;
+                if (e > hi) e = lo + first_argmax(epc, width);
             } else {
-                for (e = hi[d]; e >= lo[d]; e--)
-                    if (epc[e - lo[d]] >= threshold) break;
-                if (e < lo[d]) e = lo[d] + first_argmax(epc, width);
+                for (e = hi; e >= lo; e--)
+                    if (epc[e - lo] >= threshold) break;
+                if (e < lo) e = lo + first_argmax(epc, width);
             }
             best[d] = e;
+            __syncwarp();                     /* (epc read by all before the next coordinate's) */
         }
         if (best[0] > best[2] || best[1] > best[3]) continue;   /* (i > j or k > m) */
-        int *s = sig + CLUSTER_INTS * nsig;
-        s[0] = best[0];
-        s[1] = best[2];
-        s[2] = best[1];
-        s[3] = best[3];
-        s[4] = cl;
-        s[5] = (int)__float_as_uint(__fdiv_rn((float)ninc[cl], (float)N_TRACES));
-        s[6] = 0;
+        if (lane == 0) {
+            int *s = sig + CLUSTER_INTS * nsig;
+            s[0] = best[0];
+            s[1] = best[2];
+            s[2] = best[1];
+            s[3] = best[3];
+            s[4] = cl;
+            s[5] = (int)__float_as_uint(__fdiv_rn((float)ninc[cl], (float)N_TRACES));
+            s[6] = 0;
+        }
         nsig++;
     }
 #undef H
+    if (lane != 0) return;
     for (int d = 1; d < nsig; d++)          /* by start, stably */
         for (int e = d; e > 0 && sig[CLUSTER_INTS * (e - 1)] > sig[CLUSTER_INTS * e]; e--)
             for (int f = 0; f < CLUSTER_INTS; f++) {
