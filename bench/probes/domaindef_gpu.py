@@ -8,9 +8,12 @@ thread over a share of the models; the GPU defines their domains and scores them
 (scores.hit_scores).  Every pair the GPU takes is compared with pyhmmer's hit: envelopes,
 envelope scores, null2 corrections, the sequence's and the domains' scores.
 
-Usage: python bench/probes/domaindef_gpu.py [--models N] [--gpu-only]
+Usage: python bench/probes/domaindef_gpu.py [--models N] [--gpu-only] [--variants A,B]
 (--gpu-only: the GPU's domain definition alone, no pyhmmer finishing or comparison, for a
-profiler; the pairs HMMER reports are kept in --work after the first run)
+profiler; the pairs HMMER reports are kept in --work after the first run; --variants: the
+GPU's domain definition again with fwdback.cu compiled with each of these constants, e.g.
+``TRACE_PREFETCH=0,TRACE_PREFETCH=12`` (``+`` joins several in one variant), its results
+compared with the first run's array by array, then the first build again)
 """
 
 from __future__ import annotations
@@ -73,6 +76,8 @@ def main() -> None:
     ap.add_argument("--models", type=int, default=200)
     ap.add_argument("--work", type=Path, default=Path("/tmp/domaindef_probe"))
     ap.add_argument("--gpu-only", action="store_true", help="the GPU's domain definition alone (a profiler's run)")
+    ap.add_argument("--variants", type=lambda v: v.split(","), default=[],
+                    help="fwdback.cu's constants to time against the first run, e.g. TRACE_PREFETCH=0")
     args = ap.parse_args()
     from pyhmmer.easel import DigitalSequenceBlock
     from pyhmmer.plan7 import Pipeline
@@ -155,6 +160,48 @@ def main() -> None:
     for name, s in sorted(gpu.items(), key=lambda x: -x[1]):
         print(f"| - {name} (GPU time) | {s:.2f} |")
     print(f"| scores and the comparison (host, wall) | {t_score:.2f} |")
+    if args.variants:
+        variants(kernels, args.variants, pairs, env, (profs, ours.residues, ours.offsets, models, seqs,
+                                                      amino_degeneracy()))
+
+
+def variants(kernels, names: list, pairs, env, inputs) -> None:
+    """define_domains again with fwdback.cu built with each variant's constants, then the
+    default build again: wall, each kernel's GPU time, and whether every result array equals
+    the first run's."""
+    from dataclasses import fields
+
+    from gpu_search.gpu import load_functions
+    from gpu_search.hmmer.gpu.kernels import FWDBACK_FILE
+
+    kernel_names = tuple(kernels.functions)
+    first = dict(kernels.functions)
+
+    def equal(x, y) -> bool:
+        if isinstance(x, np.ndarray):
+            return np.array_equal(x, y, equal_nan=x.dtype.kind == "f")
+        return x == y
+
+    def same(a, b) -> bool:
+        return all(equal(getattr(a, f.name), getattr(b, f.name)) for f in fields(a))
+
+    print("\n| build | define_domains wall | region_traces GPU | all GPU kernels | results as the first run's |")
+    print("| --- | ---: | ---: | ---: | --- |")
+    for name in names + ["(the default again)"]:
+        if name.startswith("("):
+            kernels.functions = first
+        else:
+            options = tuple(f"-D{d}" for d in name.split("+"))
+            kernels.functions = dict(zip(kernel_names, load_functions(FWDBACK_FILE, options, kernel_names, 0)))
+        profs, residues, offsets, models, seqs, degeneracy = inputs
+        define_domains(kernels, profs[:1], residues, offsets, models[:1] * 0, seqs[:1], degeneracy)   # (compiled)
+        kernels.events.clear()
+        t0 = time.perf_counter()
+        got_pairs, got_env = define_domains(kernels, *inputs)
+        wall = time.perf_counter() - t0
+        gpu = kernels.seconds()
+        print(f"| {name} | {wall:.2f} | {gpu.get('region_traces', 0.0):.2f} | {sum(gpu.values()):.2f} | "
+              f"{'identical' if same(pairs, got_pairs) and same(env, got_env) else 'DIFFERENT'} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -93,6 +93,17 @@ def main():
         launches.append((name, start, stop))
 
     domaindef.CupyKernels.launch = timed_launch
+    # the lengths of the regions each region_traces launch walks, and their largest model M
+    traced, model_m = [], []
+    ensembles = domaindef._trace_ensembles
+
+    def recorded_ensembles(kernels, reg, reg_pair, models, seqs, profs, Ms, *a, **k):
+        if len(reg):
+            traced.append((reg[:, 1] - reg[:, 0] + 1).astype(np.int64))
+            model_m.append(int(Ms[models[reg_pair]].max()))
+        return ensembles(kernels, reg, reg_pair, models, seqs, profs, Ms, *a, **k)
+
+    domaindef._trace_ensembles = recorded_ensembles
     runs = [(on, None) for on in (("on", "off", "auto") if args.ab else ("on",))]
     runs += [("auto", x) for x in args.backlog_seconds] if args.ab else [("on", x) for x in args.switch_intervals]
     runs += [("auto", ("cells", x)) for x in args.max_gpu_cells] if args.ab else []
@@ -118,17 +129,31 @@ def main():
         for k in backend.kernel_seconds:
             backend.kernel_seconds[k] = 0.0
         launches.clear()
+        traced.clear()
+        model_m.clear()
         results, wall = timeline(search, hmms, db, args, backend, spans, on)
         kernel_gpu = {}
         for name, start, stop in launches:
             stop.synchronize()
             kernel_gpu[name] = kernel_gpu.get(name, 0.0) + backend_cp().cuda.get_elapsed_time(start, stop) / 1e3
+        walks = [(stop, start, name) for name, start, stop in launches if name == "region_traces"]
+        if walks and traced:
+            each = np.array([backend_cp().cuda.get_elapsed_time(a, b) / 1e3 for b, a, _ in walks])
+            longest = np.array([x.max() if len(x) else 0 for x in traced])
+            every = np.concatenate(traced)
+            print(f"  region_traces: {len(each)} launches, {each.sum():.2f} s; regions {len(every)}, length "
+                  "50/90/99/100%: " + "/".join(f"{np.percentile(every, q):.0f}" for q in (50, 90, 99, 100)))
+            if len(each) == len(longest):       # (one batch a call: each launch with its longest region)
+                for at in np.argsort(-each)[:5]:
+                    print(f"    {each[at] * 1e3:7.1f} ms  {len(traced[at]):5d} regions, longest {longest[at]}, "
+                          f"largest M {model_m[at]}")
         if kernel_gpu:
             print("  finishing kernels, GPU seconds (summed over the workers' streams): "
                   + ", ".join(f"{k} {v:.2f}" for k, v in sorted(kernel_gpu.items(), key=lambda kv: -kv[1])))
         print(f"  models finished on the GPU {len(recorded)}, pairs {sum(len(x[2]) for x in recorded)}")
     search.run_cascade_batch, search.Finisher.__call__ = cascade_batch, finisher_call
     gpufinish.GpuFinishing.MAX_GPU_CELLS, gpufinish.GpuFinishing.WORKERS = max_cells, workers
+    domaindef._trace_ensembles = ensembles
     domaindef.CupyKernels.launch = launch
     gpufinish.GpuFinishing._hits_maker = maker
     gpufinish.GpuFinishing.finish = original

@@ -69,9 +69,12 @@ class GpuFinishing:
     GATHER_PAIRS = 200_000
     # calls under way at once, each on its worker thread's own stream: a call's last launches
     # (its longest regions' stochastic traces, its longest envelopes) run a few threads on a
-    # GPU otherwise idle, and its host work between launches leaves the GPU idle too; the
-    # other workers' calls fill both
-    WORKERS = 3
+    # GPU otherwise idle, and its host work between launches leaves the GPU idle too; another
+    # worker's call fills both.  Measured (bench/probes/finish_split.py --ab --workers, 2,000
+    # models x 6.8 M many homologs, two H200 hosts), seconds with 1 / 2 / 3 workers: batches
+    # sent while the CPU threads have a backlog (the default) 15.5 / 13.9 / 14.2 and
+    # 17.9 / 16.8 / 16.6; every batch 14.8 / 14.3 / 16.7 and 15.4 / 16.1 / 17.7
+    WORKERS = 2
     # pairs of more DP cells (length x M) are left to the CPU
     MAX_GPU_CELLS = 250_000
 

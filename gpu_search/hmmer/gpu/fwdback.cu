@@ -1098,6 +1098,23 @@ __device__ __forceinline__ double esl_draw(unsigned &x)
     return __dmul_rn((double)x, 2.3283064365386962890625e-10);
 }
 
+/* M steps ahead along the diagonal whose operands' lines region_traces asks the cache for */
+#ifndef TRACE_PREFETCH
+#define TRACE_PREFETCH 6
+#endif
+
+/* a hint (no effect on any result): the line holding p brought towards this SM's L1 cache
+   before its load, which then waits less (a walk's every step reads a new row of a Forward
+   matrix too large for the L2 cache) */
+__device__ __forceinline__ void prefetch_line(const void *p)
+{
+#if defined(__CUDA_ARCH__)
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+#else
+    (void)p;
+#endif
+}
+
 /* 2^-50: a product within this of the roll decides nothing, the division then does */
 #define CHOOSE_MARGIN 8.8817841970012523e-16
 
@@ -1218,9 +1235,23 @@ region_traces(const uint8_t *__restrict__ residues, const long long *__restrict_
                 /* the likeliest next step is M(i-1,k-1) (a walk mostly follows the diagonal): its
                    operands loaded now, in flight while this step's draw is made */
                 if (i >= 2 && k >= 2) {
-                    M_OPERANDS(ahead, i - 1, (k - 2) % Q, (k - 2) / Q);
+                    int q = (k - 2) % Q, r = (k - 2) / Q;
+                    M_OPERANDS(ahead, i - 1, q, r);
                     ahead_i = i - 1;
                     ahead_k = k - 1;
+                    /* and the lines of the steps after it, should the walk stay on the diagonal */
+                    for (int d = 2; d <= TRACE_PREFETCH && i - d >= 1 && k - d >= 2; d++) {
+                        if (--q < 0) {
+                            q = Q - 1;
+                            r--;
+                        }
+                        const int qp = q > 0 ? q - 1 : Q - 1, rp = q > 0 ? r : r - 1;
+                        prefetch_line(&XM(i - d, X_B));
+                        if (rp >= 0) {
+                            prefetch_line(&CELL(i - d, qp, 0, rp));
+                            prefetch_line(&CELL(i - d, qp, 2, rp));
+                        }
+                    }
                 }
                 float path[4] = {__fmul_rn(op[0], op[4]), __fmul_rn(op[1], op[5]), __fmul_rn(op[2], op[6]),
                                  __fmul_rn(op[3], op[7])};
@@ -1298,15 +1329,22 @@ region_traces(const uint8_t *__restrict__ residues, const long long *__restrict_
             if (s1 == T_ST_B) {             /* the domain is whole: its null2, its residues' sums */
                 const float norm = __fdiv_rn(1.0f, (float)Ld);
                 float null2[KP];
-                for (int y = 0; y < K_RES; y++) {
-                    float sv = 0.0f;
-                    for (int q = 0; q < Q; q++) sv = __fadd_rn(sv, __fmul_rn(__fmul_rn(count[q], norm), RF(y, q)));
-                    null2[y] = lanes_sum(sv, p.mask);   /* (+ the I and N, C, J terms: all zero here) */
+                /* (each residue's sum over q in order; the residues' sums side by side, in registers) */
+                float sv[K_RES];
+#pragma unroll
+                for (int y = 0; y < K_RES; y++) sv[y] = 0.0f;
+                for (int q = 0; q < Q; q++) {
+                    const float c = __fmul_rn(count[q], norm);
+#pragma unroll
+                    for (int y = 0; y < K_RES; y++) sv[y] = __fadd_rn(sv[y], __fmul_rn(c, RF(y, q)));
                 }
+#pragma unroll
+                for (int y = 0; y < K_RES; y++)
+                    null2[y] = lanes_sum(sv[y], p.mask);   /* (+ the I and N, C, J terms: all zero here) */
                 null2_other_codes(null2, degenerate);
                 for (int q = 0; q < Q; q++) count[q] = 0.0f;
-                for (int pos = sqfrom; pos <= sqto; pos++)
-                    if ((pos & 3) == z) n2sc[pos] = __fadd_rn(n2sc[pos], pos == sqfrom ? 1.0f : null2[dsq[pos]]);
+                for (int pos = sqfrom + ((z - sqfrom) & 3); pos <= sqto; pos += 4)    /* (this lane's) */
+                    n2sc[pos] = __fadd_rn(n2sc[pos], pos == sqfrom ? 1.0f : null2[dsq[pos]]);
                 if (n >= cap) {
                     status = 1;
                     break;
