@@ -172,6 +172,7 @@ def variants(kernels, names: list, pairs, env, inputs) -> None:
     from dataclasses import fields
 
     from gpu_search.gpu import load_functions
+    from gpu_search.hmmer.gpu.domaindef import THREADS_PER_PAIR
     from gpu_search.hmmer.gpu.kernels import FWDBACK_FILE
 
     kernel_names = tuple(kernels.functions)
@@ -187,12 +188,17 @@ def variants(kernels, names: list, pairs, env, inputs) -> None:
 
     print("\n| build | define_domains wall | region_traces GPU | all GPU kernels | results as the first run's |")
     print("| --- | ---: | ---: | ---: | --- |")
+    group = THREADS_PER_PAIR["region_traces"]
     for name in names + ["(the default again)"]:
+        THREADS_PER_PAIR["region_traces"] = group
         if name.startswith("("):
             kernels.functions = first
         else:
             options = tuple(f"-D{d}" for d in name.split("+"))
             kernels.functions = dict(zip(kernel_names, load_functions(FWDBACK_FILE, options, kernel_names, 0)))
+            for d in name.split("+"):            # (the launch's threads a region, as the kernel's)
+                if d.startswith("TRACE_GROUP="):
+                    THREADS_PER_PAIR["region_traces"] = int(d.split("=")[1])
         profs, residues, offsets, models, seqs, degeneracy = inputs
         define_domains(kernels, profs[:1], residues, offsets, models[:1] * 0, seqs[:1], degeneracy)   # (compiled)
         kernels.events.clear()

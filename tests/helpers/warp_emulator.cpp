@@ -716,7 +716,7 @@ extern "C" int emulate_sequence_null2_sum(unsigned seed, const long long* offset
     return run_blocks(seed, (n_pairs + 127) / 128, 128, 1);
 }
 
-// region_traces: four threads a region, as the parsers
+// region_traces: four threads a region, the first of its TRACE_GROUP (a warp)
 extern "C" int emulate_region_traces(unsigned seed, const uint8_t* residues, const long long* offsets,
                                      const int* order, const int* jobs, int n_jobs, int most,
                                      const long long* model_at, const float* profiles, const int* segments,
@@ -727,7 +727,7 @@ extern "C" int emulate_region_traces(unsigned seed, const uint8_t* residues, con
     g_kernel = [=] { region_traces(residues, offsets, order, jobs, model_at, profiles, segments, degenerate, rows_at,
                                    fwd_rows, matrix_at, fwd_mx, samples_at, sample_cap, samples, n_samples, n2sc,
                                    status); };
-    return run_blocks(seed, (4 * most + 127) / 128, 128, n_jobs);
+    return run_blocks(seed, (TRACE_GROUP * most + 127) / 128, 128, n_jobs);
 }
 
 // trace_clusters: a warp a region, a row of blocks

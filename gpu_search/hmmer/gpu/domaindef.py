@@ -46,7 +46,7 @@ X_CELLS = 6                        # fwdback.cu's special states a row: E N J B 
 # the kernels, and how many threads each gives a pair
 THREADS_PER_PAIR = {"forward_parser": 4, "backward_parser": 4, "domain_regions": 1, "posterior_decoding": 4,
                     "optimal_accuracy": 4, "oa_trace": 1, "null2_by_expectation": 4, "sequence_null2_sum": 1,
-                    "region_traces": 4, "trace_clusters": 32}
+                    "region_traces": 32, "trace_clusters": 32}    # (region_traces: fwdback.cu's TRACE_GROUP)
 
 N_TRACES = 200                     # fwdback.cu's: HMMER's stochastic traces a region
 SAMPLE_INTS = 5                    # a sampled domain: trace, i, j, k, m

@@ -164,14 +164,17 @@ struct Pair {
 
 __device__ __forceinline__ bool take_pair(const int *jobs, const int *order_all, const long long *offsets,
                                           const uint8_t *residues, const int *segments, const long long *model_at,
-                                          const float *profiles, Pair &p)
+                                          const float *profiles, Pair &p, int group = 4)
 {
+    /* group: threads a pair (4, 8, 16 or 32), its first four working: a kernel whose pairs
+       branch apart at every step gives each its own warp */
     const int *job = jobs + blockIdx.y * JOB_INTS;
-    p.item = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 2);
-    if (p.item >= job[JOB_N]) return false;      /* a group's four threads leave together */
     const int lane = threadIdx.x & 31;
+    if ((lane & (group - 1)) >= 4) return false;
+    p.item = (int)((blockIdx.x * blockDim.x + threadIdx.x) / group);
+    if (p.item >= job[JOB_N]) return false;      /* a group's four threads leave together */
     p.z = lane & 3;
-    p.mask = 0xFu << (lane & ~3);
+    p.mask = 0xFu << (lane & ~(group - 1));
     p.out = job[JOB_OUT] + p.item;
     const int s = order_all[job[JOB_ORDER] + p.item];
     p.M = job[JOB_P];
@@ -1098,6 +1101,13 @@ __device__ __forceinline__ double esl_draw(unsigned &x)
     return __dmul_rn((double)x, 2.3283064365386962890625e-10);
 }
 
+/* threads a region in region_traces (domaindef.py's THREADS_PER_PAIR): a warp a region, as its
+   walks branch apart at every step (one region's E step or domain's end would hold the
+   others of its warp) */
+#ifndef TRACE_GROUP
+#define TRACE_GROUP 32
+#endif
+
 /* M steps ahead along the diagonal whose operands' lines region_traces asks the cache for */
 #ifndef TRACE_PREFETCH
 #define TRACE_PREFETCH 6
@@ -1162,7 +1172,8 @@ __device__ __forceinline__ int esl_choose(unsigned &x, float *path, int n)
  * the sum.  The Forward matrix and rows: forward_parser's over the region (segments), the model
  * multihit for the whole sequence's length.
  *
- * Four threads a region (its lanes, as the parsers): all four walk each trace alike, each counts
+ * Four threads a region (its lanes, as the parsers; the first four of its TRACE_GROUP threads, a
+ * warp, the other 28 idle): all four walk each trace alike, each counts
  * the nodes of its lane and owns the residues pos = z (mod 4).  Writes the sampled domains
  * (SAMPLE_INTS each, trace by trace, each trace's left to right, in the sequence's coordinates)
  * at samples_at[out] (at most sample_cap[out]) and their number, n2sc at rows_at[out] / X_CELLS
@@ -1181,7 +1192,7 @@ region_traces(const uint8_t *__restrict__ residues, const long long *__restrict_
               int *__restrict__ status_all)
 {
     Pair p;
-    if (!take_pair(jobs, order_all, offsets, residues, segments, model_at, profiles, p)) return;
+    if (!take_pair(jobs, order_all, offsets, residues, segments, model_at, profiles, p, TRACE_GROUP)) return;
     const int z = p.z, Q = p.Q, Lr = p.Lr;
     const float *tfv = p.tfv, *rfv = p.rfv;
     const uint8_t *dsq = p.dsq;
