@@ -12,7 +12,7 @@ Usage: python bench/probes/domaindef_gpu.py [--models N] [--gpu-only] [--variant
 (--gpu-only: the GPU's domain definition alone, no pyhmmer finishing or comparison, for a
 profiler; the pairs HMMER reports are kept in --work after the first run; --variants: the
 GPU's domain definition again with fwdback.cu compiled with each of these constants, e.g.
-``TRACE_PREFETCH=0,TRACE_PREFETCH=12`` (``+`` joins several in one variant), its results
+``TRACE_GROUP=4,TRACE_GROUP=8`` (``+`` joins several in one variant), its results
 compared with the first run's array by array, then the first build again)
 """
 
@@ -77,7 +77,7 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path("/tmp/domaindef_probe"))
     ap.add_argument("--gpu-only", action="store_true", help="the GPU's domain definition alone (a profiler's run)")
     ap.add_argument("--variants", type=lambda v: v.split(","), default=[],
-                    help="fwdback.cu's constants to time against the first run, e.g. TRACE_PREFETCH=0")
+                    help="fwdback.cu's constants to time against the first run, e.g. TRACE_GROUP=4")
     args = ap.parse_args()
     from pyhmmer.easel import DigitalSequenceBlock
     from pyhmmer.plan7 import Pipeline

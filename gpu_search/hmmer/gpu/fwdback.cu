@@ -1108,23 +1108,6 @@ __device__ __forceinline__ double esl_draw(unsigned &x)
 #define TRACE_GROUP 32
 #endif
 
-/* M steps ahead along the diagonal whose operands' lines region_traces asks the cache for */
-#ifndef TRACE_PREFETCH
-#define TRACE_PREFETCH 6
-#endif
-
-/* a hint (no effect on any result): the line holding p brought towards this SM's L1 cache
-   before its load, which then waits less (a walk's every step reads a new row of a Forward
-   matrix too large for the L2 cache) */
-__device__ __forceinline__ void prefetch_line(const void *p)
-{
-#if defined(__CUDA_ARCH__)
-    asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
-#else
-    (void)p;
-#endif
-}
-
 /* 2^-50: a product within this of the roll decides nothing, the division then does */
 #define CHOOSE_MARGIN 8.8817841970012523e-16
 
@@ -1246,23 +1229,9 @@ region_traces(const uint8_t *__restrict__ residues, const long long *__restrict_
                 /* the likeliest next step is M(i-1,k-1) (a walk mostly follows the diagonal): its
                    operands loaded now, in flight while this step's draw is made */
                 if (i >= 2 && k >= 2) {
-                    int q = (k - 2) % Q, r = (k - 2) / Q;
-                    M_OPERANDS(ahead, i - 1, q, r);
+                    M_OPERANDS(ahead, i - 1, (k - 2) % Q, (k - 2) / Q);
                     ahead_i = i - 1;
                     ahead_k = k - 1;
-                    /* and the lines of the steps after it, should the walk stay on the diagonal */
-                    for (int d = 2; d <= TRACE_PREFETCH && i - d >= 1 && k - d >= 2; d++) {
-                        if (--q < 0) {
-                            q = Q - 1;
-                            r--;
-                        }
-                        const int qp = q > 0 ? q - 1 : Q - 1, rp = q > 0 ? r : r - 1;
-                        prefetch_line(&XM(i - d, X_B));
-                        if (rp >= 0) {
-                            prefetch_line(&CELL(i - d, qp, 0, rp));
-                            prefetch_line(&CELL(i - d, qp, 2, rp));
-                        }
-                    }
                 }
                 float path[4] = {__fmul_rn(op[0], op[4]), __fmul_rn(op[1], op[5]), __fmul_rn(op[2], op[6]),
                                  __fmul_rn(op[3], op[7])};
