@@ -534,7 +534,9 @@ LOOKAHEAD_MODELS = 512
 # (bench/probes/finish_split.py --ab), seconds with every batch on the GPU / none / "auto":
 # few homologs 7.5 / 4.7 / 4.8; many homologs, three runs, 12.7-15.1 / 14.9-16.6 / 12.0-13.7
 # (another host: a backlog of 0.3 s as fast as every batch on the GPU, 3 s as slow as none).
-BACKLOG_SECONDS = 1.0
+# With the GPU's stochastic traces a warp a region (its finishing about twice as fast), many
+# homologs: every batch 14.3 s, none 17.3, a backlog of 1 s 13.6, 0.5 s 13.8, 0.25 s 12.8.
+BACKLOG_SECONDS = 0.25
 
 
 def _filter_threads(n_models_ahead: int) -> int:
