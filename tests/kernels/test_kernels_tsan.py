@@ -39,6 +39,7 @@ CASES = [
     "tests/kernels/test_filters_emulated.py::test_real_models_equal_hmmer[Thioesterase]",
     "tests/kernels/test_filters_emulated.py::test_long_deletions_across_lanes",
     "tests/kernels/test_fwdback_emulated.py::test_forward_parser_small_and_switch_models",
+    "tests/kernels/test_domaindef_emulated.py::test_regions_resolved_by_stochastic_traces_equal_hmmer",
     "tests/kernels/test_blast_gapped_kernel.py::test_kernel_matches_numba_on_homologs[emulated]",
 ]
 
@@ -46,7 +47,9 @@ CASES = [
 @pytest.mark.parametrize("case", CASES)
 def test_no_race_between_threads(case):
     """ungapped.cu (both extension variants, bins struck off first or not), filters.cu (MSV
-    and Viterbi filter), fwdback.cu and gapped.cu's warp kernel: no race, same results."""
+    and Viterbi filter), fwdback.cu (the parsers; the domain definition's kernels, a warp a
+    region in region_traces and trace_clusters) and gapped.cu's warp kernel: no race, same
+    results."""
     r = run_under_tsan(["-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", case])
     out = r.stdout + r.stderr
     assert "ThreadSanitizer" not in out, out[-4000:]

@@ -1454,6 +1454,7 @@ trace_clusters(int n_regions, const long long *__restrict__ samples_at, const in
                 const int u = top - lane;
                 const bool linked = u >= 0 && samples_linked(H(v), H(a[u]));
                 const unsigned found = __ballot_sync(0xffffffffu, linked);
+                __syncwarp();                 /* (every lane's reads of a[] before lane 0 moves its slots) */
                 if (lane == 0) {
                     int m = na, o = nb;
                     for (unsigned f = found; f; f &= f - 1) {     /* (lane order: u downwards) */
