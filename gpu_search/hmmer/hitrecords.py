@@ -107,12 +107,12 @@ def alidisplays(model: ModelText, st, k, i, pp, bounds: np.ndarray, seq_at: np.n
             presence |= flag
     grid = np.stack([a.astype(np.uint8) for a in lines + [model_line, mline, aseq, pline]])
     model_text = b"".join(s + b"\0" for s in (model.name, model.acc, model.desc))
+    line_bytes = [row.tobytes() for row in grid]     # (a display's lines: slices of these)
     out = []
     for d, (f, t) in enumerate(zip(first.tolist(), last.tolist())):
         n = t - f + 1
-        rows = np.zeros((len(grid), n + 1), np.uint8)          # each line and its NUL
-        rows[:, :n] = grid[:, f:t + 1]
-        body = rows.tobytes() + model_text + b"".join(s + b"\0" for s in seq_texts[d])
+        body = b"".join([line[f:t + 1] + b"\0" for line in line_bytes] + [model_text] +
+                        [s + b"\0" for s in seq_texts[d]])
         head = ALIDISPLAY_RECORD.pack(ALIDISPLAY_RECORD.size + len(body), n, int(k[f]), int(k[t]), model.M,
                                       int(i[f]), int(i[t]), int(L[d]), presence)
         out.append((head + body, int(i[f]), int(i[t])))
@@ -179,12 +179,16 @@ def scored_domains(prof, pairs, env, sel: np.ndarray, lengths: np.ndarray) -> tu
     (:func:`gpu_search.hmmer.scores.hit_scores`; lengths: of the sequences pairs.seq
     indexes).  Returns (dom_start: pair q's domains are dom_start[q] .. dom_start[q+1]-1 of
     flat, flat: their envelopes, HitScores)."""
+    from .gpu.domaindef import index_ranges
     from .scores import hit_scores
 
-    doms = [np.arange(pairs.env_start[p], pairs.env_start[p + 1]) for p in sel]
-    doms = [e[env.decoded[e]] for e in doms]
-    start = np.concatenate([[0], np.cumsum([len(d) for d in doms])]).astype(np.int64)
-    flat = np.concatenate(doms) if doms else np.zeros(0, np.int64)
+    sel = np.asarray(sel, dtype=np.int64)
+    counts = pairs.env_start[sel + 1] - pairs.env_start[sel]
+    every = index_ranges(pairs.env_start[sel], counts)         # (each pair's envelopes, in order)
+    decoded = env.decoded[every]
+    flat = every[decoded]
+    per_pair = np.bincount(np.repeat(np.arange(len(sel)), counts)[decoded], minlength=len(sel))
+    start = np.concatenate([[0], np.cumsum(per_pair)]).astype(np.int64)
     sc = hit_scores(pairs.fwd[sel], lengths[pairs.seq[sel]], pairs.null2_sum[sel], start, env.envsc[flat],
                     env.domcorrection[flat], env.i[flat], env.j[flat], prof.evparam[4], prof.evparam[5])
     return start, flat, sc
@@ -201,16 +205,16 @@ def model_records(model: ModelText, prof, pairs, env, sel: np.ndarray, residues:
     start, flat, sc = scored_domains(prof, pairs, env, sel, lengths)
     by_E = bool(pipeline["inc_by_E"])
     # the pairs kept: a domain at least (a region, an envelope decoded), reportable
-    kept = [q for q in range(len(sel)) if start[q] < start[q + 1] and reportable(pipeline, sc.score[q],
-                                                                                 float(sc.lnP[q]))]
-    texts = [seq_text(int(pairs.seq[sel[q]])) for q in kept]
-    kept = np.array(kept, dtype=np.int64)
+    kept = np.array([q for q in np.flatnonzero(start[:-1] < start[1:]).tolist()
+                     if reportable(pipeline, sc.score[q], float(sc.lnP[q]))], dtype=np.int64)
+    kept_seqs = np.asarray(pairs.seq, dtype=np.int64)[np.asarray(sel, dtype=np.int64)[kept]]
+    texts = [seq_text(j) for j in kept_seqs.tolist()]
     n_doms = start[kept + 1] - start[kept]
     envs = flat[index_ranges(start[kept], n_doms)]
     t0, t1 = env.trace_start[envs], env.trace_start[envs + 1]
     bounds = np.concatenate([[0], np.cumsum(t1 - t0)]).astype(np.int64)
     gather = index_ranges(t0, t1 - t0)                # the traces, end to end
-    dom_seq = np.repeat(np.array([pairs.seq[sel[q]] for q in kept], dtype=np.int64), n_doms)
+    dom_seq = np.repeat(kept_seqs, n_doms)
     displays = alidisplays(model, env.st[gather], env.k[gather], env.ti[gather], env.pp[gather], bounds,
                            offsets[dom_seq], residues, lengths[dom_seq],
                            [t for t, n in zip(texts, n_doms.tolist()) for _ in range(n)])
