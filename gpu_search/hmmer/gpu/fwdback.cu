@@ -1156,8 +1156,8 @@ __device__ __forceinline__ int esl_choose(unsigned &x, float *path, int n)
  * multihit for the whole sequence's length.
  *
  * Four threads a region (its lanes, as the parsers; the first four of its TRACE_GROUP threads, a
- * warp, the other 28 idle): all four walk each trace alike, each counts
- * the nodes of its lane and owns the residues pos = z (mod 4).  Writes the sampled domains
+ * warp, the other 28 idle): all four walk each trace alike, each counts the nodes of its lane
+ * and owns the residues pos = z (mod 4).  Writes the sampled domains
  * (SAMPLE_INTS each, trace by trace, each trace's left to right, in the sequence's coordinates)
  * at samples_at[out] (at most sample_cap[out]) and their number, n2sc at rows_at[out] / X_CELLS
  * ([1..Lr]), and status[out]: 0, or 1 where the domains overflowed their buffer, 2 where a trace
