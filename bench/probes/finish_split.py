@@ -132,14 +132,16 @@ def main():
         traced.clear()
         model_m.clear()
         results, wall = timeline(search, hmms, db, args, backend, spans, on)
-        kernel_gpu = {}
+        kernel_gpu, walks = {}, []
         for name, start, stop in launches:
             stop.synchronize()
-            kernel_gpu[name] = kernel_gpu.get(name, 0.0) + backend_cp().cuda.get_elapsed_time(start, stop) / 1e3
-        walks = [(stop, start, name) for name, start, stop in launches if name == "region_traces"]
+            seconds = backend_cp().cuda.get_elapsed_time(start, stop) / 1e3
+            kernel_gpu[name] = kernel_gpu.get(name, 0.0) + seconds
+            if name == "region_traces":
+                walks.append(seconds)
         if walks and traced:
-            each = np.array([backend_cp().cuda.get_elapsed_time(a, b) / 1e3 for b, a, _ in walks])
-            longest = np.array([x.max() if len(x) else 0 for x in traced])
+            each = np.array(walks)
+            longest = np.array([x.max() for x in traced])
             every = np.concatenate(traced)
             print(f"  region_traces: {len(each)} launches, {each.sum():.2f} s; regions {len(every)}, length "
                   "50/90/99/100%: " + "/".join(f"{np.percentile(every, q):.0f}" for q in (50, 90, 99, 100)))

@@ -202,12 +202,13 @@ def model_records(model: ModelText, prof, pairs, env, sel: np.ndarray, residues:
     keeps (a domain at least, reportable): (records, sortkeys, names, first domains' starts)."""
     from .gpu.domaindef import index_ranges
 
+    sel = np.asarray(sel, dtype=np.int64)
     start, flat, sc = scored_domains(prof, pairs, env, sel, lengths)
     by_E = bool(pipeline["inc_by_E"])
     # the pairs kept: a domain at least (a region, an envelope decoded), reportable
     kept = np.array([q for q in np.flatnonzero(start[:-1] < start[1:]).tolist()
                      if reportable(pipeline, sc.score[q], float(sc.lnP[q]))], dtype=np.int64)
-    kept_seqs = np.asarray(pairs.seq, dtype=np.int64)[np.asarray(sel, dtype=np.int64)[kept]]
+    kept_seqs = pairs.seq[sel[kept]]
     texts = [seq_text(j) for j in kept_seqs.tolist()]
     n_doms = start[kept + 1] - start[kept]
     envs = flat[index_ranges(start[kept], n_doms)]
