@@ -554,6 +554,7 @@ def hmmscan(hmmdb, seqfile, cut_ga, cut_nc, cut_tc, skip_long, device, gpus, qui
     from .hmmer.hmmscan import hmmscan as run
     from .hmmer.options import SearchOptions
     from .hmmer.report import HMMSCAN
+    from .hmmer.reportworkers import worker_count
     from .progress import Progress
 
     formats = _seq_formats(shared)
@@ -574,7 +575,7 @@ def hmmscan(hmmdb, seqfile, cut_ga, cut_nc, cut_tc, skip_long, device, gpus, qui
                   callback=lambda done, total, note="": progress.update(done, note))
     # (hmmscan's report names the query sequence file first, then the HMM database)
     write_outputs(results, options, hmmfile=seqfile, seqfile=hmmdb, **outputs, progress=progress,
-                  program=HMMSCAN)
+                  program=HMMSCAN, workers=worker_count(queries.n_seqs, cpu))
 
 
 def _hmmscan_device(device, db, queries, cpus, quiet) -> str:
@@ -696,6 +697,7 @@ def run_search(hmms, db, options, *, hmmfile, seqfile, output, tblout, domtblout
     phmmer: ``program`` PHMMER, ``queries`` the query sequences whose models ``hmms`` are
     (``hmmfile`` then names the query sequence file)."""
     from .hmmer.report import HMMSEARCH
+    from .hmmer.reportworkers import worker_count
     from .hmmer.search import hmmsearch as run
     from .progress import Progress
 
@@ -714,57 +716,61 @@ def run_search(hmms, db, options, *, hmmfile, seqfile, output, tblout, domtblout
         save_results(hits_out, results, hmmfile=hmmfile, seqfile=seqfile, options=options, database=db)
     write_outputs(results, options, hmmfile=hmmfile, seqfile=seqfile, output=output, tblout=tblout,
                   domtblout=domtblout, pfamtblout=pfamtblout, progress=progress, alignment=alignment,
-                  program=program)
+                  program=program, workers=worker_count(len(hmms), cpus))
 
 
 def write_outputs(results, options, *, hmmfile, seqfile, output, tblout, domtblout, pfamtblout,
-                  progress=None, alignment=None, program=None) -> None:
+                  progress=None, alignment=None, program=None, workers=0) -> None:
     """HMMER's main report and tables from per-query results; all files or none.
     ``program``: report.HMMSEARCH (the default), report.PHMMER or report.HMMSCAN (whose
     ``hmmfile`` is the query sequence file, ``seqfile`` the HMM database, as HMMER names
-    them in the report's header and the tables' tails)."""
+    them in the report's header and the tables' tails).  ``workers``: processes that format
+    the queries' text beside the search (:mod:`.hmmer.reportworkers`; 0: this one)."""
     from .hmmer import report
+    from .hmmer.reportworkers import query_texts
     from .output import OutputSet
 
     program = program or report.HMMSEARCH
-    write_query = report.write_scan_query if program.scan else report.write_query
     argv_line = " ".join(shlex.quote(a) for a in sys.argv[1:]) or program.name
-    with OutputSet() as outs:
-        main_fh = outs.open(output) if output else io.StringIO()
-        tables = [(outs.open(path), fmt) for path, fmt in
-                  ((tblout, "targets"), (domtblout, "domains"), (pfamtblout, "pfam"))]
-        ali_fh = outs.open(alignment) if alignment else None
-        report.write_header(main_fh, hmmfile, seqfile, options,
-                            {"o": output, "A": alignment, "tblout": tblout, "domtblout": domtblout,
-                             "pfamtblout": pfamtblout}, program=program)
-        first = True
-        clock = (time.monotonic(), os.times())
+
+    def with_query_accessions(results):
         for result in results:
-            now = (time.monotonic(), os.times())
-            timing = report.Timing(user=now[1].user - clock[1].user, sys=now[1].system - clock[1].system,
-                                   elapsed=now[0] - clock[0])
-            clock = now
-            write_query(main_fh, result, options, timing)
-            if ali_fh is not None:
-                report.write_alignment(ali_fh, main_fh, result, options, alignment, program=program)
             if getattr(result, "query", None) is not None and not program.scan:
                 # phmmer.c gives the query sequence's accession in the tables; pyhmmer's
                 # TopHits.write gives the hits' model's, which p7_SingleBuilder leaves unset
                 result.hits.query.accession = result.query.accession or None
-            for fh, fmt in tables:
-                if fh is not None:
-                    buf = io.BytesIO()
-                    result.hits.write(buf, format=fmt, header=first)
-                    fh.write(buf.getvalue().decode())
-            first = False
+            yield result
+
+    def timings():
+        clock = (time.monotonic(), os.times())
+        while True:
+            now = (time.monotonic(), os.times())
+            yield report.Timing(user=now[1].user - clock[1].user, sys=now[1].system - clock[1].system,
+                                elapsed=now[0] - clock[0])
+            clock = now
+
+    with OutputSet() as outs:
+        main_fh = outs.open(output) if output else io.StringIO()
+        tables = [(outs.open(path), fmt) for path, fmt in
+                  ((tblout, "targets"), (domtblout, "domains"), (pfamtblout, "pfam")) if path]
+        ali_fh = outs.open(alignment) if alignment else None
+        report.write_header(main_fh, hmmfile, seqfile, options,
+                            {"o": output, "A": alignment, "tblout": tblout, "domtblout": domtblout,
+                             "pfamtblout": pfamtblout}, program=program)
+        for result, text in query_texts(with_query_accessions(results), options, tuple(fmt for _, fmt in tables),
+                                        program.scan, workers, timings()):
+            main_fh.write(text.main)
+            if ali_fh is not None:
+                report.write_alignment(ali_fh, main_fh, result, options, alignment, program=program)
+            for (fh, _), rows in zip(tables, text.tables):
+                fh.write(rows)
         if progress:
             progress.close()
         report.write_footer(main_fh)
         for fh, fmt in tables:
-            if fh is not None:
-                # (hmmscan.c ends its --pfamtblout in search mode, its other tables in scan mode)
-                report.write_tabular_tail(fh, hmmfile, seqfile, argv_line, program=program,
-                                          scan_mode=program.scan and fmt != "pfam")
+            # (hmmscan.c ends its --pfamtblout in search mode, its other tables in scan mode)
+            report.write_tabular_tail(fh, hmmfile, seqfile, argv_line, program=program,
+                                      scan_mode=program.scan and fmt != "pfam")
         if not output:
             sys.stdout.write(main_fh.getvalue())
             sys.stdout.flush()
