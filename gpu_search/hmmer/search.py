@@ -526,12 +526,6 @@ def _chunks_by_cells(survivors: np.ndarray, lengths: np.ndarray, M: int,
 # database is bound by latency, not by work.
 BATCH_MODELS = 32
 LOOKAHEAD_MODELS = 512
-# Threads that build the models' filter profiles (pyhmmer's configuration, then our
-# layouts) as the models are read, ahead of their batches: built on the filter threads, they
-# took two fifths of a batch's time (2,000 models x 6.8 M residues, few homologs, on an H200
-# host with 16 cores: 3.8 of 9.8 thread-seconds, 1.9 ms a model), and pyhmmer's part runs
-# without the interpreter's lock
-PROFILE_THREADS = 2
 # With gpu_finishing="auto", a batch's survivors go to the GPU only while the CPU threads have
 # more than this many seconds of finishing queued.  Where the CPU threads keep up, the GPU's
 # finishing saves no time and slows the filters, the search's critical path then: its host
@@ -611,7 +605,6 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
     # H200 with 16 cores: the filter batches took four times as long as with no GPU finishing)
     with ThreadPoolExecutor(max_workers=max(1, cpus), thread_name_prefix="finish") as finish_pool, \
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="records") as records_pool, \
-            ThreadPoolExecutor(max_workers=PROFILE_THREADS, thread_name_prefix="profile") as profile_pool, \
             ThreadPoolExecutor(max_workers=filter_threads, thread_name_prefix="filter") as filter_pool:
 
         def to_cpu(hmm, piece) -> Future:
@@ -628,8 +621,8 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
                 cells, None if f.cancelled() or f.exception() is not None else f.result()[1]))
             return future
 
-        def cascade_task(batch, profiles):
-            profs = [f.result() for f in profiles]
+        def cascade_task(batch):
+            profs = [FilterProfile.from_hmm(hmm, bg) for hmm in batch]
             results = run_cascade_batch(profs, db, backend, F1=options.F1, F2=options.F2, F3=options.F3,
                                         bias_filter=options.bias_filter, bg_freq=bg_freq,
                                         degeneracy=degeneracy, searched=searched, tables=tables,
@@ -695,7 +688,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
         # largest model's geometry), is the same on every run of the same models, and a
         # second run finds every shape compiled.
         window = max(BATCH_MODELS, min(32 * max(1, cpus), 512))
-        ahead = deque()          # (position, hmm, its profile's future) read, not started
+        ahead = deque()          # (position, hmm) read, not started
         started = {}             # position -> (hmm, batch future, place in the batch)
         read = 0
         handed = 0
@@ -710,12 +703,12 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
                 hmm = next(models, None)
                 if hmm is None:
                     break
-                ahead.append((read, hmm, profile_pool.submit(FilterProfile.from_hmm, hmm, bg)))
+                ahead.append((read, hmm))
                 read += 1
             if prepare_kernels is not None and len(ahead) > first:
                 # the kernel shapes of the models read, compiled side by side before their
                 # batches ask for them, where this host has none of them yet
-                prepare_kernels([hmm.M for _, hmm, _ in itertools.islice(ahead, first, None)], cpus,
+                prepare_kernels([hmm.M for _, hmm in itertools.islice(ahead, first, None)], cpus,
                                 finishing=gpu_finish is not None)
 
         def start_batch() -> None:
@@ -728,8 +721,8 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
                 entry = ahead.popleft()
                 (batch if batch_key(entry[1].M) == key else kept).append(entry)
             ahead.extendleft(reversed(kept))
-            fut = filter_pool.submit(cascade_task, [hmm for _, hmm, _ in batch], [prof for _, _, prof in batch])
-            for j, (position, hmm, _) in enumerate(batch):
+            fut = filter_pool.submit(cascade_task, [hmm for _, hmm in batch])
+            for j, (position, hmm) in enumerate(batch):
                 started[position] = (hmm, fut, j)
 
         def hand_on() -> SearchResult:
@@ -759,8 +752,6 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
             # batches being filtered end at their next stage, rather than run to the end
             # (kill switch); leaving the pools waits only for that
             stop.set()
-            for _, _, prof in ahead:
-                prof.cancel()
             for _, fut, j in started.values():
                 if fut.cancel():
                     continue
