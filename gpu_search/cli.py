@@ -741,8 +741,8 @@ def write_outputs(results, options, *, hmmfile, seqfile, output, tblout, domtblo
                 result.hits.query.accession = result.query.accession or None
             yield result
 
-    def timings():
-        clock = (time.monotonic(), os.times())
+    def timings(clock):
+        """Each query's time since the one before (the first's since the search's start)."""
         while True:
             now = (time.monotonic(), os.times())
             yield report.Timing(user=now[1].user - clock[1].user, sys=now[1].system - clock[1].system,
@@ -758,11 +758,11 @@ def write_outputs(results, options, *, hmmfile, seqfile, output, tblout, domtblo
                             {"o": output, "A": alignment, "tblout": tblout, "domtblout": domtblout,
                              "pfamtblout": pfamtblout}, program=program)
         for result, text in query_texts(with_query_accessions(results), options, tuple(fmt for _, fmt in tables),
-                                        program.scan, workers, timings()):
+                                        program.scan, workers, timings((time.monotonic(), os.times()))):
             main_fh.write(text.main)
             if ali_fh is not None:
                 report.write_alignment(ali_fh, main_fh, result, options, alignment, program=program)
-            for (fh, _), rows in zip(tables, text.tables):
+            for (fh, _), rows in zip(tables, text.tables, strict=True):
                 fh.write(rows)
         if progress:
             progress.close()

@@ -4,7 +4,8 @@
 processes (gpu_search.hmmer.reportworkers); the files must be byte for byte those of
 ``workers=0``, the formatting that tests/hmmer/test_report.py checks against HMMER's own C
 code, for hmmsearch (alignments, -A and the three tables), phmmer (the query sequence's lines)
-and hmmscan (scan mode), and also when the pool breaks part way.
+and hmmscan (scan mode), and also when the pool breaks part way or cannot start.  The pooled
+runs check that the workers, not the searching process, formatted every query.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from __future__ import annotations
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
+
+import re
+import time
 
 import pytest
 from conftest import pyhmmer_data
@@ -47,9 +51,21 @@ def outputs(results, options, folder: Path, workers: int, program=report.HMMSEAR
     return texts
 
 
-def assert_same_outputs(results, options, tmp_path, program=report.HMMSEARCH, alignment=True):
+@pytest.fixture
+def formatted_here(monkeypatch):
+    """How many queries this process formatted itself (the workers do not see the patch)."""
+    calls = []
+    original = reportworkers.format_query
+    monkeypatch.setattr(reportworkers, "format_query", lambda *a: calls.append(1) or original(*a))
+    return calls
+
+
+def assert_same_outputs(results, options, tmp_path, formatted_here, program=report.HMMSEARCH, alignment=True):
     inline = outputs(results, options, tmp_path, 0, program, alignment)
+    assert len(formatted_here) == len(results)
+    formatted_here.clear()
     pooled = outputs(results, options, tmp_path, 2, program, alignment)
+    assert not formatted_here, "queries formatted in the searching process, not in the workers"
     assert sorted(pooled) == sorted(inline)
     for key in inline:
         assert pooled[key] == inline[key], f"{key} differs with the report formatted in workers"
@@ -71,35 +87,38 @@ def search_results(proteome):
     return list(hmmsearch(hmms, proteome, options, device="cpu", cpus=2)), options
 
 
-def test_hmmsearch_reports_alike(search_results, tmp_path):
+def test_hmmsearch_reports_alike(search_results, tmp_path, formatted_here, monkeypatch):
     results, options = search_results
-    texts = assert_same_outputs(results, options, tmp_path)
+    monkeypatch.setattr(reportworkers, "MAX_PENDING", 2)     # (a full queue waits for its oldest query)
+    texts = assert_same_outputs(results, options, tmp_path, formatted_here)
     assert texts["o"].count("\n//\n") == len(results)
     assert texts["tbl"].count("\n") > 1000
     assert "== domain 1" in texts["o"] and texts["sto"].startswith("# STOCKHOLM")
 
 
-def test_phmmer_reports_alike(proteome, tmp_path):
+def test_phmmer_reports_alike(proteome, tmp_path, formatted_here):
     options = PhmmerOptions()
     queries = proteome.subset(list(range(0, 60, 3)))
     results = list(phmmer(queries, proteome, options, device="cpu", cpus=2))
-    texts = assert_same_outputs(results, options, tmp_path, program=report.PHMMER)
+    texts = assert_same_outputs(results, options, tmp_path, formatted_here, program=report.PHMMER)
     assert texts["o"].count("\nQuery:       ") == len(results)
 
 
-def test_hmmscan_reports_alike(proteome, tmp_path):
+def test_hmmscan_reports_alike(proteome, tmp_path, formatted_here):
     db = open_hmmdb(DATA / "hmms" / "txt" / "RREFam.hmm")
     options = SearchOptions(E=1000.0)
     queries = proteome.subset(list(range(40)))
     results = list(hmmscan(queries, db, options, device="cpu", cpus=2))
-    texts = assert_same_outputs(results, options, tmp_path, program=report.HMMSCAN, alignment=False)
+    texts = assert_same_outputs(results, options, tmp_path, formatted_here, program=report.HMMSCAN,
+                                alignment=False)
     assert "Scores for complete sequence (score includes all domains)" in texts["o"]
 
 
 class BreakingPool:
-    """A pool whose workers die after `alive` queries: later futures fail, then submit does."""
+    """A pool whose workers die after `alive` tasks (the two first tasks start the workers):
+    later futures fail, then submit does.  It runs the workers' function in this process."""
 
-    def __init__(self, *args, alive=3, **kwargs):
+    def __init__(self, *args, alive=4, **kwargs):
         self.alive = alive
 
     def submit(self, fn, *args):
@@ -120,8 +139,45 @@ class BreakingPool:
 def test_broken_pool_leaves_the_rest_to_this_process(search_results, tmp_path, monkeypatch):
     results, options = search_results
     inline = outputs(results, options, tmp_path, 0)
-    # the fake pool runs the workers' function here, as a spawned worker would
     monkeypatch.setattr(reportworkers, "ProcessPoolExecutor", BreakingPool)
-    reportworkers._start_worker(options, ("targets", "domains", "pfam"), False)
-    broken = outputs(results, options, tmp_path, 2)
-    assert broken == inline
+    monkeypatch.setattr(reportworkers, "_WORKER", {})
+    reportworkers._start_worker(options, ("targets", "domains", "pfam"), False)    # (as a worker starts)
+    assert outputs(results, options, tmp_path, 2) == inline
+
+
+def test_pool_that_cannot_start_leaves_all_to_this_process(search_results, tmp_path, monkeypatch):
+    results, options = search_results
+    inline = outputs(results, options, tmp_path, 0)
+
+    def no_semaphores(*args, **kwargs):
+        raise OSError(38, "Function not implemented")       # (a host without /dev/shm)
+
+    monkeypatch.setattr(reportworkers, "ProcessPoolExecutor", no_semaphores)
+    assert outputs(results, options, tmp_path, 2) == inline
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_first_query_timed_from_the_search_start(search_results, tmp_path, workers):
+    """Each query's '# CPU time' line counts from the query before, the first's from the
+    start of the search (results come lazily, as a search yields them)."""
+    results, options = search_results
+
+    def searched():
+        for result in results:
+            time.sleep(0.3)
+            yield result
+
+    path = tmp_path / "report"
+    write_outputs(searched(), options, hmmfile="queries", seqfile="targets", output=str(path), tblout=None,
+                  domtblout=None, pfamtblout=None, workers=workers)
+    elapsed = [int(m) * 60 + float(s) for m, s in
+               re.findall(r"^# CPU time: .* Elapsed: 00:(\d\d):(\d\d\.\d\d)$", path.read_text(), re.M)]
+    assert len(elapsed) == len(results)
+    assert all(0.25 <= e < 5 for e in elapsed), elapsed
+
+
+def test_worker_count():
+    assert reportworkers.worker_count(reportworkers.MIN_QUERIES, 16) == reportworkers.WORKERS
+    assert reportworkers.worker_count(reportworkers.MIN_QUERIES - 1, 16) == 0
+    assert reportworkers.worker_count(1000, 1) == 0
+    assert reportworkers.worker_count(1000, None) == reportworkers.WORKERS
