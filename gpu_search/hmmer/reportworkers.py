@@ -143,6 +143,7 @@ def _start_pool(workers: int, options, table_formats: tuple[str, ...], scan: boo
     milliseconds of their start is lost."""
     main_thread = threading.current_thread() is threading.main_thread()    # (handlers are set there only)
     handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
+    pool = None
     try:
         pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                    initializer=_start_worker, initargs=(options, table_formats, scan))
@@ -150,6 +151,8 @@ def _start_pool(workers: int, options, table_formats: tuple[str, ...], scan: boo
             pool.submit(_ready)
         return pool
     except (OSError, NotImplementedError, BrokenProcessPool):
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
         return None
     finally:
         if main_thread:

@@ -145,15 +145,32 @@ def test_broken_pool_leaves_the_rest_to_this_process(search_results, tmp_path, m
     assert outputs(results, options, tmp_path, 2) == inline
 
 
-def test_pool_that_cannot_start_leaves_all_to_this_process(search_results, tmp_path, monkeypatch):
+class NoProcesses:
+    """A pool made, whose processes cannot start (a process limit)."""
+
+    shut_down = False
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def submit(self, fn, *args):
+        raise OSError(11, "Resource temporarily unavailable")
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        NoProcesses.shut_down = True
+
+
+def no_semaphores(*args, **kwargs):
+    raise OSError(38, "Function not implemented")       # (a host without /dev/shm)
+
+
+@pytest.mark.parametrize("pool", [no_semaphores, NoProcesses], ids=["no-semaphores", "no-processes"])
+def test_pool_that_cannot_start_leaves_all_to_this_process(search_results, tmp_path, monkeypatch, pool):
     results, options = search_results
     inline = outputs(results, options, tmp_path, 0)
-
-    def no_semaphores(*args, **kwargs):
-        raise OSError(38, "Function not implemented")       # (a host without /dev/shm)
-
-    monkeypatch.setattr(reportworkers, "ProcessPoolExecutor", no_semaphores)
+    monkeypatch.setattr(reportworkers, "ProcessPoolExecutor", pool)
     assert outputs(results, options, tmp_path, 2) == inline
+    assert pool is no_semaphores or NoProcesses.shut_down
 
 
 @pytest.mark.parametrize("workers", [0, 2])
