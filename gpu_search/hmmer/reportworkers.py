@@ -151,6 +151,8 @@ def _start_pool(workers: int, options, table_formats: tuple[str, ...], scan: boo
             pool.submit(_ready)
         return pool
     except (OSError, NotImplementedError, BrokenProcessPool):
+        # (NotImplementedError: ProcessPoolExecutor's own check of the host's semaphore limits;
+        # OSError: no /dev/shm, or a process limit at the first spawn)
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
         return None
