@@ -54,6 +54,9 @@ class GpuFinishing:
         self._closed = False
         self.pairs_on_gpu = 0           # for benchmarks: pairs finished here, and left to the CPU
         self.pairs_left = 0
+        # each hit sequence's (name, acc, desc) bytes, kept: with many homologs a sequence is a
+        # hit of many models, and reading its texts again each time was a fifth of the records' time
+        self._texts: dict[int, tuple] = {}
 
     def kernels(self):
         from .gpu.domaindef import CupyKernels
@@ -185,6 +188,18 @@ class GpuFinishing:
             self.pairs_left += n_left
         return out
 
+    # sequences whose texts are kept, at most (about 100 bytes each)
+    MAX_TEXTS = 1 << 20
+
+    def seq_text(self, i: int) -> tuple:
+        """Database sequence i's (name, acc, desc) bytes, as :meth:`SequenceDB.easel_text`."""
+        text = self._texts.get(i)
+        if text is None:
+            text = self.db.easel_text(i)
+            if len(self._texts) < self.MAX_TEXTS:
+                self._texts[i] = text
+        return text
+
     def _hits_maker(self, hmm, prof, pairs, env, rows, residues, offsets, lengths, uniq, alone: bool):
         """The function making the model's GPU hits (thresholded where ``alone``: no CPU hits
         of the model to be merged with them, a merge that thresholds them all)."""
@@ -192,6 +207,6 @@ class GpuFinishing:
             pipeline = dict(self.pipeline, nnodes=prof.M, n_past_fwd=len(rows))
             records, keys, names, ialis = model_records(
                 ModelText.from_profile(prof), prof, pairs, env, rows, residues, offsets, lengths,
-                lambda j: self.db.easel_text(int(uniq[j])), pipeline)
+                lambda j: self.seq_text(int(uniq[j])), pipeline)
             return gpu_tophits(hmm, pipeline, records, keys, names, ialis, thresholded=alone)
         return make

@@ -5,9 +5,9 @@ hits (P7_HIT, its P7_DOMAINs and their P7_ALIDISPLAYs), written as p7_hit_Serial
 them (network byte order, C strings), so that pyhmmer's ``TopHits.__setstate__`` takes them
 and everything downstream (thresholds, E-values, every output format) is HMMER's own code:
 
-    p7_hit.c       p7_hit_Serialize             ->  encode_hit()
-    p7_domain.c    p7_domain_Serialize          ->    _encode_domain()
-    p7_alidisplay.c p7_alidisplay_Create/_Serialize ->  alidisplays()
+    p7_hit.c       p7_hit_Serialize             ->  HIT_RECORD, model_records()
+    p7_domain.c    p7_domain_Serialize          ->  DOMAIN_RECORD
+    p7_alidisplay.c p7_alidisplay_Create/_Serialize ->  alidisplay_lines(), ALIDISPLAY_RECORD
     p7_pipeline.c  p7_pli_TargetReportable      ->  reportable()
     p7_tophits.c   p7_tophits_SortBySortkey     ->  gpu_tophits()
 
@@ -20,20 +20,26 @@ pyhmmer or our reports read depends on them.  The scores come from
 from __future__ import annotations
 
 import math
-import struct
 from dataclasses import dataclass
 
 import numpy as np
 
-# p7_hit_Serialize's base record: size, window_length, sortkey, score, pre_score, sum_score, lnP,
-# pre_lnP, sum_lnP, nexpected, nregions, nclustered, noverlaps, nenvelopes, ndom, flags,
-# nreported, nincluded, best_domain, seqidx, subseq_start, which of acc and desc follow
-HIT_RECORD = struct.Struct(">Iid3f3dfiiiiiIiiiqqB")
-# p7_domain_Serialize: size, ienv, jenv, iali, jali, iorf, jorf, envsc, domcorrection, dombias,
-# oasc, bitscore, lnP, is_reported, is_included, scores per position (none)
-DOMAIN_RECORD = struct.Struct(">I6q5fdiiI")
-# p7_alidisplay_Serialize: size, N, hmmfrom, hmmto, M, sqfrom, sqto, L, which lines follow
-ALIDISPLAY_RECORD = struct.Struct(">IiiiiqqqB")
+# p7_hit_Serialize's base record (network byte order, no padding: 109 bytes)
+HIT_RECORD = np.dtype([
+    ("size", ">u4"), ("window_length", ">i4"), ("sortkey", ">f8"), ("score", ">f4"), ("pre_score", ">f4"),
+    ("sum_score", ">f4"), ("lnP", ">f8"), ("pre_lnP", ">f8"), ("sum_lnP", ">f8"), ("nexpected", ">f4"),
+    ("nregions", ">i4"), ("nclustered", ">i4"), ("noverlaps", ">i4"), ("nenvelopes", ">i4"), ("ndom", ">i4"),
+    ("flags", ">u4"), ("nreported", ">i4"), ("nincluded", ">i4"), ("best_domain", ">i4"), ("seqidx", ">i8"),
+    ("subseq_start", ">i8"), ("presence", "u1")])      # which of acc and desc follow the name
+# p7_domain_Serialize (92 bytes; no scores per position follow)
+DOMAIN_RECORD = np.dtype([
+    ("size", ">u4"), ("ienv", ">i8"), ("jenv", ">i8"), ("iali", ">i8"), ("jali", ">i8"), ("iorf", ">i8"),
+    ("jorf", ">i8"), ("envsc", ">f4"), ("domcorrection", ">f4"), ("dombias", ">f4"), ("oasc", ">f4"),
+    ("bitscore", ">f4"), ("lnP", ">f8"), ("is_reported", ">i4"), ("is_included", ">i4"), ("n_scores", ">u4")])
+# p7_alidisplay_Serialize's head (45 bytes), its lines and texts after it
+ALIDISPLAY_RECORD = np.dtype([
+    ("size", ">u4"), ("N", ">i4"), ("hmmfrom", ">i4"), ("hmmto", ">i4"), ("M", ">i4"), ("sqfrom", ">i8"),
+    ("sqto", ">i8"), ("L", ">i8"), ("presence", "u1")])   # which lines follow
 HIT_HAS_ACC, HIT_HAS_DESC = 1, 2
 AD_RF, AD_CS, AD_PP, AD_ASEQ = 1, 4, 8, 16
 
@@ -76,13 +82,15 @@ class ModelText:
                    rf=line(prof.reference), cs=line(prof.consensus_structure), odds=prof.fwd_emit)
 
 
-def alidisplays(model: ModelText, st, k, i, pp, bounds: np.ndarray, seq_at: np.ndarray, residues: np.ndarray,
-                L: np.ndarray, seq_texts: list) -> list:
-    """p7_alidisplay_Create's displays of optimal accuracy traces, serialized, with each
-    one's (iali, jali).  Trace d is st, k, i, pp [bounds[d], bounds[d+1]), in its sequence's
-    coordinates (residue i at residues[seq_at[d] + i - 1], the sequence L[d] long, named by
-    seq_texts[d]); its display runs from its first M to its last.  Each line is worked out for
-    all traces at once (a domain at a time, numpy's calls cost more than the lines)."""
+def alidisplay_lines(model: ModelText, st, k, i, pp, bounds: np.ndarray, seq_at: np.ndarray,
+                     residues: np.ndarray) -> tuple:
+    """The lines of p7_alidisplay_Create's displays of optimal accuracy traces, worked out for
+    all traces at once: (lines, first, last, presence).  Trace d is st, k, i, pp [bounds[d],
+    bounds[d+1]), in its sequence's coordinates (residue i at residues[seq_at[d] + i - 1]); its
+    display runs from its first M (position first[d] of the traces end to end) to its last
+    (last[d]), and line r of it is lines[r, first[d]:last[d] + 1].  The lines are those
+    ``presence`` announces, in p7_alidisplay_Serialize's order (reference and structure
+    annotation where the model has them, model, match, target, posterior probabilities)."""
     st, k, i = np.asarray(st), np.asarray(k).astype(np.int64), np.asarray(i).astype(np.int64)
     bounds = np.asarray(bounds, dtype=np.int64)
     m_at = np.flatnonzero(st == T_M)
@@ -106,42 +114,7 @@ def alidisplays(model: ModelText, st, k, i, pp, bounds: np.ndarray, seq_at: np.n
             lines.append(np.where(ins, DOT, annotation[node]))
             presence |= flag
     grid = np.stack([a.astype(np.uint8) for a in lines + [model_line, mline, aseq, pline]])
-    model_text = b"".join(s + b"\0" for s in (model.name, model.acc, model.desc))
-    line_bytes = [row.tobytes() for row in grid]     # (a display's lines: slices of these)
-    out = []
-    for d, (f, t) in enumerate(zip(first.tolist(), last.tolist())):
-        n = t - f + 1
-        body = b"".join([line[f:t + 1] + b"\0" for line in line_bytes] + [model_text] +
-                        [s + b"\0" for s in seq_texts[d]])
-        head = ALIDISPLAY_RECORD.pack(ALIDISPLAY_RECORD.size + len(body), n, int(k[f]), int(k[t]), model.M,
-                                      int(i[f]), int(i[t]), int(L[d]), presence)
-        out.append((head + body, int(i[f]), int(i[t])))
-    return out
-
-
-def encode_domain(ienv: int, jenv: int, iali: int, jali: int, envsc, domcorrection, dombias, oasc, bitscore,
-                  lnP: float, display: bytes) -> bytes:
-    """A P7_DOMAIN as p7_domain_Serialize writes it, its display after it (flags unset:
-    p7_tophits_Threshold sets them)."""
-    return DOMAIN_RECORD.pack(DOMAIN_RECORD.size, ienv, jenv, iali, jali, 0, 0, envsc, domcorrection, dombias, oasc,
-                              bitscore, lnP, 0, 0, 0) + display
-
-
-def encode_hit(seq_text: tuple, sortkey: float, score, pre_score, sum_score, lnP: float, pre_lnP: float,
-               sum_lnP: float, nexpected, nregions: int, nclustered: int, noverlaps: int, nenvelopes: int,
-               best_domain: int, domains: list) -> bytes:
-    """A P7_HIT as p7_hit_Serialize writes it: of a sequence (name, acc, desc; acc and desc
-    stored only where not empty), its domain definition's counts, its domains' records after it."""
-    name, acc, desc = seq_text
-    tail, presence = name + b"\0", 0
-    if acc:
-        tail, presence = tail + acc + b"\0", presence | HIT_HAS_ACC
-    if desc:
-        tail, presence = tail + desc + b"\0", presence | HIT_HAS_DESC
-    head = HIT_RECORD.pack(HIT_RECORD.size + len(tail), 0, sortkey, score, pre_score, sum_score, lnP, pre_lnP,
-                           sum_lnP, nexpected, nregions, nclustered, noverlaps, nenvelopes, len(domains), 0, 0, 0,
-                           best_domain, 0, 0, presence)
-    return head + tail + b"".join(domains)
+    return grid, first, last, presence
 
 
 def reportable(pipeline: dict, score: float, lnP: float) -> bool:
@@ -199,7 +172,11 @@ def model_records(model: ModelText, prof, pairs, env, sel: np.ndarray, residues:
     """The hit records of one model's pairs ``sel`` (simple pairs of
     :func:`gpu_search.hmmer.gpu.domaindef.define_domains`, whose sequences are residues /
     offsets / lengths; seq_text(s): a sequence's (name, acc, desc) bytes), those p7_Pipeline
-    keeps (a domain at least, reportable): (records, sortkeys, names, first domains' starts)."""
+    keeps (a domain at least, reportable): (records, sortkeys, names, first domains' starts).
+
+    Every record is made of ranges of one buffer (the fixed-size heads, each written for all
+    hits or domains at once, the display lines, the texts, the terminating zero bytes), put
+    end to end by one gather: no Python work per domain."""
     from .gpu.domaindef import index_ranges
 
     sel = np.asarray(sel, dtype=np.int64)
@@ -208,36 +185,96 @@ def model_records(model: ModelText, prof, pairs, env, sel: np.ndarray, residues:
     # the pairs kept: a domain at least (a region, an envelope decoded), reportable
     kept = np.array([q for q in np.flatnonzero(start[:-1] < start[1:]).tolist()
                      if reportable(pipeline, sc.score[q], float(sc.lnP[q]))], dtype=np.int64)
-    kept_seqs = pairs.seq[sel[kept]]
+    if not len(kept):
+        return [], [], [], []
+    kept_pairs = sel[kept]
+    kept_seqs = pairs.seq[kept_pairs]
     texts = [seq_text(j) for j in kept_seqs.tolist()]
     n_doms = start[kept + 1] - start[kept]
-    envs = flat[index_ranges(start[kept], n_doms)]
+    dom_b = index_ranges(start[kept], n_doms)          # each kept domain among the model's scored ones
+    envs = flat[dom_b]
+    owner = np.repeat(np.arange(len(kept)), n_doms)    # each kept domain's hit
     t0, t1 = env.trace_start[envs], env.trace_start[envs + 1]
     bounds = np.concatenate([[0], np.cumsum(t1 - t0)]).astype(np.int64)
     gather = index_ranges(t0, t1 - t0)                # the traces, end to end
-    dom_seq = np.repeat(kept_seqs, n_doms)
-    displays = alidisplays(model, env.st[gather], env.k[gather], env.ti[gather], env.pp[gather], bounds,
-                           offsets[dom_seq], residues, lengths[dom_seq],
-                           [t for t, n in zip(texts, n_doms.tolist()) for _ in range(n)])
-    records, sortkeys, names, ialis = [], [], [], []
-    d = 0
-    for q, text in zip(kept.tolist(), texts):
-        p = int(sel[q])
-        lnP = float(sc.lnP[q])
-        domains = []
-        for b in range(start[q], start[q + 1]):
-            e = int(flat[b])
-            display, iali, jali = displays[d]
-            d += 1
-            domains.append(encode_domain(int(env.i[e]), int(env.j[e]), iali, jali, env.envsc[e],
-                                         env.domcorrection[e], sc.dom_bias[b], env.oasc[e], sc.dom_bitscore[b],
-                                         float(sc.dom_lnP[b]), display))
-        sortkey = -lnP if by_E else float(sc.score[q])
-        records.append(encode_hit(text, sortkey, sc.score[q], sc.pre_score[q], sc.sum_score[q], lnP,
-                                  float(sc.pre_lnP[q]), float(sc.sum_lnP[q]), pairs.nexpected[p],
-                                  int(pairs.nregions[p]), int(pairs.nclustered[p]), int(pairs.noverlaps[p]),
-                                  int(pairs.nenvelopes[p]), int(sc.best_domain[q]), domains))
-        sortkeys.append(sortkey)
-        names.append(text[0])
-        ialis.append(displays[d - len(domains)][1])
-    return records, sortkeys, names, ialis
+    dom_seq = kept_seqs[owner]
+    k, ti = env.k[gather].astype(np.int64), env.ti[gather].astype(np.int64)
+    grid, first, last, presence = alidisplay_lines(model, env.st[gather], k, ti, env.pp[gather], bounds,
+                                                   offsets[dom_seq], residues)
+    iali, jali = ti[first], ti[last]
+
+    # the texts: each hit's name, accession and description, end to end
+    name_len, acc_len, desc_len = (np.array([len(t[f]) for t in texts], dtype=np.int64) for f in range(3))
+    name_at = np.concatenate([[0], np.cumsum(name_len + acc_len + desc_len)[:-1]]).astype(np.int64)
+    acc_at, desc_at = name_at + name_len, name_at + name_len + acc_len
+    model_text = b"".join(s + b"\0" for s in (model.name, model.acc, model.desc))
+
+    # the heads, as p7_hit_Serialize, p7_domain_Serialize and p7_alidisplay_Serialize write them
+    has_acc, has_desc = acc_len > 0, desc_len > 0
+    hits = np.zeros(len(kept), HIT_RECORD)
+    hits["size"] = HIT_RECORD.itemsize + name_len + 1 + has_acc * (acc_len + 1) + has_desc * (desc_len + 1)
+    lnP = sc.lnP[kept].astype(np.float64)
+    hits["sortkey"] = -lnP if by_E else sc.score[kept].astype(np.float64)
+    for field in ("score", "pre_score", "sum_score"):
+        hits[field] = getattr(sc, field)[kept]
+    hits["lnP"], hits["pre_lnP"], hits["sum_lnP"] = lnP, sc.pre_lnP[kept], sc.sum_lnP[kept]
+    for field in ("nexpected", "nregions", "nclustered", "noverlaps", "nenvelopes"):
+        hits[field] = getattr(pairs, field)[kept_pairs]
+    hits["ndom"] = n_doms
+    hits["best_domain"] = sc.best_domain[kept]
+    hits["presence"] = has_acc * HIT_HAS_ACC | has_desc * HIT_HAS_DESC
+    domains = np.zeros(len(envs), DOMAIN_RECORD)      # (flags unset: p7_tophits_Threshold sets them)
+    domains["size"] = DOMAIN_RECORD.itemsize
+    domains["ienv"], domains["jenv"], domains["iali"], domains["jali"] = env.i[envs], env.j[envs], iali, jali
+    domains["envsc"], domains["domcorrection"], domains["oasc"] = env.envsc[envs], env.domcorrection[envs], \
+        env.oasc[envs]
+    domains["dombias"], domains["bitscore"], domains["lnP"] = sc.dom_bias[dom_b], sc.dom_bitscore[dom_b], \
+        sc.dom_lnP[dom_b]
+    n_lines, n = len(grid), last - first + 1
+    displays = np.zeros(len(envs), ALIDISPLAY_RECORD)
+    displays["size"] = (ALIDISPLAY_RECORD.itemsize + n_lines * (n + 1) + len(model_text)
+                        + (name_len + acc_len + desc_len + 3)[owner])
+    displays["N"], displays["hmmfrom"], displays["hmmto"], displays["M"] = n, k[first], k[last], model.M
+    displays["sqfrom"], displays["sqto"], displays["L"], displays["presence"] = iali, jali, lengths[dom_seq], presence
+
+    # one buffer holding every piece, and each record's pieces (start, size) in order
+    parts = [b"\0", model_text, b"".join(b"".join(t) for t in texts), grid.tobytes(), hits.tobytes(),
+             domains.tobytes(), displays.tobytes()]
+    ZERO, MODEL, TEXT, LINES, HITS, DOMAINS, DISPLAYS = np.concatenate([[0], np.cumsum([len(x) for x in parts])[:-1]])
+    source = np.frombuffer(b"".join(parts), dtype=np.uint8)
+    width = grid.shape[1]
+
+    def zero(present):                                # a terminating zero byte, where present
+        return np.full(len(present), ZERO), present.astype(np.int64)
+
+    # a hit: its head, name, accession and description where not empty
+    per_hit = [(HITS + np.arange(len(kept)) * HIT_RECORD.itemsize, np.full(len(kept), HIT_RECORD.itemsize)),
+               (TEXT + name_at, name_len), zero(np.ones(len(kept), bool)),
+               (TEXT + acc_at, acc_len), zero(has_acc), (TEXT + desc_at, desc_len), zero(has_desc)]
+    # a domain: its head, its display's head, lines, the model's texts, the sequence's texts
+    d = np.arange(len(envs))
+    per_domain = [(DOMAINS + d * DOMAIN_RECORD.itemsize, np.full(len(d), DOMAIN_RECORD.itemsize)),
+                  (DISPLAYS + d * ALIDISPLAY_RECORD.itemsize, np.full(len(d), ALIDISPLAY_RECORD.itemsize))]
+    every = np.ones(len(d), bool)
+    for r in range(n_lines):
+        per_domain += [(LINES + r * width + first, n), zero(every)]
+    per_domain += [(np.full(len(d), MODEL), np.full(len(d), len(model_text))),
+                   (TEXT + name_at[owner], name_len[owner]), zero(every),
+                   (TEXT + acc_at[owner], acc_len[owner]), zero(every),
+                   (TEXT + desc_at[owner], desc_len[owner]), zero(every)]
+    hit_starts, hit_sizes = (np.stack([p[j] for p in per_hit], axis=1) for j in (0, 1))
+    dom_starts, dom_sizes = (np.stack([p[j] for p in per_domain], axis=1) for j in (0, 1))
+    # pieces in record order: a hit's pieces, then its domains' one domain after another
+    n_hit, n_dom = hit_starts.shape[1], dom_starts.shape[1]
+    first_piece = np.concatenate([[0], np.cumsum(n_hit + n_dom * n_doms)[:-1]]).astype(np.int64)
+    dom_first = first_piece[owner] + n_hit + (d - (np.cumsum(n_doms) - n_doms)[owner]) * n_dom
+    starts = np.empty(int(first_piece[-1] + n_hit + n_dom * n_doms[-1]), np.int64)
+    sizes = np.empty_like(starts)
+    for into, at, s_, z in ((first_piece, n_hit, hit_starts, hit_sizes), (dom_first, n_dom, dom_starts, dom_sizes)):
+        where = into[:, None] + np.arange(at)
+        starts[where], sizes[where] = s_, z
+    joined = source[index_ranges(starts, sizes)].tobytes()
+    ends = np.cumsum(np.add.reduceat(sizes, first_piece)).tolist()
+    records = [joined[a:b] for a, b in zip([0] + ends[:-1], ends)]
+    return records, hits["sortkey"].astype(np.float64).tolist(), [t[0] for t in texts], \
+        iali[np.cumsum(n_doms) - n_doms].tolist()

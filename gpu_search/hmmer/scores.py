@@ -16,6 +16,7 @@ Contents:
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -62,20 +63,40 @@ def null_p1(lengths) -> np.ndarray:
     return L.astype(F32) / (L + 1).astype(F32)
 
 
-def null_score(lengths) -> np.ndarray:
-    """null1 score in nats: ``(float)L * log(p1) + log(1.-p1)`` (double, stored float).
+class PerLength:
+    """A value of a sequence length, computed once for each length up to the longest asked
+    for and kept (a table indexed by length): with the C library's log through math.log, one
+    call a value, a search's records asked for the same lengths model after model.  Length 0
+    (no sequence has it) is NaN."""
 
-    Uses the C library's ``log`` (through :func:`math.log`) on each distinct
-    length, as HMMER does.
-    """
-    L = np.asarray(lengths, dtype=np.int64)
-    uniq, inverse = np.unique(L, return_inverse=True)
-    p1 = null_p1(uniq)
-    out = np.array(
-        [F32(float(n) * math.log(float(p)) + math.log(1.0 - float(p))) for n, p in zip(uniq, p1)],
-        dtype=F32,
-    )
-    return out[inverse].reshape(L.shape)
+    def __init__(self, value, dtype):
+        self._value, self._dtype = value, dtype
+        self._table = np.full(1, np.nan, dtype)
+        self._lock = threading.Lock()
+
+    def __call__(self, lengths) -> np.ndarray:
+        L = np.asarray(lengths, dtype=np.int64)
+        table = self._table
+        if int(L.max(initial=0)) >= len(table):
+            with self._lock:
+                table = self._table
+                n = max(int(L.max()) + 1, 2 * len(table))
+                if n > len(table):
+                    grown = np.empty(n, self._dtype)
+                    grown[:len(table)] = table
+                    grown[len(table):] = [self._value(v) for v in range(len(table), n)]
+                    self._table = table = grown
+        return table[L]
+
+
+def _null1(n: int) -> float:
+    p = float(F32(n) / F32(n + 1))                          # p1, in float (null_p1)
+    return F32(float(n) * math.log(p) + math.log(1.0 - p))
+
+
+# null1 score in nats: ``(float)L * log(p1) + log(1.-p1)`` (double, stored float), the C
+# library's log (through math.log) as in HMMER
+null_score = PerLength(_null1, F32)
 
 
 # --- 3. P-values ------------------------------------------------------------------
@@ -151,12 +172,8 @@ def exp_logsurv(x, tau: float, lam: float) -> np.ndarray:
     return np.where(x < float(tau), 0.0, -float(lam) * (x - float(tau)))
 
 
-def _length_log(n) -> np.ndarray:
-    """log((float) n / (float) (n + 3)) in double, the length model's per-residue cost."""
-    n = np.asarray(n, dtype=np.int64)
-    uniq, inverse = np.unique(n, return_inverse=True)
-    logs = np.array([math.log(float(F32(v) / F32(v + 3))) for v in uniq], dtype=np.float64)
-    return logs[inverse].reshape(n.shape)
+# log((float) n / (float) (n + 3)) in double, the length model's per-residue cost
+_length_log = PerLength(lambda n: math.log(float(F32(n) / F32(n + 3))), np.float64)
 
 
 def _bits(nats_difference) -> np.ndarray:
