@@ -1,7 +1,7 @@
 """Where the finishing of an hmmsearch with GPU finishing spends its CPU time, on the GPU host.
 
     python bench/probes/finish_split.py [--models 2000] [--db proteome] [--homologs many]
-    python bench/probes/finish_split.py --ab [--backlog-seconds 0.5,2] [--workers 1,3]
+    python bench/probes/finish_split.py --ab [--backlog-seconds 0.5,2] [--workers 1,3] [--forward-max-cells 1e9]
 
 Runs the search in-process (inputs built by ``bench/hmmsearch_matrix.py``, cached under
 --work) with the GPU finishing on, and records which survivors the GPU left to pyhmmer and
@@ -39,10 +39,15 @@ def main():
     ap.add_argument("--max-gpu-cells", type=lambda v: [int(float(x)) for x in v.split(",")], default=[],
                     help="with --ab: auto again with each of these GpuFinishing.MAX_GPU_CELLS (pairs of more "
                          "cells are left to the CPU)")
+    ap.add_argument("--forward-max-cells", type=lambda v: [int(float(x)) for x in v.split(",")], default=[],
+                    help="with --ab: auto again with each of these cascade.FORWARD_MAX_CELLS (longer pairs' "
+                         "Forward test left to pyhmmer)")
+    ap.add_argument("--modes", default="on,off,auto",
+                    help="with --ab: the GPU finishing modes timed first (default on,off,auto)")
     ap.add_argument("--workers", type=lambda v: [int(x) for x in v.split(",")], default=[],
                     help="with --ab: on and auto again with each of these GpuFinishing.WORKERS (calls at once)")
     args = ap.parse_args()
-    from gpu_search.hmmer import gpufinish, search
+    from gpu_search.hmmer import cascade, gpufinish, search
     from gpu_search.hmmer.gpu import domaindef
     from gpu_search.hmmer.gpu import GpuBackend
 
@@ -104,14 +109,20 @@ def main():
         return ensembles(kernels, reg, reg_pair, models, seqs, profs, Ms, *a, **k)
 
     domaindef._trace_ensembles = recorded_ensembles
-    runs = [(on, None) for on in (("on", "off", "auto") if args.ab else ("on",))]
+    runs = [(on, None) for on in (args.modes.split(",") if args.ab else ("on",))]
+    runs += [("auto", ("forward", x)) for x in args.forward_max_cells] if args.ab else []
     runs += [("auto", x) for x in args.backlog_seconds] if args.ab else [("on", x) for x in args.switch_intervals]
     runs += [("auto", ("cells", x)) for x in args.max_gpu_cells] if args.ab else []
     runs += [(on, ("workers", x)) for x in args.workers for on in ("on", "auto")] if args.ab else []
     max_cells, workers = gpufinish.GpuFinishing.MAX_GPU_CELLS, gpufinish.GpuFinishing.WORKERS
+    forward_cells = cascade.FORWARD_MAX_CELLS
     for on, interval in runs:
         gpufinish.GpuFinishing.WORKERS = workers
-        if isinstance(interval, tuple) and interval[0] == "workers":
+        cascade.FORWARD_MAX_CELLS = forward_cells
+        if isinstance(interval, tuple) and interval[0] == "forward":
+            print(f"FORWARD_MAX_CELLS {interval[1]:,}")
+            cascade.FORWARD_MAX_CELLS = interval[1]
+        elif isinstance(interval, tuple) and interval[0] == "workers":
             print(f"WORKERS {interval[1]}")
             gpufinish.GpuFinishing.WORKERS = interval[1]
         elif isinstance(interval, tuple):
@@ -155,6 +166,7 @@ def main():
         print(f"  models finished on the GPU {len(recorded)}, pairs {sum(len(x[2]) for x in recorded)}")
     search.run_cascade_batch, search.Finisher.__call__ = cascade_batch, finisher_call
     gpufinish.GpuFinishing.MAX_GPU_CELLS, gpufinish.GpuFinishing.WORKERS = max_cells, workers
+    cascade.FORWARD_MAX_CELLS = forward_cells
     domaindef._trace_ensembles = ensembles
     domaindef.CupyKernels.launch = launch
     gpufinish.GpuFinishing._hits_maker = maker

@@ -242,6 +242,14 @@ class _ModelCascade:
                              self.idx1, self.idx2, self.past_vit)
 
 
+# The Forward parser on the GPU scores pairs of at most this many DP cells (length x M): a
+# launch lasts as long as its longest pair's chain of rows (length x M / 4 steps a thread), and
+# a few long sequences held every batch's filter thread waiting, while pyhmmer runs their
+# Forward in a few milliseconds.  The GPU's finishing takes only pairs scored here
+# (gpufinish.GpuFinishing.max_cells).
+FORWARD_MAX_CELLS = 1_000_000
+
+
 class Stopped(Exception):
     """The search was stopped (an error elsewhere, Ctrl-C, a caller that stopped early): a batch
     ends at the next stage instead of running through every filter."""
@@ -323,12 +331,17 @@ def run_cascade_batch(profs, db, backend, *, F1: float, F2: float, bias_filter: 
         m.after_viterbi(xC, vovf, tables, F2)
     lap("viterbi")
 
-    # 4. (GPU only) Forward: HMMER's own score and test
+    # 4. (GPU only) Forward: HMMER's own score and test, for the pairs of at most
+    # FORWARD_MAX_CELLS; the longer ones are kept (NaN) for pyhmmer, whose pipeline runs the
+    # same Forward and test on every survivor
     if hasattr(backend, "forward_exact_batch") and F3 < 1.0:
         todo = [m for m in models if len(m.survivors)]
-        if todo:
-            fwds = backend.forward_exact_batch([m.prof for m in todo], [m.survivors for m in todo])
-            for m, fwd in zip(todo, fwds):
-                m.after_forward_exact(fwd, F3)
+        short = [db.lengths[m.survivors].astype(np.int64) * m.prof.M <= FORWARD_MAX_CELLS for m in todo]
+        if any(s.any() for s in short):
+            fwds = backend.forward_exact_batch([m.prof for m in todo], [m.survivors[s] for m, s in zip(todo, short)])
+            for m, fwd, s in zip(todo, fwds, short):
+                every = np.full(len(m.survivors), np.nan, np.float32)
+                every[s] = fwd
+                m.after_forward_exact(every, F3)
             lap("forward")
     return [m.result(dict(seconds)) for m in models]

@@ -81,6 +81,14 @@ class GpuFinishing:
     # pairs of more DP cells (length x M) are left to the CPU
     MAX_GPU_CELLS = 250_000
 
+    def max_cells(self) -> int:
+        """The largest pair the GPU finishes: MAX_GPU_CELLS, and no pair whose Forward test the
+        filter cascade left to pyhmmer (cascade.FORWARD_MAX_CELLS): HMMER drops a pair that
+        fails it, which the GPU's finishing would not."""
+        from .cascade import FORWARD_MAX_CELLS
+
+        return min(self.MAX_GPU_CELLS, FORWARD_MAX_CELLS)
+
     def submit(self, hmms, profs, survivors: list, then) -> None:
         """finish() on a GPU finishing thread, several batches waiting at once in one call;
         then(results) is called there with this batch's results (or the exception)."""
@@ -147,7 +155,7 @@ class GpuFinishing:
         every = [np.asarray(s, dtype=np.int64) for s in survivors]
         # the longest pairs stay on the CPU: a kernel's launch lasts as long as its longest
         # pair's chain of rows (length x M / 4 steps a thread), which pyhmmer runs in a few ms
-        long = [self.db.lengths[s].astype(np.int64) * prof.M > self.MAX_GPU_CELLS for s, prof in zip(every, profs)]
+        long = [self.db.lengths[s].astype(np.int64) * prof.M > self.max_cells() for s, prof in zip(every, profs)]
         survivors = [s[~x] for s, x in zip(every, long)]
         if not any(len(s) for s in survivors):
             return [(None, s) for s in every]

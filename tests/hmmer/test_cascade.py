@@ -133,6 +133,7 @@ class OracleForward(reference.ReferenceBackend):
         super().__init__(db)
         self.fwd_by_model = fwd_by_model
         self.flagged = set()
+        self.scored = set()           # the pairs it was asked for
 
     def forward_exact_batch(self, profs, idxs):
         out = []
@@ -140,24 +141,29 @@ class OracleForward(reference.ReferenceBackend):
             fwd = self.fwd_by_model[prof.name][idx].copy()
             fwd[::3] = np.nan
             self.flagged |= {(prof.name, int(i)) for i in idx[::3]}
+            self.scored |= {(prof.name, int(i)) for i in idx}
             out.append(fwd)
         return out
 
 
-@pytest.mark.parametrize("F3", [1e-5, 0.02])
-def test_exact_forward_keeps_hmmers_passers(F3, models, bg_freq, proteome, proteome_path, data_dir, filters_oracle):
+@pytest.mark.parametrize("F3, max_cells", [(1e-5, None), (0.02, None), (1e-5, 60_000)])
+def test_exact_forward_keeps_hmmers_passers(F3, max_cells, models, bg_freq, proteome, proteome_path, data_dir,
+                                            filters_oracle, monkeypatch):
     """With an exact Forward the cascade keeps, of the Viterbi filter's survivors, exactly those
     that pass HMMER's Forward test on HMMER's own scores (esl_exp_surv of (fwd - filtersc) /
-    log 2 against F3, here from the oracle's columns), and every flagged one."""
+    log 2 against F3, here from the oracle's columns), every flagged one and every pair over
+    FORWARD_MAX_CELLS (length x M), which is not scored."""
     from conftest import run_filters_oracle
 
+    if max_cells is not None:
+        monkeypatch.setattr(cascade, "FORWARD_MAX_CELLS", max_cells)
     oracle = {}
     for name in ("RREFam", "Thioesterase"):
         oracle.update(run_filters_oracle(filters_oracle, data_dir / "hmms" / "txt" / f"{name}.hmm", proteome_path))
     thresholds = dict(F1=0.3, F2=0.05, F3=F3)
     backend = OracleForward(proteome, {name: o["fwd"] for name, o in oracle.items()})
     got = cascades(backend, models, proteome, bg_freq, **thresholds)
-    kept = 0
+    kept = kept_long = 0
     for hmm, r in zip(models, got):
         o = oracle[hmm.name]
         f_tau, f_lambda = float(hmm.evalue_parameters.f_tau), float(hmm.evalue_parameters.f_lambda)
@@ -165,8 +171,12 @@ def test_exact_forward_keeps_hmmers_passers(F3, models, bg_freq, proteome, prote
         for i in r.past_vit:
             bits = float(np.float32(float(np.float32(o["fwd"][i] - o["bias"][i])) / 0.69314718055994529))
             p = 1.0 if bits < f_tau else math.exp(-f_lambda * (bits - f_tau))
-            if p <= F3 or (hmm.name, int(i)) in backend.flagged:
+            long = max_cells is not None and int(proteome.lengths[i]) * hmm.M > max_cells
+            assert long != ((hmm.name, int(i)) in backend.scored)
+            if p <= F3 or (hmm.name, int(i)) in backend.flagged or long:
                 want.append(int(i))
+            kept_long += long and p > F3
         assert r.survivors.tolist() == sorted(want), hmm.name
         kept += len(want)
     assert 0 < kept < sum(len(r.past_vit) for r in got)
+    assert (kept_long > 0) == (max_cells is not None)        # (long pairs that fail the test, kept)

@@ -383,13 +383,19 @@ def test_length_tables_index_as_np_unique(data_dir, proteome):
         assert np.array_equal(tables.uniq, uniq) and np.array_equal(tables.inv, inv)
 
 
-def test_exact_forward_stage_keeps_results_exact(data_dir, proteome, proteome_path, filters_oracle):
+@pytest.mark.parametrize("max_cells", [None, 60_000])
+def test_exact_forward_stage_keeps_results_exact(max_cells, data_dir, proteome, proteome_path, filters_oracle,
+                                                 monkeypatch):
     """The cascade's Forward stage (used with the GPU: HMMER's own Forward score, some pairs left
     to the CPU) changes no result and no counter: run here with HMMER's scores from the filters
-    oracle standing in for the GPU's, every third one flagged."""
+    oracle standing in for the GPU's, every third one flagged; and with the pairs over a small
+    FORWARD_MAX_CELLS left unscored."""
     from conftest import run_filters_oracle
 
-    from gpu_search.hmmer import reference
+    from gpu_search.hmmer import cascade, reference
+
+    if max_cells is not None:
+        monkeypatch.setattr(cascade, "FORWARD_MAX_CELLS", max_cells)
 
     class WithForward(reference.ReferenceBackend):
         def __init__(self, db, fwd_by_model):
