@@ -246,8 +246,11 @@ class _ModelCascade:
 # launch lasts as long as its longest pair's chain of rows (length x M / 4 steps a thread), and
 # a few long sequences held every batch's filter thread waiting, while pyhmmer runs their
 # Forward in a few milliseconds.  The GPU's finishing takes only pairs scored here
-# (gpufinish.GpuFinishing.max_cells).
-FORWARD_MAX_CELLS = 1_000_000
+# (gpufinish.GpuFinishing.max_cells).  Measured in one process (bench/probes/finish_split.py
+# --ab --modes auto --forward-max-cells, 2,000 models x 6.8 M residues, one H200 host with 16
+# cores), seconds and the Forward kernels' GPU seconds with no limit / 1 M / 250,000 cells:
+# many homologs 15.0 (2.0) / 12.6 (1.4) / 11.7 (0.8); few 6.2 (1.5) / 5.4-6.8 (1.1) / 6.2 (0.6).
+FORWARD_MAX_CELLS = 250_000
 
 
 class Stopped(Exception):

@@ -146,7 +146,7 @@ class OracleForward(reference.ReferenceBackend):
         return out
 
 
-@pytest.mark.parametrize("F3, max_cells", [(1e-5, None), (0.02, None), (1e-5, 60_000)])
+@pytest.mark.parametrize("F3, max_cells", [(1e-5, 10**12), (0.02, 10**12), (1e-5, 60_000)])
 def test_exact_forward_keeps_hmmers_passers(F3, max_cells, models, bg_freq, proteome, proteome_path, data_dir,
                                             filters_oracle, monkeypatch):
     """With an exact Forward the cascade keeps, of the Viterbi filter's survivors, exactly those
@@ -155,8 +155,7 @@ def test_exact_forward_keeps_hmmers_passers(F3, max_cells, models, bg_freq, prot
     FORWARD_MAX_CELLS (length x M), which is not scored."""
     from conftest import run_filters_oracle
 
-    if max_cells is not None:
-        monkeypatch.setattr(cascade, "FORWARD_MAX_CELLS", max_cells)
+    monkeypatch.setattr(cascade, "FORWARD_MAX_CELLS", max_cells)
     oracle = {}
     for name in ("RREFam", "Thioesterase"):
         oracle.update(run_filters_oracle(filters_oracle, data_dir / "hmms" / "txt" / f"{name}.hmm", proteome_path))
@@ -171,7 +170,7 @@ def test_exact_forward_keeps_hmmers_passers(F3, max_cells, models, bg_freq, prot
         for i in r.past_vit:
             bits = float(np.float32(float(np.float32(o["fwd"][i] - o["bias"][i])) / 0.69314718055994529))
             p = 1.0 if bits < f_tau else math.exp(-f_lambda * (bits - f_tau))
-            long = max_cells is not None and int(proteome.lengths[i]) * hmm.M > max_cells
+            long = int(proteome.lengths[i]) * hmm.M > max_cells
             assert long != ((hmm.name, int(i)) in backend.scored)
             if p <= F3 or (hmm.name, int(i)) in backend.flagged or long:
                 want.append(int(i))
@@ -179,4 +178,4 @@ def test_exact_forward_keeps_hmmers_passers(F3, max_cells, models, bg_freq, prot
         assert r.survivors.tolist() == sorted(want), hmm.name
         kept += len(want)
     assert 0 < kept < sum(len(r.past_vit) for r in got)
-    assert (kept_long > 0) == (max_cells is not None)        # (long pairs that fail the test, kept)
+    assert (kept_long > 0) == (max_cells < 10**12)        # (long pairs that fail the test, kept)
