@@ -497,6 +497,39 @@ def test_finishing_backlog_in_seconds_at_the_measured_rate():
     assert backlog.seconds() == 0.0
 
 
+def test_gpu_finishing_leaves_the_pairs_the_cascade_did_not_test(proteome, monkeypatch):
+    """GpuFinishing.finish takes no pair over cascade.FORWARD_MAX_CELLS (length x M: its Forward
+    test left to pyhmmer, which drops a pair failing it) nor over MAX_GPU_CELLS: those are left to
+    the CPU, every other one goes to the domain definition (a stand-in here, no GPU)."""
+    from types import SimpleNamespace
+
+    from gpu_search.hmmer import cascade
+    from gpu_search.hmmer.gpu import domaindef
+    from gpu_search.hmmer.gpufinish import GpuFinishing
+
+    sent = []
+
+    def define_domains(kernels, profs, residues, offsets, models, seqs, degeneracy, budget):
+        sent.append(np.bincount(models, minlength=len(profs)))
+        return SimpleNamespace(simple=np.ones(len(models), bool)), None
+
+    monkeypatch.setattr(domaindef, "define_domains", define_domains)
+    finishing = GpuFinishing(proteome, None, {}, kernels=SimpleNamespace(matrix_floats=lambda: 1 << 20))
+    profs = [SimpleNamespace(M=100), SimpleNamespace(M=300)]
+    survivors = [np.arange(0, proteome.n_seqs, 2), np.arange(proteome.n_seqs)]
+    for forward_cells, gpu_cells in ((30_000, 250_000), (250_000, 50_000)):
+        monkeypatch.setattr(cascade, "FORWARD_MAX_CELLS", forward_cells)
+        finishing.MAX_GPU_CELLS = gpu_cells
+        sent.clear()
+        out = finishing.finish(["a", "b"], profs, survivors)
+        limit = min(forward_cells, gpu_cells)
+        for m, ((make, left), prof, s) in enumerate(zip(out, profs, survivors)):
+            long = proteome.lengths[s].astype(np.int64) * prof.M > limit
+            assert 0 < long.sum() < len(s)
+            assert make is not None and left.tolist() == s[long].tolist()
+            assert sent[0][m] == len(s) - long.sum()
+
+
 def test_gpu_finishing_workers_run_calls_side_by_side_each_batch_its_own_results(monkeypatch):
     """GpuFinishing's workers (a stand-in finish(), no GPU): WORKERS calls under way at once,
     each batch's callback given its own models' results in order, or the error of its call
