@@ -2,6 +2,7 @@
 
     python bench/probes/finish_split.py [--models 2000] [--db proteome] [--homologs many]
     python bench/probes/finish_split.py --ab [--backlog-seconds 0.5,2] [--workers 1,3] [--forward-max-cells 1e9]
+                                        [--modes auto] [--repeat 3]
 
 Runs the search in-process (inputs built by ``bench/hmmsearch_matrix.py``, cached under
 --work) with the GPU finishing on, and records which survivors the GPU left to pyhmmer and
@@ -42,6 +43,9 @@ def main():
     ap.add_argument("--forward-max-cells", type=lambda v: [int(float(x)) for x in v.split(",")], default=[],
                     help="with --ab: auto again with each of these cascade.FORWARD_MAX_CELLS (longer pairs' "
                          "Forward test left to pyhmmer)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="with --ab: every run this many times, the settings alternated, then each setting's "
+                         "walls and median (runs on one host differ by about 10%%)")
     ap.add_argument("--modes", default="on,off,auto",
                     help="with --ab: the GPU finishing modes timed first (default on,off,auto)")
     ap.add_argument("--workers", type=lambda v: [int(x) for x in v.split(",")], default=[],
@@ -114,11 +118,15 @@ def main():
     runs += [("auto", x) for x in args.backlog_seconds] if args.ab else [("on", x) for x in args.switch_intervals]
     runs += [("auto", ("cells", x)) for x in args.max_gpu_cells] if args.ab else []
     runs += [(on, ("workers", x)) for x in args.workers for on in ("on", "auto")] if args.ab else []
+    runs *= max(1, args.repeat) if args.ab else 1
+    walls = {}                  # setting -> wall seconds of each of its runs
     max_cells, workers = gpufinish.GpuFinishing.MAX_GPU_CELLS, gpufinish.GpuFinishing.WORKERS
-    forward_cells = cascade.FORWARD_MAX_CELLS
+    forward_cells, backlog_seconds = cascade.FORWARD_MAX_CELLS, search.BACKLOG_SECONDS
     for on, interval in runs:
         gpufinish.GpuFinishing.WORKERS = workers
+        gpufinish.GpuFinishing.MAX_GPU_CELLS = max_cells
         cascade.FORWARD_MAX_CELLS = forward_cells
+        search.BACKLOG_SECONDS = backlog_seconds
         if isinstance(interval, tuple) and interval[0] == "forward":
             print(f"FORWARD_MAX_CELLS {interval[1]:,}")
             cascade.FORWARD_MAX_CELLS = interval[1]
@@ -143,6 +151,7 @@ def main():
         traced.clear()
         model_m.clear()
         results, wall = timeline(search, hmms, db, args, backend, spans, on)
+        walls.setdefault((on, interval), []).append(wall)
         kernel_gpu, walks = {}, []
         for name, start, stop in launches:
             stop.synchronize()
@@ -166,7 +175,12 @@ def main():
         print(f"  models finished on the GPU {len(recorded)}, pairs {sum(len(x[2]) for x in recorded)}")
     search.run_cascade_batch, search.Finisher.__call__ = cascade_batch, finisher_call
     gpufinish.GpuFinishing.MAX_GPU_CELLS, gpufinish.GpuFinishing.WORKERS = max_cells, workers
-    cascade.FORWARD_MAX_CELLS = forward_cells
+    cascade.FORWARD_MAX_CELLS, search.BACKLOG_SECONDS = forward_cells, backlog_seconds
+    if args.repeat > 1:
+        print("walls of each setting (s), median:")
+        for (on, interval), seconds in walls.items():
+            print(f"  {on:4s} {'' if interval is None else interval!s:22s} "
+                  + " ".join(f"{x:.2f}" for x in seconds) + f"  median {float(np.median(seconds)):.2f}")
     domaindef._trace_ensembles = ensembles
     domaindef.CupyKernels.launch = launch
     gpufinish.GpuFinishing._hits_maker = maker
