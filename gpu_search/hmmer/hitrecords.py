@@ -240,28 +240,29 @@ def model_records(model: ModelText, prof, pairs, env, sel: np.ndarray, residues:
     # one buffer holding every piece, and each record's pieces (start, size) in order
     parts = [b"\0", model_text, b"".join(b"".join(t) for t in texts), grid.tobytes(), hits.tobytes(),
              domains.tobytes(), displays.tobytes()]
-    ZERO, MODEL, TEXT, LINES, HITS, DOMAINS, DISPLAYS = np.concatenate([[0], np.cumsum([len(x) for x in parts])[:-1]])
+    zero_at, model_at, text_at, lines_at, hits_at, domains_at, displays_at = \
+        np.concatenate([[0], np.cumsum([len(x) for x in parts])[:-1]])
     source = np.frombuffer(b"".join(parts), dtype=np.uint8)
     width = grid.shape[1]
 
     def zero(present):                                # a terminating zero byte, where present
-        return np.full(len(present), ZERO), present.astype(np.int64)
+        return np.full(len(present), zero_at), present.astype(np.int64)
 
     # a hit: its head, name, accession and description where not empty
-    per_hit = [(HITS + np.arange(len(kept)) * HIT_RECORD.itemsize, np.full(len(kept), HIT_RECORD.itemsize)),
-               (TEXT + name_at, name_len), zero(np.ones(len(kept), bool)),
-               (TEXT + acc_at, acc_len), zero(has_acc), (TEXT + desc_at, desc_len), zero(has_desc)]
+    per_hit = [(hits_at + np.arange(len(kept)) * HIT_RECORD.itemsize, np.full(len(kept), HIT_RECORD.itemsize)),
+               (text_at + name_at, name_len), zero(np.ones(len(kept), bool)),
+               (text_at + acc_at, acc_len), zero(has_acc), (text_at + desc_at, desc_len), zero(has_desc)]
     # a domain: its head, its display's head, lines, the model's texts, the sequence's texts
     d = np.arange(len(envs))
-    per_domain = [(DOMAINS + d * DOMAIN_RECORD.itemsize, np.full(len(d), DOMAIN_RECORD.itemsize)),
-                  (DISPLAYS + d * ALIDISPLAY_RECORD.itemsize, np.full(len(d), ALIDISPLAY_RECORD.itemsize))]
+    per_domain = [(domains_at + d * DOMAIN_RECORD.itemsize, np.full(len(d), DOMAIN_RECORD.itemsize)),
+                  (displays_at + d * ALIDISPLAY_RECORD.itemsize, np.full(len(d), ALIDISPLAY_RECORD.itemsize))]
     every = np.ones(len(d), bool)
     for r in range(n_lines):
-        per_domain += [(LINES + r * width + first, n), zero(every)]
-    per_domain += [(np.full(len(d), MODEL), np.full(len(d), len(model_text))),
-                   (TEXT + name_at[owner], name_len[owner]), zero(every),
-                   (TEXT + acc_at[owner], acc_len[owner]), zero(every),
-                   (TEXT + desc_at[owner], desc_len[owner]), zero(every)]
+        per_domain += [(lines_at + r * width + first, n), zero(every)]
+    per_domain += [(np.full(len(d), model_at), np.full(len(d), len(model_text))),
+                   (text_at + name_at[owner], name_len[owner]), zero(every),
+                   (text_at + acc_at[owner], acc_len[owner]), zero(every),
+                   (text_at + desc_at[owner], desc_len[owner]), zero(every)]
     hit_starts, hit_sizes = (np.stack([p[j] for p in per_hit], axis=1) for j in (0, 1))
     dom_starts, dom_sizes = (np.stack([p[j] for p in per_domain], axis=1) for j in (0, 1))
     # pieces in record order: a hit's pieces, then its domains' one domain after another
@@ -270,9 +271,10 @@ def model_records(model: ModelText, prof, pairs, env, sel: np.ndarray, residues:
     dom_first = first_piece[owner] + n_hit + (d - (np.cumsum(n_doms) - n_doms)[owner]) * n_dom
     starts = np.empty(int(first_piece[-1] + n_hit + n_dom * n_doms[-1]), np.int64)
     sizes = np.empty_like(starts)
-    for into, at, s_, z in ((first_piece, n_hit, hit_starts, hit_sizes), (dom_first, n_dom, dom_starts, dom_sizes)):
-        where = into[:, None] + np.arange(at)
-        starts[where], sizes[where] = s_, z
+    for first_of, count, piece_starts, piece_sizes in ((first_piece, n_hit, hit_starts, hit_sizes),
+                                                      (dom_first, n_dom, dom_starts, dom_sizes)):
+        where = first_of[:, None] + np.arange(count)
+        starts[where], sizes[where] = piece_starts, piece_sizes
     joined = source[index_ranges(starts, sizes)].tobytes()
     ends = np.cumsum(np.add.reduceat(sizes, first_piece)).tolist()
     records = [joined[a:b] for a, b in zip([0] + ends[:-1], ends)]
