@@ -253,6 +253,11 @@ class _ModelCascade:
 FORWARD_MAX_CELLS = 250_000
 
 
+def pair_cells(lengths: np.ndarray, idx: np.ndarray, M: int) -> np.ndarray:
+    """The DP cells (length x M) of a model of M nodes against each sequence idx."""
+    return lengths[idx].astype(np.int64) * M
+
+
 class Stopped(Exception):
     """The search was stopped (an error elsewhere, Ctrl-C, a caller that stopped early): a batch
     ends at the next stage instead of running through every filter."""
@@ -339,7 +344,7 @@ def run_cascade_batch(profs, db, backend, *, F1: float, F2: float, bias_filter: 
     # same Forward and test on every survivor
     if hasattr(backend, "forward_exact_batch") and F3 < 1.0:
         todo = [m for m in models if len(m.survivors)]
-        short = [db.lengths[m.survivors].astype(np.int64) * m.prof.M <= FORWARD_MAX_CELLS for m in todo]
+        short = [pair_cells(db.lengths, m.survivors, m.prof.M) <= FORWARD_MAX_CELLS for m in todo]
         if any(s.any() for s in short):
             fwds = backend.forward_exact_batch([m.prof for m in todo], [m.survivors[s] for m, s in zip(todo, short)])
             for m, fwd, s in zip(todo, fwds, short):

@@ -20,6 +20,7 @@ import threading
 import numpy as np
 
 from ..seqdb import amino_degeneracy
+from . import cascade
 from .hitrecords import ModelText, gpu_tophits, model_records
 
 
@@ -85,9 +86,7 @@ class GpuFinishing:
         """The largest pair the GPU finishes: MAX_GPU_CELLS, and no pair whose Forward test the
         filter cascade left to pyhmmer (cascade.FORWARD_MAX_CELLS): HMMER drops a pair that
         fails it, which the GPU's finishing would not."""
-        from .cascade import FORWARD_MAX_CELLS
-
-        return min(self.MAX_GPU_CELLS, FORWARD_MAX_CELLS)
+        return min(self.MAX_GPU_CELLS, cascade.FORWARD_MAX_CELLS)
 
     def submit(self, hmms, profs, survivors: list, then) -> None:
         """finish() on a GPU finishing thread, several batches waiting at once in one call;
@@ -155,7 +154,7 @@ class GpuFinishing:
         every = [np.asarray(s, dtype=np.int64) for s in survivors]
         # the longest pairs stay on the CPU: a kernel's launch lasts as long as its longest
         # pair's chain of rows (length x M / 4 steps a thread), which pyhmmer runs in a few ms
-        long = [self.db.lengths[s].astype(np.int64) * prof.M > self.max_cells() for s, prof in zip(every, profs)]
+        long = [cascade.pair_cells(self.db.lengths, s, prof.M) > self.max_cells() for s, prof in zip(every, profs)]
         survivors = [s[~x] for s, x in zip(every, long)]
         if not any(len(s) for s in survivors):
             return [(None, s) for s in every]
