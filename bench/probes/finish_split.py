@@ -63,9 +63,9 @@ def main():
     original = gpufinish.GpuFinishing.finish
     gpu_seconds = []
 
-    def finish(self, hmms_, profs, survivors):
+    def finish(self, hmms_, profs, survivors, untested=None):
         t = time.perf_counter()
-        out = original(self, hmms_, profs, survivors)
+        out = original(self, hmms_, profs, survivors, untested)
         gpu_seconds.append(time.perf_counter() - t)
         for h, p, s, (make, left) in zip(hmms_, profs, survivors, out):
             recorded.append((h, p, np.asarray(s), left, make))
@@ -122,6 +122,7 @@ def main():
     walls = {}                  # setting -> wall seconds of each of its runs
     max_cells, workers = gpufinish.GpuFinishing.MAX_GPU_CELLS, gpufinish.GpuFinishing.WORKERS
     forward_cells, backlog_seconds = cascade.FORWARD_MAX_CELLS, search.BACKLOG_SECONDS
+    first_digest, mismatches = None, 0
     for on, interval in runs:
         gpufinish.GpuFinishing.WORKERS = workers
         gpufinish.GpuFinishing.MAX_GPU_CELLS = max_cells
@@ -152,6 +153,13 @@ def main():
         model_m.clear()
         results, wall = timeline(search, hmms, db, args, backend, spans, on)
         walls.setdefault((on, interval), []).append(wall)
+        # every run's hits against the first run's (with --modes off first: pyhmmer's finishing)
+        digest = [[(h.name, h.score, h.evalue, h.included, h.reported, len(h.domains)) for h in r.hits]
+                  + [(r.stats.n_past_vit, r.stats.n_past_fwd)] for r in results]
+        first_digest = digest if first_digest is None else first_digest
+        differ = sum(a != b for a, b in zip(digest, first_digest)) + abs(len(digest) - len(first_digest))
+        print(f"  hits and counts {'the first run' + chr(39) + 's' if not differ else f'DIFFER in {differ} models'}")
+        mismatches += differ
         kernel_gpu, walks = {}, []
         for name, start, stop in launches:
             stop.synchronize()
@@ -185,8 +193,10 @@ def main():
     domaindef.CupyKernels.launch = launch
     gpufinish.GpuFinishing._hits_maker = maker
     gpufinish.GpuFinishing.finish = original
+    if mismatches:
+        print(f"HITS DIFFER between runs in {mismatches} models")
     if args.ab:
-        return
+        return 1 if mismatches else 0
     finish_cpu = sum((r.seconds or {}).get("finish", 0.0) for r in results)
     n_surv = sum(len(s) for _, _, s, _, _ in recorded)
     n_left = sum(len(x) for _, _, _, x, _ in recorded)
@@ -260,4 +270,4 @@ def timeline(search, hmms, db, args, backend, spans, on):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -111,6 +111,12 @@ class CascadeResult:
     past_msv: np.ndarray | None = None
     past_bias: np.ndarray | None = None
     past_vit: np.ndarray | None = None
+    # the survivors whose Forward test (F3) was not applied here (increasing) and their filter
+    # scores (nats): the pairs too long for the GPU's Forward stage, or every survivor where the
+    # stage did not run; the GPU's finishing tests them.  None: every survivor was tested, or
+    # the test passes every sequence (F3 = 1).
+    untested: np.ndarray | None = None
+    untested_filt: np.ndarray | None = None
 
 
 def _gumbel_surv_c(x: float, mu: float, lam: float) -> float:
@@ -230,23 +236,35 @@ class _ModelCascade:
         self.survivors = self.past_vit = np.concatenate(self.passed)
         self.survivor_filt = np.concatenate(self.passed_filt)
         self.n_past_vit = len(self.survivors)
+        self.untested = np.ones(len(self.survivors), bool)      # (by the Forward test, F3)
 
-    def after_forward_exact(self, fwd, F3):
-        """4. Forward: HMMER's own test on HMMER's own score (NaN: left to the CPU, kept)."""
+    def after_forward_exact(self, fwd, scored, F3):
+        """4. Forward: HMMER's own test on HMMER's own score, for the survivors ``scored`` (a
+        mask; fwd theirs).  A NaN score (unsure) passes, left to the CPU; the survivors not
+        scored pass untested, kept with their filter scores."""
+        every = np.full(len(self.survivors), np.nan, np.float32)
+        every[scored] = fwd
         f_tau, f_lambda = float(self.prof.evparam[4]), float(self.prof.evparam[5])
-        self.survivors = self.survivors[exact_forward_pass(fwd, self.survivor_filt, f_tau, f_lambda, F3)]
+        ok = exact_forward_pass(every, self.survivor_filt, f_tau, f_lambda, F3)
+        self.untested = ~scored[ok]
+        self.survivors, self.survivor_filt = self.survivors[ok], self.survivor_filt[ok]
 
-    def result(self, seconds) -> CascadeResult:
+    def result(self, seconds, F3: float = 1.0) -> CascadeResult:
+        untested = untested_filt = None
+        if F3 < 1.0 and self.untested.any():
+            order = np.argsort(self.survivors[self.untested], kind="stable")
+            untested = self.survivors[self.untested][order]
+            untested_filt = self.survivor_filt[self.untested][order]
         return CascadeResult(np.sort(self.survivors), len(self.idx1), len(self.idx2), self.n_past_vit, seconds,
                              self.bias.n_rescored if self.bias is not None else 0,
-                             self.idx1, self.idx2, self.past_vit)
+                             self.idx1, self.idx2, self.past_vit, untested, untested_filt)
 
 
 # The Forward parser on the GPU scores pairs of at most this many DP cells (length x M): a
 # launch lasts as long as its longest pair's chain of rows (length x M / 4 steps a thread), and
-# a few long sequences held every batch's filter thread waiting, while pyhmmer runs their
-# Forward in a few milliseconds.  The GPU's finishing takes only pairs scored here
-# (gpufinish.GpuFinishing.max_cells).  Measured in one process (bench/probes/finish_split.py
+# a few long sequences held every batch's filter thread waiting.  The longer pairs are tested
+# by the finishing (the GPU's, whose calls no filter thread waits for, or pyhmmer's), on the
+# same Forward score (CascadeResult.untested).  Measured in one process (bench/probes/finish_split.py
 # --ab --modes auto --forward-max-cells, 2,000 models x 6.8 M residues, one H200 host with 16
 # cores), seconds and the Forward kernels' GPU seconds with no limit / 1 M / 250,000 cells:
 # many homologs 15.0 (2.0) / 12.6 (1.4) / 11.7 (0.8); few 6.2 (1.5) / 5.4-6.8 (1.1) / 6.2 (0.6).
@@ -294,7 +312,7 @@ def run_cascade_batch(profs, db, backend, *, F1: float, F2: float, bias_filter: 
             raised (the search's kill switch).
     """
     searched = np.arange(db.n_seqs) if searched is None else np.asarray(searched)
-    if F1 >= 1.0 and F2 >= 1.0 and not bias_filter:
+    if F1 >= 1.0 and F2 >= 1.0 and F3 >= 1.0 and not bias_filter:
         # --max: every P-value is <= 1, nothing is filtered
         n, every = len(searched), np.sort(searched)
         return [CascadeResult(every, n, n, n, past_msv=every, past_bias=every, past_vit=every) for _ in profs]
@@ -340,16 +358,13 @@ def run_cascade_batch(profs, db, backend, *, F1: float, F2: float, bias_filter: 
     lap("viterbi")
 
     # 4. (GPU only) Forward: HMMER's own score and test, for the pairs of at most
-    # FORWARD_MAX_CELLS; the longer ones are kept (NaN) for pyhmmer, whose pipeline runs the
-    # same Forward and test on every survivor
+    # FORWARD_MAX_CELLS; the longer ones are kept untested, for the finishing to test
     if hasattr(backend, "forward_exact_batch") and F3 < 1.0:
         todo = [m for m in models if len(m.survivors)]
         short = [pair_cells(db.lengths, m.survivors, m.prof.M) <= FORWARD_MAX_CELLS for m in todo]
         if any(s.any() for s in short):
             fwds = backend.forward_exact_batch([m.prof for m in todo], [m.survivors[s] for m, s in zip(todo, short)])
             for m, fwd, s in zip(todo, fwds, short):
-                every = np.full(len(m.survivors), np.nan, np.float32)
-                every[s] = fwd
-                m.after_forward_exact(every, F3)
+                m.after_forward_exact(fwd, s, F3)
             lap("forward")
-    return [m.result(dict(seconds)) for m in models]
+    return [m.result(dict(seconds), F3) for m in models]

@@ -5,7 +5,9 @@ HMMER's domain definition and scoring.  :class:`GpuFinishing` runs that on the G
 whole batch of models at once (:func:`gpu_search.hmmer.gpu.domaindef.define_domains`), then
 builds each model's hits as HMMER stores them (:mod:`.hitrecords`), for every sequence the
 GPU can give HMMER's answer for; the others (scores the kernels leave unsure, the longest
-pairs) are returned to be finished by pyhmmer as before.  Both
+pairs) are returned to be finished by pyhmmer as before.  The pairs whose Forward test the
+filter cascade left (too long for its Forward stage) are tested here, on the same score, and
+dropped where they fail it, as p7_Pipeline drops them.  Both
 parts of a model meet in ``TopHits.merge``, which sorts and thresholds them as HMMER does.
 
 Used where HMMER's default scoring applies: null2 on, E-value or bit-score thresholds (not
@@ -38,10 +40,12 @@ class GpuFinishing:
         backend: the filter backend (its GPUs and per-thread streams).
         pipeline: the P7_PIPELINE fields of a pyhmmer search configured as the search's
             others (``TopHits.__getstate__()["pipeline"]``), its counters zeroed.
+        F3: HMMER's Forward threshold, for the pairs the cascade left untested.
     """
 
-    def __init__(self, db, backend, pipeline: dict, kernels=None):
+    def __init__(self, db, backend, pipeline: dict, kernels=None, F3: float = 1.0):
         self.db = db
+        self.F3 = F3
         self.backend = backend
         self.device_id = backend.gpus[0] if backend is not None else 0
         self.pipeline = dict(pipeline)
@@ -53,8 +57,9 @@ class GpuFinishing:
         self._waiting: list = []
         self._workers: list = []
         self._closed = False
-        self.pairs_on_gpu = 0           # for benchmarks: pairs finished here, and left to the CPU
-        self.pairs_left = 0
+        self.pairs_on_gpu = 0           # for benchmarks: pairs finished here, left to the CPU, and
+        self.pairs_left = 0             # dropped by the Forward test here
+        self.pairs_failed = 0
         # each hit sequence's (name, acc, desc) bytes, kept: with many homologs a sequence is a
         # hit of many models, and reading its texts again each time was a fifth of the records' time
         self._texts: dict[int, tuple] = {}
@@ -79,20 +84,16 @@ class GpuFinishing:
     # sent while the CPU threads have a backlog (the default) 15.5 / 13.9 / 14.2 and
     # 17.9 / 16.8 / 16.6; every batch 14.8 / 14.3 / 16.7 and 15.4 / 16.1 / 17.7
     WORKERS = 2
-    # pairs of more DP cells (length x M) are left to the CPU
-    MAX_GPU_CELLS = 250_000
+    # pairs of more DP cells (length x M) are left to the CPU: a call lasts as long as its
+    # longest pair's chain of rows, about a second at this size
+    MAX_GPU_CELLS = 16_000_000
 
-    def max_cells(self) -> int:
-        """The largest pair the GPU finishes: MAX_GPU_CELLS, and no pair whose Forward test the
-        filter cascade left to pyhmmer (cascade.FORWARD_MAX_CELLS): HMMER drops a pair that
-        fails it, which the GPU's finishing would not."""
-        return min(self.MAX_GPU_CELLS, cascade.FORWARD_MAX_CELLS)
-
-    def submit(self, hmms, profs, survivors: list, then) -> None:
+    def submit(self, hmms, profs, survivors: list, then, untested: list | None = None) -> None:
         """finish() on a GPU finishing thread, several batches waiting at once in one call;
         then(results) is called there with this batch's results (or the exception)."""
+        untested = list(untested) if untested is not None else [None] * len(hmms)
         with self._lock:
-            self._waiting.append((list(hmms), list(profs), list(survivors), then))
+            self._waiting.append((list(hmms), list(profs), list(survivors), then, untested))
             if not self._workers:
                 self._workers = [threading.Thread(target=self._work, name=f"gpu-finish-{w}", daemon=True)
                                  for w in range(max(1, self.WORKERS))]
@@ -113,7 +114,7 @@ class GpuFinishing:
                     n += sum(map(len, taken[-1][2]))
             try:
                 results = self.finish([h for t in taken for h in t[0]], [p for t in taken for p in t[1]],
-                                      [x for t in taken for x in t[2]])
+                                      [x for t in taken for x in t[2]], [u for t in taken for u in t[4]])
             except BaseException as exc:          # (each batch's caller gets the error)
                 for t in taken:
                     t[3](exc)
@@ -143,18 +144,21 @@ class GpuFinishing:
             stack.enter_context(self.backend.stream(self.device_id))
         return stack
 
-    def finish(self, hmms, profs, survivors: list) -> list:
+    def finish(self, hmms, profs, survivors: list, untested: list | None = None) -> list:
         """For each model of a batch: (a function making its GPU hits, a ``TopHits``, or
-        None; the survivors left to the CPU).  The functions build HMMER's records on the
-        host (the finishing threads call them).  On a GPU out-of-memory error every survivor
-        is left to the CPU."""
+        None; the survivors left to the CPU).  untested: for each model, None or the
+        survivors whose Forward test the cascade left and their filter scores
+        (``CascadeResult.untested``, ``untested_filt``); those failing it are in neither.  The
+        functions build HMMER's records on the host (the finishing threads call them).  On a
+        GPU out-of-memory error every survivor is left to the CPU."""
         from ..gpu import is_out_of_memory
         from .gpu.domaindef import define_domains, index_ranges
 
         every = [np.asarray(s, dtype=np.int64) for s in survivors]
+        untested = untested if untested is not None else [None] * len(every)
         # the longest pairs stay on the CPU: a kernel's launch lasts as long as its longest
-        # pair's chain of rows (length x M / 4 steps a thread), which pyhmmer runs in a few ms
-        long = [cascade.pair_cells(self.db.lengths, s, prof.M) > self.max_cells() for s, prof in zip(every, profs)]
+        # pair's chain of rows (length x M / 4 steps a thread)
+        long = [cascade.pair_cells(self.db.lengths, s, prof.M) > self.MAX_GPU_CELLS for s, prof in zip(every, profs)]
         survivors = [s[~x] for s, x in zip(every, long)]
         if not any(len(s) for s in survivors):
             return [(None, s) for s in every]
@@ -170,7 +174,8 @@ class GpuFinishing:
             with self._on_device():
                 # (the workers' calls share the matrices' third of the free memory)
                 pairs, env = define_domains(kernels, profs, residues, offsets, models, local, self.degeneracy,
-                                            kernels.matrix_floats() // max(1, self.WORKERS))
+                                            kernels.matrix_floats() // max(1, self.WORKERS),
+                                            forward_test=self._forward_test(profs, survivors, untested))
         except Exception as exc:
             if not is_out_of_memory(exc):
                 raise
@@ -178,11 +183,12 @@ class GpuFinishing:
         out = []
         first = 0
         on_gpu = n_left = 0
+        n_failed = int((~pairs.passed).sum())
         for m, (hmm, prof, s, x, e) in enumerate(zip(hmms, profs, survivors, long, every)):
             rows = np.arange(first, first + len(s))
             first += len(s)
-            simple = pairs.simple[rows]
-            left = np.sort(np.concatenate([s[~simple], e[x]]))
+            simple = pairs.simple[rows]          # (False where the Forward test failed: dropped)
+            left = np.sort(np.concatenate([s[~simple & pairs.passed[rows]], e[x]]))
             on_gpu += int(simple.sum())
             n_left += len(left)
             if not simple.any():
@@ -193,7 +199,33 @@ class GpuFinishing:
         with self._lock:
             self.pairs_on_gpu += on_gpu
             self.pairs_left += n_left
+            self.pairs_failed += n_failed
         return out
+
+    def _forward_test(self, profs, survivors: list, untested: list):
+        """define_domains' forward_test: p7_Pipeline's Forward test (exact_forward_pass) of the
+        pairs (survivors, model by model) whose test the cascade left, on the parser's scores;
+        None where there are none."""
+        tests = []                       # (the model's pairs to test, their filter scores, the model)
+        first = 0
+        for s, u, prof in zip(survivors, untested, profs):
+            if u is not None and self.F3 < 1.0 and len(s) and len(u[0]):
+                ids, filt = u
+                at = np.minimum(np.searchsorted(ids, s), len(ids) - 1)
+                mine = ids[at] == s
+                if mine.any():
+                    tests.append((first + np.flatnonzero(mine), filt[at[mine]], prof))
+            first += len(s)
+        if not tests:
+            return None
+
+        def forward_test(fwd: np.ndarray) -> np.ndarray:
+            passed = np.ones(len(fwd), bool)
+            for rows, filt, prof in tests:
+                passed[rows] = cascade.exact_forward_pass(fwd[rows], filt, float(prof.evparam[4]),
+                                                          float(prof.evparam[5]), self.F3)
+            return passed
+        return forward_test
 
     # sequences whose texts are kept, at most (about 100 bytes each)
     MAX_TEXTS = 1 << 20

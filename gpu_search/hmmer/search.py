@@ -592,7 +592,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
         # the pipeline fields of the CPU's searches (thresholds, Z), for the GPU's hits to merge with them
         template = finish.pipelines.once(first, DigitalSequenceBlock(first.alphabet)).__getstate__()["pipeline"]
         template.update(dict.fromkeys(SEQUENCE_COUNTERS, 0))
-        gpu_finish = GpuFinishing(db, backend, template)
+        gpu_finish = GpuFinishing(db, backend, template, F3=options.F3)
     backlog = FinishingBacklog(cpus)
     running_z = running_z_applies(options, db)
     name_len = name_bytes(db) if running_z else None
@@ -648,10 +648,12 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
                     except RuntimeError as exc:          # (the pool shut down: the search has stopped)
                         holder.set_exception(exc)
 
+            survivors = [c.survivors for c in results]
             if gpu_finish is not None and (gpu_finishing is True or backlog.seconds() > BACKLOG_SECONDS):
-                gpu_finish.submit(batch, profs, [cascade.survivors for cascade in results], to_finishing_threads)
+                gpu_finish.submit(batch, profs, survivors, to_finishing_threads,
+                                  [None if c.untested is None else (c.untested, c.untested_filt) for c in results])
             else:
-                to_finishing_threads([(None, cascade.survivors) for cascade in results])
+                to_finishing_threads([(None, s) for s in survivors])
             return list(zip(results, holders))
 
         def collect(hmm, fut, j):

@@ -152,7 +152,8 @@ def test_exact_forward_keeps_hmmers_passers(F3, max_cells, models, bg_freq, prot
     """With an exact Forward the cascade keeps, of the Viterbi filter's survivors, exactly those
     that pass HMMER's Forward test on HMMER's own scores (esl_exp_surv of (fwd - filtersc) /
     log 2 against F3, here from the oracle's columns), every flagged one and every pair over
-    FORWARD_MAX_CELLS (length x M), which is not scored."""
+    FORWARD_MAX_CELLS (length x M), which is not scored: those are the result's ``untested``,
+    with their filter scores."""
     from conftest import run_filters_oracle
 
     monkeypatch.setattr(cascade, "FORWARD_MAX_CELLS", max_cells)
@@ -177,5 +178,10 @@ def test_exact_forward_keeps_hmmers_passers(F3, max_cells, models, bg_freq, prot
             kept_long += long and p > F3
         assert r.survivors.tolist() == sorted(want), hmm.name
         kept += len(want)
+        # the long pairs' test left to the finishing, with their filter scores
+        long_ids = sorted(int(i) for i in r.past_vit if int(proteome.lengths[i]) * hmm.M > max_cells)
+        assert (r.untested.tolist() if r.untested is not None else []) == long_ids
+        if long_ids:
+            assert np.array_equal(r.untested_filt, np.asarray(o["bias"], dtype=np.float32)[long_ids])
     assert 0 < kept < sum(len(r.past_vit) for r in got)
     assert (kept_long > 0) == (max_cells < 10**12)        # (long pairs that fail the test, kept)

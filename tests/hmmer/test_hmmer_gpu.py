@@ -436,6 +436,37 @@ def test_gpu_search_of_many_models_equals_cpu(proteome, monkeypatch):
             == [(r.stats.n_past_msv, r.stats.n_past_bias, r.stats.n_past_vit, r.stats.n_past_fwd) for r in cpu]
 
 
+def test_gpu_finishing_tests_the_pairs_the_cascade_left(proteome, monkeypatch):
+    """Pairs over cascade.FORWARD_MAX_CELLS leave the filters with their Forward test (F3)
+    untested; the GPU's finishing takes them (MAX_GPU_CELLS raised), tests them on its own
+    parser's score and drops those failing it, as p7_Pipeline does: hits, tables and pipeline
+    counts equal to the CPU's, with HMMER's thresholds and a wider F3."""
+    from gpu_search.hmmer import cascade
+    from gpu_search.hmmer.gpufinish import GpuFinishing
+
+    hmms = proteome_models(proteome, 30, 0.05, 0.97)
+    monkeypatch.setattr(cascade, "FORWARD_MAX_CELLS", 20_000)
+    monkeypatch.setattr(GpuFinishing, "MAX_GPU_CELLS", 10**8)
+    made = []
+    real_init = GpuFinishing.__init__
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(GpuFinishing, "__init__", init)
+    for opts in ({}, {"F3": 1e-3, "E": 1e6}):
+        options = SearchOptions(**opts)
+        cpu = list(search.hmmsearch(hmms, proteome, options, device="cpu"))
+        gpu = list(search.hmmsearch(hmms, proteome, options, device="gpu", gpu_finishing=True))
+        assert tables(gpu) == tables(cpu)
+        assert records(gpu) == records(cpu)
+        assert [(r.stats.n_past_vit, r.stats.n_past_fwd) for r in gpu] == \
+            [(r.stats.n_past_vit, r.stats.n_past_fwd) for r in cpu]
+    assert len(made) == 2 and all(f.pairs_failed > 0 and f.pairs_on_gpu > 0 for f in made), \
+        [(f.pairs_failed, f.pairs_on_gpu, f.pairs_left) for f in made]
+
+
 def proteome_models(proteome, n: int, low: float, high: float):
     """n single-sequence models built by pyhmmer from proteome proteins spread over the length
     quantiles [low, high]."""

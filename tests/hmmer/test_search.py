@@ -497,43 +497,59 @@ def test_finishing_backlog_in_seconds_at_the_measured_rate():
     assert backlog.seconds() == 0.0
 
 
-def test_gpu_finishing_leaves_the_pairs_the_cascade_did_not_test(proteome, monkeypatch):
-    """GpuFinishing.finish takes no pair over cascade.FORWARD_MAX_CELLS (length x M: its Forward
-    test left to pyhmmer, which drops a pair failing it) nor over MAX_GPU_CELLS: those are left to
-    the CPU, every other one goes to the domain definition (a stand-in here, no GPU)."""
+def test_gpu_finishing_tests_the_pairs_the_cascade_left_and_leaves_the_longest(proteome, monkeypatch):
+    """GpuFinishing.finish leaves the pairs over MAX_GPU_CELLS (length x M) to the CPU and sends
+    every other one to the domain definition (a stand-in here, no GPU), with HMMER's Forward test
+    for the pairs whose test the cascade left (CascadeResult.untested): one failing it is dropped
+    (neither the GPU's nor left), one whose score is unsure (NaN) is left to the CPU."""
     from types import SimpleNamespace
 
-    from gpu_search.hmmer import cascade
     from gpu_search.hmmer.gpu import domaindef
     from gpu_search.hmmer.gpufinish import GpuFinishing
 
     sent = []
 
-    def define_domains(kernels, profs, residues, offsets, models, seqs, degeneracy, budget):
-        sent.append(np.bincount(models, minlength=len(profs)))
-        return SimpleNamespace(simple=np.ones(len(models), bool)), None
+    def define_domains(kernels, profs, residues, offsets, models, seqs, degeneracy, budget, forward_test=None):
+        # a database sequence's Forward score by its number: passing (1,000 nats), failing
+        # (-1,000: under the exponential's tau, P = 1) or unsure (NaN) as i % 3 is 0, 1 or 2
+        ids = np.concatenate(given)
+        fwd = np.array([(1000.0, -1000.0, np.nan)[i % 3] for i in ids], np.float32)
+        passed = np.ones(len(models), bool) if forward_test is None else forward_test(fwd)
+        sent.append((np.bincount(models, minlength=len(profs)), forward_test is not None))
+        return SimpleNamespace(simple=passed & ~np.isnan(fwd), passed=passed), None
 
     monkeypatch.setattr(domaindef, "define_domains", define_domains)
-    finishing = GpuFinishing(proteome, None, {}, kernels=SimpleNamespace(matrix_floats=lambda: 1 << 20))
-    profs = [SimpleNamespace(M=100), SimpleNamespace(M=300)]
+    finishing = GpuFinishing(proteome, None, {}, kernels=SimpleNamespace(matrix_floats=lambda: 1 << 20), F3=1e-5)
+    monkeypatch.setattr(finishing, "_hits_maker", lambda *args, **kwargs: "maker")
+    evparam = [0.0, 0.7, 0.0, 0.7, -4.0, 0.7]
+    profs = [SimpleNamespace(M=100, evparam=evparam), SimpleNamespace(M=300, evparam=evparam)]
     survivors = [np.arange(0, proteome.n_seqs, 2), np.arange(proteome.n_seqs)]
-    for forward_cells, gpu_cells in ((30_000, 250_000), (250_000, 50_000)):
-        monkeypatch.setattr(cascade, "FORWARD_MAX_CELLS", forward_cells)
+    for gpu_cells, with_untested in ((50_000, False), (50_000, True), (100_000, True)):
         finishing.MAX_GPU_CELLS = gpu_cells
+        long = [proteome.lengths[s].astype(np.int64) * p.M > gpu_cells for s, p in zip(survivors, profs)]
+        given = [s[~x] for s, x in zip(survivors, long)]
+        # the second model's sequences under 400 residues left untested by the cascade
+        untested = [None, (survivors[1][proteome.lengths[survivors[1]] < 400],
+                           np.zeros(int((proteome.lengths[survivors[1]] < 400).sum()), np.float32))]
         sent.clear()
-        out = finishing.finish(["a", "b"], profs, survivors)
-        limit = min(forward_cells, gpu_cells)
-        for m, ((make, left), prof, s) in enumerate(zip(out, profs, survivors)):
-            long = proteome.lengths[s].astype(np.int64) * prof.M > limit
-            assert 0 < long.sum() < len(s)
-            assert make is not None and left.tolist() == s[long].tolist()
-            assert sent[0][m] == len(s) - long.sum()
+        failed_before, n_failed = finishing.pairs_failed, 0
+        out = finishing.finish(["a", "b"], profs, survivors, untested if with_untested else None)
+        assert len(sent) == 1 and sent[0][1] == with_untested
+        for m, ((make, left), s, x, g) in enumerate(zip(out, survivors, long, given)):
+            assert 0 < x.sum() < len(s) and sent[0][0][m] == len(g)
+            tested = np.isin(g, untested[m][0]) if with_untested and untested[m] is not None else np.zeros(len(g), bool)
+            failed = tested & (g % 3 == 1)
+            assert tested.sum() > 100 if m == 1 and with_untested else not tested.any()
+            assert make == "maker" and left.tolist() == sorted(s[x].tolist() + g[(g % 3 == 2)].tolist())
+            assert not np.isin(g[failed], left).any()
+            n_failed += int(failed.sum())
+        assert finishing.pairs_failed - failed_before == n_failed and (n_failed > 0) == with_untested
 
 
 def test_gpu_finishing_workers_run_calls_side_by_side_each_batch_its_own_results(monkeypatch):
     """GpuFinishing's workers (a stand-in finish(), no GPU): WORKERS calls under way at once,
-    each batch's callback given its own models' results in order, or the error of its call
-    alone; close() ends every worker."""
+    each batch's callback given its own models' results in order (with the untested pairs given
+    for them), or the error of its call alone; close() ends every worker."""
     import threading
 
     from gpu_search.hmmer.gpufinish import GpuFinishing
@@ -544,7 +560,7 @@ def test_gpu_finishing_workers_run_calls_side_by_side_each_batch_its_own_results
     calls = []
     lock = threading.Lock()
 
-    def finish(hmms, profs, survivors):
+    def finish(hmms, profs, survivors, untested):
         with lock:
             calls.append(threading.current_thread().name)
             first_calls = len(calls) <= finishing.WORKERS
@@ -552,7 +568,7 @@ def test_gpu_finishing_workers_run_calls_side_by_side_each_batch_its_own_results
             together.wait()                          # (broken unless WORKERS calls run at once)
         if any(-1 in s for s in survivors):
             raise ValueError("this batch's error")
-        return [(h, list(s)) for h, s in zip(hmms, survivors)]
+        return [(h, list(s), u) for h, s, u in zip(hmms, survivors, untested)]
 
     monkeypatch.setattr(finishing, "finish", finish)
     got = {}
@@ -567,14 +583,15 @@ def test_gpu_finishing_workers_run_calls_side_by_side_each_batch_its_own_results
     batches = {b: ([f"m{b}a", f"m{b}b"], [None, None], [[b, 100 + b], [-1 if b == 7 else 200 + b]])
                for b in range(12)}
     for b, (hmms, profs, surv) in batches.items():
-        finishing.submit(hmms, profs, surv, then_for(b))
+        finishing.submit(hmms, profs, surv, then_for(b), *([[f"u{b}", None]] if b % 2 else []))
     for _ in batches:
         assert done.acquire(timeout=30)
     finishing.close()
     assert not any(w.is_alive() for w in finishing._workers)
     assert len(set(calls[:finishing.WORKERS])) == finishing.WORKERS > 1
     assert isinstance(got.pop(7), ValueError)
-    assert got == {b: [(h, list(s)) for h, s in zip(hmms, surv)] for b, (hmms, _, surv) in batches.items() if b != 7}
+    assert got == {b: [(h, list(s), u) for h, s, u in zip(hmms, surv, [f"u{b}", None] if b % 2 else [None, None])]
+                   for b, (hmms, _, surv) in batches.items() if b != 7}
 
 
 def test_every_finishing_piece_leaves_the_backlog(data_dir, proteome, monkeypatch):

@@ -119,12 +119,16 @@ def test_gpu_finishing_merged_with_the_cpus_equals_hmmer(data_dir, proteome, tmp
     """GpuFinishing (the GPU's part of HMMER's finishing, here on the kernels' CPU emulator)
     merged with pyhmmer's finishing of the sequences it leaves, as the search merges them:
     every hit record, flag and count equal to pyhmmer's search of all the sequences, with
-    HMMER's default thresholds (few reported: most of the hits unreported) and with E large."""
+    HMMER's default thresholds (few reported: most of the hits unreported), with E large, and
+    with a Forward threshold the filter cascade left untested (the GPU's finishing tests it:
+    a pair failing it is dropped, as HMMER drops it)."""
     from conftest import records
     from pyhmmer.easel import DigitalSequenceBlock
     from pyhmmer.plan7 import Background, Pipeline
 
+    from gpu_search.hmmer.cascade import run_cascade_batch
     from gpu_search.hmmer.gpufinish import GpuFinishing
+    from gpu_search.hmmer.reference import ReferenceBackend
     from gpu_search.hmmer.search import SEQUENCE_COUNTERS, SearchResult
 
     # (PF02826: its alignment displays carry a structure annotation line)
@@ -134,21 +138,31 @@ def test_gpu_finishing_merged_with_the_cpus_equals_hmmer(data_dir, proteome, tmp
     db = open_database(fasta)
     profs = [profile_of(h) for h in hmms]
     block = db.digital_block(None, hmms[0].alphabet)
+    bg = Background(hmms[0].alphabet)
+    failed = 0
     for options, least in ((dict(F1=1.0, F2=1.0, F3=1.0, Z=1000.0), 8),
-                           (dict(F1=1.0, F2=1.0, F3=1.0, Z=1000.0, E=1e9), 50)):
-        cpu = Pipeline(hmms[0].alphabet, background=Background(hmms[0].alphabet), **options)
+                           (dict(F1=1.0, F2=1.0, F3=1.0, Z=1000.0, E=1e9), 50),
+                           (dict(F1=1.0, F2=1.0, F3=1e-3, Z=1000.0, E=1e9), 10)):
+        cpu = Pipeline(hmms[0].alphabet, background=bg, **options)
         template = cpu.search_hmm(hmms[0], DigitalSequenceBlock(hmms[0].alphabet)).__getstate__()["pipeline"]
         template.update(dict.fromkeys(SEQUENCE_COUNTERS, 0))
-        finishing = GpuFinishing(db, None, template, kernels=EmulatedKernels(tmp_path))
+        finishing = GpuFinishing(db, None, template, kernels=EmulatedKernels(tmp_path), F3=options["F3"])
         finishing.MAX_GPU_CELLS = 40_000             # (the longer pairs left to pyhmmer, to be merged)
-        everything = [np.arange(db.n_seqs)] * len(hmms)
+        # the filters, every sequence through them (a backend with no Forward stage: every
+        # survivor's Forward test left, with its bias filter score, to the finishing)
+        cascades = run_cascade_batch(profs, db, ReferenceBackend(db), F1=1.0, F2=1.0, F3=options["F3"],
+                                     bias_filter=True, degeneracy=amino_degeneracy(),
+                                     bg_freq=np.asarray(bg.residue_frequencies, dtype=np.float32))
+        everything = [c.survivors for c in cascades]
+        assert all(len(s) == db.n_seqs for s in everything)
+        untested = [None if c.untested is None else (c.untested, c.untested_filt) for c in cascades]
+        assert (untested[0] is None) == (options["F3"] >= 1.0)
         got, want = [], []
-        for hmm, (make, left) in zip(hmms, finishing.finish(hmms, profs, everything)):
-            assert make is not None and len(left) < db.n_seqs
-            gpu_hits = make()
-            parts = [cpu.search_hmm(hmm, db.digital_block(left, hmm.alphabet))]
+        for hmm, (make, left) in zip(hmms, finishing.finish(hmms, profs, everything, untested)):
+            assert len(left) < db.n_seqs and (make is not None or options["F3"] < 1.0)
+            cpu_hits = cpu.search_hmm(hmm, db.digital_block(left, hmm.alphabet))
             cpu.clear()
-            got.append(SearchResult(hmm, gpu_hits.merge(*parts), None))
+            got.append(SearchResult(hmm, make().merge(cpu_hits) if make else cpu_hits, None))
             want.append(SearchResult(hmm, cpu.search_hmm(hmm, block), None))
             cpu.clear()
             assert got[-1].hits.__getstate__()["pipeline"]["n_past_fwd"] == \
@@ -156,4 +170,6 @@ def test_gpu_finishing_merged_with_the_cpus_equals_hmmer(data_dir, proteome, tmp
         assert records(got) == records(want) and sum(len(r) for r in records(want)) >= least
         counts = [{k: r.hits.__getstate__()[k] for k in ("N", "nreported", "nincluded")} for r in got]
         assert counts == [{k: r.hits.__getstate__()[k] for k in ("N", "nreported", "nincluded")} for r in want]
-    assert finishing.pairs_on_gpu > finishing.pairs_left > 0
+        failed += finishing.pairs_failed
+        assert finishing.pairs_on_gpu > (finishing.pairs_left if options["F3"] >= 1.0 else 0) and finishing.pairs_left
+    assert failed > 20               # (pairs dropped by the Forward test on the GPU's side)

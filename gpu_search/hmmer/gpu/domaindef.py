@@ -105,7 +105,8 @@ class PairResults:
     resolved here (else the pair is left to the CPU); env_start: the pair's envelopes are
     env_start[p] .. env_start[p+1] of :class:`EnvelopeResults`; null2_sum: the Kahan sum
     of the whole sequence's n2sc (p7_Pipeline's seqbias before its log), for the simple
-    pairs."""
+    pairs; passed: False where the pair failed the forward_test asked for (HMMER's Forward
+    test: such a pair is not simple)."""
 
     model: np.ndarray
     seq: np.ndarray
@@ -118,6 +119,7 @@ class PairResults:
     nclustered: np.ndarray
     noverlaps: np.ndarray
     nenvelopes: np.ndarray
+    passed: np.ndarray | None = None
 
 
 @dataclass
@@ -167,13 +169,15 @@ def index_ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
 
 def define_domains(kernels, profs: list[FilterProfile], residues: np.ndarray, offsets: np.ndarray,
                    models: np.ndarray, seqs: np.ndarray, degeneracy: np.ndarray,
-                   max_matrix_floats: int | None = None) -> tuple[PairResults, EnvelopeResults]:
+                   max_matrix_floats: int | None = None, forward_test=None) -> tuple[PairResults, EnvelopeResults]:
     """Domain definition of the pairs (profs[models[p]], sequence seqs[p]) on the GPU.
 
     residues, offsets: the sequences (Easel's digital codes, sequence s at
     residues[offsets[s]:offsets[s+1]]); degeneracy: Easel's (Kp, K) table;
     max_matrix_floats: the envelopes rescored together hold at most this many floats of
-    whole matrices (default: the kernels' ``matrix_floats()``)."""
+    whole matrices (default: the kernels' ``matrix_floats()``); forward_test: None, or a
+    function of the Forward parser's scores (every pair's, NaN where unsure or not asked)
+    giving which pairs pass p7_Pipeline's Forward test: the others are defined no further."""
     models = np.asarray(models, dtype=np.int64)
     seqs = np.asarray(seqs, dtype=np.int64)
     lengths = np.diff(np.asarray(offsets, dtype=np.int64))
@@ -222,6 +226,8 @@ def define_domains(kernels, profs: list[FilterProfile], residues: np.ndarray, of
         nexpected[pairs] = kernels.to_host(n_exp)[:k]
         nregions[pairs] = n_reg
         simple[pairs] = ~(np.isnan(f_out) | np.isnan(b_out))
+    passed = np.ones(n, bool) if forward_test is None else np.asarray(forward_test(fwd), dtype=bool)
+    simple &= passed
 
     Ms = np.array([p.M for p in profs], dtype=np.int64)
     Qs = np.array([striped_q(p.M) for p in profs], dtype=np.int64)
@@ -324,7 +330,7 @@ def define_domains(kernels, profs: list[FilterProfile], residues: np.ndarray, of
         null2_sum[done] = kernels.to_host(sums)[:len(done)]
     pairs = PairResults(model=models, seq=seqs, fwd=fwd, nexpected=nexpected, nregions=nregions, simple=simple,
                         env_start=env_start, null2_sum=null2_sum, nclustered=nclustered, noverlaps=noverlaps,
-                        nenvelopes=nenvelopes)
+                        nenvelopes=nenvelopes, passed=passed)
     return pairs, out
 
 
