@@ -2,7 +2,7 @@
 
     python bench/probes/finish_split.py [--models 2000] [--db proteome] [--homologs many]
     python bench/probes/finish_split.py --ab [--backlog-seconds 0.5,2] [--workers 1,3] [--forward-max-cells 1e9]
-                                        [--modes auto] [--repeat 3]
+                                        [--batch-pairs 1e9] [--modes auto] [--repeat 3]
 
 Runs the search in-process (inputs built by ``bench/hmmsearch_matrix.py``, cached under
 --work) with the GPU finishing on, and records which survivors the GPU left to pyhmmer and
@@ -40,6 +40,9 @@ def main():
     ap.add_argument("--max-gpu-cells", type=lambda v: [int(float(x)) for x in v.split(",")], default=[],
                     help="with --ab: auto again with each of these GpuFinishing.MAX_GPU_CELLS (pairs of more "
                          "cells are left to the CPU)")
+    ap.add_argument("--batch-pairs", type=lambda v: [int(float(x)) for x in v.split(",")], default=[],
+                    help="with --ab: auto again with each of these search.GPU_BATCH_PAIRS (a batch with as "
+                         "many survivors goes to the GPU whatever the backlog)")
     ap.add_argument("--forward-max-cells", type=lambda v: [int(float(x)) for x in v.split(",")], default=[],
                     help="with --ab: auto again with each of these cascade.FORWARD_MAX_CELLS (longer pairs' "
                          "Forward test left to pyhmmer)")
@@ -117,18 +120,24 @@ def main():
     runs += [("auto", ("forward", x)) for x in args.forward_max_cells] if args.ab else []
     runs += [("auto", x) for x in args.backlog_seconds] if args.ab else [("on", x) for x in args.switch_intervals]
     runs += [("auto", ("cells", x)) for x in args.max_gpu_cells] if args.ab else []
+    runs += [("auto", ("pairs", x)) for x in args.batch_pairs] if args.ab else []
     runs += [(on, ("workers", x)) for x in args.workers for on in ("on", "auto")] if args.ab else []
     runs *= max(1, args.repeat) if args.ab else 1
     walls = {}                  # setting -> wall seconds of each of its runs
     max_cells, workers = gpufinish.GpuFinishing.MAX_GPU_CELLS, gpufinish.GpuFinishing.WORKERS
     forward_cells, backlog_seconds = cascade.FORWARD_MAX_CELLS, search.BACKLOG_SECONDS
+    batch_pairs = search.GPU_BATCH_PAIRS
     first_digest, mismatches = None, 0
     for on, interval in runs:
         gpufinish.GpuFinishing.WORKERS = workers
         gpufinish.GpuFinishing.MAX_GPU_CELLS = max_cells
         cascade.FORWARD_MAX_CELLS = forward_cells
         search.BACKLOG_SECONDS = backlog_seconds
-        if isinstance(interval, tuple) and interval[0] == "forward":
+        search.GPU_BATCH_PAIRS = batch_pairs
+        if isinstance(interval, tuple) and interval[0] == "pairs":
+            print(f"GPU_BATCH_PAIRS {interval[1]:,}")
+            search.GPU_BATCH_PAIRS = interval[1]
+        elif isinstance(interval, tuple) and interval[0] == "forward":
             print(f"FORWARD_MAX_CELLS {interval[1]:,}")
             cascade.FORWARD_MAX_CELLS = interval[1]
         elif isinstance(interval, tuple) and interval[0] == "workers":
@@ -184,6 +193,7 @@ def main():
     search.run_cascade_batch, search.Finisher.__call__ = cascade_batch, finisher_call
     gpufinish.GpuFinishing.MAX_GPU_CELLS, gpufinish.GpuFinishing.WORKERS = max_cells, workers
     cascade.FORWARD_MAX_CELLS, search.BACKLOG_SECONDS = forward_cells, backlog_seconds
+    search.GPU_BATCH_PAIRS = batch_pairs
     if args.repeat > 1:
         print("walls of each setting (s), median:")
         for (on, interval), seconds in walls.items():

@@ -140,10 +140,11 @@ def hmmsearch(
         filter_threads: threads running batches of models through the filter cascade at once
             (at most ``cpus``); by default as measured best (:func:`_filter_threads`).
         gpu_finishing: on a GPU, where HMMER's finishing of the survivors is done: "auto"
-            (the GPU takes a batch's survivors, where exact (:mod:`.gpufinish`), only while
-            the CPU threads have more than BACKLOG_SECONDS of finishing queued), True (the
-            GPU takes every batch's) or False (the CPU threads finish all); the hits are
-            the same (tests and benchmarks compare them).
+            (the GPU takes a batch's survivors, where exact (:mod:`.gpufinish`), where they
+            are GPU_BATCH_PAIRS or more, or while the CPU threads have more than
+            BACKLOG_SECONDS of finishing queued), True (the GPU takes every batch's) or False
+            (the CPU threads finish all); the hits are the same (tests and benchmarks compare
+            them).
 
     Yields:
         :class:`SearchResult` per model, in the order of ``hmms``.
@@ -537,6 +538,14 @@ LOOKAHEAD_MODELS = 512
 # With the GPU's stochastic traces a warp a region (its finishing about twice as fast), many
 # homologs: every batch 14.3 s, none 17.3, a backlog of 1 s 13.6, 0.5 s 13.8, 0.25 s 12.8.
 BACKLOG_SECONDS = 0.25
+# ... and whatever the backlog, a batch with at least this many survivors: with many homologs the
+# GPU's finishing (the longest pairs too, gpufinish.MAX_GPU_CELLS) spares the CPU threads more
+# than its host work costs the filters.  2,000 models x 6.8 M residues on H200 hosts, in one
+# process (finish_split.py --ab, medians of 2 runs): many homologs (about 1,100 survivors a batch
+# of 32 models) every batch on the GPU 13.6 s, by the backlog alone 17.2 s (a backlog of 0.1 s
+# 16.2, 0 s 15.5); few homologs (about 200 a batch) 11.4 against 8.1 s.  With this rule, on
+# another host: many 11.2 s (every batch 12.9, by the backlog alone 13.8), few 6.17 (6.14).
+GPU_BATCH_PAIRS = 512
 
 
 def _filter_threads(n_models_ahead: int) -> int:
@@ -649,7 +658,8 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
                         holder.set_exception(exc)
 
             survivors = [c.survivors for c in results]
-            if gpu_finish is not None and (gpu_finishing is True or backlog.seconds() > BACKLOG_SECONDS):
+            if gpu_finish is not None and (gpu_finishing is True or backlog.seconds() > BACKLOG_SECONDS
+                                           or sum(len(s) for s in survivors) >= GPU_BATCH_PAIRS):
                 gpu_finish.submit(batch, profs, survivors, to_finishing_threads,
                                   [None if c.untested is None else (c.untested, c.untested_filt) for c in results])
             else:
