@@ -85,7 +85,10 @@ class GpuFinishing:
     # 17.9 / 16.8 / 16.6; every batch 14.8 / 14.3 / 16.7 and 15.4 / 16.1 / 17.7
     WORKERS = 2
     # pairs of more DP cells (length x M) are left to the CPU: a call lasts as long as its
-    # longest pair's chain of rows, about a second at this size
+    # longest pair's chain of rows (length x M / 4 steps a thread).  The pairs over 250,000
+    # cells were half of the CPU threads' finishing with many homologs; taken here, 2,000 models
+    # x 6.8 M residues (longest pair 3.7 M cells) on an H200 host, in one process
+    # (bench/probes/finish_split.py --ab --max-gpu-cells): median 17.6 s at 250,000, 15.9 s here
     MAX_GPU_CELLS = 16_000_000
 
     def submit(self, hmms, profs, survivors: list, then, untested: list | None = None) -> None:
