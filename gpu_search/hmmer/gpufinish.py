@@ -40,12 +40,15 @@ class GpuFinishing:
         backend: the filter backend (its GPUs and per-thread streams).
         pipeline: the P7_PIPELINE fields of a pyhmmer search configured as the search's
             others (``TopHits.__getstate__()["pipeline"]``), its counters zeroed.
-        F3: HMMER's Forward threshold, for the pairs the cascade left untested.
+        F3: HMMER's Forward threshold, for the pairs the cascade left untested (default: the
+            pipeline's).
     """
 
-    def __init__(self, db, backend, pipeline: dict, kernels=None, F3: float = 1.0):
+    def __init__(self, db, backend, pipeline: dict, kernels=None, F3: float | None = None):
         self.db = db
-        self.F3 = F3
+        self.F3 = float(pipeline["F3"]) if F3 is None and "F3" in pipeline else F3
+        if self.F3 is None:
+            raise ValueError("GpuFinishing: no Forward threshold (F3) given")
         self.backend = backend
         self.device_id = backend.gpus[0] if backend is not None else 0
         self.pipeline = dict(pipeline)

@@ -146,14 +146,14 @@ class OracleForward(reference.ReferenceBackend):
         return out
 
 
-@pytest.mark.parametrize("F3, max_cells", [(1e-5, 10**12), (0.02, 10**12), (1e-5, 60_000)])
+@pytest.mark.parametrize("F3, max_cells", [(1e-5, 10**12), (0.02, 10**12), (1e-5, 60_000), (1e-5, 0)])
 def test_exact_forward_keeps_hmmers_passers(F3, max_cells, models, bg_freq, proteome, proteome_path, data_dir,
                                             filters_oracle, monkeypatch):
     """With an exact Forward the cascade keeps, of the Viterbi filter's survivors, exactly those
     that pass HMMER's Forward test on HMMER's own scores (esl_exp_surv of (fwd - filtersc) /
     log 2 against F3, here from the oracle's columns), every flagged one and every pair over
     FORWARD_MAX_CELLS (length x M), which is not scored: those are the result's ``untested``,
-    with their filter scores."""
+    with their filter scores (every survivor where no pair of the batch is short enough)."""
     from conftest import run_filters_oracle
 
     monkeypatch.setattr(cascade, "FORWARD_MAX_CELLS", max_cells)
@@ -183,5 +183,29 @@ def test_exact_forward_keeps_hmmers_passers(F3, max_cells, models, bg_freq, prot
         assert (r.untested.tolist() if r.untested is not None else []) == long_ids
         if long_ids:
             assert np.array_equal(r.untested_filt, np.asarray(o["bias"], dtype=np.float32)[long_ids])
-    assert 0 < kept < sum(len(r.past_vit) for r in got)
+    # (with no pair short enough, none is tested: every one kept)
+    assert 0 < kept and (kept < sum(len(r.past_vit) for r in got)) == (max_cells > 0)
     assert (kept_long > 0) == (max_cells < 10**12)        # (long pairs that fail the test, kept)
+
+
+def test_filters_opened_still_leave_the_forward_test(models, proteome):
+    """F1 = F2 = 1 with --nobias lets every sequence through the filters, but a Forward threshold
+    below 1 still applies: with a backend that has no Forward stage each sequence is handed on
+    with its test left (``untested``) and its filter score, HMMER's null score (p7_bg_NullOne:
+    no bias filter); with F3 = 1 no test is left."""
+    from gpu_search.hmmer.reference import ReferenceBackend
+
+    prof = FilterProfile.from_hmm(models[0])
+    searched = np.arange(0, proteome.n_seqs, 40)
+    for F3 in (1e-5, 1.0):
+        r = cascade.run_cascade(prof, proteome, ReferenceBackend(proteome), F1=1.0, F2=1.0, F3=F3, bias_filter=False,
+                                bg_freq=None, degeneracy=amino_degeneracy(), searched=searched)
+        assert r.survivors.tolist() == searched.tolist()
+        if F3 >= 1.0:
+            assert r.untested is None
+            continue
+        assert r.untested.tolist() == searched.tolist()
+        L = proteome.lengths[searched].astype(np.int64)
+        p1 = (np.float32(L) / np.float32(L + 1)).astype(np.float64)     # (p7_bg_SetLength's float)
+        null = (L * np.log(p1) + np.log(1.0 - p1)).astype(np.float32)
+        assert np.allclose(r.untested_filt, null, rtol=1e-6, atol=1e-6)

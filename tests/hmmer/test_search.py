@@ -554,7 +554,7 @@ def test_gpu_finishing_workers_run_calls_side_by_side_each_batch_its_own_results
 
     from gpu_search.hmmer.gpufinish import GpuFinishing
 
-    finishing = GpuFinishing(None, None, {})
+    finishing = GpuFinishing(None, None, {}, F3=1.0)
     finishing.GATHER_PAIRS = 1                       # (a batch a call)
     together = threading.Barrier(finishing.WORKERS, timeout=20)
     calls = []

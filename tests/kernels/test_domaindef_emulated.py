@@ -146,7 +146,7 @@ def test_gpu_finishing_merged_with_the_cpus_equals_hmmer(data_dir, proteome, tmp
         cpu = Pipeline(hmms[0].alphabet, background=bg, **options)
         template = cpu.search_hmm(hmms[0], DigitalSequenceBlock(hmms[0].alphabet)).__getstate__()["pipeline"]
         template.update(dict.fromkeys(SEQUENCE_COUNTERS, 0))
-        finishing = GpuFinishing(db, None, template, kernels=EmulatedKernels(tmp_path), F3=options["F3"])
+        finishing = GpuFinishing(db, None, template, kernels=EmulatedKernels(tmp_path))   # (F3: the template's)
         finishing.MAX_GPU_CELLS = 40_000             # (the longer pairs left to pyhmmer, to be merged)
         # the filters, every sequence through them (a backend with no Forward stage: every
         # survivor's Forward test left, with its bias filter score, to the finishing)
