@@ -250,12 +250,14 @@ class _ModelCascade:
         self.survivors, self.survivor_filt = self.survivors[ok], self.survivor_filt[ok]
 
     def result(self, seconds, F3: float = 1.0) -> CascadeResult:
-        untested = untested_filt = None
-        if F3 < 1.0 and self.untested.any():
-            order = np.argsort(self.survivors[self.untested], kind="stable")
-            untested = self.survivors[self.untested][order]
-            untested_filt = self.survivor_filt[self.untested][order]
-        return CascadeResult(np.sort(self.survivors), len(self.idx1), len(self.idx2), self.n_past_vit, seconds,
+        order = np.argsort(self.survivors, kind="stable")      # (the survivors increasing)
+        survivors, untested = self.survivors[order], self.untested[order]
+        untested_filt = None
+        if F3 < 1.0 and untested.any():
+            untested, untested_filt = survivors[untested], self.survivor_filt[order][untested]
+        else:
+            untested = None
+        return CascadeResult(survivors, len(self.idx1), len(self.idx2), self.n_past_vit, seconds,
                              self.bias.n_rescored if self.bias is not None else 0,
                              self.idx1, self.idx2, self.past_vit, untested, untested_filt)
 
