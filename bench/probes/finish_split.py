@@ -3,6 +3,7 @@
     python bench/probes/finish_split.py [--models 2000] [--db proteome] [--homologs many]
     python bench/probes/finish_split.py --ab [--backlog-seconds 0.5,2] [--workers 1,3] [--forward-max-cells 1e9]
                                         [--batch-pairs 1e9] [--modes auto] [--repeat 3]
+    python bench/probes/finish_split.py --modes auto --switch-intervals 0.005,0.0001 --repeat 3
 
 Runs the search in-process (inputs built by ``bench/hmmsearch_matrix.py``, cached under
 --work) with the GPU finishing on, and records which survivors the GPU left to pyhmmer and
@@ -47,10 +48,11 @@ def main():
                     help="with --ab: auto again with each of these cascade.FORWARD_MAX_CELLS (longer pairs' "
                          "Forward test left to pyhmmer)")
     ap.add_argument("--repeat", type=int, default=1,
-                    help="with --ab: every run this many times, the settings alternated, then each setting's "
+                    help="every run this many times, the settings alternated, then each setting's "
                          "walls and median (runs on one host differ by about 10%%)")
     ap.add_argument("--modes", default="on,off,auto",
-                    help="with --ab: the GPU finishing modes timed first (default on,off,auto)")
+                    help="with --ab: the GPU finishing modes timed first (default on,off,auto); without it, "
+                         "one mode: the mode of every run (else on)")
     ap.add_argument("--workers", type=lambda v: [int(x) for x in v.split(",")], default=[],
                     help="with --ab: on and auto again with each of these GpuFinishing.WORKERS (calls at once)")
     args = ap.parse_args()
@@ -116,19 +118,24 @@ def main():
         return ensembles(kernels, reg, reg_pair, models, seqs, profs, Ms, *a, **k)
 
     domaindef._trace_ensembles = recorded_ensembles
-    runs = [(on, None) for on in (args.modes.split(",") if args.ab else ("on",))]
+    # without --ab: the GPU finishing on every batch, or in the one mode --modes names
+    alone = args.modes if "," not in args.modes else "on"
+    runs = [(on, None) for on in (args.modes.split(",") if args.ab else (alone,))]
     runs += [("auto", ("forward", x)) for x in args.forward_max_cells] if args.ab else []
-    runs += [("auto", x) for x in args.backlog_seconds] if args.ab else [("on", x) for x in args.switch_intervals]
+    runs += [("auto", x) for x in args.backlog_seconds] if args.ab else [(alone, ("switch", x))
+                                                                          for x in args.switch_intervals]
     runs += [("auto", ("cells", x)) for x in args.max_gpu_cells] if args.ab else []
     runs += [("auto", ("pairs", x)) for x in args.batch_pairs] if args.ab else []
     runs += [(on, ("workers", x)) for x in args.workers for on in ("on", "auto")] if args.ab else []
-    runs *= max(1, args.repeat) if args.ab else 1
+    runs *= max(1, args.repeat)
+    default_interval = sys.getswitchinterval()
     walls = {}                  # setting -> wall seconds of each of its runs
     max_cells, workers = gpufinish.GpuFinishing.MAX_GPU_CELLS, gpufinish.GpuFinishing.WORKERS
     forward_cells, backlog_seconds = cascade.FORWARD_MAX_CELLS, search.BACKLOG_SECONDS
     batch_pairs = search.GPU_BATCH_PAIRS
     first_digest, mismatches = None, 0
     for on, interval in runs:
+        sys.setswitchinterval(default_interval)
         gpufinish.GpuFinishing.WORKERS = workers
         gpufinish.GpuFinishing.MAX_GPU_CELLS = max_cells
         cascade.FORWARD_MAX_CELLS = forward_cells
@@ -137,6 +144,9 @@ def main():
         if isinstance(interval, tuple) and interval[0] == "pairs":
             print(f"GPU_BATCH_PAIRS {interval[1]:,}")
             search.GPU_BATCH_PAIRS = interval[1]
+        elif isinstance(interval, tuple) and interval[0] == "switch":
+            print(f"switch interval {interval[1] * 1e3:g} ms")
+            sys.setswitchinterval(interval[1])
         elif isinstance(interval, tuple) and interval[0] == "forward":
             print(f"FORWARD_MAX_CELLS {interval[1]:,}")
             cascade.FORWARD_MAX_CELLS = interval[1]
@@ -149,9 +159,6 @@ def main():
         elif interval is not None and on == "auto":
             print(f"BACKLOG_SECONDS {interval:g}")
             search.BACKLOG_SECONDS = interval
-        elif interval is not None:
-            print(f"switch interval {interval * 1e3:g} ms")
-            sys.setswitchinterval(interval)
         spans.clear()
         recorded.clear()            # (what follows is the last run's)
         gpu_seconds.clear()
@@ -191,6 +198,7 @@ def main():
                   + ", ".join(f"{k} {v:.2f}" for k, v in sorted(kernel_gpu.items(), key=lambda kv: -kv[1])))
         print(f"  models finished on the GPU {len(recorded)}, pairs {sum(len(x[2]) for x in recorded)}")
     search.run_cascade_batch, search.Finisher.__call__ = cascade_batch, finisher_call
+    sys.setswitchinterval(default_interval)
     gpufinish.GpuFinishing.MAX_GPU_CELLS, gpufinish.GpuFinishing.WORKERS = max_cells, workers
     cascade.FORWARD_MAX_CELLS, search.BACKLOG_SECONDS = forward_cells, backlog_seconds
     search.GPU_BATCH_PAIRS = batch_pairs
