@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 import threading
 import time
 from collections import deque
@@ -548,6 +549,18 @@ BACKLOG_SECONDS = 0.25
 GPU_BATCH_PAIRS = 512
 
 
+# The interpreter's switch interval while a filtered search runs (restored after).  The threads
+# feeding the GPU (filter batches, GPU finishing calls) give up the interpreter's lock at every
+# kernel wait and copy, and the records thread and the report hold it between; with the default
+# 5 ms each return could wait that long for it.  2,000 models x 6.8 M residues, many homologs, on
+# an H200 host with 16 cores, in one process (bench/probes/finish_split.py --modes auto
+# --switch-intervals 0.005,0.0005,0.0001 --repeat 3: three rounds, settings alternated), 5 ms
+# (two runs a round) 13.5 and 14.9 s, 13.7 and 13.9, 12.1 and 11.6; 0.5 ms 12.0, 12.0, 11.5;
+# 0.1 ms 12.0, 22.3, 11.7 (the slow run's GPU finishing calls took twice their usual time).
+# Few homologs: within the runs' spread.
+SWITCH_INTERVAL = 0.0005
+
+
 def _filter_threads(n_models_ahead: int) -> int:
     """Filter threads for a search whose first LOOKAHEAD_MODELS + 1 models read are
     ``n_models_ahead``: 4 for a search of at most LOOKAHEAD_MODELS models, where batches
@@ -746,6 +759,8 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
                 callback(r.hmm, handed)
             return r
 
+        switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_INTERVAL)
         try:
             while True:
                 fill()
@@ -760,6 +775,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
                 else:
                     break
         finally:
+            sys.setswitchinterval(switch_interval)
             # a failure, or a caller that stopped early: models not started are dropped,
             # batches being filtered end at their next stage, rather than run to the end
             # (kill switch); leaving the pools waits only for that

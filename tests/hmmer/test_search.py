@@ -69,6 +69,32 @@ def test_models_in_order_and_a_failure_stops_the_rest(data_dir, proteome):
     assert 3 <= Failing.calls <= 32 * 2 + 2          # the window (32 x cpus, at most 512) and the filter threads
 
 
+def test_switch_interval_while_filtering_then_restored(data_dir, proteome):
+    """The filtered search runs at SWITCH_INTERVAL (its threads feeding the GPU wait less for the
+    interpreter's lock) and gives the caller's interval back after, also where it fails."""
+    import sys
+
+    from gpu_search.hmmer import reference
+
+    hmms = read_hmms(data_dir / "hmms" / "txt" / "Thioesterase.hmm") * 3
+    db = proteome.subset(range(50))
+    before = sys.getswitchinterval()
+    assert before != search.SWITCH_INTERVAL
+    seen = []
+    list(search.hmmsearch(hmms, db, device="reference", cpus=2,
+                          callback=lambda hmm, n: seen.append(sys.getswitchinterval())))
+    assert seen == [search.SWITCH_INTERVAL] * 3
+    assert sys.getswitchinterval() == before
+
+    class Failing(reference.ReferenceBackend):
+        def msv(self, prof, idx):
+            raise RuntimeError("a failing filter")
+
+    with pytest.raises(RuntimeError, match="a failing filter"):
+        list(search.hmmsearch(hmms, db, device="reference", cpus=2, backend=Failing(db)))
+    assert sys.getswitchinterval() == before
+
+
 def test_batches_started_out_of_order_yield_in_model_order(data_dir, proteome):
     """Models batched by kernel geometry (a backend's batch_key) start out of their order; the
     results still come in model order, each equal to the CPU path's, and every batch holds
