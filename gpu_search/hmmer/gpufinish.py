@@ -3,7 +3,8 @@
 After the filter cascade, each model's survivors (the sequences through F3) go through
 HMMER's domain definition and scoring.  :class:`GpuFinishing` runs that on the GPU for a
 whole batch of models at once (:func:`gpu_search.hmmer.gpu.domaindef.define_domains`), then
-builds each model's hits as HMMER stores them (:mod:`.hitrecords`), for every sequence the
+builds each model's hits as HMMER stores them (:mod:`.hitrecords`; the records of a call's
+models built together, in one pass of array operations), for every sequence the
 GPU can give HMMER's answer for; the others (scores the kernels leave unsure, the longest
 pairs) are returned to be finished by pyhmmer as before.  The pairs whose Forward test the
 filter cascade left (too long for its Forward stage) are tested here, on the same score, and
@@ -23,7 +24,7 @@ import numpy as np
 
 from ..seqdb import amino_degeneracy
 from . import cascade
-from .hitrecords import ModelText, gpu_tophits, model_records
+from .hitrecords import ModelText, gpu_tophits, models_records
 
 
 def gpu_finishing_applies(options) -> bool:
@@ -190,6 +191,7 @@ class GpuFinishing:
         first = 0
         on_gpu = n_left = 0
         n_failed = int((~pairs.passed).sum())
+        taken = []                               # (model, its simple pairs' rows) with GPU hits
         for m, (hmm, prof, s, x, e) in enumerate(zip(hmms, profs, survivors, long, every)):
             rows = np.arange(first, first + len(s))
             first += len(s)
@@ -197,11 +199,16 @@ class GpuFinishing:
             left = np.sort(np.concatenate([s[~simple & pairs.passed[rows]], e[x]]))
             on_gpu += int(simple.sum())
             n_left += len(left)
-            if not simple.any():
-                out.append((None, left))
-                continue
-            out.append((self._hits_maker(hmm, prof, pairs, env, rows[simple], residues, offsets, lengths, uniq,
-                                         alone=not len(left)), left))
+            if simple.any():
+                taken.append((m, rows[simple]))
+            out.append((None, left))
+        call = _CallRecords(lambda: models_records(
+            [ModelText.from_profile(profs[m]) for m, _ in taken], [profs[m] for m, _ in taken], pairs, env,
+            [rows for _, rows in taken], residues, offsets, lengths, lambda j: self.seq_text(int(uniq[j])),
+            self.pipeline))
+        for j, (m, rows) in enumerate(taken):
+            left = out[m][1]
+            out[m] = (self._hits_maker(hmms[m], profs[m], call, j, len(rows), alone=not len(left)), left)
         with self._lock:
             self.pairs_on_gpu += on_gpu
             self.pairs_left += n_left
@@ -245,13 +252,36 @@ class GpuFinishing:
                 self._texts[i] = text
         return text
 
-    def _hits_maker(self, hmm, prof, pairs, env, rows, residues, offsets, lengths, uniq, alone: bool):
-        """The function making the model's GPU hits (thresholded where ``alone``: no CPU hits
-        of the model to be merged with them, a merge that thresholds them all)."""
+    def _hits_maker(self, hmm, prof, call, j: int, n_pairs: int, alone: bool):
+        """The function making the model's GPU hits from its records, the j-th model's of the
+        call's (thresholded where ``alone``: no CPU hits of the model to be merged with them, a
+        merge that thresholds them all)."""
         def make():
-            pipeline = dict(self.pipeline, nnodes=prof.M, n_past_fwd=len(rows))
-            records, keys, names, ialis = model_records(
-                ModelText.from_profile(prof), prof, pairs, env, rows, residues, offsets, lengths,
-                lambda j: self.seq_text(int(uniq[j])), pipeline)
+            pipeline = dict(self.pipeline, nnodes=prof.M, n_past_fwd=n_pairs)
+            records, keys, names, ialis = call.take(j)
             return gpu_tophits(hmm, pipeline, records, keys, names, ialis, thresholded=alone)
         return make
+
+
+class _CallRecords:
+    """The hit records of every model of one finishing call, built together by the first of
+    its models' makers to run (on the records thread), each model's then taken by its maker:
+    the records' array operations run once for the call's models, not once a model."""
+
+    def __init__(self, build):
+        self._build = build
+        self._lock = threading.Lock()
+        self._made: list | None = None
+        self._error: BaseException | None = None
+
+    def take(self, j: int) -> tuple:
+        with self._lock:
+            if self._made is None and self._error is None:
+                try:
+                    self._made = self._build()
+                except BaseException as exc:       # (every model's maker gets the error)
+                    self._error = exc
+                self._build = None
+            if self._error is not None:
+                raise self._error
+            return self._made[j]

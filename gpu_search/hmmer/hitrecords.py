@@ -82,15 +82,47 @@ class ModelText:
                    rf=line(prof.reference), cs=line(prof.consensus_structure), odds=prof.fwd_emit)
 
 
-def alidisplay_lines(model: ModelText, st, k, i, pp, bounds: np.ndarray, seq_at: np.ndarray,
-                     residues: np.ndarray) -> tuple:
+@dataclass
+class ModelTexts:
+    """Several models' :class:`ModelText` end to end, all with or all without each annotation
+    line: node k of model m at offset[m] + k - 1 of consensus, consensus_code, rf, cs and the
+    columns of odds; text[m] the model's name, accession and description, each ended by a
+    zero byte (as p7_alidisplay_Serialize writes them)."""
+
+    M: np.ndarray                    # int64 [models]
+    offset: np.ndarray               # int64 [models]
+    consensus: np.ndarray
+    consensus_code: np.ndarray
+    rf: np.ndarray | None
+    cs: np.ndarray | None
+    odds: np.ndarray                 # float32 [Kp, sum of M]
+    text: list
+
+    @classmethod
+    def of(cls, models: list) -> "ModelTexts":
+        Ms = np.array([m.M for m in models], dtype=np.int64)
+
+        def joined(lines):
+            return None if lines[0] is None else np.concatenate(lines)
+
+        return cls(M=Ms, offset=np.concatenate([[0], np.cumsum(Ms)[:-1]]).astype(np.int64),
+                   consensus=np.concatenate([m.consensus for m in models]),
+                   consensus_code=np.concatenate([m.consensus_code for m in models]),
+                   rf=joined([m.rf for m in models]), cs=joined([m.cs for m in models]),
+                   odds=np.concatenate([m.odds for m in models], axis=1),
+                   text=[b"".join(x + b"\0" for x in (m.name, m.acc, m.desc)) for m in models])
+
+
+def alidisplay_lines(models: ModelTexts, trace_model: np.ndarray, st, k, i, pp, bounds: np.ndarray,
+                     seq_at: np.ndarray, residues: np.ndarray) -> tuple:
     """The lines of p7_alidisplay_Create's displays of optimal accuracy traces, worked out for
     all traces at once: (lines, first, last, presence).  Trace d is st, k, i, pp [bounds[d],
-    bounds[d+1]), in its sequence's coordinates (residue i at residues[seq_at[d] + i - 1]); its
-    display runs from its first M (position first[d] of the traces end to end) to its last
-    (last[d]), and line r of it is lines[r, first[d]:last[d] + 1].  The lines are those
-    ``presence`` announces, in p7_alidisplay_Serialize's order (reference and structure
-    annotation where the model has them, model, match, target, posterior probabilities)."""
+    bounds[d+1]), of model trace_model[d] of ``models``, in its sequence's coordinates (residue
+    i at residues[seq_at[d] + i - 1]); its display runs from its first M (position first[d] of
+    the traces end to end) to its last (last[d]), and line r of it is lines[r, first[d]:last[d]
+    + 1].  The lines are those ``presence`` announces, in p7_alidisplay_Serialize's order
+    (reference and structure annotation where the models have them, model, match, target,
+    posterior probabilities)."""
     st, k, i = np.asarray(st), np.asarray(k).astype(np.int64), np.asarray(i).astype(np.int64)
     bounds = np.asarray(bounds, dtype=np.int64)
     m_at = np.flatnonzero(st == T_M)
@@ -98,18 +130,18 @@ def alidisplay_lines(model: ModelText, st, k, i, pp, bounds: np.ndarray, seq_at:
     last = m_at[np.searchsorted(m_at, bounds[1:]) - 1]
     owner = np.repeat(np.arange(len(bounds) - 1), np.diff(bounds))
     m, ins = st == T_M, st == T_I
-    node = np.maximum(k - 1, 0)
+    node = models.offset[np.asarray(trace_model, np.int64)[owner]] + np.maximum(k - 1, 0)
     x = np.where(i > 0, residues[np.maximum(np.asarray(seq_at, np.int64)[owner] + i - 1, 0)], 0).astype(np.int64)
-    cons = model.consensus[node]
+    cons = models.consensus[node]
     model_line = np.where(ins, DOT, cons)
-    positive = np.where(x == model.consensus_code[node], cons, np.where(model.odds[x, node] > 1.0, PLUS, SPACE))
+    positive = np.where(x == models.consensus_code[node], cons, np.where(models.odds[x, node] > 1.0, PLUS, SPACE))
     mline = np.where(m, positive, SPACE)
     aseq = np.where(m, SYMBOLS[x], np.where(ins, LOWER[x], DASH))
     post = np.asarray(pp, np.float32).astype(np.float64) + 0.05      # p7_alidisplay_EncodePostProb, in double
     pline = np.where(post >= 1.0, STAR, (post * 10.0).astype(np.int64) + ord("0"))
     pline = np.where(m | ins, pline, DOT)
     lines, presence = [], AD_PP | AD_ASEQ
-    for flag, annotation in ((AD_RF, model.rf), (AD_CS, model.cs)):
+    for flag, annotation in ((AD_RF, models.rf), (AD_CS, models.cs)):
         if annotation is not None:
             lines.append(np.where(ins, DOT, annotation[node]))
             presence |= flag
@@ -122,6 +154,23 @@ def reportable(pipeline: dict, score: float, lnP: float) -> bool:
     if pipeline["by_E"]:
         return math.exp(lnP) * float(pipeline["Z"]) <= float(pipeline["E"])
     return float(score) >= float(pipeline["T"])
+
+
+def reportable_each(pipeline: dict, score: np.ndarray, lnP: np.ndarray) -> np.ndarray:
+    """:func:`reportable` of many hits at once.  By E-value, HMMER takes exp() of the C
+    library, which numpy's may differ from in the last bit: where that could change a verdict
+    (within a millionth of a millionth of E), the hit is decided by math.exp, as reportable()."""
+    if not pipeline["by_E"]:
+        return np.asarray(score, dtype=np.float32).astype(np.float64) >= float(pipeline["T"])
+    Z, E = float(pipeline["Z"]), float(pipeline["E"])
+    lnP = np.asarray(lnP, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        value = np.exp(lnP) * Z
+        kept = value <= E
+        near = np.flatnonzero(np.abs(value - E) <= 1e-12 * abs(E))
+    for q in near.tolist():
+        kept[q] = reportable(pipeline, 0.0, float(lnP[q]))
+    return kept
 
 
 def gpu_tophits(query, pipeline: dict, records: list, sortkeys: list, names: list, ialis: list,
@@ -152,6 +201,12 @@ def scored_domains(prof, pairs, env, sel: np.ndarray, lengths: np.ndarray) -> tu
     (:func:`gpu_search.hmmer.scores.hit_scores`; lengths: of the sequences pairs.seq
     indexes).  Returns (dom_start: pair q's domains are dom_start[q] .. dom_start[q+1]-1 of
     flat, flat: their envelopes, HitScores)."""
+    return _scored_domains(pairs, env, sel, lengths, prof.evparam[4], prof.evparam[5])
+
+
+def _scored_domains(pairs, env, sel: np.ndarray, lengths: np.ndarray, tau, lam) -> tuple:
+    """:func:`scored_domains` of pairs of one model (tau, lambda its Forward tail's) or of
+    several (each pair's model's)."""
     from .gpu.domaindef import index_ranges
     from .scores import hit_scores
 
@@ -163,7 +218,7 @@ def scored_domains(prof, pairs, env, sel: np.ndarray, lengths: np.ndarray) -> tu
     per_pair = np.bincount(np.repeat(np.arange(len(sel)), counts)[decoded], minlength=len(sel))
     start = np.concatenate([[0], np.cumsum(per_pair)]).astype(np.int64)
     sc = hit_scores(pairs.fwd[sel], lengths[pairs.seq[sel]], pairs.null2_sum[sel], start, env.envsc[flat],
-                    env.domcorrection[flat], env.i[flat], env.j[flat], prof.evparam[4], prof.evparam[5])
+                    env.domcorrection[flat], env.i[flat], env.j[flat], tau, lam)
     return start, flat, sc
 
 
@@ -172,42 +227,76 @@ def model_records(model: ModelText, prof, pairs, env, sel: np.ndarray, residues:
     """The hit records of one model's pairs ``sel`` (simple pairs of
     :func:`gpu_search.hmmer.gpu.domaindef.define_domains`, whose sequences are residues /
     offsets / lengths; seq_text(s): a sequence's (name, acc, desc) bytes), those p7_Pipeline
-    keeps (a domain at least, reportable): (records, sortkeys, names, first domains' starts).
+    keeps (a domain at least, reportable): (records, sortkeys, names, first domains' starts)."""
+    return models_records([model], [prof], pairs, env, [sel], residues, offsets, lengths, seq_text, pipeline)[0]
+
+
+def models_records(models: list, profs: list, pairs, env, sels: list, residues: np.ndarray, offsets: np.ndarray,
+                   lengths: np.ndarray, seq_text, pipeline: dict) -> list:
+    """:func:`model_records` of several models' pairs of one domain definition at once (model
+    m: models[m], its ModelText, profs[m], its pairs sels[m]; the thresholds of ``pipeline``
+    apply to all): one list per model.  The models are taken together by the annotation lines
+    their displays carry (reference, structure), so that a few array operations serve every
+    model of a finishing call where one model's took as many."""
+    out = [([], [], [], [])] * len(models)
+    groups: dict = {}
+    for m, model in enumerate(models):
+        if len(sels[m]):
+            groups.setdefault((model.rf is None, model.cs is None), []).append(m)
+    for members in groups.values():
+        made = _records(ModelTexts.of([models[m] for m in members]),
+                        np.array([profs[m].evparam[4] for m in members], dtype=np.float32),
+                        np.array([profs[m].evparam[5] for m in members], dtype=np.float32),
+                        pairs, env, [sels[m] for m in members], residues, offsets, lengths, seq_text, pipeline)
+        for m, records in zip(members, made):
+            out[m] = records
+    return out
+
+
+def _records(models: ModelTexts, tau: np.ndarray, lam: np.ndarray, pairs, env, sels: list, residues: np.ndarray,
+             offsets: np.ndarray, lengths: np.ndarray, seq_text, pipeline: dict) -> list:
+    """:func:`models_records` of models that carry the same annotation lines.
 
     Every record is made of ranges of one buffer (the fixed-size heads, each written for all
     hits or domains at once, the display lines, the texts, the terminating zero bytes), put
     end to end by one gather: no Python work per domain."""
     from .gpu.domaindef import index_ranges
 
-    sel = np.asarray(sel, dtype=np.int64)
-    start, flat, sc = scored_domains(prof, pairs, env, sel, lengths)
+    n_models = len(sels)
+    sel = np.concatenate([np.asarray(x, dtype=np.int64) for x in sels])
+    pair_model = np.repeat(np.arange(n_models), [len(x) for x in sels])
+    start, flat, sc = _scored_domains(pairs, env, sel, lengths, tau[pair_model], lam[pair_model])
     by_E = bool(pipeline["inc_by_E"])
     # the pairs kept: a domain at least (a region, an envelope decoded), reportable
-    kept = np.array([q for q in np.flatnonzero(start[:-1] < start[1:]).tolist()
-                     if reportable(pipeline, sc.score[q], float(sc.lnP[q]))], dtype=np.int64)
+    kept = np.flatnonzero(start[:-1] < start[1:])
+    kept = kept[reportable_each(pipeline, sc.score[kept], sc.lnP[kept])]
     if not len(kept):
-        return [], [], [], []
+        return [([], [], [], [])] * n_models
     kept_pairs = sel[kept]
     kept_seqs = pairs.seq[kept_pairs]
+    kept_model = pair_model[kept]
     texts = [seq_text(j) for j in kept_seqs.tolist()]
     n_doms = start[kept + 1] - start[kept]
-    dom_b = index_ranges(start[kept], n_doms)          # each kept domain among the model's scored ones
+    dom_b = index_ranges(start[kept], n_doms)          # each kept domain among the scored ones
     envs = flat[dom_b]
     owner = np.repeat(np.arange(len(kept)), n_doms)    # each kept domain's hit
+    dom_model = kept_model[owner]
     t0, t1 = env.trace_start[envs], env.trace_start[envs + 1]
     bounds = np.concatenate([[0], np.cumsum(t1 - t0)]).astype(np.int64)
     gather = index_ranges(t0, t1 - t0)                # the traces, end to end
     dom_seq = kept_seqs[owner]
     k, ti = env.k[gather].astype(np.int64), env.ti[gather].astype(np.int64)
-    grid, first, last, presence = alidisplay_lines(model, env.st[gather], k, ti, env.pp[gather], bounds,
-                                                   offsets[dom_seq], residues)
+    grid, first, last, presence = alidisplay_lines(models, dom_model, env.st[gather], k, ti, env.pp[gather],
+                                                   bounds, offsets[dom_seq], residues)
     iali, jali = ti[first], ti[last]
 
     # the texts: each hit's name, accession and description, end to end
     name_len, acc_len, desc_len = (np.array([len(t[f]) for t in texts], dtype=np.int64) for f in range(3))
     name_at = np.concatenate([[0], np.cumsum(name_len + acc_len + desc_len)[:-1]]).astype(np.int64)
     acc_at, desc_at = name_at + name_len, name_at + name_len + acc_len
-    model_text = b"".join(s + b"\0" for s in (model.name, model.acc, model.desc))
+    # each model's name, accession and description (zero bytes included), end to end
+    model_len = np.array([len(t) for t in models.text], dtype=np.int64)
+    model_text_at = np.concatenate([[0], np.cumsum(model_len)[:-1]]).astype(np.int64)
 
     # the heads, as p7_hit_Serialize, p7_domain_Serialize and p7_alidisplay_Serialize write them
     has_acc, has_desc = acc_len > 0, desc_len > 0
@@ -232,13 +321,13 @@ def model_records(model: ModelText, prof, pairs, env, sel: np.ndarray, residues:
         sc.dom_lnP[dom_b]
     n_lines, n = len(grid), last - first + 1
     displays = np.zeros(len(envs), ALIDISPLAY_RECORD)
-    displays["size"] = (ALIDISPLAY_RECORD.itemsize + n_lines * (n + 1) + len(model_text)
+    displays["size"] = (ALIDISPLAY_RECORD.itemsize + n_lines * (n + 1) + model_len[dom_model]
                         + (name_len + acc_len + desc_len + 3)[owner])
-    displays["N"], displays["hmmfrom"], displays["hmmto"], displays["M"] = n, k[first], k[last], model.M
+    displays["N"], displays["hmmfrom"], displays["hmmto"], displays["M"] = n, k[first], k[last], models.M[dom_model]
     displays["sqfrom"], displays["sqto"], displays["L"], displays["presence"] = iali, jali, lengths[dom_seq], presence
 
     # one buffer holding every piece, and each record's pieces (start, size) in order
-    parts = [b"\0", model_text, b"".join(b"".join(t) for t in texts), grid.tobytes(), hits.tobytes(),
+    parts = [b"\0", b"".join(models.text), b"".join(b"".join(t) for t in texts), grid.tobytes(), hits.tobytes(),
              domains.tobytes(), displays.tobytes()]
     zero_at, model_at, text_at, lines_at, hits_at, domains_at, displays_at = \
         np.concatenate([[0], np.cumsum([len(x) for x in parts])[:-1]])
@@ -259,7 +348,7 @@ def model_records(model: ModelText, prof, pairs, env, sel: np.ndarray, residues:
     every = np.ones(len(d), bool)
     for r in range(n_lines):
         per_domain += [(lines_at + r * width + first, n), zero(every)]
-    per_domain += [(np.full(len(d), model_at), np.full(len(d), len(model_text))),
+    per_domain += [(model_at + model_text_at[dom_model], model_len[dom_model]),
                    (text_at + name_at[owner], name_len[owner]), zero(every),
                    (text_at + acc_at[owner], acc_len[owner]), zero(every),
                    (text_at + desc_at[owner], desc_len[owner]), zero(every)]
@@ -278,5 +367,9 @@ def model_records(model: ModelText, prof, pairs, env, sel: np.ndarray, residues:
     joined = source[index_ranges(starts, sizes)].tobytes()
     ends = np.cumsum(np.add.reduceat(sizes, first_piece)).tolist()
     records = [joined[a:b] for a, b in zip([0] + ends[:-1], ends)]
-    return records, hits["sortkey"].astype(np.float64).tolist(), [t[0] for t in texts], \
-        iali[np.cumsum(n_doms) - n_doms].tolist()
+    sortkeys = hits["sortkey"].astype(np.float64).tolist()
+    names = [t[0] for t in texts]
+    ialis = iali[np.cumsum(n_doms) - n_doms].tolist()
+    # each model's hits, in the order of its pairs (kept is in model order)
+    cut = np.concatenate([[0], np.cumsum(np.bincount(kept_model, minlength=n_models))]).tolist()
+    return [(records[a:b], sortkeys[a:b], names[a:b], ialis[a:b]) for a, b in zip(cut[:-1], cut[1:])]

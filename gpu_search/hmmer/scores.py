@@ -166,10 +166,12 @@ def flogsum(a, b) -> np.ndarray:
     return np.where(far, hi, hi + flogsum_table()[idx]).astype(F32)
 
 
-def exp_logsurv(x, tau: float, lam: float) -> np.ndarray:
-    """esl_exp_logsurv: log P(S > x) of the Forward score's exponential tail, in double."""
+def exp_logsurv(x, tau, lam) -> np.ndarray:
+    """esl_exp_logsurv: log P(S > x) of the Forward score's exponential tail, in double (tau and
+    lambda one model's, or each score's model's)."""
     x = np.asarray(x, dtype=np.float64)
-    return np.where(x < float(tau), 0.0, -float(lam) * (x - float(tau)))
+    tau, lam = np.asarray(tau, dtype=np.float64), np.asarray(lam, dtype=np.float64)
+    return np.where(x < tau, 0.0, -lam * (x - tau))
 
 
 # log((float) n / (float) (n + 3)) in double, the length model's per-residue cost
@@ -200,10 +202,9 @@ class HitScores:
     dom_lnP: np.ndarray
 
 
-def hit_scores(fwdsc, lengths, null2_sum, dom_start, envsc, domcorrection, ienv, jenv, tau: float,
-               lam: float) -> HitScores:
-    """The null2-corrected scores of sequences after domain definition, one model's (tau and
-    lambda its Forward tail's), null2 on (HMMER's default).
+def hit_scores(fwdsc, lengths, null2_sum, dom_start, envsc, domcorrection, ienv, jenv, tau, lam) -> HitScores:
+    """The null2-corrected scores of sequences after domain definition (tau and lambda the
+    Forward tail's of their model, or each sequence's model's), null2 on (HMMER's default).
 
     fwdsc: each sequence's Forward score (nats); lengths: their lengths; null2_sum: the Kahan
     sum of each whole sequence's n2sc; each sequence's domains are dom_start[s] ..
@@ -248,7 +249,9 @@ def hit_scores(fwdsc, lengths, null2_sum, dom_start, envsc, domcorrection, ienv,
         e = np.where(has, dom_start[:-1] + d, 0)
         b = np.where(has, dom_start[:-1] + best, 0)
         best = np.where(has & (bitscore[e] > bitscore[b]), d, best)
+    tau, lam = np.asarray(tau, dtype=np.float64), np.asarray(lam, dtype=np.float64)
+    dom_tau, dom_lam = (tau[owner], lam[owner]) if tau.ndim else (tau, lam)
     return HitScores(score=seq_score, pre_score=pre_score, sum_score=sum_score,
                      lnP=exp_logsurv(seq_score, tau, lam), pre_lnP=exp_logsurv(pre_score, tau, lam),
                      sum_lnP=exp_logsurv(sum_score, tau, lam), best_domain=best, dom_bitscore=bitscore,
-                     dom_bias=dombias, dom_lnP=exp_logsurv(bitscore, tau, lam))
+                     dom_bias=dombias, dom_lnP=exp_logsurv(bitscore, dom_tau, dom_lam))

@@ -87,14 +87,17 @@ def check_records(pairs, env, db, hmms, profs, want_hits: dict, options: dict) -
     """Each model's hit records built from the GPU's results (hitrecords.model_records, then a
     TopHits as gpu_tophits makes it) byte for byte pyhmmer's records of the same sequences
     (unset fields masked), after pyhmmer's thresholds; want_hits[model name]: pyhmmer's
-    TopHits of the search with ``options``.  Returns the records compared."""
+    TopHits of the search with ``options``.  The records of every model built at once
+    (hitrecords.models_records, as a finishing call builds them; the models listed twice, in
+    two orders) are each model's built alone.  Returns the records compared."""
     from pyhmmer.easel import DigitalSequenceBlock
     from pyhmmer.plan7 import Background, Pipeline
 
-    from gpu_search.hmmer.hitrecords import ModelText, gpu_tophits, model_records
+    from gpu_search.hmmer.hitrecords import ModelText, gpu_tophits, model_records, models_records
     from gpu_search.hmmer.search import SEQUENCE_COUNTERS
 
     compared = 0
+    alone = []
     for m, (hmm, prof) in enumerate(zip(hmms, profs)):
         empty = Pipeline(hmm.alphabet, background=Background(hmm.alphabet), **options).search_hmm(
             hmm, DigitalSequenceBlock(hmm.alphabet))
@@ -103,6 +106,7 @@ def check_records(pairs, env, db, hmms, profs, want_hits: dict, options: dict) -
         sel = np.flatnonzero((pairs.model == m) & pairs.simple)
         records, keys, names, ialis = model_records(ModelText.from_profile(prof), prof, pairs, env, sel,
                                                     db.residues, db.offsets, db.lengths, db.easel_text, pipeline)
+        alone.append((records, keys, names, ialis))
         ours = gpu_tophits(hmm, pipeline, records, keys, names, ialis)
         state = ours.__getstate__()
         theirs = {_name(r): bytes(r) for r in want_hits[hmm.name].__getstate__()["unsrt"]}
@@ -111,4 +115,10 @@ def check_records(pairs, env, db, hmms, profs, want_hits: dict, options: dict) -
             r = bytes(r)
             assert masked(r) == masked(theirs[_name(r)]), f"{hmm.name} x {_name(r)}: records differ"
             compared += 1
+    # (the thresholds are every model's: the last model's pipeline serves all)
+    order = list(range(len(hmms))) + list(reversed(range(len(hmms))))
+    together = models_records([ModelText.from_profile(profs[m]) for m in order], [profs[m] for m in order],
+                              pairs, env, [np.flatnonzero((pairs.model == m) & pairs.simple) for m in order],
+                              db.residues, db.offsets, db.lengths, db.easel_text, pipeline)
+    assert together == [alone[m] for m in order]
     return compared
