@@ -238,7 +238,7 @@ def models_records(models: list, profs: list, pairs, env, sels: list, residues: 
     apply to all): one list per model.  The models are taken together by the annotation lines
     their displays carry (reference, structure), so that a few array operations serve every
     model of a finishing call where one model's took as many."""
-    out = [([], [], [], [])] * len(models)
+    out = [([], [], [], []) for _ in models]
     groups: dict = {}
     for m, model in enumerate(models):
         if len(sels[m]):
@@ -271,7 +271,7 @@ def _records(models: ModelTexts, tau: np.ndarray, lam: np.ndarray, pairs, env, s
     kept = np.flatnonzero(start[:-1] < start[1:])
     kept = kept[reportable_each(pipeline, sc.score[kept], sc.lnP[kept])]
     if not len(kept):
-        return [([], [], [], [])] * n_models
+        return [([], [], [], []) for _ in range(n_models)]
     kept_pairs = sel[kept]
     kept_seqs = pairs.seq[kept_pairs]
     kept_model = pair_model[kept]
