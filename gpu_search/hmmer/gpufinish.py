@@ -266,7 +266,9 @@ class GpuFinishing:
 class _CallRecords:
     """The hit records of every model of one finishing call, built together by the first of
     its models' makers to run (on the records thread), each model's then taken by its maker:
-    the records' array operations run once for the call's models, not once a model."""
+    the records' array operations run once for the call's models, not once a model.  Where
+    building them fails, every model of the call fails with that error.  (They are kept while
+    the makers are: until the finishing worker's next call.)"""
 
     def __init__(self, build):
         self._build = build
@@ -279,9 +281,9 @@ class _CallRecords:
             if self._made is None and self._error is None:
                 try:
                     self._made = self._build()
-                except BaseException as exc:       # (every model's maker gets the error)
+                except BaseException as exc:
                     self._error = exc
-                self._build = None
+                self._build = None                 # (what it held: the call's arrays)
             if self._error is not None:
-                raise self._error
+                raise RuntimeError("building the GPU's hit records failed") from self._error
             return self._made[j]

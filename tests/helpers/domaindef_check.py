@@ -117,8 +117,23 @@ def check_records(pairs, env, db, hmms, profs, want_hits: dict, options: dict) -
             compared += 1
     # (the thresholds are every model's: the last model's pipeline serves all)
     order = list(range(len(hmms))) + list(reversed(range(len(hmms))))
-    together = models_records([ModelText.from_profile(profs[m]) for m in order], [profs[m] for m in order],
-                              pairs, env, [np.flatnonzero((pairs.model == m) & pairs.simple) for m in order],
-                              db.residues, db.offsets, db.lengths, db.easel_text, pipeline)
+    texts = [ModelText.from_profile(profs[m]) for m in order]
+    sels = [np.flatnonzero((pairs.model == m) & pairs.simple) for m in order]
+    together = models_records(texts, [profs[m] for m in order], pairs, env, sels, db.residues, db.offsets,
+                              db.lengths, db.easel_text, pipeline)
     assert together == [alone[m] for m in order]
+    # and with part of each model's pairs, one model with none, thresholds that drop hits
+    rng = np.random.default_rng(7)
+    sels = [np.sort(rng.permutation(x)[:len(x) // 2]) for x in sels]
+    sels[len(sels) // 2] = sels[len(sels) // 2][:0]
+    kept = []
+    for strict in ({}, dict(E=1e-4), dict(by_E=False, T=30.0), dict(E=1e-4, inc_by_E=False)):
+        thresholds = dict(pipeline, **strict)
+        together = models_records(texts, [profs[m] for m in order], pairs, env, sels, db.residues, db.offsets,
+                                  db.lengths, db.easel_text, thresholds)
+        each = [model_records(x, profs[m], pairs, env, sel, db.residues, db.offsets, db.lengths, db.easel_text,
+                              thresholds) for x, m, sel in zip(texts, order, sels)]
+        assert together == each
+        kept.append(sum(len(r[0]) for r in each))
+    assert all(0 < k < kept[0] for k in kept[1:]), kept        # (the thresholds dropped some hits, not all)
     return compared

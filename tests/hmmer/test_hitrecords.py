@@ -46,3 +46,38 @@ def test_hits_kept_by_bit_score_compared_in_double():
     pipeline = {"by_E": False, "Z": 1.0, "E": 10.0, "T": T}
     got = reportable_each(pipeline, scores, np.zeros(len(scores)))
     assert got.tolist() == [reportable(pipeline, s, 0.0) for s in scores] == [False, True, False, False, True]
+
+
+def test_a_calls_records_built_once_for_all_its_models():
+    """GpuFinishing's makers of one call share one build of its records; a failed build fails
+    every model of the call with that error as the cause."""
+    import pytest
+
+    from gpu_search.hmmer.gpufinish import _CallRecords
+
+    builds = []
+    call = _CallRecords(lambda: builds.append(1) or [("a",), ("b",), ("c",)])
+    assert [call.take(j) for j in (2, 0, 1, 0)] == [("c",), ("a",), ("b",), ("a",)] and builds == [1]
+
+    def failing():
+        raise ValueError("no records")
+
+    call = _CallRecords(failing)
+    for j in (0, 1):
+        with pytest.raises(RuntimeError, match="hit records failed") as caught:
+            call.take(j)
+        assert isinstance(caught.value.__cause__, ValueError)
+
+
+def test_numpys_exp_a_bit_off_leaves_every_verdict_the_c_librarys(monkeypatch):
+    """numpy's exp may differ from the C library's in its last bits: at the E-value edge the
+    verdict is the C library's (here numpy's made one ulp too large, and too small)."""
+    exp = np.exp
+    lnP = -3.25
+    for way in (np.inf, -np.inf):
+        monkeypatch.setattr(np, "exp", lambda x, way=way: np.nextafter(exp(x), way))
+        for E in (math.exp(lnP), float(np.nextafter(math.exp(lnP), np.inf)),
+                  float(np.nextafter(math.exp(lnP), -np.inf))):
+            pipeline = {"by_E": True, "Z": 1.0, "E": E, "T": 0.0}
+            got = reportable_each(pipeline, np.zeros(1, np.float32), np.array([lnP]))
+            assert got.tolist() == [reportable(pipeline, 0.0, lnP)]

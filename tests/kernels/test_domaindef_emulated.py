@@ -115,6 +115,23 @@ def test_regions_resolved_by_stochastic_traces_equal_hmmer(data_dir, tmp_path):
     assert checked >= 40 and domains >= 100, (checked, domains)
 
 
+def test_records_of_models_with_and_without_annotation_lines_equal_hmmer(data_dir, proteome, tmp_path):
+    """Models whose alignment displays carry a reference line, a structure line, both or none,
+    in one domain definition: each model's records pyhmmer's, and the records of all built at
+    once (as a finishing call builds them, the models taken together by their lines) each
+    model's built alone (check_records)."""
+    hmms = [read_hmms(data_dir / "hmms" / "txt" / f"{name}.hmm")[0] for name in ("Thioesterase", "RREFam", "KR",
+                                                                                   "PF02826")]
+    rng = np.random.default_rng(1)
+    for j in (0, 2, 3):
+        hmms[j].reference = "".join(rng.choice(list("xX.abc"), hmms[j].M))
+    hmms[2].consensus_structure = "".join(rng.choice(list("HE-<>"), hmms[2].M))
+    assert [(h.reference is not None, h.consensus_structure is not None) for h in hmms] == \
+        [(True, False), (False, False), (True, True), (True, True)]
+    _, _, checked, domains = _define_and_check(hmms, _targets(hmms, proteome, 20), tmp_path, 1 << 20)
+    assert checked >= 20 and domains >= 30, (checked, domains)
+
+
 def test_gpu_finishing_merged_with_the_cpus_equals_hmmer(data_dir, proteome, tmp_path):
     """GpuFinishing (the GPU's part of HMMER's finishing, here on the kernels' CPU emulator)
     merged with pyhmmer's finishing of the sequences it leaves, as the search merges them:
