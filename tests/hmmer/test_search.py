@@ -76,23 +76,26 @@ def test_switch_interval_while_filtering_then_restored(data_dir, proteome):
 
     from gpu_search.hmmer import reference
 
-    hmms = read_hmms(data_dir / "hmms" / "txt" / "Thioesterase.hmm") * 3
-    db = proteome.subset(range(50))
-    before = sys.getswitchinterval()
-    assert before != search.SWITCH_INTERVAL
-    seen = []
-    list(search.hmmsearch(hmms, db, device="reference", cpus=2,
-                          callback=lambda hmm, n: seen.append(sys.getswitchinterval())))
-    assert seen == [search.SWITCH_INTERVAL] * 3
-    assert sys.getswitchinterval() == before
-
     class Failing(reference.ReferenceBackend):
         def msv(self, prof, idx):
             raise RuntimeError("a failing filter")
 
-    with pytest.raises(RuntimeError, match="a failing filter"):
-        list(search.hmmsearch(hmms, db, device="reference", cpus=2, backend=Failing(db)))
-    assert sys.getswitchinterval() == before
+    hmms = read_hmms(data_dir / "hmms" / "txt" / "Thioesterase.hmm") * 3
+    db = proteome.subset(range(50))
+    saved = sys.getswitchinterval()
+    sys.setswitchinterval(0.004)                 # (the caller's, whatever the tests before left)
+    try:
+        assert search.SWITCH_INTERVAL != 0.004
+        seen = []
+        list(search.hmmsearch(hmms, db, device="reference", cpus=2,
+                              callback=lambda hmm, n: seen.append(sys.getswitchinterval())))
+        assert seen == [search.SWITCH_INTERVAL] * 3
+        assert sys.getswitchinterval() == 0.004
+        with pytest.raises(RuntimeError, match="a failing filter"):
+            list(search.hmmsearch(hmms, db, device="reference", cpus=2, backend=Failing(db)))
+        assert sys.getswitchinterval() == 0.004
+    finally:
+        sys.setswitchinterval(saved)
 
 
 def test_batches_started_out_of_order_yield_in_model_order(data_dir, proteome):
