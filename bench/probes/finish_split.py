@@ -47,6 +47,10 @@ def main():
     ap.add_argument("--forward-max-cells", type=lambda v: [int(float(x)) for x in v.split(",")], default=[],
                     help="with --ab: auto again with each of these cascade.FORWARD_MAX_CELLS (longer pairs' "
                          "Forward test left to pyhmmer)")
+    ap.add_argument("--windows", type=lambda v: [int(x) for x in v.split(",")], default=[],
+                    help="the timeline again with each of these search.WINDOW_MODELS (models in flight)")
+    ap.add_argument("--gather-pairs", type=lambda v: [int(float(x)) for x in v.split(",")], default=[],
+                    help="the timeline again with each of these GpuFinishing.GATHER_PAIRS (most pairs a call)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="every run this many times, the settings alternated, then each setting's "
                          "walls and median (runs on one host differ by about 10%%)")
@@ -124,6 +128,8 @@ def main():
     runs += [("auto", ("forward", x)) for x in args.forward_max_cells] if args.ab else []
     runs += [("auto", x) for x in args.backlog_seconds] if args.ab else [(alone, ("switch", x))
                                                                           for x in args.switch_intervals]
+    runs += [(alone if not args.ab else "auto", ("window", x)) for x in args.windows]
+    runs += [(alone if not args.ab else "auto", ("gather", x)) for x in args.gather_pairs]
     runs += [("auto", ("cells", x)) for x in args.max_gpu_cells] if args.ab else []
     runs += [("auto", ("pairs", x)) for x in args.batch_pairs] if args.ab else []
     runs += [(on, ("workers", x)) for x in args.workers for on in ("on", "auto")] if args.ab else []
@@ -131,8 +137,9 @@ def main():
     default_interval = sys.getswitchinterval()
     walls = {}                  # setting -> wall seconds of each of its runs
     max_cells, workers = gpufinish.GpuFinishing.MAX_GPU_CELLS, gpufinish.GpuFinishing.WORKERS
+    gather = gpufinish.GpuFinishing.GATHER_PAIRS
     forward_cells, backlog_seconds = cascade.FORWARD_MAX_CELLS, search.BACKLOG_SECONDS
-    batch_pairs = search.GPU_BATCH_PAIRS
+    batch_pairs, window = search.GPU_BATCH_PAIRS, search.WINDOW_MODELS
     first_digest, mismatches = None, 0
     for on, interval in runs:
         sys.setswitchinterval(default_interval)
@@ -140,8 +147,15 @@ def main():
         gpufinish.GpuFinishing.MAX_GPU_CELLS = max_cells
         cascade.FORWARD_MAX_CELLS = forward_cells
         search.BACKLOG_SECONDS = backlog_seconds
-        search.GPU_BATCH_PAIRS = batch_pairs
-        if isinstance(interval, tuple) and interval[0] == "pairs":
+        search.GPU_BATCH_PAIRS, search.WINDOW_MODELS = batch_pairs, window
+        gpufinish.GpuFinishing.GATHER_PAIRS = gather
+        if isinstance(interval, tuple) and interval[0] == "gather":
+            print(f"GATHER_PAIRS {interval[1]:,}")
+            gpufinish.GpuFinishing.GATHER_PAIRS = interval[1]
+        elif isinstance(interval, tuple) and interval[0] == "window":
+            print(f"WINDOW_MODELS {interval[1]}")
+            search.WINDOW_MODELS = interval[1]
+        elif isinstance(interval, tuple) and interval[0] == "pairs":
             print(f"GPU_BATCH_PAIRS {interval[1]:,}")
             search.GPU_BATCH_PAIRS = interval[1]
         elif isinstance(interval, tuple) and interval[0] == "switch":
@@ -201,7 +215,8 @@ def main():
     sys.setswitchinterval(default_interval)
     gpufinish.GpuFinishing.MAX_GPU_CELLS, gpufinish.GpuFinishing.WORKERS = max_cells, workers
     cascade.FORWARD_MAX_CELLS, search.BACKLOG_SECONDS = forward_cells, backlog_seconds
-    search.GPU_BATCH_PAIRS = batch_pairs
+    search.GPU_BATCH_PAIRS, search.WINDOW_MODELS = batch_pairs, window
+    gpufinish.GpuFinishing.GATHER_PAIRS = gather
     if args.repeat > 1:
         print("walls of each setting (s), median:")
         for (on, interval), seconds in walls.items():

@@ -78,8 +78,14 @@ class GpuFinishing:
 
     # a GPU domain definition lasts about as long as its longest pair's chain of rows, however
     # many pairs it holds: one batch of models' survivors fills a fraction of the GPU, so a
-    # worker takes every batch waiting, up to this many pairs, in one call
-    GATHER_PAIRS = 200_000
+    # worker takes several batches waiting in one call: the oldest, up to its share of the
+    # pairs waiting (all of them over WORKERS) and at most this many.  Where one worker took
+    # every batch waiting (up to 200,000 pairs), a search whose filters ran far ahead of the
+    # finishing ended in one call of tens of thousands of pairs on one stream, the other
+    # worker idle: 2,000 models x 6.8 M residues, many homologs, on an H200 host, in one
+    # process (bench/probes/finish_split.py), 2 of 12 runs took 35-42 s against 8-12 s, the
+    # slow ones with 7 and 25 calls against 27-31, one worker busy alone for 20 s
+    GATHER_PAIRS = 8_192
     # calls under way at once, each on its worker thread's own stream: a call's last launches
     # (its longest regions' stochastic traces, its longest envelopes) run a few threads on a
     # GPU otherwise idle, and its host work between launches leaves the GPU idle too; another
@@ -115,8 +121,11 @@ class GpuFinishing:
                     self._wake.wait()
                 if not self._waiting:
                     return
+                # the oldest batches, up to this worker's share of the pairs waiting
+                share = min(self.GATHER_PAIRS,
+                            -(-sum(sum(map(len, w[2])) for w in self._waiting) // max(1, self.WORKERS)))
                 taken, n = [], 0
-                while self._waiting and (not taken or n + sum(map(len, self._waiting[0][2])) <= self.GATHER_PAIRS):
+                while self._waiting and (not taken or n + sum(map(len, self._waiting[0][2])) <= share):
                     taken.append(self._waiting.pop(0))
                     n += sum(map(len, taken[-1][2]))
             try:

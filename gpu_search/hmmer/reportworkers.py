@@ -91,7 +91,8 @@ def _portable(result) -> tuple:
     """What format_query reads of a result, small to pickle: the model's fields, the hits as
     HMMER serializes them (each hit's record a pyhmmer vector, slow to pickle one by one: all
     in one bytes object), the statistics and the query sequence (phmmer, hmmscan)."""
-    state = result.hits.__getstate__()
+    state = getattr(result, "hits_state", None)
+    state = dict(state) if state is not None else result.hits.__getstate__()   # (the result's own unchanged)
     records = state["unsrt"]
     state["unsrt"] = (b"".join(records), [len(r) for r in records])
     return (_fields(getattr(result, "hmm", None), _MODEL), _fields(result.hits.query, _HITS_QUERY), state,

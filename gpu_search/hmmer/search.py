@@ -69,6 +69,9 @@ class SearchResult:
     hits: object
     stats: PipelineStats
     seconds: dict | None = None   # time per stage (filtered path), for benchmarks
+    # ``hits.__getstate__()`` where the search took it (for the statistics): the report
+    # workers are sent it rather than serializing the hits again (not to be changed)
+    hits_state: dict | None = None
 
 
 def default_Z(db: SequenceDB, n_searched: int) -> float:
@@ -76,8 +79,10 @@ def default_Z(db: SequenceDB, n_searched: int) -> float:
     return float(db.total_seqs if db.shard else n_searched)
 
 
-def pipeline_stats(hits, options: SearchOptions, *, nseqs=None, nres=None, cascade=None) -> PipelineStats:
-    pli = hits.__getstate__()["pipeline"]
+def pipeline_stats(hits, options: SearchOptions, *, nseqs=None, nres=None, cascade=None,
+                   state: dict | None = None) -> PipelineStats:
+    """The statistics of ``hits`` (``state``: their ``__getstate__()`` where already taken)."""
+    pli = (state if state is not None else hits.__getstate__())["pipeline"]
     return PipelineStats(
         nmodels=1,
         nnodes=int(pli["nnodes"]),
@@ -561,6 +566,11 @@ GPU_BATCH_PAIRS = 512
 SWITCH_INTERVAL = 0.0005
 
 
+# The most models in flight (filtered or being filtered, not yet handed on in order); see
+# _search_filtered
+WINDOW_MODELS = 512
+
+
 def _filter_threads(n_models_ahead: int) -> int:
     """Filter threads for a search whose first LOOKAHEAD_MODELS + 1 models read are
     ``n_models_ahead``: 4 for a search of at most LOOKAHEAD_MODELS models, where batches
@@ -688,8 +698,10 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
                 hits = with_running_z_hit(hits, np.asarray(cascade.survivors), searched, name_len,
                                           finish.alone(hmm))
             seconds = dict(cascade.seconds, finish=sum(t for _, t in parts))
-            return SearchResult(hmm, hits, pipeline_stats(hits, options, nseqs=n_searched, nres=nres, cascade=cascade),
-                                seconds)
+            # (serialized once: the statistics read it, and the report workers are sent it)
+            state = hits.__getstate__()
+            stats = pipeline_stats(hits, options, nseqs=n_searched, nres=nres, cascade=cascade, state=state)
+            return SearchResult(hmm, hits, stats, seconds, hits_state=state)
 
         def finished(entry) -> bool:
             """Whether a model is through both stages (its cascade and every piece)."""
@@ -706,13 +718,13 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
         # filters behind a long model's finishing), or when the window is full.  A wide
         # window keeps the filters going past a model with thousands of survivors (2,000
         # models x 6.8 M residues on 16 cores: 32 x cpus 8-12% faster than 4 x cpus); it
-        # holds each model's survivors, then its hits, so it stops at 512 models.
+        # holds each model's survivors, then its hits, so it stops at WINDOW_MODELS.
         # Every batch holds BATCH_MODELS models where the stream has them, whatever the timing:
         # a batch starts only where the window has room for a whole one, so which models
         # share a launch, and so the kernel shapes a search compiles (a launch takes its
         # largest model's geometry), is the same on every run of the same models, and a
         # second run finds every shape compiled.
-        window = max(BATCH_MODELS, min(32 * max(1, cpus), 512))
+        window = max(BATCH_MODELS, WINDOW_MODELS)
         ahead = deque()          # (position, hmm) read, not started
         started = {}             # position -> (hmm, batch future, place in the batch)
         read = 0

@@ -198,3 +198,21 @@ def test_worker_count():
     assert reportworkers.worker_count(reportworkers.MIN_QUERIES - 1, 16) == 0
     assert reportworkers.worker_count(1000, 1) == 0
     assert reportworkers.worker_count(1000, None) == reportworkers.WORKERS
+
+
+def test_filtered_search_reports_alike_from_the_state_it_took(proteome, tmp_path, formatted_here):
+    """The filtered path serializes each model's hits once (its statistics read it) and the
+    workers are sent that state: their files are those formatted here from the hits."""
+    small = tmp_path / "small.faa"
+    small.write_text("".join(f">{proteome.name(i)} {proteome.description(i)}\n{proteome.text(i)}\n"
+                             for i in range(0, proteome.n_seqs, 7)))
+    db = open_database(small)
+    hmms = []
+    for name in MODELS[:2]:
+        with HMMFile(DATA / "hmms" / "txt" / f"{name}.hmm") as fh:
+            hmms.extend(fh)
+    options = SearchOptions(E=1000.0, F1=1.0, F2=1.0, F3=1.0)
+    results = list(hmmsearch(hmms, db, options, device="reference", cpus=2))
+    assert all(r.hits_state is not None for r in results)
+    assert sum(len(r.hits) for r in results) > 50
+    assert_same_outputs(results, options, tmp_path, formatted_here)

@@ -623,6 +623,44 @@ def test_gpu_finishing_workers_run_calls_side_by_side_each_batch_its_own_results
                    for b, (hmms, _, surv) in batches.items() if b != 7}
 
 
+@pytest.mark.parametrize("gather, expected", [(10 ** 6, [4, 4, 4, 8, 20]), (8, [4, 4, 8, 8, 8, 8])])
+def test_gpu_finishing_worker_takes_its_share_of_the_batches_waiting(monkeypatch, gather, expected):
+    """A GPU finishing worker takes the oldest batches waiting up to its share of their pairs
+    (all over WORKERS) and at most GATHER_PAIRS: with both workers busy while ten batches of
+    four pairs wait, no call takes them all (stand-in finish(), no GPU)."""
+    import threading
+
+    from gpu_search.hmmer.gpufinish import GpuFinishing
+
+    finishing = GpuFinishing(None, None, {}, F3=1.0)
+    monkeypatch.setattr(finishing, "WORKERS", 2)
+    monkeypatch.setattr(finishing, "GATHER_PAIRS", gather)
+    gate, lock, sizes = threading.Event(), threading.Lock(), []
+
+    def finish(hmms, profs, survivors, untested):
+        with lock:
+            sizes.append(sum(map(len, survivors)))
+        assert gate.wait(timeout=30)
+        return [(None, s) for s in survivors]
+
+    monkeypatch.setattr(finishing, "finish", finish)
+    done = threading.Semaphore(0)
+    batch = (["a", "b"], [None, None], [[1, 2], [3, 4]])
+    for b in range(12):
+        finishing.submit(*batch, lambda results: done.release())
+        if b == 1:                     # (both workers busy with a batch each before the ten others wait)
+            for _ in range(3000):
+                with lock:
+                    if len(sizes) == 2:
+                        break
+                threading.Event().wait(0.01)
+    gate.set()
+    for _ in range(12):
+        assert done.acquire(timeout=30)
+    finishing.close()
+    assert sizes[:2] == [4, 4] and sorted(sizes[2:]) == expected
+
+
 def test_every_finishing_piece_leaves_the_backlog(data_dir, proteome, monkeypatch):
     """Each piece handed to the CPU threads is counted into the backlog and out again when
     done: after a search none is left, and every cell counted in was done."""
