@@ -122,6 +122,16 @@ def main():
         return ensembles(kernels, reg, reg_pair, models, seqs, profs, Ms, *a, **k)
 
     domaindef._trace_ensembles = recorded_ensembles
+    # the batches the matrices' budget cuts a call's regions and envelopes into
+    n_batches = []
+    batches = domaindef._batches
+
+    def counted_batches(sizes, budget):
+        for idx in batches(sizes, budget):
+            n_batches.append(len(idx))
+            yield idx
+
+    domaindef._batches = counted_batches
     # without --ab: the GPU finishing on every batch, or in the one mode --modes names
     alone = args.modes if "," not in args.modes else "on"
     runs = [(on, None) for on in (args.modes.split(",") if args.ab else (alone,))]
@@ -211,6 +221,12 @@ def main():
             print("  finishing kernels, GPU seconds (summed over the workers' streams): "
                   + ", ".join(f"{k} {v:.2f}" for k, v in sorted(kernel_gpu.items(), key=lambda kv: -kv[1])))
         print(f"  models finished on the GPU {len(recorded)}, pairs {sum(len(x[2]) for x in recorded)}")
+        cp = backend_cp()
+        pool = cp.get_default_memory_pool()
+        print(f"  matrix batches {len(n_batches)} (regions and envelopes); after the run: CuPy's pool "
+              f"{pool.total_bytes() / 1e9:.1f} GB, {pool.free_bytes() / 1e9:.1f} GB of it free, the driver's free "
+              f"{cp.cuda.Device(0).mem_info[0] / 1e9:.1f} GB")
+        n_batches.clear()
     search.run_cascade_batch, search.Finisher.__call__ = cascade_batch, finisher_call
     sys.setswitchinterval(default_interval)
     gpufinish.GpuFinishing.MAX_GPU_CELLS, gpufinish.GpuFinishing.WORKERS = max_cells, workers
@@ -223,6 +239,7 @@ def main():
             print(f"  {on:4s} {'' if interval is None else interval!s:22s} "
                   + " ".join(f"{x:.2f}" for x in seconds) + f"  median {float(np.median(seconds)):.2f}")
     domaindef._trace_ensembles = ensembles
+    domaindef._batches = batches
     domaindef.CupyKernels.launch = launch
     gpufinish.GpuFinishing._hits_maker = maker
     gpufinish.GpuFinishing.finish = original

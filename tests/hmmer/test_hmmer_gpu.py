@@ -436,6 +436,22 @@ def test_gpu_search_of_many_models_equals_cpu(proteome, monkeypatch):
             == [(r.stats.n_past_msv, r.stats.n_past_bias, r.stats.n_past_vit, r.stats.n_past_fwd) for r in cpu]
 
 
+def test_finishing_matrix_budget_counts_the_pools_free_blocks():
+    """The envelopes' matrix budget counts memory CuPy's pool keeps for reuse as free: a GiB
+    allocated and freed (back to the pool, still used to the driver) leaves it unchanged."""
+    import cupy as cp
+
+    from gpu_search.hmmer.gpu.domaindef import CupyKernels
+
+    kernels = CupyKernels(0)
+    cp.get_default_memory_pool().free_all_blocks()   # (the GiB below then comes from the driver)
+    before = kernels.matrix_floats()
+    block = cp.zeros(1 << 28, dtype=cp.float32)     # 1 GiB
+    del block
+    assert cp.get_default_memory_pool().free_bytes() >= 1 << 30
+    assert abs(kernels.matrix_floats() - before) < (64 << 20) // 12, "the pool's free GiB left out of the budget"
+
+
 def test_gpu_finishing_tests_the_pairs_the_cascade_left(proteome, monkeypatch):
     """Pairs over cascade.FORWARD_MAX_CELLS leave the filters with their Forward test (F3)
     untested; the GPU's finishing takes them (MAX_GPU_CELLS raised), tests them on its own

@@ -68,8 +68,14 @@ class CupyKernels:
         self.functions = dict(zip(names, load_functions(FWDBACK_FILE, (), names, device_id)))
 
     def matrix_floats(self) -> int:
-        """Floats of whole matrices a batch of envelopes may take: a third of the free memory."""
-        return int(self.cp.cuda.Device(self.device_id).mem_info[0] // 12)
+        """Floats of whole matrices a batch of envelopes may take: a third of the free memory,
+        the blocks CuPy's pool keeps for reuse counted as free (the driver counts them as used:
+        a budget of the driver's free memory alone would shrink as the pool grows, splitting
+        the envelopes into more batches, each launch as long as its longest chain of rows)."""
+        cp = self.cp
+        with cp.cuda.Device(self.device_id):
+            free = cp.cuda.Device(self.device_id).mem_info[0] + cp.get_default_memory_pool().free_bytes()
+        return int(free // 12)
 
     def to_device(self, a: np.ndarray):
         return self.cp.asarray(np.ascontiguousarray(a))
