@@ -83,7 +83,7 @@ class GpuFinishing:
     # every batch waiting (up to 200,000 pairs), a search whose filters ran far ahead of the
     # finishing ended in one call of tens of thousands of pairs on one stream, the other
     # worker idle: 2,000 models x 6.8 M residues, many homologs, on an H200 host, in one
-    # process (bench/probes/finish_split.py), 2 of 12 runs took 35-42 s against 8-12 s, the
+    # process (bench/probes/finish_split.py), 2 of 17 runs took 35-42 s against 8-12 s, the
     # slow ones with 7 and 25 calls against 27-31, one worker busy alone for 20 s
     GATHER_PAIRS = 8_192
     # calls under way at once, each on its worker thread's own stream: a call's last launches
