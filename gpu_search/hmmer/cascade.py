@@ -43,7 +43,8 @@ import numpy as np
 from . import scores
 from .profile import FilterProfile
 from .reference import bias_filter as _bias_filter_cpu
-from .reference import bias_filter_hmm, bias_forward_interpreted, null_length_terms, with_length_terms
+from .reference import (bias_filter_hmm, bias_filter_hmms, bias_forward_interpreted, null_length_terms,
+                        with_length_terms)
 
 
 class LengthTables:
@@ -342,7 +343,7 @@ def run_cascade_batch(profs, db, backend, *, F1: float, F2: float, bias_filter: 
         todo = [m for m in models if len(m.idx1)]
         fwds = [None] * len(todo)
         if todo and hasattr(backend, "bias_batch"):
-            fwds = backend.bias_batch([bias_filter_hmm(m.prof, bg_freq, degeneracy) for m in todo],
+            fwds = backend.bias_batch(bias_filter_hmms([m.prof for m in todo], bg_freq, degeneracy),
                                       [m.idx1 for m in todo])
         for m, fwd in zip(todo, fwds):
             m.bias = BiasScores(m.prof, db, m.idx1, tables, bg_freq, degeneracy, fwd)

@@ -121,6 +121,40 @@ def test_length_dependent_costs_equal_hmmer(data_dir):
             assert xw_move_from_record(om) == m, f"move_w differs at L={L}"
 
 
+def test_bias_filter_hmms_of_a_batch_are_each_models_own(data_dir):
+    """The filter HMMs of several models built in one pass (a filter thread's batch) are each
+    model's own, bit for bit: against p7_bg_SetFilter's sums written out one residue at a time
+    in float32 (the degenerate codes' odds), and against the model built alone."""
+    from pyhmmer.plan7 import Background
+
+    hmms = [h for name in PROTEIN_MODELS for h in read_hmms(data_dir / "hmms" / "txt" / f"{name}.hmm")]
+    bg = Background(hmms[0].alphabet)
+    profs = [FilterProfile.from_hmm(h, bg) for h in hmms]
+    assert len({p.M for p in profs}) > 1
+    f = np.asarray(bg.residue_frequencies, dtype=np.float32)
+    deg = amino_degeneracy()
+    batch = R.bias_filter_hmms(profs, f, deg)
+    K, Kp = profs[0].K, deg.shape[0]
+    for prof, (eo, t10, t11) in zip(profs, batch):
+        alone = R.bias_filter_hmms([prof], f, deg)[0]
+        assert eo.tobytes() == alone[0].tobytes() and (t10, t11) == alone[1:]
+        compo = prof.compo.astype(np.float32)
+        for x in range(Kp):
+            if x < K:
+                want = (np.float32(1.0), compo[x] / f[x])
+            elif K < x < Kp - 2:
+                num, den = np.float32(0.0), np.float32(0.0)
+                for y in range(K):
+                    if deg[x, y]:
+                        num, den = np.float32(num + compo[y]), np.float32(den + f[y])
+                want = (np.float32(1.0), num / den) if den > 0 else (np.float32(0.0), np.float32(0.0))
+            else:
+                want = (np.float32(1.0), np.float32(1.0))
+            assert eo[x].tobytes() == np.array(want, dtype=np.float32).tobytes(), (prof.name, x)
+        L1 = np.float32(prof.M / 8.0)
+        assert (t10, t11) == (np.float32(1.0) / (L1 + np.float32(1.0)), L1 / (L1 + np.float32(1.0)))
+
+
 def test_profile_layout_matches_pyhmmer(data_dir):
     """Unstriping is right: node k's MSV cost at rbv[x, q*16+z] with k = z*Q+q+1."""
     hmm = read_hmms(data_dir / "hmms" / "txt" / "PF02826.hmm")[0]
