@@ -64,9 +64,10 @@ def main():
     list(search.hmmsearch(hmms, db, device="gpu", cpus=args.cpus, backend=backend))   # warm-up
     for name in ("msv_batch", "bias_batch", "viterbi_batch", "forward_exact_batch"):
         timed(GpuBackend, name, "backend." + name)
-    for name in ("after_msv", "after_bias", "after_viterbi", "after_forward_exact"):
+    for name in ("after_bias", "after_viterbi", "after_forward_exact"):
         timed(cascade._ModelCascade, name, "model." + name)
-    timed(cascade, "bias_filter_hmm", "bias_filter_hmm")
+    timed(cascade, "msv_stage", "msv_stage (a batch)")
+    timed(cascade, "bias_filter_hmms", "bias_filter_hmms (a batch)")
     timed(cascade, "BiasScores", "BiasScores()")
     timed(search, "run_cascade_batch", "run_cascade_batch (whole batch)")
     timed(FilterProfile, "from_hmm", "FilterProfile.from_hmm")

@@ -103,8 +103,9 @@ null_score = PerLength(_null1, F32)
 
 
 def gumbel_surv(x, mu, lam) -> np.ndarray:
-    """esl_gumbel_surv(): P(S > x) for a Gumbel with location mu, scale lambda."""
-    y = float(lam) * (np.asarray(x, dtype=np.float64) - float(mu))
+    """esl_gumbel_surv(): P(S > x) for a Gumbel with location mu, scale lambda (one value, or
+    one for each x)."""
+    y = np.asarray(lam, dtype=np.float64) * (np.asarray(x, dtype=np.float64) - np.asarray(mu, dtype=np.float64))
     with np.errstate(over="ignore"):
         ey = -np.exp(-y)
     return np.where(np.abs(ey) < 5e-9, -ey, 1.0 - np.exp(ey))

@@ -209,3 +209,29 @@ def test_filters_opened_still_leave_the_forward_test(models, proteome):
         p1 = (np.float32(L) / np.float32(L + 1)).astype(np.float64)     # (p7_bg_SetLength's float)
         null = (L * np.log(p1) + np.log(1.0 - p1)).astype(np.float32)
         assert np.allclose(r.untested_filt, null, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("F1", [0.02, 0.3, 1.0])
+@pytest.mark.parametrize("stride", [1, 3])
+def test_msv_stage_gives_each_model_of_a_batch_its_own_survivors(F1, stride, models, proteome, monkeypatch):
+    """The MSV stage of a batch (all models' floors, scores and P-values at once, its rows taken
+    two models at a time here) keeps for each model exactly the sequences whose MSV P-value
+    passes, scored as HMMER scores them one model alone, over the whole database and over a part."""
+    from gpu_search.hmmer import scores
+
+    monkeypatch.setattr(cascade, "MSV_STAGE_RESULTS", 2 * proteome.n_seqs)
+    searched = np.arange(0, proteome.n_seqs, stride)
+    profs = [FilterProfile.from_hmm(hmm) for hmm in models]
+    assert len({p.M for p in profs}) == len(profs)
+    tables = cascade.LengthTables(proteome, searched, profs[0])
+    states = [reference.msv_filter(p, proteome.residues, proteome.offsets, proteome.lengths, searched) for p in profs]
+    batch = [cascade._ModelCascade(p, tables) for p in profs]
+    cascade.msv_stage(batch, states, searched, tables, F1)
+    for prof, (xJ, ovf), m in zip(profs, states, batch):
+        usc = scores.msv_score(prof, xJ, tables.tjb, ovf)
+        mu, lam = float(prof.evparam[0]), float(prof.evparam[1])
+        passing = np.flatnonzero(cascade.exact_pass(usc, tables.null, mu, lam, F1))
+        assert 0 < len(passing) < len(searched) or F1 == 1.0
+        assert np.array_equal(m.idx1, searched[passing])
+        assert m.usc1.tobytes() == usc[passing].tobytes()
+        assert m.null1.tobytes() == tables.null[passing].tobytes()

@@ -184,3 +184,39 @@ def test_database_split_across_gpus(n_gpus, proteome):
     for ids in ranges:
         assert len(ids) and np.all(np.diff(ids) == 1)
         assert abs(int(proteome.lengths[ids].sum()) - share) <= proteome.lengths.max()
+
+
+@pytest.mark.parametrize("n_parts", [1, 3])
+def test_job_orders_put_each_jobs_sequences_longest_first(n_parts, proteome, monkeypatch):
+    """GpuBackend._job_orders, every job of a launch ordered at once: for each part, each job's
+    sequences of that part longest first, equal lengths in the job's order (as longest_first
+    orders one job alone), the jobs one after the other, and each one's places in its idx."""
+    import contextlib
+    from types import SimpleNamespace
+
+    from gpu_search.hmmer.gpu import GpuBackend
+    from gpu_search.hmmer.gpu import backend as B
+
+    nothing = contextlib.nullcontext
+    monkeypatch.setattr(B, "_cupy", lambda: SimpleNamespace(cuda=SimpleNamespace(Device=lambda d: nothing())))
+    monkeypatch.setattr(B, "to_gpu_async", lambda cp, a, staged: a)
+    n = proteome.n_seqs
+    cuts = np.linspace(0, n, n_parts + 1).astype(int)
+    part_of = np.repeat(np.arange(n_parts), np.diff(cuts)).astype(np.int32)
+    local_index = np.arange(n) - cuts[:-1][part_of]
+    layout = SimpleNamespace(parts=[SimpleNamespace(device_id=0) for _ in range(n_parts)], part_of=part_of,
+                             local_index=local_index)
+    rng = np.random.default_rng(7)
+    idxs = [rng.choice(n, size, replace=False) for size in (50, 0, 400, 1, 1200)]
+    idxs.append(np.flatnonzero(proteome.lengths == np.bincount(proteome.lengths).argmax()))   # one length
+    this = SimpleNamespace(db=proteome, stream=lambda d: nothing())
+    per = GpuBackend._job_orders(this, layout, idxs)
+    assert len(per) == n_parts
+    for k, (local, _, starts, counts, slots, _) in enumerate(per):
+        assert len(slots) == len(idxs) and local.dtype == np.int32
+        for j, idx in enumerate(idxs):
+            sel = np.flatnonzero(part_of[idx] == k)
+            by_len = np.argsort(-proteome.lengths[idx[sel]], kind="stable")
+            assert counts[j] == len(sel)
+            assert np.array_equal(local[starts[j]:starts[j] + counts[j]], local_index[idx[sel]][by_len])
+            assert np.array_equal(slots[j], sel[by_len])

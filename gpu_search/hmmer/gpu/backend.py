@@ -310,16 +310,24 @@ class GpuBackend:
         (each longest first) one after the other on the device, each job's start and count
         there, each job's slots in its idx, and what stages the upload."""
         cp = _cupy()
+        # every job at once (one job at a time, each numpy operation gave the interpreter's lock
+        # up and waited to take it back behind the finishing threads): the jobs' sequences one
+        # after the other, each job's longest first, equal lengths in their order (as
+        # longest_first orders one job)
+        idxs = [np.asarray(idx, dtype=np.int64) for idx in idxs]
+        sizes = np.array([len(idx) for idx in idxs], dtype=np.int64)
+        every = np.concatenate(idxs) if idxs else np.zeros(0, np.int64)
+        job = np.repeat(np.arange(len(idxs)), sizes)
+        slot = np.arange(len(every)) - np.repeat(np.cumsum(sizes) - sizes, sizes)   # (place in its idx)
+        neg_length = -self.db.lengths[every].astype(np.int64)
         per = []
         for k, part in enumerate(layout.parts):
-            locals_, slots = [], []
-            for idx in idxs:
-                local, slot, _ = self._in_part(layout, k, np.asarray(idx, dtype=np.int64))
-                locals_.append(local)
-                slots.append(slot)
-            counts = np.array([len(x) for x in locals_], dtype=np.int64)
+            sel = np.flatnonzero(layout.part_of[every] == k) if len(layout.parts) > 1 else slice(None)
+            order = np.lexsort((neg_length[sel], job[sel]))      # (stable)
+            counts = np.bincount(job[sel], minlength=len(idxs)).astype(np.int64)
             starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-            local = np.concatenate(locals_).astype(np.int32) if locals_ else np.zeros(0, np.int32)
+            local = layout.local_index[every[sel][order]].astype(np.int32)
+            slots = np.split(slot[sel][order], starts[1:]) if idxs else []
             staged = []
             order = None
             if len(local):
