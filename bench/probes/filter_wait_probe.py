@@ -64,9 +64,9 @@ def main():
     list(search.hmmsearch(hmms, db, device="gpu", cpus=args.cpus, backend=backend))   # warm-up
     for name in ("msv_batch", "bias_batch", "viterbi_batch", "forward_exact_batch"):
         timed(GpuBackend, name, "backend." + name)
-    for name in ("after_bias", "after_viterbi", "after_forward_exact"):
-        timed(cascade._ModelCascade, name, "model." + name)
-    timed(cascade, "msv_stage", "msv_stage (a batch)")
+    timed(cascade._ModelCascade, "after_forward_exact", "model.after_forward_exact")
+    for name in ("msv_stage", "bias_stage", "viterbi_stage"):
+        timed(cascade, name, name + " (a batch)")
     timed(cascade, "bias_filter_hmms", "bias_filter_hmms (a batch)")
     timed(cascade, "BiasScores", "BiasScores()")
     timed(search, "run_cascade_batch", "run_cascade_batch (whole batch)")

@@ -245,42 +245,67 @@ def msv_stage(models, states, searched, tables, F1) -> None:
         m.idx1, m.usc1, m.null1 = idx[at], usc[at], null[at]
 
 
+def _exact_passes(arrays, params, threshold: float) -> list:
+    """:func:`exact_pass` of each model's (scores, null or filter scores) with its (mu, lambda),
+    in one pass over the values of all: a mask a model."""
+    sizes = [len(sc) for sc, _ in arrays]
+    if sum(sizes) == 0:
+        return [np.zeros(0, bool) for _ in arrays]
+    mu = np.repeat([p[0] for p in params], sizes)
+    lam = np.repeat([p[1] for p in params], sizes)
+    ok = exact_pass(np.concatenate([sc for sc, _ in arrays]), np.concatenate([nl for _, nl in arrays]),
+                    mu, lam, threshold)
+    return np.split(ok, np.cumsum(sizes)[:-1])
+
+
+def bias_stage(models, F1, F2) -> None:
+    """2. The bias filter for a batch's models (each model's ``bias``: its scores, or None with
+    --nobias): its score replaces the null score from here on; then which sequences need the
+    Viterbi filter (those not already at P <= F2).  P-values as in :func:`msv_stage`."""
+    biased = [m for m in models if m.bias is not None]
+    for m, ok in zip(biased, _exact_passes([(m.usc1, m.bias.scores) for m in biased],
+                                           [(m.m_mu, m.m_lambda) for m in biased], F1)):
+        pos2 = np.flatnonzero(ok)
+        m.idx2, m.usc2, m.filt2 = m.idx1[pos2], m.usc1[pos2], m.bias.scores[pos2]
+    for m in models:
+        if m.bias is None:
+            m.idx2, m.usc2, m.filt2 = m.idx1, m.usc1, m.null1
+    # 3. the Viterbi filter runs only for sequences not already at P <= F2
+    for m, ok in zip(models, _exact_passes([(m.usc2, m.filt2) for m in models],
+                                           [(m.m_mu, m.m_lambda) for m in models], F2)):
+        m.need_vit = ~ok
+        m.vit_idx = m.idx2[m.need_vit]
+        m.passed = [m.idx2[ok]]
+        m.passed_filt = [m.filt2[ok]]
+
+
+def viterbi_stage(models, states: dict, tables, F2) -> None:
+    """3. The Viterbi filter's survivors of a batch's models joined to those that needed none
+    (states: the Viterbi filter's (xC, overflow) of each model that ran it, by id)."""
+    ran = [m for m in models if len(m.vit_idx)]
+    vit_filt = [m.filt2[m.need_vit] for m in ran]
+    vfsc = [scores.viterbi_score(m.prof, states[id(m)][0], tables.move_db[m.vit_idx], states[id(m)][1])
+            for m in ran]
+    for m, filt, ok in zip(ran, vit_filt, _exact_passes(list(zip(vfsc, vit_filt)),
+                                                         [(m.v_mu, m.v_lambda) for m in ran], F2)):
+        m.passed.append(m.vit_idx[ok])
+        m.passed_filt.append(filt[ok])
+    for m in models:
+        m.survivors = m.past_vit = np.concatenate(m.passed)
+        m.survivor_filt = np.concatenate(m.passed_filt)
+        m.n_past_vit = len(m.survivors)
+        m.untested = np.ones(len(m.survivors), bool)      # (by the Forward test, F3)
+
+
 class _ModelCascade:
-    """One model's way through the filters: what each stage leaves for the next (the MSV
-    stage's, idx1 usc1 null1, set by :func:`msv_stage` for a batch of models at once)."""
+    """One model's way through the filters: what each stage leaves for the next (set for a
+    batch of models at once by :func:`msv_stage`, :func:`bias_stage`, :func:`viterbi_stage`)."""
 
     def __init__(self, prof: FilterProfile, tables: "LengthTables"):
         tables.check(prof)
         self.prof = prof
         self.m_mu, self.m_lambda, self.v_mu, self.v_lambda = (float(v) for v in prof.evparam[:4])
         self.bias = None
-
-    def after_bias(self, bias, F1, F2):
-        """2. bias filter: its score replaces the null score from here on (bias None: --nobias)."""
-        self.bias = bias
-        if bias is not None:
-            pos2 = np.flatnonzero(exact_pass(self.usc1, bias.scores, self.m_mu, self.m_lambda, F1))
-            self.idx2, self.usc2, self.filt2 = self.idx1[pos2], self.usc1[pos2], bias.scores[pos2]
-        else:
-            self.idx2, self.usc2, self.filt2 = self.idx1, self.usc1, self.null1
-        # 3. the Viterbi filter runs only for sequences not already at P <= F2
-        self.need_vit = ~exact_pass(self.usc2, self.filt2, self.m_mu, self.m_lambda, F2)
-        self.vit_idx = self.idx2[self.need_vit]
-        self.passed = [self.idx2[~self.need_vit]]
-        self.passed_filt = [self.filt2[~self.need_vit]]
-
-    def after_viterbi(self, xC, vovf, tables, F2):
-        """3. Viterbi filter's survivors joined to those that needed none."""
-        if len(self.vit_idx):
-            vfsc = scores.viterbi_score(self.prof, xC, tables.move_db[self.vit_idx], vovf)
-            vit_filt = self.filt2[self.need_vit]
-            ok = exact_pass(vfsc, vit_filt, self.v_mu, self.v_lambda, F2)
-            self.passed.append(self.vit_idx[ok])
-            self.passed_filt.append(vit_filt[ok])
-        self.survivors = self.past_vit = np.concatenate(self.passed)
-        self.survivor_filt = np.concatenate(self.passed_filt)
-        self.n_past_vit = len(self.survivors)
-        self.untested = np.ones(len(self.survivors), bool)      # (by the Forward test, F3)
 
     def after_forward_exact(self, fwd, scored, F3):
         """4. Forward: HMMER's own test on HMMER's own score, for the survivors ``scored`` (a
@@ -389,17 +414,13 @@ def run_cascade_batch(profs, db, backend, *, F1: float, F2: float, bias_filter: 
                                       [m.idx1 for m in todo])
         for m, fwd in zip(todo, fwds):
             m.bias = BiasScores(m.prof, db, m.idx1, tables, bg_freq, degeneracy, fwd)
-    for m in models:
-        m.after_bias(m.bias, F1, F2)
+    bias_stage(models, F1, F2)
     lap("bias")
 
     # 3. Viterbi filter
     todo = [m for m in models if len(m.vit_idx)]
     results = backend.viterbi_batch([m.prof for m in todo], [m.vit_idx for m in todo]) if todo else []
-    got = {id(m): r for m, r in zip(todo, results)}
-    for m in models:
-        xC, vovf = got.get(id(m), (None, None))
-        m.after_viterbi(xC, vovf, tables, F2)
+    viterbi_stage(models, {id(m): r for m, r in zip(todo, results)}, tables, F2)
     lap("viterbi")
 
     # 4. (GPU only) Forward: HMMER's own score and test, for the pairs of at most

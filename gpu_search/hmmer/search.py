@@ -635,6 +635,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
     batch_key = getattr(backend, "batch_key", lambda M: None)
 
     stop = threading.Event()      # the kill switch: batches being filtered end at their next stage
+    failures = []                 # the filter tasks' errors, first first
     # the GPU's hits are made into HMMER's records on one thread of their own: that is Python
     # work holding the interpreter's lock, and on every finishing thread at once it kept the
     # filter threads waiting for the lock (2,000 models x 6.8 M residues, many homologs, on an
@@ -668,11 +669,23 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
             return [FilterProfile.from_hmm(hmm, bg) for hmm in batch]
 
         def cascade_task(batch, profiles: Future):
-            profs = profiles.result()
-            results = run_cascade_batch(profs, db, backend, F1=options.F1, F2=options.F2, F3=options.F3,
-                                        bias_filter=options.bias_filter, bg_freq=bg_freq,
-                                        degeneracy=degeneracy, searched=searched, tables=tables,
-                                        should_stop=stop.is_set)
+            try:
+                profs = profiles.result()
+                if stop.is_set():
+                    raise Stopped()
+                results = run_cascade_batch(profs, db, backend, F1=options.F1, F2=options.F2, F3=options.F3,
+                                            bias_filter=options.bias_filter, bg_freq=bg_freq,
+                                            degeneracy=degeneracy, searched=searched, tables=tables,
+                                            should_stop=stop.is_set)
+            except BaseException as exc:
+                # the kill switch pulled at once: the batches filtered beside this one end at
+                # their next stage, those queued at their start, without waiting for the
+                # search's loop to meet this failure at the model it waits for (which may be
+                # one of theirs: it raises this failure, not their Stopped)
+                if not isinstance(exc, Stopped):
+                    failures.append(exc)
+                stop.set()
+                raise
             if stop.is_set():
                 raise Stopped()
             # HMMER's finishing: on the GPU where it is exact there (the GPU finishing thread,
@@ -783,7 +796,12 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
         def hand_on() -> SearchResult:
             """The oldest model's result (waiting for it), counted and reported."""
             nonlocal handed
-            r = collect(*started.pop(handed))
+            try:
+                r = collect(*started.pop(handed))
+            except Stopped:
+                if failures:
+                    raise failures[0] from None
+                raise
             handed += 1
             if callback:
                 callback(r.hmm, handed)

@@ -66,7 +66,9 @@ def test_models_in_order_and_a_failure_stops_the_rest(data_dir, proteome):
 
     with pytest.raises(RuntimeError, match="a failing filter"):
         list(search.hmmsearch(hmms, db, device="reference", cpus=2, backend=Failing(db)))
-    assert 3 <= Failing.calls <= 32 * 2 + 2          # the window (32 x cpus, at most 512) and the filter threads
+    # the failing batch's three, and the rest of one batch being filtered beside it (two filter
+    # threads with two cpus): every other batch is stopped before its first stage
+    assert 3 <= Failing.calls <= search.BATCH_MODELS + 2
 
 
 def test_switch_interval_while_filtering_then_restored(data_dir, proteome):
