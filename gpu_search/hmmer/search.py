@@ -786,10 +786,10 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
                 entry = ahead.popleft()
                 (batch if batch_key(entry[1].M) == key else kept).append(entry)
             ahead.extendleft(reversed(kept))
-            hmms = [hmm for _, hmm in batch]
-            profiles = profile_pool.submit(profiles_of, hmms)
+            members = [hmm for _, hmm in batch]
+            profiles = profile_pool.submit(profiles_of, members)
             profile_futures[:] = [f for f in profile_futures if not f.done()] + [profiles]
-            fut = filter_pool.submit(cascade_task, hmms, profiles)
+            fut = filter_pool.submit(cascade_task, members, profiles)
             for j, (position, hmm) in enumerate(batch):
                 started[position] = (hmm, fut, j)
 
