@@ -269,7 +269,8 @@ def name_bytes(db: SequenceDB) -> np.ndarray:
     return np.diff(np.asarray(db.name_offsets, dtype=np.int64))
 
 
-def with_running_z_hit(hits, survivors: np.ndarray, searched: np.ndarray, name_len: np.ndarray, search_one):
+def with_running_z_hit(hits, survivors: np.ndarray, searched: np.ndarray, name_len: np.ndarray, search_one,
+                       name_of=None):
     """``hits`` (Z fixed) with the longest-named hit serial HMMER also keeps, unreported.
 
     Args:
@@ -278,6 +279,8 @@ def with_running_z_hit(hits, survivors: np.ndarray, searched: np.ndarray, name_l
         name_len: :func:`name_bytes`.
         search_one(idx, Z, E): the model's TopHits against the survivors idx (finished as the
             others), with that Z and E.
+        name_of: a database sequence's name (as its hit is named), to search the candidates
+            together first (below); None: each alone.
     """
     kept = {h.name for h in hits}
     widest = max([8] + [len(name.encode()) for name in kept])     # (HMMER's narrowest column: 8)
@@ -286,7 +289,16 @@ def with_running_z_hit(hits, survivors: np.ndarray, searched: np.ndarray, name_l
         return hits
     Z, E = float(hits.Z), float(hits.E)
     k = np.searchsorted(searched, longer) + 1
-    for j in np.lexsort((k, -name_len[longer])).tolist():        # longest first, then earliest
+    order = np.lexsort((k, -name_len[longer])).tolist()          # longest first, then earliest
+    if name_of is not None and len(order) > 1:
+        # all of them searched once, with the smallest k as Z: HMMER keeps a hit where its
+        # P-value x Z is within E, the rest of its pipeline the same whatever Z, so a sequence not
+        # kept there is not kept with its own k either; only those kept are searched again, each
+        # with its own k (with few homologs a model had hundreds of these one-sequence searches,
+        # each on a new pipeline, on the thread that hands the models on)
+        kept_once = {h.name for h in search_one(longer, float(k.min()), E)}
+        order = [j for j in order if name_of(int(longer[j])) in kept_once]
+    for j in order:
         i = int(longer[j])
         one = search_one(np.array([i]), float(k[j]), E)           # HMMER's own decision and hit
         if len(one):
@@ -723,7 +735,7 @@ def _search_filtered(hmms, db, searched, options, kwargs, cpus, backend, n_searc
             hits = merge_pieces([f.result() for f in gpu_part] + [h for h, _ in parts])
             if running_z:
                 hits = with_running_z_hit(hits, np.asarray(cascade.survivors), searched, name_len,
-                                          finish.alone(hmm))
+                                          finish.alone(hmm), db.name)
             seconds = dict(cascade.seconds, finish=sum(t for _, t in parts))
             # (serialized once: the statistics read it, and the report workers are sent it)
             state = hits.__getstate__()

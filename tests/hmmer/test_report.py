@@ -281,6 +281,58 @@ def test_running_Z_kept_hits(oracle, tmp_path, device, cpus, place):
     check_case(oracle, tmp_path, open_database(fasta), hmmfile, str(fasta), ["--F3", "1"], device=device, cpus=cpus)
 
 
+@pytest.mark.parametrize("place", [0, 1500], ids=["first", "late"])
+def test_running_Z_candidates_searched_together_first(tmp_path, place):
+    """search.with_running_z_hit given the sequences' names searches the candidates together once
+    (Z the smallest place), then again only those kept there, each with its own place: the same
+    hits as each candidate searched alone, in far fewer searches."""
+    import numpy as np
+    from pyhmmer.plan7 import Background
+
+    from gpu_search.hmmer import search
+
+    import pyhmmer
+
+    with HMMFile(DATA / "hmms" / "txt" / "PF02826.hmm") as f:
+        hmm = next(iter(f))
+    with SequenceFile(str(PROTEOME), digital=True) as f:
+        near = {h.name for h in next(pyhmmer.hmmsearch([hmm], f.read_block(), E=1e3, F1=1.0, F2=1.0, F3=1.0))}
+    # every tenth other sequence, none of them near a hit, named longer still: candidates
+    # searched before the weak hit
+    fasta = tmp_path / "decoys.faa"
+    with open(weak_hit_at(tmp_path, place)) as src, open(fasta, "w") as out:
+        n = 0
+        for line in src:
+            if line.startswith(">") and not line.startswith(">A_VERY_LONG") and line[1:].split()[0] not in near:
+                n += 1
+                if n % 10 == 0:
+                    line = ">A_DECOY_NAMED_LONGER_THAN_THE_WEAK_HIT_ITSELF_" + line[1:]
+            out.write(line)
+    db = open_database(fasta)
+    options = SearchOptions(F3=1.0)
+    finish = search.Finisher(db, hmm.alphabet, Background(hmm.alphabet), options.pipeline_kwargs(float(db.n_seqs)))
+    every = np.arange(db.n_seqs)
+    hits, _ = finish(hmm, every)
+    name_len = search.name_bytes(db)
+    results, calls = [], []
+    for name_of in (None, db.name):
+        sizes = []
+
+        def search_one(idx, Z, E, sizes=sizes):
+            sizes.append(len(idx))
+            return finish.alone(hmm)(idx, Z, E)
+
+        got = search.with_running_z_hit(hits, every, every, name_len, search_one, name_of)
+        results.append([(h.name, h.score, h.evalue, h.reported, h.included) for h in got])
+        calls.append(sizes)
+    assert results[0] == results[1]
+    weak = "A_VERY_LONG_NAME_FOR_A_WEAK_HIT_" + WEAK
+    assert (weak in [r[0] for r in results[0]]) == (place == 0)
+    alone, together = calls
+    assert len(alone) > 50 and set(alone) == {1}
+    assert together[0] > 50 and set(together[1:]) <= {1} and len(together) < len(alone) / 10
+
+
 # -A through the command line: (model file, options); RREFam has models without an included
 # domain ("no alignment saved"), --notextw writes Pfam's one-block Stockholm
 ALIGNMENT_CASES = [("RREFam", []), ("PF02826", ["--notextw"]), ("Thioesterase", ["--incE", "1e3", "--incdomE", "1e3"]),
