@@ -231,11 +231,10 @@ def msv_stage(models, states, searched, tables, F1) -> None:
         ovf_c.append(ovf[r, c])
     rows, cand = np.concatenate(rows), np.concatenate(cand)
     xJ_c, ovf_c = np.concatenate(xJ_c), np.concatenate(ovf_c)
-    # p7_MSVFilter's score, each model's own base (scores.msv_score's operations)
-    base_b = np.array([np.float32(m.prof.base_b) for m in models], dtype=np.float32)[rows]
+    # p7_MSVFilter's score, each with its model's base_b and scale_b
+    base_b = np.array([m.prof.base_b for m in models], dtype=np.float32)[rows]
     scale_b = np.array([m.prof.scale_b for m in models], dtype=np.float32)[rows]
-    usc = (xJ_c.astype(np.int64) - tables.tjb[cand].astype(np.int64)).astype(np.float32) - base_b
-    usc = np.where(ovf_c, np.float32(np.inf), usc / scale_b - np.float32(3.0)).astype(np.float32)
+    usc = scores.msv_scores(xJ_c, tables.tjb[cand], ovf_c, base_b, scale_b)
     null = tables.null[cand]
     ok = exact_pass(usc, null, np.array(mus)[rows], np.array(lams)[rows], F1)
     rows, idx, usc, null = rows[ok], searched[cand[ok]], usc[ok], null[ok]

@@ -35,9 +35,15 @@ def msv_score(prof: FilterProfile, xJ, tjb, overflow) -> np.ndarray:
 
     ``((float)(xJ - tjb_b) - (float)base_b) / scale_b - 3.0``, in float32.
     """
+    return msv_scores(xJ, tjb, overflow, F32(prof.base_b), prof.scale_b)
+
+
+def msv_scores(xJ, tjb, overflow, base_b, scale_b) -> np.ndarray:
+    """:func:`msv_score` with the model's base_b and scale_b given (float32; one value, or one
+    for each sequence: several models' sequences at once)."""
     xJ = np.asarray(xJ, dtype=np.int64)
-    sc = (xJ - np.asarray(tjb, dtype=np.int64)).astype(F32) - F32(prof.base_b)
-    sc = sc / prof.scale_b - F32(3.0)
+    sc = (xJ - np.asarray(tjb, dtype=np.int64)).astype(F32) - np.asarray(base_b, dtype=F32)
+    sc = sc / np.asarray(scale_b, dtype=F32) - F32(3.0)
     return np.where(np.asarray(overflow, bool), F32(np.inf), sc).astype(F32)
 
 
