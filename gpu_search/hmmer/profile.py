@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import dataclasses
 import io
 import struct
 from dataclasses import dataclass
@@ -107,6 +108,8 @@ class FilterProfile:
     consensus: str = ""
     reference: str | None = None
     consensus_structure: str | None = None
+    # the kernels' layouts of this profile (gpu/packing.py's ``kept``), made once a search
+    packed: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     @property
     def Kp(self) -> int:

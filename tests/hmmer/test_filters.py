@@ -220,3 +220,60 @@ def test_job_orders_put_each_jobs_sequences_longest_first(n_parts, proteome, mon
             assert counts[j] == len(sel)
             assert np.array_equal(local[starts[j]:starts[j] + counts[j]], local_index[idx[sel]][by_len])
             assert np.array_equal(slots[j], sel[by_len])
+
+
+def test_profiles_packed_ahead_are_those_the_launches_use(monkeypatch):
+    """GpuBackend.pack_ahead (the search's profile threads) lays a batch's profiles out in every
+    geometry its MSV, Viterbi-filter and Forward launches then take: with the packers made to
+    fail, the launches' host side finds each layout kept, equal to one packed now.  Models of
+    several MSV groups, some sharing one, both Viterbi filters (one model with no safe 16-bit offset), and one
+    too long for the Forward kernel."""
+    import dataclasses
+
+    from pyhmmer.easel import Alphabet, Randomness
+    from pyhmmer.plan7 import HMM, Background
+
+    from gpu_search.hmmer.gpu import GpuBackend
+    from gpu_search.hmmer.gpu import backend as B
+    from gpu_search.hmmer.gpu import packing as P
+
+    abc, rng = Alphabet.amino(), Randomness(11)
+    bg = Background(abc)
+    profs = [FilterProfile.from_hmm(HMM.sample(abc, M, rng), bg) for M in (17, 40, 70, 100, 125, 129, 300, 700, 1700)]
+    t = profs[3].vit_trans.copy()
+    t[1, 0] = 5                                    # a positive transition: no 16-bit offset
+    profs[3] = dataclasses.replace(profs[3], vit_trans=t, packed={})
+    this = GpuBackend.__new__(GpuBackend)
+    this.max_len = 3000
+    assert P.viterbi16_bounds(profs[3], this.max_len) is None
+    this.pack_ahead(profs)
+    assert any(p.packed.get(("msv", B.msv_geometry(p.M))) is None for p in profs)    # (a group's geometry)
+
+    for prof in profs:
+        for key, value in prof.packed.items():
+            if key == "fwdback":
+                assert prof.M <= 4 * P.FWDBACK_QMAX and np.array_equal(value, P.fwdback_block(prof))
+            elif key[0] == "viterbi16_bounds":
+                assert value == P.viterbi16_bounds(prof, this.max_len)
+            elif key[0] == "msv":
+                assert np.array_equal(value, P.pack_msv_profile(prof, key[1]))
+            else:
+                emis, trans = P.pack_viterbi_profile(prof, key[1])
+                assert np.array_equal(value[0], emis) and np.array_equal(value[1], trans)
+    assert not any("fwdback" in p.packed for p in profs if p.M > 4 * P.FWDBACK_QMAX)
+
+    def fail(*args):
+        raise AssertionError("packed on the filter thread")
+
+    for name in ("pack_msv_profile", "pack_viterbi_profile", "viterbi16_bounds"):
+        monkeypatch.setattr(B, name, fail)
+    monkeypatch.setattr(P, "fwdback_block", fail)
+
+    def run(kind, idx, n_jobs, groups, out_dtype, shared=False):      # the launches' host side only
+        return np.zeros((n_jobs, len(idx)), out_dtype) if shared else [np.zeros(len(x), out_dtype) for x in idx]
+
+    this._run = run
+    idx = np.arange(10)
+    this._msv(profs, idx, None)
+    this._viterbi(profs, [idx] * len(profs), None, None)
+    this._forward_exact(profs, [idx] * len(profs))

@@ -34,7 +34,7 @@ from .geometry import BLOCK, Geometry, launch_groups, msv_geometry, viterbi_bloc
 from .kernels import (FILTER_SHAPES, FINISHING_SHAPES, in_smem, load_bias_kernel, load_forward_parser, load_kernel,
                       model_shapes)
 from .packing import (FWDBACK_QMAX, bias_params, fwdback_params, job_table, length_table,
-                      msv_params, msv_states, pack_fwdback_profiles, pack_msv_profile,
+                      kept, msv_params, msv_states, pack_fwdback_profiles, pack_msv_profile,
                       pack_viterbi_profile, viterbi16_again, viterbi16_bounds, viterbi_params, viterbi_states)
 
 
@@ -462,6 +462,37 @@ class GpuBackend:
         kernel((self._rows(part, smem, k, block), k), (block,), (*head, *on_device, *tail, counters, out),
                shared_mem=smem)
 
+    # --- the profiles in the kernels' layouts, kept on each profile ---------------------------
+    def _msv_profile(self, prof: FilterProfile, geo: Geometry) -> np.ndarray:
+        return kept(prof, ("msv", geo), lambda: pack_msv_profile(prof, geo))
+
+    def _viterbi_profile(self, prof: FilterProfile, geo: Geometry) -> tuple:
+        return kept(prof, ("viterbi", geo), lambda: pack_viterbi_profile(prof, geo))
+
+    def _viterbi16_bounds(self, prof: FilterProfile):
+        return kept(prof, ("viterbi16_bounds", self.max_len), lambda: viterbi16_bounds(prof, self.max_len))
+
+    def pack_ahead(self, profs) -> None:
+        """Lay out a batch's profiles for its launches before the batch is filtered (the
+        search's profile threads): in each launch group's MSV geometry, in the Viterbi
+        filters' geometries of a batch where every model runs them (a launch of fewer
+        models may take a smaller one, packed then), HMMER's float layout for the Forward
+        parser.  Packing on the filter thread, its numpy operations each gave up the
+        interpreter's lock and waited to take it back behind the finishing threads
+        (2,000 models x 6.8 M residues, many homologs, one H100 host: 1.7 s of the filter
+        threads' time)."""
+        for geo, members in launch_groups([p.M for p in profs], msv_geometry):
+            for j in members:
+                self._msv_profile(profs[j], geo)
+        bounds = [self._viterbi16_bounds(p) for p in profs]
+        for c, members in ((2, [j for j, b in enumerate(bounds) if b is not None]),
+                           (1, [j for j, b in enumerate(bounds) if b is None])):
+            groups = launch_groups([profs[j].M for j in members], lambda M, c=c: viterbi_geometry(M, cells=c))
+            for geo, sub in groups:
+                for i in sub:
+                    self._viterbi_profile(profs[members[i]], geo)
+        pack_fwdback_profiles([p for p in profs if p.M <= 4 * FWDBACK_QMAX])
+
     # --- the filters, for a batch of models ----------------------------------------------------
     def msv(self, prof: FilterProfile, idx, geometry: Geometry | None = None):
         """(xJ uint8, overflow bool) per sequence of idx."""
@@ -486,7 +517,7 @@ class GpuBackend:
                   else launch_groups([p.M for p in profs], msv_geometry))
         launches = []
         for geo, members in groups:
-            emis_host = np.ascontiguousarray(np.stack([pack_msv_profile(profs[j], geo) for j in members]))
+            emis_host = np.ascontiguousarray(np.stack([self._msv_profile(profs[j], geo) for j in members]))
             profiles = {}
             tjb_prof = profs[members[0]]
 
@@ -543,7 +574,7 @@ class GpuBackend:
         """viterbi_filter's int32 results (xC or OVERFLOW_W) per sequence of each idx:
         viterbi_filter16 where a model has a safe 16-bit offset, then viterbi_filter for the
         rest and for the sequences viterbi_filter16 hands back."""
-        bounds = [viterbi16_bounds(p, self.max_len) if cells == 2 else None for p in profs]
+        bounds = [self._viterbi16_bounds(p) if cells == 2 else None for p in profs]
         if geometry is not None and geometry.cells_per_word == 1:
             bounds = [None] * len(profs)
         packed16 = [j for j, b in enumerate(bounds) if b is not None]
@@ -577,7 +608,7 @@ class GpuBackend:
 
     def _viterbi_launch(self, profs, members, geo, bounds, block):
         block = block or viterbi_block(geo)
-        packed = [pack_viterbi_profile(profs[j], geo) for j in members]
+        packed = [self._viterbi_profile(profs[j], geo) for j in members]
         vemis_host = np.ascontiguousarray(np.stack([v for v, _ in packed]))
         vtrans_host = np.ascontiguousarray(np.stack([t for _, t in packed]))
         profiles = {}

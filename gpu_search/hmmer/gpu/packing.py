@@ -69,21 +69,36 @@ def pack_fwdback_profiles(profs):
     Returns (model_at int64, profiles float32): model j's block at model_at[j] is
     tfv[8*Q][4] (for each q the vectors BM MM IM DM MD MI II, then Q vectors of DD) and
     rfv[KP][Q][4], node k = z*Q + q + 1 in lane z; padding nodes 0 (HMMER's exp(-inf)).
+    Each block is kept on its profile (:func:`kept`).
     """
-    blocks, at = [], [0]
-    for prof in profs:
-        Q = striped_q(prof.M)
-        trans = np.zeros((8, 4 * Q), dtype=np.float32)
-        trans[:, : prof.M] = prof.fwd_trans
-        emit = np.zeros((KP, 4 * Q), dtype=np.float32)
-        emit[:, : prof.M] = prof.fwd_emit
-        striped = trans.reshape(8, 4, Q).transpose(2, 0, 1)          # [q, t, z]
-        tfv = np.concatenate([striped[:, :7, :].reshape(-1), striped[:, 7, :].reshape(-1)])
-        rfv = emit.reshape(KP, 4, Q).transpose(0, 2, 1).reshape(-1)   # [x, q, z]
-        blocks += [tfv, rfv]
-        at.append(at[-1] + len(tfv) + len(rfv))
+    blocks = [kept(prof, "fwdback", lambda prof=prof: fwdback_block(prof)) for prof in profs]
+    at = np.cumsum([0] + [len(b) for b in blocks[:-1]]).astype(np.int64) if blocks else np.zeros(0, np.int64)
     profiles = np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.float32)
-    return np.array(at[:-1], dtype=np.int64), profiles.astype(np.float32, copy=False)
+    return at, profiles
+
+
+def fwdback_block(prof: FilterProfile) -> np.ndarray:
+    """One model's block of :func:`pack_fwdback_profiles` (tfv, then rfv; float32)."""
+    Q = striped_q(prof.M)
+    trans = np.zeros((8, 4 * Q), dtype=np.float32)
+    trans[:, : prof.M] = prof.fwd_trans
+    emit = np.zeros((KP, 4 * Q), dtype=np.float32)
+    emit[:, : prof.M] = prof.fwd_emit
+    striped = trans.reshape(8, 4, Q).transpose(2, 0, 1)          # [q, t, z]
+    tfv = np.concatenate([striped[:, :7, :].reshape(-1), striped[:, 7, :].reshape(-1)])
+    rfv = emit.reshape(KP, 4, Q).transpose(0, 2, 1).reshape(-1)   # [x, q, z]
+    return np.concatenate([tfv, rfv]).astype(np.float32, copy=False)
+
+
+def kept(prof: FilterProfile, key, make):
+    """make(), kept on the profile under key (``FilterProfile.packed``): a search lays each
+    profile out once for each kernel, on the threads that build the profiles ahead of the
+    filter thread that launches them (``GpuBackend.pack_ahead``).  make() may return None."""
+    try:
+        return prof.packed[key]
+    except KeyError:
+        value = prof.packed[key] = make()
+        return value
 
 
 def degenerate_bits(degeneracy: np.ndarray) -> np.ndarray:
