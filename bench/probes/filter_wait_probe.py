@@ -68,7 +68,7 @@ def main():
     for name in ("msv_stage", "bias_stage", "viterbi_stage"):
         timed(cascade, name, name + " (a batch)")
     timed(cascade, "bias_filter_hmms", "bias_filter_hmms (a batch)")
-    timed(cascade, "BiasScores", "BiasScores()")
+    timed(cascade.BiasScores, "of_batch", "BiasScores.of_batch (a batch)")
     timed(search, "run_cascade_batch", "run_cascade_batch (whole batch)")
     timed(FilterProfile, "from_hmm", "FilterProfile.from_hmm")
     timed(search.Finisher, "__call__", "Finisher.__call__")

@@ -169,7 +169,7 @@ def exact_pass(score_nats, null_nats, mu, lam, threshold: float) -> np.ndarray:
 
 
 class BiasScores:
-    """The bias filter's scores (p7_bg_FilterScore, nats, float32) of the MSV survivors, exact.
+    """The bias filter's scores (p7_bg_FilterScore, nats, float32) of a model's MSV survivors, exact.
 
     From a backend with a bias filter (the GPU) each score is the CPU's bit for bit, but for
     the sequences the backend flags (NaN: where its double log might round to another float
@@ -180,25 +180,49 @@ class BiasScores:
 
     INTERPRETED_MAX = 64
 
-    def __init__(self, prof, db, idx, tables, bg_freq, degeneracy, fwd=None):
-        """fwd: the backend's Forward scores of idx (``backend.bias``), or None to score on the CPU."""
-        self.n_rescored = 0
-        cpu_args = (prof, bg_freq, degeneracy, db.residues, db.offsets, db.lengths)
-        if fwd is None:
-            self.scores = _bias_filter_cpu(*cpu_args, idx, length_terms=tables.bias_terms).astype(np.float32)
-            return
+    def __init__(self, scores: np.ndarray, n_rescored: int = 0):
+        self.scores = scores
+        self.n_rescored = n_rescored
+
+    @classmethod
+    def on_cpu(cls, prof, db, idx, tables, bg_freq, degeneracy) -> "BiasScores":
+        return cls(_bias_filter_cpu(prof, bg_freq, degeneracy, db.residues, db.offsets, db.lengths, idx,
+                                    length_terms=tables.bias_terms).astype(np.float32))
+
+    @classmethod
+    def of_batch(cls, profs, idxs, fwds, db, tables, bg_freq, degeneracy) -> list:
+        """Each model's scores of its sequences idxs[j] from the backend's Forward scores fwds[j]
+        (``backend.bias_batch``): the length terms for the whole batch at once (one model at a
+        time, each numpy operation gave up the interpreter's lock and waited to take it back
+        behind the finishing threads), the flagged ones scored again model by model."""
+        sizes = np.array([len(i) for i in idxs], dtype=np.int64)
+        ends = np.cumsum(sizes)
+        idx = np.concatenate(idxs) if len(idxs) else np.zeros(0, np.int64)
+        fwd = np.concatenate(fwds) if len(fwds) else np.zeros(0, np.float32)
         L = db.lengths[idx].astype(np.int64)
-        self.scores = with_length_terms(fwd, L, idx, tables.bias_terms).astype(np.float32)
+        scores = with_length_terms(fwd, L, idx, tables.bias_terms).astype(np.float32)
         flagged = np.flatnonzero(np.isnan(fwd))
-        if len(flagged) == 0:
-            return
+        cuts = np.searchsorted(flagged, np.concatenate([[0], ends]))
+        out = []
+        for j, prof in enumerate(profs):
+            first = ends[j] - sizes[j]
+            mine = cls(scores[first:ends[j]])
+            if cuts[j + 1] > cuts[j]:
+                mine.rescore(prof, db, idxs[j], flagged[cuts[j]:cuts[j + 1]] - first, tables, bg_freq, degeneracy)
+            out.append(mine)
+        return out
+
+    def rescore(self, prof, db, idx, flagged, tables, bg_freq, degeneracy) -> None:
+        """The scores at positions ``flagged`` (of idx) on the CPU."""
         again = idx[flagged]
+        L = db.lengths[again].astype(np.int64)
         if len(flagged) <= self.INTERPRETED_MAX:
             eo, t10, t11 = bias_filter_hmm(prof, bg_freq, degeneracy)
-            raw = bias_forward_interpreted(db.residues, db.offsets, L[flagged], again, eo, t10, t11)
-            self.scores[flagged] = with_length_terms(raw, L[flagged], again, tables.bias_terms)
+            raw = bias_forward_interpreted(db.residues, db.offsets, L, again, eo, t10, t11)
+            self.scores[flagged] = with_length_terms(raw, L, again, tables.bias_terms)
         else:
-            self.scores[flagged] = _bias_filter_cpu(*cpu_args, again, length_terms=tables.bias_terms)
+            self.scores[flagged] = _bias_filter_cpu(prof, bg_freq, degeneracy, db.residues, db.offsets, db.lengths,
+                                                    again, length_terms=tables.bias_terms)
         self.n_rescored = len(flagged)
 
 
@@ -407,12 +431,14 @@ def run_cascade_batch(profs, db, backend, *, F1: float, F2: float, bias_filter: 
     # 2. bias filter
     if bias_filter:
         todo = [m for m in models if len(m.idx1)]
-        fwds = [None] * len(todo)
         if todo and hasattr(backend, "bias_batch"):
-            fwds = backend.bias_batch(bias_filter_hmms([m.prof for m in todo], bg_freq, degeneracy),
-                                      [m.idx1 for m in todo])
-        for m, fwd in zip(todo, fwds):
-            m.bias = BiasScores(m.prof, db, m.idx1, tables, bg_freq, degeneracy, fwd)
+            profs_todo, idxs = [m.prof for m in todo], [m.idx1 for m in todo]
+            fwds = backend.bias_batch(bias_filter_hmms(profs_todo, bg_freq, degeneracy), idxs)
+            biases = BiasScores.of_batch(profs_todo, idxs, fwds, db, tables, bg_freq, degeneracy)
+        else:
+            biases = [BiasScores.on_cpu(m.prof, db, m.idx1, tables, bg_freq, degeneracy) for m in todo]
+        for m, bias in zip(todo, biases):
+            m.bias = bias
     bias_stage(models, F1, F2)
     lap("bias")
 

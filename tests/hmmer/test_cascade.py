@@ -94,6 +94,39 @@ def test_flagged_bias_scores_scored_again_exactly(thresholds, interpreted_max, m
     assert sum(r.n_bias_rescored for r in got) == flagged.flagged > 0
 
 
+class FlaggedBiasBatch(FlaggedBias):
+    """FlaggedBias for a batch of models: each filter HMM's model found by its emissions."""
+
+    def __init__(self, db, bg_freq, profs, every: int = 3):
+        super().__init__(db, bg_freq, every)
+        self.by_eo = {reference.bias_filter_hmm(p, bg_freq, amino_degeneracy())[0].tobytes(): p for p in profs}
+
+    def bias_batch(self, hmms, idxs):
+        out = []
+        for (eo, t10, t11), idx in zip(hmms, idxs):
+            self.prof = self.by_eo[np.asarray(eo, np.float32).tobytes()]
+            out.append(self.bias(eo, t10, t11, idx))
+        return out
+
+
+@pytest.mark.parametrize("interpreted_max", [10**9, 0], ids=["interpreted", "numba"])
+def test_flagged_bias_scores_of_a_batch_are_each_models_own(interpreted_max, models, bg_freq, proteome,
+                                                           monkeypatch):
+    """A batch's bias scores made from the backend's scores of every model at once
+    (BiasScores.of_batch), the flagged ones scored again: each model's survivors and counts
+    those of the CPU bias filter for that model alone."""
+    monkeypatch.setattr(cascade.BiasScores, "INTERPRETED_MAX", interpreted_max)
+    thresholds = dict(F1=0.3, F2=0.05)
+    exact = cascades(reference.ReferenceBackend(proteome), models, proteome, bg_freq, **thresholds)
+    profs = [FilterProfile.from_hmm(hmm) for hmm in models]
+    backend = FlaggedBiasBatch(proteome, bg_freq, profs, every=2)
+    got = cascade.run_cascade_batch(profs, proteome, backend, bias_filter=True, bg_freq=bg_freq,
+                                    degeneracy=amino_degeneracy(), **thresholds)
+    assert summary(got) == summary(exact)
+    assert len({r.n_past_msv for r in exact}) > 1
+    assert sum(r.n_bias_rescored for r in got) == backend.flagged > 0
+
+
 def test_unflagged_scores_are_trusted(models, bg_freq, proteome):
     """The cascade uses an unflagged score as it is: scores 0.3 nats off give other survivors
     (so the comparison above can fail), and none is scored again."""
