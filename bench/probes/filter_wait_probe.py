@@ -64,8 +64,7 @@ def main():
     list(search.hmmsearch(hmms, db, device="gpu", cpus=args.cpus, backend=backend))   # warm-up
     for name in ("msv_batch", "bias_batch", "viterbi_batch", "forward_exact_batch"):
         timed(GpuBackend, name, "backend." + name)
-    timed(cascade._ModelCascade, "after_forward_exact", "model.after_forward_exact")
-    for name in ("msv_stage", "bias_stage", "viterbi_stage"):
+    for name in ("msv_stage", "bias_stage", "viterbi_stage", "forward_stage"):
         timed(cascade, name, name + " (a batch)")
     timed(cascade, "bias_filter_hmms", "bias_filter_hmms (a batch)")
     timed(cascade.BiasScores, "of_batch", "BiasScores.of_batch (a batch)")

@@ -304,20 +304,57 @@ def bias_stage(models, F1, F2) -> None:
 
 def viterbi_stage(models, states: dict, tables, F2) -> None:
     """3. The Viterbi filter's survivors of a batch's models joined to those that needed none
-    (states: the Viterbi filter's (xC, overflow) of each model that ran it, by id)."""
+    (states: the Viterbi filter's (xC, overflow) of each model that ran it, by id): the scores
+    and exact P-values of every model at once, as in :func:`msv_stage`."""
     ran = [m for m in models if len(m.vit_idx)]
-    vit_filt = [m.filt2[m.need_vit] for m in ran]
-    vfsc = [scores.viterbi_score(m.prof, states[id(m)][0], tables.move_db[m.vit_idx], states[id(m)][1])
-            for m in ran]
-    for m, filt, ok in zip(ran, vit_filt, _exact_passes(list(zip(vfsc, vit_filt)),
-                                                         [(m.v_mu, m.v_lambda) for m in ran], F2)):
-        m.passed.append(m.vit_idx[ok])
-        m.passed_filt.append(filt[ok])
+    if ran:
+        sizes = [len(m.vit_idx) for m in ran]
+        vit_idx = np.concatenate([m.vit_idx for m in ran])
+        filt = np.concatenate([m.filt2[m.need_vit] for m in ran])
+        base_w = np.repeat(np.array([m.prof.base_w for m in ran], dtype=np.float32), sizes)
+        scale_w = np.repeat(np.array([m.prof.scale_w for m in ran], dtype=np.float32), sizes)
+        vfsc = scores.viterbi_scores(np.concatenate([states[id(m)][0] for m in ran]), tables.move_db[vit_idx],
+                                     np.concatenate([states[id(m)][1] for m in ran]), base_w, scale_w)
+        ok = exact_pass(vfsc, filt, np.repeat([m.v_mu for m in ran], sizes),
+                        np.repeat([m.v_lambda for m in ran], sizes), F2)
+        kept, kept_filt = _split_kept(ok, sizes, vit_idx, filt)
+        for m, idx, f in zip(ran, kept, kept_filt):
+            m.passed.append(idx)
+            m.passed_filt.append(f)
     for m in models:
         m.survivors = m.past_vit = np.concatenate(m.passed)
         m.survivor_filt = np.concatenate(m.passed_filt)
         m.n_past_vit = len(m.survivors)
         m.untested = np.ones(len(m.survivors), bool)      # (by the Forward test, F3)
+
+
+def _split_kept(ok: np.ndarray, sizes, *arrays) -> list:
+    """Of arrays holding several models' values one model after the other (sizes[j] each),
+    the values where ok: for each array, a list of each model's kept values (views)."""
+    model_of = np.repeat(np.arange(len(sizes)), sizes)
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(model_of[ok], minlength=len(sizes)))])
+    out = []
+    for a in arrays:
+        kept = a[ok]
+        out.append([kept[bounds[j]:bounds[j + 1]] for j in range(len(sizes))])
+    return out
+
+
+def forward_stage(models, fwds, short, F3) -> None:
+    """4. Forward: HMMER's own test on HMMER's own score, for each model's survivors where
+    ``short`` (one mask over the batch's survivors, model after model; fwds theirs, a list a
+    model), for the whole batch at once.  A NaN score (unsure) passes, left to the CPU; the
+    survivors not scored pass untested, kept with their filter scores."""
+    sizes = [len(m.survivors) for m in models]
+    every = np.full(int(sum(sizes)), np.nan, np.float32)
+    every[short] = np.concatenate(fwds)
+    filt = np.concatenate([m.survivor_filt for m in models])
+    ok = exact_forward_pass(every, filt, np.repeat([float(m.prof.evparam[4]) for m in models], sizes),
+                            np.repeat([float(m.prof.evparam[5]) for m in models], sizes), F3)
+    survivors, survivor_filt, untested = _split_kept(ok, sizes, np.concatenate([m.survivors for m in models]),
+                                                     filt, ~short)
+    for m, s, f, u in zip(models, survivors, survivor_filt, untested):
+        m.survivors, m.survivor_filt, m.untested = s, f, u
 
 
 class _ModelCascade:
@@ -329,17 +366,6 @@ class _ModelCascade:
         self.prof = prof
         self.m_mu, self.m_lambda, self.v_mu, self.v_lambda = (float(v) for v in prof.evparam[:4])
         self.bias = None
-
-    def after_forward_exact(self, fwd, scored, F3):
-        """4. Forward: HMMER's own test on HMMER's own score, for the survivors ``scored`` (a
-        mask; fwd theirs).  A NaN score (unsure) passes, left to the CPU; the survivors not
-        scored pass untested, kept with their filter scores."""
-        every = np.full(len(self.survivors), np.nan, np.float32)
-        every[scored] = fwd
-        f_tau, f_lambda = float(self.prof.evparam[4]), float(self.prof.evparam[5])
-        ok = exact_forward_pass(every, self.survivor_filt, f_tau, f_lambda, F3)
-        self.untested = ~scored[ok]
-        self.survivors, self.survivor_filt = self.survivors[ok], self.survivor_filt[ok]
 
     def result(self, seconds, F3: float = 1.0) -> CascadeResult:
         order = np.argsort(self.survivors, kind="stable")      # (the survivors increasing)
@@ -452,10 +478,13 @@ def run_cascade_batch(profs, db, backend, *, F1: float, F2: float, bias_filter: 
     # FORWARD_MAX_CELLS; the longer ones are kept untested, for the finishing to test
     if hasattr(backend, "forward_exact_batch") and F3 < 1.0:
         todo = [m for m in models if len(m.survivors)]
-        short = [pair_cells(db.lengths, m.survivors, m.prof.M) <= FORWARD_MAX_CELLS for m in todo]
-        if any(s.any() for s in short):
-            fwds = backend.forward_exact_batch([m.prof for m in todo], [m.survivors[s] for m, s in zip(todo, short)])
-            for m, fwd, s in zip(todo, fwds, short):
-                m.after_forward_exact(fwd, s, F3)
+        sizes = [len(m.survivors) for m in todo]
+        survivors = np.concatenate([m.survivors for m in todo]) if todo else np.zeros(0, np.int64)
+        M = np.repeat(np.array([m.prof.M for m in todo], dtype=np.int64), sizes)
+        short = db.lengths[survivors].astype(np.int64) * M <= FORWARD_MAX_CELLS      # (DP cells, length x M)
+        if short.any():
+            (asked,) = _split_kept(short, sizes, survivors)
+            fwds = backend.forward_exact_batch([m.prof for m in todo], asked)
+            forward_stage(todo, fwds, short, F3)
             lap("forward")
     return [m.result(dict(seconds), F3) for m in models]

@@ -53,9 +53,15 @@ def viterbi_score(prof: FilterProfile, xC, move_w, overflow) -> np.ndarray:
     ``((float)xC + (float)xw[C][MOVE] - (float)base_w) / scale_w - 3.0``;
     -inf when xC is -32768 (no path), +inf on overflow.
     """
+    return viterbi_scores(xC, move_w, overflow, F32(prof.base_w), prof.scale_w)
+
+
+def viterbi_scores(xC, move_w, overflow, base_w, scale_w) -> np.ndarray:
+    """:func:`viterbi_score` with the model's base_w and scale_w given (float32; one value, or
+    one for each sequence: several models' sequences at once)."""
     xC = np.asarray(xC, dtype=np.int64)
-    sc = (xC.astype(F32) + np.asarray(move_w).astype(F32)) - F32(prof.base_w)
-    sc = sc / prof.scale_w - F32(3.0)
+    sc = (xC.astype(F32) + np.asarray(move_w).astype(F32)) - np.asarray(base_w, dtype=F32)
+    sc = sc / np.asarray(scale_w, dtype=F32) - F32(3.0)
     sc = np.where(xC > -32768, sc, F32(-np.inf))
     return np.where(np.asarray(overflow, bool), F32(np.inf), sc).astype(F32)
 

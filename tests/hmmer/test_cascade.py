@@ -268,3 +268,33 @@ def test_msv_stage_gives_each_model_of_a_batch_its_own_survivors(F1, stride, mod
         assert np.array_equal(m.idx1, searched[passing])
         assert m.usc1.tobytes() == usc[passing].tobytes()
         assert m.null1.tobytes() == tables.null[passing].tobytes()
+
+
+@pytest.mark.parametrize("F3, max_cells", [(1e-5, 10**12), (0.02, 60_000)])
+def test_viterbi_and_forward_stages_of_a_batch_are_each_models_own(F3, max_cells, models, bg_freq, proteome,
+                                                                   proteome_path, data_dir, filters_oracle,
+                                                                   monkeypatch):
+    """The Viterbi filter's and the Forward test's scores and P-values of a batch's models
+    computed at once (viterbi_stage, forward_stage) give each model the survivors, untested
+    pairs and filter scores it gets alone (the Forward scores HMMER's own, some flagged; long
+    pairs left untested)."""
+    from conftest import run_filters_oracle
+
+    monkeypatch.setattr(cascade, "FORWARD_MAX_CELLS", max_cells)
+    oracle = {}
+    for name in ("RREFam", "Thioesterase"):
+        oracle.update(run_filters_oracle(filters_oracle, data_dir / "hmms" / "txt" / f"{name}.hmm", proteome_path))
+    fwd = {name: o["fwd"] for name, o in oracle.items()}
+    thresholds = dict(F1=0.3, F2=0.05, F3=F3)
+    alone = cascades(OracleForward(proteome, fwd), models, proteome, bg_freq, **thresholds)
+    profs = [FilterProfile.from_hmm(hmm) for hmm in models]
+    assert len({(p.evparam[2], p.evparam[4]) for p in profs}) == len(profs)    # (each its own mu and tau)
+    batch = cascade.run_cascade_batch(profs, proteome, OracleForward(proteome, fwd), bias_filter=True,
+                                      bg_freq=bg_freq, degeneracy=amino_degeneracy(), **thresholds)
+    assert sum(len(r.survivors) for r in alone) > 0
+    assert any(r.n_past_vit > len(r.survivors) for r in alone)          # (the Forward test drops some)
+    for a, b in zip(alone, batch):
+        assert summary([a]) == summary([b])
+        assert np.array_equal(a.past_vit, b.past_vit)
+        for x, y in ((a.untested, b.untested), (a.untested_filt, b.untested_filt)):
+            assert (x is None and y is None) or x.tobytes() == y.tobytes()
