@@ -397,13 +397,17 @@ class ScanFinisher:
         return self._scan(seq, OptimizedProfileBlock(self.alphabet))
 
     def alone(self, seq):
-        """search_one(idx, Z, E) of :func:`with_running_z_hit`: ``seq`` against the one
-        model idx, with that Z and E (on the calling thread)."""
-        from pyhmmer.plan7 import Pipeline
+        """search_one(idx, Z, E) of :func:`with_running_z_hit`: ``seq`` against the models
+        idx, with that Z and E (on the calling thread).  Several models are scanned in a block
+        of copies of their profiles (scan_seq configures each profile of its block, and the
+        finishing threads may hold these profiles in their own blocks)."""
+        from pyhmmer.plan7 import OptimizedProfileBlock, Pipeline
 
         def search_one(idx, Z, E):
-            (m,) = idx.tolist()
-            return Pipeline(self.alphabet, **dict(self.kwargs, Z=Z, E=E)).scan_seq(seq, self._block(m))
+            models = idx.tolist()
+            block = (self._block(models[0]) if len(models) == 1 else
+                     OptimizedProfileBlock(self.alphabet, [self.profiles[m].copy() for m in models]))
+            return Pipeline(self.alphabet, **dict(self.kwargs, Z=Z, E=E)).scan_seq(seq, block)
         return search_one
 
 
@@ -507,6 +511,9 @@ def _scan_filtered(queries: SequenceDB, db: ModelDB, options: SearchOptions, thr
 
     running_z = running_z_applies(options, queries)
     name_len = np.array([len(om.name.encode()) for om in profiles]) if running_z else None
+
+    def model_name(m: int) -> str:           # (as a hit against model m is named)
+        return profiles[m].name
     every_model = np.arange(n_models)
     nnodes = sum(om.M for om in profiles)
     for q in range(nq):
@@ -521,7 +528,7 @@ def _scan_filtered(queries: SequenceDB, db: ModelDB, options: SearchOptions, thr
             hits = hits.merge(*parts)
         if running_z:
             hits = with_running_z_hit(hits, np.array([m for m, _ in pairs], dtype=np.int64), every_model,
-                                      name_len, finish.alone(seqs[q]))
+                                      name_len, finish.alone(seqs[q]), model_name)
         counts = SimpleNamespace(n_past_msv=int(past[0, q]), n_past_bias=int(past[1, q]),
                                  n_past_vit=int(past[2, q]))
         stats = dataclasses.replace(

@@ -279,8 +279,8 @@ def with_running_z_hit(hits, survivors: np.ndarray, searched: np.ndarray, name_l
         name_len: :func:`name_bytes`.
         search_one(idx, Z, E): the model's TopHits against the survivors idx (finished as the
             others), with that Z and E.
-        name_of: a database sequence's name (as its hit is named), to search the candidates
-            together first (below); None: each alone.
+        name_of: the name a hit of survivor i is given (hmmsearch: the sequence's; hmmscan: the
+            model's), to search the candidates together first (below); None: each alone.
     """
     kept = {h.name for h in hits}
     widest = max([8] + [len(name.encode()) for name in kept])     # (HMMER's narrowest column: 8)

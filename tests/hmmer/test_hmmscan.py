@@ -519,3 +519,59 @@ def test_skip_long_leaves_out_the_long_query(data_dir, queries, tmp_path):
         rows[name] = [l for l in (tmp_path / f"{name}.tbl").read_text().splitlines() if not l.startswith("#")]
         assert (tmp_path / f"{name}.txt").read_text().count("\nQuery:       ") == 6
     assert rows["skip"] == rows["plain"] and len(rows["plain"]) >= 8
+
+
+# (query, E, model files in order): hits and none with the default E; a weak hit (E 8.2e-6 with Z
+# = 14, its place 7 among RREFam's models put first) kept only at its own place
+RUNNING_Z_CASES = [(QUERY_NAMES[0], 10.0, MODELS), (QUERY_NAMES[2], 10.0, MODELS),
+                   ("938293.PRJEB85.HG003685_1", 10.0, MODELS), (QUERY_NAMES[2], 5e-6, MODELS[::-1])]
+
+
+@pytest.mark.parametrize("query,E,files", RUNNING_Z_CASES)
+def test_running_Z_candidate_models_searched_together_first(data_dir, proteome_path, query, E, files):
+    """hmmscan's running-Z screen (search.with_running_z_hit given the models' names): the
+    models named longer than the widest hit, scanned together once with the smallest place as
+    Z, then only those kept there one by one, give the hits each scanned alone gives, in fewer
+    scans."""
+    import numpy as np
+    from pyhmmer.easel import Alphabet, SequenceFile
+
+    from gpu_search.hmmer.hmmscan import ScanFinisher, _configure
+    from gpu_search.hmmer.models import read_hmms
+    from gpu_search.hmmer.options import SearchOptions
+    from gpu_search.hmmer.search import with_running_z_hit
+
+    abc = Alphabet.amino()
+    hmms = [h for name in files for h in read_hmms(data_dir / "hmms" / "txt" / f"{name}.hmm")]
+    with SequenceFile(str(proteome_path), digital=True, alphabet=abc) as f:
+        seq = next(s for s in f.read_block() if s.name == query)
+    kwargs = SearchOptions(E=E).pipeline_kwargs(float(len(hmms)))
+    kept = {h.name for h in ScanFinisher(abc, kwargs, _configure(hmms, 1)).nothing(seq).merge(
+        *[ScanFinisher(abc, kwargs, _configure([hmm], 1))(seq, 0) for hmm in hmms])}
+    named = [hmm.copy() for hmm in hmms]
+    for m, hmm in enumerate(named):              # the models without a hit kept named longer than any
+        if hmm.name not in kept:
+            hmm.name = f"A_MODEL_NAMED_LONGER_THAN_ANY_HIT_{m}"
+    profiles = _configure(named, 1)
+    finish = ScanFinisher(abc, kwargs, profiles)
+    every = np.arange(len(profiles))
+    hits = finish.nothing(seq).merge(*[finish(seq, m) for m in every])
+    name_len = np.array([len(om.name.encode()) for om in profiles])
+    results, calls = [], []
+    for name_of in (None, lambda m: profiles[m].name):
+        sizes = []
+
+        def search_one(idx, Z, E, sizes=sizes):
+            sizes.append(len(idx))
+            return finish.alone(seq)(idx, Z, E)
+
+        got = with_running_z_hit(hits, every, every, name_len, search_one, name_of)
+        results.append([(h.name, h.score, h.evalue, h.reported, h.included) for h in got])
+        calls.append(sizes)
+    assert results[0] == results[1]
+    alone, together = calls
+    candidates = len(profiles) - len(kept)
+    assert together[0] == candidates > 1 and set(alone) == {1} and set(together[1:]) <= {1}
+    weak = len(results[0]) > len(hits)           # (a hit kept at its own place, unreported)
+    assert weak == (E < 1e-5)
+    assert len(together) == (2 if weak else 1) < len(alone)
