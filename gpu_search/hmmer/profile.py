@@ -108,8 +108,9 @@ class FilterProfile:
     consensus: str = ""
     reference: str | None = None
     consensus_structure: str | None = None
-    # the kernels' layouts of this profile (gpu/packing.py's ``kept``), made once a search
-    packed: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
+    # the kernels' layouts of this profile (gpu/packing.py's ``kept``), made once a search (a
+    # copy made by dataclasses.replace starts with none of them)
+    packed: dict = dataclasses.field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def Kp(self) -> int:

@@ -242,7 +242,7 @@ def test_profiles_packed_ahead_are_those_the_launches_use(monkeypatch):
     profs = [FilterProfile.from_hmm(HMM.sample(abc, M, rng), bg) for M in (17, 40, 70, 100, 125, 129, 300, 700, 1700)]
     t = profs[3].vit_trans.copy()
     t[1, 0] = 5                                    # a positive transition: no 16-bit offset
-    profs[3] = dataclasses.replace(profs[3], vit_trans=t, packed={})
+    profs[3] = dataclasses.replace(profs[3], vit_trans=t)
     this = GpuBackend.__new__(GpuBackend)
     this.max_len = 3000
     assert P.viterbi16_bounds(profs[3], this.max_len) is None
