@@ -391,8 +391,9 @@ class _ModelCascade:
 FORWARD_MAX_CELLS = 250_000
 
 
-def pair_cells(lengths: np.ndarray, idx: np.ndarray, M: int) -> np.ndarray:
-    """The DP cells (length x M) of a model of M nodes against each sequence idx."""
+def pair_cells(lengths: np.ndarray, idx: np.ndarray, M) -> np.ndarray:
+    """The DP cells (length x M) of a model of M nodes against each sequence idx (M one
+    model's, or each pair's own)."""
     return lengths[idx].astype(np.int64) * M
 
 
@@ -481,7 +482,7 @@ def run_cascade_batch(profs, db, backend, *, F1: float, F2: float, bias_filter: 
         sizes = [len(m.survivors) for m in todo]
         survivors = np.concatenate([m.survivors for m in todo]) if todo else np.zeros(0, np.int64)
         M = np.repeat(np.array([m.prof.M for m in todo], dtype=np.int64), sizes)
-        short = db.lengths[survivors].astype(np.int64) * M <= FORWARD_MAX_CELLS      # (DP cells, length x M)
+        short = pair_cells(db.lengths, survivors, M) <= FORWARD_MAX_CELLS
         if short.any():
             (asked,) = _split_kept(short, sizes, survivors)
             fwds = backend.forward_exact_batch([m.prof for m in todo], asked)
